@@ -1,0 +1,32 @@
+//! Arbor's benchmark programs (the library behind `arbor bench …`).
+//!
+//! [`trie_bench`] measures, in one run on one seeded input, the streaming root builder
+//! (serial and parallel) against alloy-trie's `HashBuilder`, the keccak bound of that
+//! build, incremental `root()` after small batches of updates, and proof generation and
+//! verification. Every comparison is a ratio from the same run; every timing is a median
+//! over repeated runs with min and max beside it. The criterion kernels live in
+//! `benches/trie_kernels.rs`.
+//!
+//! Comparison engines are dependencies of this crate only, never of a library crate.
+
+#![forbid(unsafe_code)]
+
+mod bound;
+mod incremental;
+mod input;
+mod machine;
+mod progress;
+mod proofs;
+mod render;
+mod report;
+mod roots;
+mod run;
+mod timing;
+
+pub use machine::MachineInfo;
+pub use report::{
+    BoundReport, HashClass, IncrementalReport, InputReport, ProofReport, RootReport,
+    TrieBenchReport,
+};
+pub use run::{trie_bench, TrieBenchOpts};
+pub use timing::Timing;

@@ -1,0 +1,163 @@
+//! The human summary of a [`TrieBenchReport`].
+
+use std::fmt::Write;
+
+use crate::report::{
+    BoundReport, HashClass, IncrementalReport, ProofReport, RootReport, TrieBenchReport,
+};
+use crate::timing::Timing;
+
+impl TrieBenchReport {
+    /// A few lines for people; the JSON form carries every field.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        self.render_header(&mut out);
+        render_root(&self.root, &mut out);
+        render_bound(&self.bound, &mut out);
+        render_incremental(&self.incremental, &mut out);
+        render_proofs(&self.proofs, &mut out);
+        out
+    }
+
+    fn render_header(&self, out: &mut String) {
+        let (m, o, i) = (&self.machine, &self.options, &self.input);
+        let _ = writeln!(
+            out,
+            "arbor bench trie: {} keys ({}-byte random keys, {}-byte random values), seed {}",
+            thousands(i.keys as u64),
+            i.key_bytes,
+            i.value_bytes,
+            o.seed
+        );
+        let _ = writeln!(
+            out,
+            "machine: {}, {} logical cores, rayon {} threads; {}, opt-level {}, {}",
+            m.cpu_model, m.logical_cores, m.rayon_threads, m.rustc, m.opt_level, m.target
+        );
+        if m.opt_level != "3" {
+            let _ =
+                writeln!(out, "WARNING: not an optimised build; numbers are not representative");
+        }
+        let _ = writeln!(
+            out,
+            "input sorted once before timing ({:.3} s, excluded from every timing); \
+            timings are median [min-max] of {} runs",
+            i.sort_seconds, o.runs
+        );
+    }
+}
+
+fn timing(t: &Timing) -> String {
+    format!("{:>9.4} s [{:.4}-{:.4}]", t.seconds_median, t.seconds_min, t.seconds_max)
+}
+
+fn render_root(r: &RootReport, out: &mut String) {
+    let _ = writeln!(out, "\nfull root {} (serial, parallel and alloy-trie agree)", r.root);
+    let _ = writeln!(out, "  arbor serial      {}", timing(&r.arbor_serial));
+    let _ = writeln!(
+        out,
+        "  arbor parallel    {}  {} threads, {:.2}x serial",
+        timing(&r.arbor_parallel),
+        r.parallel_threads,
+        r.serial_over_parallel
+    );
+    let _ = writeln!(out, "  alloy HashBuilder {}", timing(&r.alloy));
+    let _ = writeln!(
+        out,
+        "  alloy/arbor serial {:.2}x, alloy/arbor parallel {:.2}x (>1: Arbor faster); \
+         fastest runs {:.2}x, {:.2}x",
+        r.alloy_over_serial,
+        r.alloy_over_parallel,
+        r.alloy_over_serial_fastest,
+        r.alloy_over_parallel_fastest
+    );
+}
+
+fn class(name: &str, c: &HashClass) -> String {
+    format!(
+        "{name} {} calls x {:.1} B mean ({} single-block), {:.0} ns/call",
+        thousands(c.calls),
+        c.bytes_mean,
+        thousands(c.single_block_calls),
+        c.ns_per_call
+    )
+}
+
+fn render_bound(b: &BoundReport, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "\nkeccak bound of the serial build: {} nodes hashed, {} bytes \
+        (builder counted {} calls, {} bytes)",
+        thousands(b.nodes_hashed),
+        thousands(b.nodes_bytes),
+        thousands(b.builder_hashes),
+        thousands(b.builder_bytes)
+    );
+    let _ = writeln!(out, "  {}", class("leaves  ", &b.leaf));
+    let _ = writeln!(out, "  {}", class("interior", &b.interior));
+    let _ = writeln!(
+        out,
+        "  bound             {}\n  arbor serial / bound {:.2}x (fastest runs {:.2}x), \
+         parallel / (bound/threads) {:.2}x",
+        timing(&b.bound),
+        b.serial_over_bound,
+        b.serial_over_bound_fastest,
+        b.parallel_over_bound_per_thread
+    );
+}
+
+fn render_incremental(r: &IncrementalReport, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "\nincremental: {} keys, {} rounds of {} writes (half existing keys, half new) + root()",
+        thousands(r.keys_initial as u64),
+        r.rounds,
+        r.updates_per_round
+    );
+    let _ = writeln!(
+        out,
+        "  round p50 {:.1} us, p99 {:.1} us, max {:.1} us; root() part p50 {:.1} us, p99 {:.1} us",
+        r.round_us_p50, r.round_us_p99, r.round_us_max, r.root_us_p50, r.root_us_p99
+    );
+    let _ = writeln!(
+        out,
+        "  hashes per round p50 {:.0}, mean {:.1} ({:.0} bytes); final root equals a rebuild",
+        r.hashes_per_round_p50, r.hashes_per_round_mean, r.hashed_bytes_per_round_mean
+    );
+}
+
+fn render_proofs(p: &ProofReport, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "\nproofs: {} random existing keys, {:.1} nodes / {:.0} bytes each",
+        thousands(p.proofs as u64),
+        p.nodes_per_proof_mean,
+        p.bytes_per_proof_mean
+    );
+    let _ = writeln!(
+        out,
+        "  generated {:.0}/s, verified {:.0}/s",
+        p.generated_per_second, p.verified_per_second
+    );
+}
+
+/// `1234567` as `1,234,567`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let groups: Vec<&str> =
+        digits.as_bytes().rchunks(3).rev().map(|g| std::str::from_utf8(g).unwrap_or("?")).collect();
+    groups.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::thousands;
+
+    #[test]
+    fn groups_digits() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+    }
+}

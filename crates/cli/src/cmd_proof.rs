@@ -1,0 +1,126 @@
+//! `arbor prove` and `arbor verify-proof`: eth_getProof (EIP-1186) proofs of a genesis
+//! state, and their verification against a state root.
+//!
+//! `verify-proof` separates a malformed input (not JSON, not a proof object, bad hex:
+//! `error: …`, exit 1) from a well-formed proof that does not verify (`invalid: …` on
+//! stdout, exit 1). Both kinds of failure come from untrusted bytes and neither panics.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use serde_json::Value;
+use trie::eth::genesis::parse_address;
+use trie::eth::{AccountProof, EthState, U256};
+use trie::H256;
+
+use crate::input::{display_name, read_genesis, read_json};
+
+/// Arguments of `arbor prove`.
+#[derive(Debug, Args)]
+pub(crate) struct ProveArgs {
+    /// The genesis whose state is proven.
+    #[arg(long, value_name = "FILE")]
+    genesis: PathBuf,
+    /// The account: 40 hex digits, 0x optional.
+    #[arg(long, value_name = "0x…")]
+    address: String,
+    /// A storage slot to prove (a quantity such as 0x0, or up to 32 bytes of hex); repeatable.
+    #[arg(long = "slot", value_name = "0x…")]
+    slots: Vec<String>,
+}
+
+/// Arguments of `arbor verify-proof`.
+#[derive(Debug, Args)]
+pub(crate) struct VerifyArgs {
+    /// The state root to verify against: 0x + 64 hex digits.
+    #[arg(long, value_name = "0x…")]
+    root: String,
+    /// An eth_getProof result object, a whole JSON-RPC response, or `-` for stdin.
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    /// Print {"valid": bool, "reason": …} instead of `valid` / `invalid: …`.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Run `arbor prove`.
+pub(crate) fn prove(args: &ProveArgs) -> Result<ExitCode> {
+    let address = parse_address(&args.address)
+        .with_context(|| format!("invalid --address {:?}", args.address))?;
+    let slots = args.slots.iter().map(|s| parse_slot(s)).collect::<Result<Vec<_>>>()?;
+    let genesis = read_genesis(&args.genesis)?;
+    let mut state = EthState::from_genesis(&genesis).context("cannot build the genesis state")?;
+    let proof = state.prove(&address, &slots).context("cannot build the proof")?;
+    println!("{}", serde_json::to_string_pretty(&proof.to_json())?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A slot as JSON-RPC spells it: a quantity (`0x0`) or up to 32 bytes of hex.
+fn parse_slot(s: &str) -> Result<H256> {
+    let v = U256::parse_quantity(s).with_context(|| format!("invalid --slot {s:?}"))?;
+    Ok(H256(v.to_be_bytes()))
+}
+
+/// Run `arbor verify-proof`.
+pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
+    let root = H256::from_hex(&args.root).with_context(|| {
+        format!("invalid --root {:?}: expected 0x followed by 64 hex digits", args.root)
+    })?;
+    let json = read_json(&args.file)?;
+    let proof = AccountProof::from_json(proof_object(&json)?)
+        .with_context(|| format!("{} is not an eth_getProof result", display_name(&args.file)))?;
+    let verdict = proof.verify(&root);
+    if args.json {
+        let reason = verdict.as_ref().err().map(ToString::to_string);
+        println!("{}", serde_json::json!({ "valid": verdict.is_ok(), "reason": reason }));
+    } else {
+        match &verdict {
+            Ok(()) => println!("valid"),
+            Err(e) => println!("invalid: {e}"),
+        }
+    }
+    Ok(if verdict.is_ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// The eth_getProof result inside `json`: the object itself, or a JSON-RPC response's
+/// `result`. A JSON-RPC error response is reported as such.
+fn proof_object(json: &Value) -> Result<&Value> {
+    let Some(obj) = json.as_object() else {
+        bail!("expected a JSON object (an eth_getProof result or a JSON-RPC response)");
+    };
+    if let Some(result) = obj.get("result") {
+        return Ok(result);
+    }
+    if let Some(err) = obj.get("error") {
+        bail!("the file is a JSON-RPC error response: {err}");
+    }
+    Ok(json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_quantities_or_data() {
+        assert_eq!(parse_slot("0x0").unwrap(), H256::ZERO);
+        let mut one = [0u8; 32];
+        one[31] = 1;
+        assert_eq!(parse_slot(&format!("0x{}", "0".repeat(63) + "1")).unwrap(), H256(one));
+        assert!(parse_slot("0xzz").is_err());
+        assert!(parse_slot(&format!("0x1{}", "0".repeat(64))).is_err(), "more than 32 bytes");
+    }
+
+    #[test]
+    fn finds_the_result_of_a_response() {
+        let inner = serde_json::json!({ "address": "0x00" });
+        let rpc = serde_json::json!({ "jsonrpc": "2.0", "id": 1, "result": inner.clone() });
+        assert_eq!(proof_object(&rpc).unwrap(), &inner);
+        assert_eq!(proof_object(&inner).unwrap(), &inner);
+        let err = serde_json::json!({ "jsonrpc": "2.0", "error": { "code": -32000 } });
+        assert!(proof_object(&err).is_err());
+        assert!(proof_object(&serde_json::json!([1])).is_err());
+    }
+}

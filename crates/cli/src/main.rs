@@ -1,0 +1,106 @@
+//! `arbor`: the command-line face of the engine.
+//!
+//! Each command family lives in its own module (`cmd_*`); this file only parses the
+//! arguments and turns failures into the one contract every command keeps: a single
+//! `error: <what is wrong>` line on stderr and a non-zero exit code (1 for a failed
+//! command, 2 for unusable arguments). Nothing here panics on user input.
+
+#![forbid(unsafe_code)]
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd_bench;
+mod cmd_demo;
+mod cmd_proof;
+mod cmd_root;
+mod input;
+
+/// Arbor: an authenticated state engine (Ethereum-compatible Merkle-Patricia trie).
+#[derive(Debug, Parser)]
+#[command(name = "arbor", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print the state root of a genesis allocation or of a key/value JSON object.
+    Root(cmd_root::RootArgs),
+    /// Print an eth_getProof-shaped proof of an account (and storage slots) of a genesis.
+    Prove(cmd_proof::ProveArgs),
+    /// Check an eth_getProof result against a state root: prints `valid` or `invalid: …`.
+    VerifyProof(cmd_proof::VerifyArgs),
+    /// Compute known genesis roots, prove and verify accounts, reject a tampered proof.
+    Demo(cmd_demo::DemoArgs),
+    /// Run a benchmark program.
+    Bench(cmd_bench::BenchArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
+    let result = match cli.command {
+        Command::Root(args) => cmd_root::run(&args),
+        Command::Prove(args) => cmd_proof::prove(&args),
+        Command::VerifyProof(args) => cmd_proof::verify(&args),
+        Command::Demo(args) => cmd_demo::run(&args),
+        Command::Bench(args) => cmd_bench::run(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {}", error_line(&e));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Help and version go to stdout as clap renders them; a usage mistake becomes clap's
+/// first line only (`error: …`), without the usage block, so that it stays one line.
+fn usage_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
+        || matches!(e.kind(), ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand)
+    {
+        // Printing help can only fail on a closed stdout, where there is nothing to report.
+        let _ = e.print();
+        return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+    }
+    // clap's message is its first paragraph (e.g. "required arguments were not
+    // provided:" followed by the indented list of them); usage and tips follow a blank line.
+    let text = e.render().to_string();
+    let message: Vec<&str> = text
+        .lines()
+        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let message = message.join(" ");
+    let message = message.strip_prefix("error: ").unwrap_or(&message);
+    eprintln!("error: {message} (see `arbor --help`)");
+    ExitCode::from(2)
+}
+
+/// The error and its causes on one line, `outer: inner: …`. A cause whose text the
+/// message so far already contains is skipped: typed errors often both print and
+/// expose their source, which would otherwise appear twice.
+fn error_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    // Collapse embedded line breaks so that an error is always one line.
+    line.split_whitespace().collect::<Vec<_>>().join(" ")
+}

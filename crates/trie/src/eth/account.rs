@@ -1,0 +1,131 @@
+//! Ethereum account leaves: `RLP[nonce, balance, storage_root, code_hash]`, and storage
+//! values (`RLP(trimmed big-endian word)`), both under keccak256 ("secure") keys.
+
+use crate::eth::u256::U256;
+use crate::hash::{keccak256, EMPTY_CODE_HASH, EMPTY_ROOT, H256};
+use crate::rlp::{self, Item, ListIter, RlpError};
+
+/// An account as committed to by the state trie.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Account {
+    /// Transaction count / contract creation count.
+    pub nonce: u64,
+    /// Balance in wei.
+    pub balance: U256,
+    /// Root of the account's storage trie.
+    pub storage_root: H256,
+    /// keccak256 of the account's code.
+    pub code_hash: H256,
+}
+
+impl Default for Account {
+    fn default() -> Self {
+        Account {
+            nonce: 0,
+            balance: U256::ZERO,
+            storage_root: EMPTY_ROOT,
+            code_hash: EMPTY_CODE_HASH,
+        }
+    }
+}
+
+/// Why bytes are not an account leaf.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AccountError {
+    /// Not valid RLP.
+    #[error("account is not valid RLP: {0}")]
+    Rlp(#[from] RlpError),
+    /// Not a list of four items.
+    #[error("account must be an RLP list of 4 items")]
+    Shape,
+    /// A field has the wrong size or leading zeros.
+    #[error("account field {0} is malformed")]
+    Field(&'static str),
+}
+
+impl Account {
+    /// The leaf value: `RLP[nonce, balance, storage_root, code_hash]`.
+    pub fn rlp(&self) -> Vec<u8> {
+        let nonce = self.nonce.to_be_bytes();
+        let nonce = rlp::trim_leading_zeros(&nonce);
+        let balance = self.balance.to_be_bytes_trimmed();
+        let payload = rlp::string_len(nonce) + rlp::string_len(&balance) + 33 + 33;
+        let mut out = Vec::with_capacity(payload + 3);
+        rlp::write_list_header(&mut out, payload);
+        rlp::write_string(&mut out, nonce);
+        rlp::write_string(&mut out, &balance);
+        rlp::write_string(&mut out, &self.storage_root.0);
+        rlp::write_string(&mut out, &self.code_hash.0);
+        out
+    }
+
+    /// Decode a leaf value.
+    pub fn decode(bytes: &[u8]) -> Result<Account, AccountError> {
+        let Item::List(payload) = rlp::decode_exact(bytes)? else {
+            return Err(AccountError::Shape);
+        };
+        let items: Vec<Item<'_>> = ListIter::new(payload).collect::<Result<_, _>>()?;
+        let [n, b, s, c] = items.as_slice() else { return Err(AccountError::Shape) };
+        let int =
+            |item: &Item<'_>, name: &'static str, max: usize| -> Result<Vec<u8>, AccountError> {
+                let s = item.string().map_err(|_| AccountError::Field(name))?;
+                if s.len() > max || s.first() == Some(&0) {
+                    return Err(AccountError::Field(name));
+                }
+                Ok(s.to_vec())
+            };
+        let nonce = int(n, "nonce", 8)?.iter().fold(0u64, |acc, b| (acc << 8) | u64::from(*b));
+        let balance =
+            U256::from_be_slice(&int(b, "balance", 32)?).ok_or(AccountError::Field("balance"))?;
+        let hash = |item: &Item<'_>, name: &'static str| {
+            item.string().ok().and_then(H256::from_slice).ok_or(AccountError::Field(name))
+        };
+        Ok(Account {
+            nonce,
+            balance,
+            storage_root: hash(s, "storageRoot")?,
+            code_hash: hash(c, "codeHash")?,
+        })
+    }
+}
+
+/// Secure-trie key: keccak256 of the plain key.
+pub fn secure_key(key: &[u8]) -> H256 {
+    keccak256(key)
+}
+
+/// A storage slot's leaf value: the RLP string of the word without leading zeros.
+pub fn storage_value_rlp(value: &U256) -> Vec<u8> {
+    let trimmed = value.to_be_bytes_trimmed();
+    let mut out = Vec::with_capacity(trimmed.len() + 1);
+    rlp::write_string(&mut out, &trimmed);
+    out
+}
+
+/// Decode a storage leaf value back into a word.
+pub fn decode_storage_value(bytes: &[u8]) -> Result<U256, AccountError> {
+    let s = rlp::decode_exact(bytes)?.string()?;
+    if s.len() > 32 || s.first() == Some(&0) {
+        return Err(AccountError::Field("storage value"));
+    }
+    U256::from_be_slice(s).ok_or(AccountError::Field("storage value"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn account_round_trip() {
+        let a = Account { nonce: 7, balance: U256::from_u64(1_000_000), ..Account::default() };
+        assert_eq!(Account::decode(&a.rlp()).unwrap(), a);
+        let empty = Account::default();
+        assert_eq!(Account::decode(&empty.rlp()).unwrap(), empty);
+        assert!(Account::decode(&[0xc0]).is_err());
+        assert!(Account::decode(&[0x80]).is_err());
+        let v = storage_value_rlp(&U256::from_u64(0x38));
+        assert_eq!(v, vec![0x38]);
+        assert_eq!(decode_storage_value(&v).unwrap(), U256::from_u64(0x38));
+    }
+}

@@ -1,0 +1,221 @@
+//! eth_getProof (EIP-1186) responses: parse from JSON, emit as JSON, verify against a
+//! state root. Verification checks the account proof (inclusion, or exclusion for an
+//! account that does not exist, which must then be claimed empty) and every storage proof
+//! against the proven storage root.
+
+use serde_json::{json, Map, Value};
+
+use crate::eth::account::{secure_key, storage_value_rlp, Account, AccountError};
+use crate::eth::genesis::{parse_address, Address};
+use crate::eth::u256::U256;
+use crate::hash::{decode_hex, EMPTY_CODE_HASH, EMPTY_ROOT, H256};
+use crate::node::EthLayout;
+use crate::proof::{verify_proof, ProofError};
+
+/// One storage slot's proof.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StorageProof {
+    /// The slot (left-padded to 32 bytes).
+    pub key: H256,
+    /// The claimed value (zero = absent).
+    pub value: U256,
+    /// Storage-trie nodes, root first.
+    pub proof: Vec<Vec<u8>>,
+}
+
+/// An eth_getProof result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccountProof {
+    /// The account's address.
+    pub address: Address,
+    /// The claimed account (all-empty when the account does not exist).
+    pub account: Account,
+    /// State-trie nodes, root first.
+    pub account_proof: Vec<Vec<u8>>,
+    /// Storage proofs.
+    pub storage_proof: Vec<StorageProof>,
+}
+
+/// Why an eth_getProof response is malformed or does not verify.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EthProofError {
+    /// The JSON is not a proof object.
+    #[error("malformed proof JSON: {0}")]
+    Json(String),
+    /// A field is missing or malformed.
+    #[error("proof field `{field}` is invalid: {reason}")]
+    Field {
+        /// JSON field name.
+        field: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The account proof does not verify.
+    #[error("account proof invalid: {0}")]
+    AccountProof(ProofError),
+    /// The proven account leaf does not decode.
+    #[error("proven account leaf is malformed: {0}")]
+    AccountLeaf(AccountError),
+    /// The proven account differs from the claimed fields.
+    #[error("claimed {field} does not match the proven account")]
+    AccountMismatch {
+        /// Which field.
+        field: &'static str,
+    },
+    /// The account is proven absent but claimed non-empty.
+    #[error("account is proven absent but the response claims a non-empty account")]
+    AbsentButClaimed,
+    /// A storage proof does not verify.
+    #[error("storage proof for slot {key} invalid: {source}")]
+    StorageProof {
+        /// The slot.
+        key: H256,
+        /// Why.
+        source: ProofError,
+    },
+}
+
+fn field_err(field: &'static str, reason: impl ToString) -> EthProofError {
+    EthProofError::Field { field, reason: reason.to_string() }
+}
+
+fn get_str<'a>(obj: &'a Map<String, Value>, field: &'static str) -> Result<&'a str, EthProofError> {
+    obj.get(field)
+        .and_then(Value::as_str)
+        .ok_or_else(|| field_err(field, "missing or not a string"))
+}
+
+fn get_nodes(obj: &Map<String, Value>, field: &'static str) -> Result<Vec<Vec<u8>>, EthProofError> {
+    let arr = obj
+        .get(field)
+        .and_then(Value::as_array)
+        .ok_or_else(|| field_err(field, "missing or not an array"))?;
+    arr.iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let s =
+                v.as_str().ok_or_else(|| field_err(field, format!("item {i} is not a string")))?;
+            decode_hex(s).map_err(|e| field_err(field, format!("item {i}: {e}")))
+        })
+        .collect()
+}
+
+fn get_hash(obj: &Map<String, Value>, field: &'static str) -> Result<H256, EthProofError> {
+    H256::from_hex(get_str(obj, field)?).map_err(|e| field_err(field, e))
+}
+
+fn get_quantity(obj: &Map<String, Value>, field: &'static str) -> Result<U256, EthProofError> {
+    U256::parse_quantity(get_str(obj, field)?).map_err(|e| field_err(field, e))
+}
+
+/// A storage key as JSON-RPC gives it: a quantity or data of at most 32 bytes.
+fn parse_slot(s: &str) -> Result<H256, EthProofError> {
+    let v = U256::parse_quantity(s).map_err(|e| field_err("key", e))?;
+    Ok(H256(v.to_be_bytes()))
+}
+
+fn hex_nodes(nodes: &[Vec<u8>]) -> Value {
+    Value::Array(nodes.iter().map(|n| Value::String(format!("0x{}", hex::encode(n)))).collect())
+}
+
+impl AccountProof {
+    /// Parse an eth_getProof result object (the `result` of the JSON-RPC response).
+    pub fn from_json(v: &Value) -> Result<AccountProof, EthProofError> {
+        let obj =
+            v.as_object().ok_or_else(|| EthProofError::Json("expected a JSON object".into()))?;
+        let address =
+            parse_address(get_str(obj, "address")?).map_err(|e| field_err("address", e))?;
+        let nonce = get_quantity(obj, "nonce")?
+            .to_u64()
+            .ok_or_else(|| field_err("nonce", "exceeds 64 bits"))?;
+        let account = Account {
+            nonce,
+            balance: get_quantity(obj, "balance")?,
+            storage_root: get_hash(obj, "storageHash")?,
+            code_hash: get_hash(obj, "codeHash")?,
+        };
+        let account_proof = get_nodes(obj, "accountProof")?;
+        let sp = obj
+            .get("storageProof")
+            .and_then(Value::as_array)
+            .ok_or_else(|| field_err("storageProof", "missing or not an array"))?;
+        let storage_proof = sp
+            .iter()
+            .map(|item| {
+                let o = item
+                    .as_object()
+                    .ok_or_else(|| field_err("storageProof", "item is not an object"))?;
+                Ok(StorageProof {
+                    key: parse_slot(get_str(o, "key")?)?,
+                    value: get_quantity(o, "value")?,
+                    proof: get_nodes(o, "proof")?,
+                })
+            })
+            .collect::<Result<_, EthProofError>>()?;
+        Ok(AccountProof { address, account, account_proof, storage_proof })
+    }
+
+    /// The eth_getProof JSON shape.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "address": format!("0x{}", hex::encode(self.address)),
+            "accountProof": hex_nodes(&self.account_proof),
+            "balance": format!("{:#x}", self.account.balance),
+            "codeHash": self.account.code_hash.to_string(),
+            "nonce": format!("{:#x}", self.account.nonce),
+            "storageHash": self.account.storage_root.to_string(),
+            "storageProof": self.storage_proof.iter().map(|s| json!({
+                "key": s.key.to_string(),
+                "value": format!("{:#x}", s.value),
+                "proof": hex_nodes(&s.proof),
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    /// Verify against `state_root`.
+    pub fn verify(&self, state_root: &H256) -> Result<(), EthProofError> {
+        let key = secure_key(&self.address);
+        let proven = verify_proof::<EthLayout>(state_root, key.as_bytes(), &self.account_proof)
+            .map_err(EthProofError::AccountProof)?;
+        let storage_root = match proven {
+            Some(leaf) => {
+                let acc = Account::decode(&leaf).map_err(EthProofError::AccountLeaf)?;
+                let c = &self.account;
+                for (same, field) in [
+                    (acc.nonce == c.nonce, "nonce"),
+                    (acc.balance == c.balance, "balance"),
+                    (acc.storage_root == c.storage_root, "storageHash"),
+                    (acc.code_hash == c.code_hash, "codeHash"),
+                ] {
+                    if !same {
+                        return Err(EthProofError::AccountMismatch { field });
+                    }
+                }
+                acc.storage_root
+            }
+            None => {
+                let c = &self.account;
+                let empty = c.nonce == 0
+                    && c.balance.is_zero()
+                    && (c.storage_root == EMPTY_ROOT || c.storage_root == H256::ZERO)
+                    && (c.code_hash == EMPTY_CODE_HASH || c.code_hash == H256::ZERO);
+                if !empty {
+                    return Err(EthProofError::AbsentButClaimed);
+                }
+                EMPTY_ROOT
+            }
+        };
+        for sp in &self.storage_proof {
+            let expected = (!sp.value.is_zero()).then(|| storage_value_rlp(&sp.value));
+            crate::proof::verify_value::<EthLayout>(
+                &storage_root,
+                secure_key(&sp.key.0).as_bytes(),
+                expected.as_deref(),
+                &sp.proof,
+            )
+            .map_err(|source| EthProofError::StorageProof { key: sp.key, source })?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,115 @@
+//! World state built from a genesis allocation: the state root (via the streaming builder)
+//! and an in-memory state with per-account storage tries that answers eth_getProof.
+
+use std::collections::BTreeMap;
+
+use crate::builder::root_from_sorted;
+use crate::eth::account::{secure_key, storage_value_rlp, Account};
+use crate::eth::genesis::{Address, Genesis, GenesisAccount};
+use crate::eth::proof::{AccountProof, StorageProof};
+use crate::eth::u256::U256;
+use crate::hash::{keccak256, EMPTY_CODE_HASH, H256};
+use crate::node::EthLayout;
+use crate::source::MemoryNodeSource;
+use crate::trie::{Trie, TrieError};
+
+fn storage_leaves(acc: &GenesisAccount) -> Vec<(H256, Vec<u8>)> {
+    let mut leaves: Vec<(H256, Vec<u8>)> = acc
+        .storage
+        .iter()
+        .filter(|(_, v)| !v.is_zero())
+        .map(|(slot, v)| (secure_key(&slot.0), storage_value_rlp(v)))
+        .collect();
+    leaves.sort_unstable_by_key(|(k, _)| *k);
+    leaves
+}
+
+fn account_of(acc: &GenesisAccount, storage_root: H256) -> Account {
+    let code_hash = if acc.code.is_empty() { EMPTY_CODE_HASH } else { keccak256(&acc.code) };
+    Account { nonce: acc.nonce, balance: acc.balance, storage_root, code_hash }
+}
+
+fn sorted_root(leaves: &[(H256, Vec<u8>)]) -> H256 {
+    // Keys are distinct hashes in ascending order, so the builder cannot fail.
+    root_from_sorted::<EthLayout, _, _>(leaves).expect("sorted distinct keys").0
+}
+
+/// The state root of a genesis allocation.
+pub fn genesis_state_root(genesis: &Genesis) -> H256 {
+    let mut leaves: Vec<(H256, Vec<u8>)> = genesis
+        .alloc
+        .iter()
+        .map(|(addr, acc)| {
+            let storage_root = sorted_root(&storage_leaves(acc));
+            (secure_key(addr), account_of(acc, storage_root).rlp())
+        })
+        .collect();
+    leaves.sort_unstable_by_key(|(k, _)| *k);
+    sorted_root(&leaves)
+}
+
+/// An in-memory Ethereum state: the account trie plus one storage trie per account.
+pub struct EthState {
+    accounts: Trie<MemoryNodeSource>,
+    storage: BTreeMap<Address, Trie<MemoryNodeSource>>,
+}
+
+impl EthState {
+    /// Build the state of a genesis allocation.
+    pub fn from_genesis(genesis: &Genesis) -> Result<EthState, TrieError> {
+        let mut accounts = Trie::new(MemoryNodeSource::new());
+        let mut storage = BTreeMap::new();
+        for (addr, acc) in &genesis.alloc {
+            let mut st = Trie::new(MemoryNodeSource::new());
+            for (k, v) in storage_leaves(acc) {
+                st.insert(k.as_bytes(), &v)?;
+            }
+            let account = account_of(acc, st.root());
+            accounts.insert(secure_key(addr).as_bytes(), &account.rlp())?;
+            storage.insert(*addr, st);
+        }
+        Ok(EthState { accounts, storage })
+    }
+
+    /// The state root.
+    pub fn root(&mut self) -> H256 {
+        self.accounts.root()
+    }
+
+    /// The account at `address`, if it exists.
+    pub fn account(&mut self, address: &Address) -> Result<Option<Account>, TrieError> {
+        let Some(raw) = self.accounts.get(secure_key(address).as_bytes())? else { return Ok(None) };
+        // Values were written by this type from `Account::rlp`.
+        Ok(Some(Account::decode(&raw).expect("account leaves written by EthState decode")))
+    }
+
+    /// An eth_getProof-shaped proof of `address` and the given storage slots.
+    pub fn prove(&mut self, address: &Address, slots: &[H256]) -> Result<AccountProof, TrieError> {
+        let account_proof = self.accounts.prove(secure_key(address).as_bytes())?;
+        let account = self.account(address)?;
+        let mut storage_proof = Vec::with_capacity(slots.len());
+        for slot in slots {
+            let key = secure_key(&slot.0);
+            let (value, proof) = match self.storage.get_mut(address) {
+                Some(st) => {
+                    let value = st.get(key.as_bytes())?;
+                    let value = value
+                        .map(|v| {
+                            crate::eth::account::decode_storage_value(&v)
+                                .expect("written by EthState")
+                        })
+                        .unwrap_or(U256::ZERO);
+                    (value, st.prove(key.as_bytes())?)
+                }
+                None => (U256::ZERO, Vec::new()),
+            };
+            storage_proof.push(StorageProof { key: *slot, value, proof });
+        }
+        Ok(AccountProof {
+            address: *address,
+            account: account.unwrap_or_default(),
+            account_proof,
+            storage_proof,
+        })
+    }
+}

@@ -1,0 +1,397 @@
+//! Node references, the [`Layout`] seam and the Ethereum node codec.
+//!
+//! A layout fixes how nodes are encoded and hashed. Everything above this module (builder,
+//! mutable trie, proofs) is written against [`Layout`], so a second commitment scheme
+//! (Substrate's blake2 trie, say) is one more impl, not a fork of the algorithms.
+//!
+//! Invariant: a [`ChildRef`] holds either nothing, an inline encoding shorter than
+//! [`INLINE_MAX`] + 1 bytes, or a 32-byte hash; its length tells which.
+
+use crate::hash::{keccak256, EMPTY_ROOT, H256};
+use crate::nibbles::{NibbleSlice, Nibbles};
+use crate::rlp::{self, Item, ListIter, RlpError};
+
+/// Longest node encoding that is inlined in its parent instead of hashed.
+pub const INLINE_MAX: usize = 31;
+
+/// How a parent refers to a child: empty, an inline encoding, or a hash.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct ChildRef {
+    len: u8,
+    buf: [u8; 32],
+}
+
+impl Default for ChildRef {
+    fn default() -> Self {
+        ChildRef::EMPTY
+    }
+}
+
+impl std::fmt::Debug for ChildRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.kind() {
+            ChildKind::Empty => write!(f, "Empty"),
+            ChildKind::Inline(b) => write!(f, "Inline(0x{})", hex::encode(b)),
+            ChildKind::Hash(h) => write!(f, "Hash({h})"),
+        }
+    }
+}
+
+/// A borrowed view of a [`ChildRef`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildKind<'a> {
+    /// No child.
+    Empty,
+    /// The child's full encoding (shorter than 32 bytes).
+    Inline(&'a [u8]),
+    /// The child's hash.
+    Hash(H256),
+}
+
+impl ChildRef {
+    /// No child.
+    pub const EMPTY: ChildRef = ChildRef { len: 0, buf: [0u8; 32] };
+
+    /// A hash reference.
+    #[inline]
+    pub fn hash(h: H256) -> Self {
+        ChildRef { len: 32, buf: h.0 }
+    }
+
+    /// An inline reference; `bytes` must be a node encoding of at most [`INLINE_MAX`] bytes.
+    #[inline]
+    pub fn inline(bytes: &[u8]) -> Self {
+        assert!(
+            !bytes.is_empty() && bytes.len() <= INLINE_MAX,
+            "inline node of {} bytes",
+            bytes.len()
+        );
+        let mut buf = [0u8; 32];
+        buf[..bytes.len()].copy_from_slice(bytes);
+        ChildRef { len: bytes.len() as u8, buf }
+    }
+
+    /// True for no child.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The hash, if this is a hash reference.
+    #[inline]
+    pub fn as_hash(&self) -> Option<H256> {
+        (self.len == 32).then_some(H256(self.buf))
+    }
+
+    /// Borrowed view.
+    #[inline]
+    pub fn kind(&self) -> ChildKind<'_> {
+        match self.len {
+            0 => ChildKind::Empty,
+            32 => ChildKind::Hash(H256(self.buf)),
+            n => ChildKind::Inline(&self.buf[..n as usize]),
+        }
+    }
+
+    /// Bytes this reference occupies inside its parent's encoding.
+    #[inline]
+    pub fn encoded_len(&self) -> usize {
+        match self.len {
+            0 => 1,
+            32 => 33,
+            n => n as usize,
+        }
+    }
+
+    /// Append this reference as it appears inside a parent.
+    #[inline]
+    pub fn write(&self, out: &mut Vec<u8>) {
+        match self.len {
+            0 => out.push(0x80),
+            32 => {
+                out.push(0xa0);
+                out.extend_from_slice(&self.buf);
+            }
+            n => out.extend_from_slice(&self.buf[..n as usize]),
+        }
+    }
+}
+
+/// Why bytes are not a valid node.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NodeError {
+    /// The bytes are not valid RLP.
+    #[error("node is not valid RLP: {0}")]
+    Rlp(#[from] RlpError),
+    /// A list with a number of items that is neither 2 nor 17.
+    #[error("node is a list of {0} items (expected 2 or 17)")]
+    ItemCount(usize),
+    /// The node is an RLP string, not a list.
+    #[error("node is an RLP string, not a list")]
+    NotAList,
+    /// A bad hex-prefix path.
+    #[error("invalid hex-prefix path encoding")]
+    BadPath,
+    /// A child reference that is neither empty, a 32-byte hash nor an inline list.
+    #[error("invalid child reference of {0} bytes")]
+    BadChild(usize),
+    /// An inline child whose encoding is 32 bytes or longer.
+    #[error("inline child of {0} bytes (must be shorter than 32)")]
+    InlineTooLong(usize),
+    /// An extension with an empty path or a child that is empty.
+    #[error("malformed extension node")]
+    BadExtension,
+    /// A leaf or extension path that is empty where it must not be.
+    #[error("malformed leaf node")]
+    BadLeaf,
+}
+
+/// A decoded node borrowing from its encoding.
+// Decoded nodes are short-lived stack values; boxing the branch would allocate per decode.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodedNode<'a> {
+    /// The empty node (`0x80`).
+    Empty,
+    /// A leaf: the rest of the key and the value.
+    Leaf {
+        /// Remaining key nibbles.
+        path: Nibbles,
+        /// The value.
+        value: &'a [u8],
+    },
+    /// An extension: shared nibbles and the child below them.
+    Extension {
+        /// Shared nibbles (never empty).
+        path: Nibbles,
+        /// The child (a branch).
+        child: ChildRef,
+    },
+    /// A branch: 16 children and an optional value.
+    Branch {
+        /// Children by nibble.
+        children: [ChildRef; 16],
+        /// The value stored at this path, if any.
+        value: Option<&'a [u8]>,
+    },
+}
+
+/// The commitment scheme: node encoding and hashing.
+pub trait Layout: Send + Sync + 'static {
+    /// Hash a node encoding.
+    fn hash(data: &[u8]) -> H256;
+    /// The root of the empty trie.
+    fn empty_root() -> H256;
+    /// Encode a leaf whose remaining key is `path`.
+    fn encode_leaf(path: NibbleSlice<'_>, value: &[u8], out: &mut Vec<u8>);
+    /// Encode a leaf from an unpacked path.
+    fn encode_leaf_unpacked(path: &[u8], value: &[u8], out: &mut Vec<u8>);
+    /// Encode an extension.
+    fn encode_extension(path: NibbleSlice<'_>, child: &ChildRef, out: &mut Vec<u8>);
+    /// Encode an extension from an unpacked path.
+    fn encode_extension_unpacked(path: &[u8], child: &ChildRef, out: &mut Vec<u8>);
+    /// Encode a branch.
+    fn encode_branch(children: &[ChildRef; 16], value: Option<&[u8]>, out: &mut Vec<u8>);
+    /// Decode a node; never panics on hostile bytes.
+    fn decode(bytes: &[u8]) -> Result<DecodedNode<'_>, NodeError>;
+
+    /// Reference to a node by its encoding: inline when short, else its hash.
+    #[inline]
+    fn child_ref(encoded: &[u8]) -> ChildRef {
+        if encoded.len() <= INLINE_MAX {
+            ChildRef::inline(encoded)
+        } else {
+            ChildRef::hash(Self::hash(encoded))
+        }
+    }
+}
+
+/// Ethereum's Merkle-Patricia trie: keccak256, RLP, hex-prefix paths.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EthLayout;
+
+#[inline]
+fn pair_payload_len(hp_len: usize, second_len: usize) -> usize {
+    let hp = if hp_len == 1 { 1 } else { rlp::header_len(hp_len) + hp_len };
+    // A one-byte hp of value < 0x80 encodes as itself; flags 0x00-0x3f always are.
+    hp + second_len
+}
+
+#[inline]
+fn write_hp_string(out: &mut Vec<u8>, hp_len: usize, write: impl FnOnce(&mut Vec<u8>)) {
+    if hp_len != 1 {
+        rlp::write_string_header(out, hp_len);
+    }
+    write(out);
+}
+
+impl Layout for EthLayout {
+    #[inline]
+    fn hash(data: &[u8]) -> H256 {
+        keccak256(data)
+    }
+
+    fn empty_root() -> H256 {
+        EMPTY_ROOT
+    }
+
+    #[inline]
+    fn encode_leaf(path: NibbleSlice<'_>, value: &[u8], out: &mut Vec<u8>) {
+        let hp_len = path.hp_len();
+        rlp::write_list_header(out, pair_payload_len(hp_len, rlp::string_len(value)));
+        write_hp_string(out, hp_len, |o| path.write_hp(true, o));
+        rlp::write_string(out, value);
+    }
+
+    fn encode_leaf_unpacked(path: &[u8], value: &[u8], out: &mut Vec<u8>) {
+        let hp_len = path.len() / 2 + 1;
+        rlp::write_list_header(out, pair_payload_len(hp_len, rlp::string_len(value)));
+        write_hp_string(out, hp_len, |o| Nibbles::write_hp_of(path, true, o));
+        rlp::write_string(out, value);
+    }
+
+    #[inline]
+    fn encode_extension(path: NibbleSlice<'_>, child: &ChildRef, out: &mut Vec<u8>) {
+        let hp_len = path.hp_len();
+        rlp::write_list_header(out, pair_payload_len(hp_len, child.encoded_len()));
+        write_hp_string(out, hp_len, |o| path.write_hp(false, o));
+        child.write(out);
+    }
+
+    fn encode_extension_unpacked(path: &[u8], child: &ChildRef, out: &mut Vec<u8>) {
+        let hp_len = path.len() / 2 + 1;
+        rlp::write_list_header(out, pair_payload_len(hp_len, child.encoded_len()));
+        write_hp_string(out, hp_len, |o| Nibbles::write_hp_of(path, false, o));
+        child.write(out);
+    }
+
+    #[inline]
+    fn encode_branch(children: &[ChildRef; 16], value: Option<&[u8]>, out: &mut Vec<u8>) {
+        let mut payload = value.map_or(1, rlp::string_len);
+        for c in children {
+            payload += c.encoded_len();
+        }
+        rlp::write_list_header(out, payload);
+        for c in children {
+            c.write(out);
+        }
+        match value {
+            Some(v) => rlp::write_string(out, v),
+            None => out.push(0x80),
+        }
+    }
+
+    fn decode(bytes: &[u8]) -> Result<DecodedNode<'_>, NodeError> {
+        let payload = match rlp::decode_exact(bytes)? {
+            Item::String([]) => return Ok(DecodedNode::Empty),
+            Item::String(_) => return Err(NodeError::NotAList),
+            Item::List(p) => p,
+        };
+        let mut items: [Item<'_>; 17] = [Item::String(&[]); 17];
+        let mut count = 0;
+        for item in ListIter::new(payload) {
+            let item = item?;
+            if count == 17 {
+                return Err(NodeError::ItemCount(18));
+            }
+            items[count] = item;
+            count += 1;
+        }
+        match count {
+            2 => {
+                let hp = items[0].string()?;
+                let (path, leaf) = Nibbles::from_hp(hp).ok_or(NodeError::BadPath)?;
+                if leaf {
+                    Ok(DecodedNode::Leaf { path, value: items[1].string()? })
+                } else {
+                    let child = decode_child(items[1])?;
+                    if path.is_empty() || child.is_empty() {
+                        return Err(NodeError::BadExtension);
+                    }
+                    Ok(DecodedNode::Extension { path, child })
+                }
+            }
+            17 => {
+                let mut children = [ChildRef::EMPTY; 16];
+                for (slot, item) in children.iter_mut().zip(items.iter()) {
+                    *slot = decode_child(*item)?;
+                }
+                let v = items[16].string()?;
+                Ok(DecodedNode::Branch { children, value: (!v.is_empty()).then_some(v) })
+            }
+            n => Err(NodeError::ItemCount(n)),
+        }
+    }
+}
+
+fn decode_child(item: Item<'_>) -> Result<ChildRef, NodeError> {
+    match item {
+        Item::String([]) => Ok(ChildRef::EMPTY),
+        Item::String(s) if s.len() == 32 => {
+            Ok(ChildRef::hash(H256(s.try_into().expect("32 bytes"))))
+        }
+        Item::String(s) => Err(NodeError::BadChild(s.len())),
+        Item::List(p) => {
+            let len = rlp::header_len(p.len()) + p.len();
+            if len > INLINE_MAX {
+                return Err(NodeError::InlineTooLong(len));
+            }
+            // Re-create the encoding from the payload: the header is canonical, so this is
+            // exactly the bytes that appeared in the parent.
+            let mut buf = Vec::with_capacity(len);
+            rlp::write_list_header(&mut buf, p.len());
+            buf.extend_from_slice(p);
+            Ok(ChildRef::inline(&buf))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leaf_round_trip() {
+        let key = [0x12u8, 0x34];
+        let mut out = Vec::new();
+        EthLayout::encode_leaf(NibbleSlice::range(&key, 1, 4), b"dog", &mut out);
+        let mut out2 = Vec::new();
+        EthLayout::encode_leaf_unpacked(&[2, 3, 4], b"dog", &mut out2);
+        assert_eq!(out, out2);
+        match EthLayout::decode(&out).unwrap() {
+            DecodedNode::Leaf { path, value } => {
+                assert_eq!(path.as_slice(), &[2, 3, 4]);
+                assert_eq!(value, b"dog");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn branch_round_trip() {
+        let mut children = [ChildRef::EMPTY; 16];
+        children[3] = ChildRef::hash(H256([7u8; 32]));
+        let mut leaf = Vec::new();
+        EthLayout::encode_leaf_unpacked(&[1], b"x", &mut leaf);
+        children[9] = ChildRef::inline(&leaf);
+        let mut out = Vec::new();
+        EthLayout::encode_branch(&children, Some(b"value"), &mut out);
+        match EthLayout::decode(&out).unwrap() {
+            DecodedNode::Branch { children: c, value } => {
+                assert_eq!(c, children);
+                assert_eq!(value, Some(&b"value"[..]));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        assert!(EthLayout::decode(&[0xc1, 0x80]).is_err());
+        assert!(EthLayout::decode(&[0x82, 0x01, 0x02]).is_err());
+        assert!(EthLayout::decode(&[]).is_err());
+        assert!(EthLayout::decode(&[0xc3, 0x80, 0x81]).is_err());
+        assert_eq!(EthLayout::decode(&[0x80]).unwrap(), DecodedNode::Empty);
+    }
+}

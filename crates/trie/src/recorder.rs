@@ -1,0 +1,127 @@
+//! The witness recorder: every pre-state node the trie reads, deduplicated, with the exact
+//! total encoded size available at any time, and nested scopes.
+//!
+//! A scope ([`Recorder::start`]) remembers which nodes were *first* recorded inside it;
+//! [`Recorder::rollback`] forgets exactly those, [`Recorder::commit`] hands them to the
+//! enclosing scope. The trie records on every visit (not only on load), so a node forgotten
+//! by a rollback is recorded again the next time anything reads it.
+//!
+//! Cost: one hash-map probe per visited node; an encoding copy on first record.
+
+use std::collections::HashMap;
+
+use crate::hash::H256;
+
+/// Records pre-state nodes. See the module docs.
+#[derive(Debug, Default, Clone)]
+pub struct Recorder {
+    nodes: HashMap<H256, Vec<u8>>,
+    scopes: Vec<Vec<H256>>,
+    bytes: usize,
+}
+
+impl Recorder {
+    /// An empty recorder with no open scope.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// True if `hash` is already recorded.
+    #[inline]
+    pub fn contains(&self, hash: &H256) -> bool {
+        self.nodes.contains_key(hash)
+    }
+
+    /// Record a node (no-op if already recorded).
+    pub fn record(&mut self, hash: H256, encoded: &[u8]) {
+        if self.nodes.contains_key(&hash) {
+            return;
+        }
+        self.bytes += encoded.len();
+        self.nodes.insert(hash, encoded.to_vec());
+        if let Some(scope) = self.scopes.last_mut() {
+            scope.push(hash);
+        }
+    }
+
+    /// Open a nested scope.
+    pub fn start(&mut self) {
+        self.scopes.push(Vec::new());
+    }
+
+    /// Close the innermost scope, keeping what it recorded.
+    pub fn commit(&mut self) {
+        let scope = self.scopes.pop().expect("Recorder::commit without an open scope");
+        if let Some(parent) = self.scopes.last_mut() {
+            parent.extend(scope);
+        }
+    }
+
+    /// Close the innermost scope, forgetting the nodes first recorded inside it.
+    pub fn rollback(&mut self) {
+        let scope = self.scopes.pop().expect("Recorder::rollback without an open scope");
+        for h in scope {
+            if let Some(n) = self.nodes.remove(&h) {
+                self.bytes -= n.len();
+            }
+        }
+    }
+
+    /// Depth of open scopes.
+    pub fn depth(&self) -> usize {
+        self.scopes.len()
+    }
+
+    /// Number of distinct nodes recorded.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// True when nothing is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Exact total encoded size of the recorded nodes.
+    pub fn encoded_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// The recorded nodes, sorted by hash (a deterministic witness).
+    pub fn witness(&self) -> Vec<Vec<u8>> {
+        let mut v: Vec<(&H256, &Vec<u8>)> = self.nodes.iter().collect();
+        v.sort_by_key(|(h, _)| **h);
+        v.into_iter().map(|(_, n)| n.clone()).collect()
+    }
+
+    /// Take the recorded nodes, leaving the recorder empty.
+    pub fn take(&mut self) -> HashMap<H256, Vec<u8>> {
+        self.scopes.clear();
+        self.bytes = 0;
+        std::mem::take(&mut self.nodes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nested_scopes() {
+        let mut r = Recorder::new();
+        r.record(H256([1; 32]), &[0u8; 40]);
+        r.start();
+        r.record(H256([2; 32]), &[0u8; 50]);
+        r.start();
+        r.record(H256([3; 32]), &[0u8; 60]);
+        r.record(H256([1; 32]), &[0u8; 40]);
+        r.rollback();
+        assert_eq!(r.encoded_bytes(), 90);
+        r.commit();
+        assert_eq!(r.len(), 2);
+        r.start();
+        r.record(H256([4; 32]), &[0u8; 10]);
+        r.rollback();
+        assert_eq!(r.encoded_bytes(), 90);
+    }
+}

@@ -1,0 +1,560 @@
+//! The mutable trie: lazy loading from a [`NodeSource`], cached hashes, dirty paths.
+//!
+//! Nodes live in an arena (`Vec` of slots plus a free list), so inserting into a loaded
+//! trie allocates only for new keys and values. Every slot caches its reference (hash or
+//! inline encoding); a mutation clears the caches on the path from the root to the change,
+//! so [`Trie::root`] re-encodes and re-hashes exactly the dirty nodes and nothing else.
+//! Unloaded subtrees are `Hashed` stubs and are never read unless a key leads into them.
+//!
+//! Invariants: a slot whose cache is set has all its children cached (or unloaded stubs);
+//! `origin` is the hash under which the node exists in the source (pre-state) and is
+//! cleared on the first mutation, when the (path, hash) pair is queued as removed.
+//! [`Trie::commit`] returns the new and removed nodes; dropping a trie without committing
+//! writes nothing anywhere.
+
+use std::marker::PhantomData;
+
+use crate::builder::HashStats;
+use crate::hash::H256;
+use crate::nibbles::{common_prefix, Nibbles};
+use crate::node::{ChildKind, ChildRef, DecodedNode, EthLayout, Layout, NodeError};
+use crate::recorder::Recorder;
+use crate::source::{NodeSource, SourceError};
+
+mod hashing;
+mod remove;
+mod seek;
+
+pub use seek::Entry;
+
+pub(crate) type NodeId = u32;
+pub(crate) const NONE: NodeId = u32::MAX;
+
+/// Errors from trie operations.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TrieError {
+    /// The source does not have a node the trie needs.
+    #[error("missing node {hash} at path {path}")]
+    MissingNode {
+        /// Nibble path, hex digits.
+        path: String,
+        /// Expected hash.
+        hash: H256,
+    },
+    /// A loaded node does not hash to the reference that pointed at it.
+    #[error("node at path {path} hashes to {actual}, expected {expected}")]
+    HashMismatch {
+        /// Nibble path, hex digits.
+        path: String,
+        /// Expected hash.
+        expected: H256,
+        /// Hash of the bytes supplied.
+        actual: H256,
+    },
+    /// A loaded node does not decode.
+    #[error("corrupt node at path {path}: {source}")]
+    Corrupt {
+        /// Nibble path, hex digits.
+        path: String,
+        /// Decoder error.
+        source: NodeError,
+    },
+    /// The source failed.
+    #[error(transparent)]
+    Source(#[from] SourceError),
+}
+
+pub(crate) fn path_hex(path: &[u8]) -> String {
+    if path.is_empty() {
+        return "(root)".to_string();
+    }
+    path.iter().map(|n| char::from_digit(u32::from(*n), 16).unwrap_or('?')).collect()
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum Kind {
+    Leaf {
+        path: Vec<u8>,
+        value: Vec<u8>,
+    },
+    Extension {
+        path: Vec<u8>,
+        child: NodeId,
+    },
+    Branch {
+        children: [NodeId; 16],
+        value: Option<Vec<u8>>,
+    },
+    /// Not loaded yet.
+    Hashed(H256),
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Slot {
+    pub(crate) kind: Kind,
+    /// Cached reference; `ChildRef::EMPTY` means dirty.
+    pub(crate) cached: ChildRef,
+    /// Hash under which this node exists in the pre-state, if any.
+    pub(crate) origin: Option<H256>,
+    /// Created or changed since the last commit.
+    pub(crate) fresh: bool,
+}
+
+/// A node written by [`Trie::commit`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommittedNode {
+    /// Full nibble path from the root.
+    pub path: Nibbles,
+    /// Hash of the encoding.
+    pub hash: H256,
+    /// The encoding.
+    pub encoded: Vec<u8>,
+    /// True for leaves (a store that recomputes leaves from flat state skips them).
+    pub is_leaf: bool,
+}
+
+/// Everything a commit changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrieUpdates {
+    /// The new root.
+    pub root: H256,
+    /// Nodes referenced by hash that are new (parents before children is not guaranteed).
+    pub new: Vec<CommittedNode>,
+    /// Pre-state nodes (path, hash) that no longer exist at that path.
+    pub removed: Vec<(Nibbles, H256)>,
+}
+
+/// A Merkle-Patricia trie over a node source. See the module docs.
+pub struct Trie<S: NodeSource, L: Layout = EthLayout> {
+    pub(crate) slots: Vec<Slot>,
+    free: Vec<NodeId>,
+    pub(crate) root: NodeId,
+    pub(crate) source: S,
+    removed: Vec<(Nibbles, H256)>,
+    recorder: Option<Recorder>,
+    root_hash: Option<H256>,
+    stats: HashStats,
+    buf: Vec<u8>,
+    _layout: PhantomData<L>,
+}
+
+impl<S: NodeSource, L: Layout> Trie<S, L> {
+    /// An empty trie.
+    pub fn new(source: S) -> Self {
+        Trie {
+            slots: Vec::new(),
+            free: Vec::new(),
+            root: NONE,
+            source,
+            removed: Vec::new(),
+            recorder: None,
+            root_hash: Some(L::empty_root()),
+            stats: HashStats::default(),
+            buf: Vec::with_capacity(600),
+            _layout: PhantomData,
+        }
+    }
+
+    /// The trie with root `root`, loading nodes from `source` as needed.
+    pub fn from_root(source: S, root: H256) -> Self {
+        let mut t = Self::new(source);
+        if root != L::empty_root() {
+            t.root = t.alloc(Slot {
+                kind: Kind::Hashed(root),
+                cached: ChildRef::hash(root),
+                origin: Some(root),
+                fresh: false,
+            });
+            t.root_hash = Some(root);
+        }
+        t
+    }
+
+    /// The node source.
+    pub fn source(&self) -> &S {
+        &self.source
+    }
+
+    /// Mutable access to the node source (to apply a commit to it).
+    pub fn source_mut(&mut self) -> &mut S {
+        &mut self.source
+    }
+
+    /// Hash work done so far by [`Trie::root`] and [`Trie::commit`].
+    pub fn hash_stats(&self) -> HashStats {
+        self.stats
+    }
+
+    /// Start recording every pre-state node read (replaces any previous recorder).
+    pub fn start_recording(&mut self) {
+        self.recorder = Some(Recorder::new());
+    }
+
+    /// The recorder, if recording.
+    pub fn recorder(&self) -> Option<&Recorder> {
+        self.recorder.as_ref()
+    }
+
+    /// Mutable recorder access (scopes).
+    pub fn recorder_mut(&mut self) -> Option<&mut Recorder> {
+        self.recorder.as_mut()
+    }
+
+    /// Stop recording and return the recorder.
+    pub fn take_recorder(&mut self) -> Option<Recorder> {
+        self.recorder.take()
+    }
+
+    /// Number of live arena slots (loaded nodes plus stubs).
+    pub fn loaded_nodes(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+
+    /// Replace the root node, invalidating the cached root hash if it changed.
+    pub(crate) fn set_root(&mut self, id: NodeId) {
+        if id != self.root || (id != NONE && self.slots[id as usize].cached.is_empty()) {
+            self.root_hash = None;
+        }
+        self.root = id;
+    }
+
+    fn alloc(&mut self, slot: Slot) -> NodeId {
+        if let Some(id) = self.free.pop() {
+            self.slots[id as usize] = slot;
+            id
+        } else {
+            self.slots.push(slot);
+            (self.slots.len() - 1) as NodeId
+        }
+    }
+
+    pub(crate) fn new_node(&mut self, kind: Kind) -> NodeId {
+        self.alloc(Slot { kind, cached: ChildRef::EMPTY, origin: None, fresh: true })
+    }
+
+    /// Mark `id` (at `path`) as changed: clears its cache and queues its pre-state version.
+    pub(crate) fn touch(&mut self, id: NodeId, path: &[u8]) {
+        let slot = &mut self.slots[id as usize];
+        slot.cached = ChildRef::EMPTY;
+        slot.fresh = true;
+        if let Some(h) = slot.origin.take() {
+            self.removed.push((Nibbles(path.to_vec()), h));
+        }
+        self.root_hash = None;
+    }
+
+    /// Touch and release a slot.
+    pub(crate) fn free_node(&mut self, id: NodeId, path: &[u8]) {
+        self.touch(id, path);
+        self.slots[id as usize].kind = Kind::Hashed(H256::ZERO);
+        self.free.push(id);
+    }
+
+    /// Make sure `id` is loaded (decoding a `Hashed` stub) and record it if recording.
+    pub(crate) fn resolve(&mut self, id: NodeId, path: &[u8]) -> Result<(), TrieError> {
+        if let Kind::Hashed(hash) = self.slots[id as usize].kind {
+            let bytes = self
+                .source
+                .load(path, &hash)?
+                .ok_or_else(|| TrieError::MissingNode { path: path_hex(path), hash })?;
+            let actual = L::hash(&bytes);
+            if actual != hash {
+                return Err(TrieError::HashMismatch {
+                    path: path_hex(path),
+                    expected: hash,
+                    actual,
+                });
+            }
+            let decoded = L::decode(&bytes)
+                .map_err(|source| TrieError::Corrupt { path: path_hex(path), source })?;
+            let kind = self.kind_from_decoded(decoded, path)?;
+            self.slots[id as usize].kind = kind;
+            if let Some(r) = self.recorder.as_mut() {
+                r.record(hash, &bytes);
+            }
+            return Ok(());
+        }
+        if self.recorder.is_some() {
+            self.record_visit(id);
+        }
+        Ok(())
+    }
+
+    fn record_visit(&mut self, id: NodeId) {
+        let Some(origin) = self.slots[id as usize].origin else { return };
+        if self.recorder.as_ref().is_some_and(|r| r.contains(&origin)) {
+            return;
+        }
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        self.encode_clean(id, &mut buf);
+        if let Some(r) = self.recorder.as_mut() {
+            r.record(origin, &buf);
+        }
+        self.buf = buf;
+    }
+
+    /// Encode a node whose children all have cached references.
+    pub(crate) fn encode_clean(&self, id: NodeId, out: &mut Vec<u8>) {
+        match &self.slots[id as usize].kind {
+            Kind::Leaf { path, value } => L::encode_leaf_unpacked(path, value, out),
+            Kind::Extension { path, child } => {
+                let c = self.slots[*child as usize].cached;
+                assert!(!c.is_empty(), "clean extension with dirty child");
+                L::encode_extension_unpacked(path, &c, out)
+            }
+            Kind::Branch { children, value } => {
+                let refs = self.child_refs(children);
+                L::encode_branch(&refs, value.as_deref(), out)
+            }
+            Kind::Hashed(_) => unreachable!("encode_clean on an unloaded node"),
+        }
+    }
+
+    fn child_refs(&self, children: &[NodeId; 16]) -> [ChildRef; 16] {
+        let mut refs = [ChildRef::EMPTY; 16];
+        for (r, &c) in refs.iter_mut().zip(children) {
+            if c != NONE {
+                *r = self.slots[c as usize].cached;
+                assert!(!r.is_empty(), "clean branch with dirty child");
+            }
+        }
+        refs
+    }
+
+    fn kind_from_decoded(&mut self, node: DecodedNode<'_>, path: &[u8]) -> Result<Kind, TrieError> {
+        Ok(match node {
+            DecodedNode::Empty => {
+                return Err(TrieError::Corrupt {
+                    path: path_hex(path),
+                    source: NodeError::BadExtension,
+                })
+            }
+            DecodedNode::Leaf { path, value } => Kind::Leaf { path: path.0, value: value.to_vec() },
+            DecodedNode::Extension { path: ext, child } => {
+                let mut child_path = path.to_vec();
+                child_path.extend_from_slice(ext.as_slice());
+                let child = self.child_from_ref(child, &child_path)?;
+                Kind::Extension { path: ext.0, child }
+            }
+            DecodedNode::Branch { children, value } => {
+                let mut ids = [NONE; 16];
+                let mut child_path = path.to_vec();
+                child_path.push(0);
+                for (i, c) in children.iter().enumerate() {
+                    if !c.is_empty() {
+                        *child_path.last_mut().expect("pushed") = i as u8;
+                        ids[i] = self.child_from_ref(*c, &child_path)?;
+                    }
+                }
+                Kind::Branch { children: ids, value: value.map(<[u8]>::to_vec) }
+            }
+        })
+    }
+
+    fn child_from_ref(&mut self, r: ChildRef, path: &[u8]) -> Result<NodeId, TrieError> {
+        match r.kind() {
+            ChildKind::Empty => Ok(NONE),
+            ChildKind::Hash(h) => Ok(self.alloc(Slot {
+                kind: Kind::Hashed(h),
+                cached: r,
+                origin: Some(h),
+                fresh: false,
+            })),
+            ChildKind::Inline(bytes) => {
+                let decoded = L::decode(bytes)
+                    .map_err(|source| TrieError::Corrupt { path: path_hex(path), source })?;
+                let kind = self.kind_from_decoded(decoded, path)?;
+                Ok(self.alloc(Slot { kind, cached: r, origin: None, fresh: false }))
+            }
+        }
+    }
+
+    /// The value under `key`, loading nodes as needed.
+    pub fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, TrieError> {
+        let path = Nibbles::from_bytes(key).0;
+        let mut id = self.root;
+        let mut depth = 0;
+        while id != NONE {
+            self.resolve(id, &path[..depth])?;
+            match &self.slots[id as usize].kind {
+                Kind::Leaf { path: lp, value } => {
+                    return Ok((lp.as_slice() == &path[depth..]).then(|| value.clone()));
+                }
+                Kind::Extension { path: ep, child } => {
+                    if !path[depth..].starts_with(ep) {
+                        return Ok(None);
+                    }
+                    depth += ep.len();
+                    id = *child;
+                }
+                Kind::Branch { children, value } => {
+                    if depth == path.len() {
+                        return Ok(value.clone());
+                    }
+                    id = children[path[depth] as usize];
+                    depth += 1;
+                }
+                Kind::Hashed(_) => unreachable!("resolved above"),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Insert or replace `key`; an empty value removes the key (Ethereum semantics).
+    pub fn insert(&mut self, key: &[u8], value: &[u8]) -> Result<(), TrieError> {
+        if value.is_empty() {
+            return self.remove(key).map(|_| ());
+        }
+        let path = Nibbles::from_bytes(key).0;
+        let mut prefix = Vec::with_capacity(path.len());
+        let (root, _) = self.insert_at(self.root, &mut prefix, &path, value)?;
+        self.set_root(root);
+        Ok(())
+    }
+
+    /// Insert below node `id`, which sits at `prefix`; `rest` is the remaining key.
+    /// Returns the node now at this position and whether anything changed.
+    pub(crate) fn insert_at(
+        &mut self,
+        id: NodeId,
+        prefix: &mut Vec<u8>,
+        rest: &[u8],
+        value: &[u8],
+    ) -> Result<(NodeId, bool), TrieError> {
+        if id == NONE {
+            let leaf = self.new_node(Kind::Leaf { path: rest.to_vec(), value: value.to_vec() });
+            self.root_hash = None;
+            return Ok((leaf, true));
+        }
+        self.resolve(id, prefix)?;
+        let kind = std::mem::replace(&mut self.slots[id as usize].kind, Kind::Hashed(H256::ZERO));
+        match kind {
+            Kind::Leaf { path: lp, value: lv } => {
+                if lp.as_slice() == rest {
+                    let same = lv.as_slice() == value;
+                    self.slots[id as usize].kind = Kind::Leaf { path: lp, value: lv };
+                    if !same {
+                        self.touch(id, prefix);
+                        if let Kind::Leaf { value: v, .. } = &mut self.slots[id as usize].kind {
+                            v.clear();
+                            v.extend_from_slice(value);
+                        }
+                    }
+                    return Ok((id, !same));
+                }
+                self.touch(id, prefix);
+                let c = common_prefix(&lp, rest);
+                let mut branch = [NONE; 16];
+                let mut bvalue = None;
+                // The old leaf moves below the new branch (reusing its slot).
+                if lp.len() == c {
+                    bvalue = Some(lv);
+                    self.free.push(id);
+                    self.slots[id as usize].kind = Kind::Hashed(H256::ZERO);
+                } else {
+                    branch[lp[c] as usize] = id;
+                    self.slots[id as usize].kind =
+                        Kind::Leaf { path: lp[c + 1..].to_vec(), value: lv };
+                }
+                if rest.len() == c {
+                    bvalue = Some(value.to_vec());
+                } else {
+                    let leaf = self.new_node(Kind::Leaf {
+                        path: rest[c + 1..].to_vec(),
+                        value: value.to_vec(),
+                    });
+                    branch[rest[c] as usize] = leaf;
+                }
+                let b = self.new_node(Kind::Branch { children: branch, value: bvalue });
+                Ok((self.wrap_extension(&rest[..c], b), true))
+            }
+            Kind::Extension { path: ep, child } => {
+                let c = common_prefix(&ep, rest);
+                if c == ep.len() {
+                    prefix.extend_from_slice(&ep);
+                    let r = self.insert_at(child, prefix, &rest[c..], value);
+                    prefix.truncate(prefix.len() - ep.len());
+                    let (nc, changed) = match r {
+                        Ok(r) => r,
+                        Err(e) => {
+                            self.slots[id as usize].kind = Kind::Extension { path: ep, child };
+                            return Err(e);
+                        }
+                    };
+                    self.slots[id as usize].kind = Kind::Extension { path: ep, child: nc };
+                    if changed {
+                        self.touch(id, prefix);
+                    }
+                    return Ok((id, changed));
+                }
+                // Split the extension at c.
+                self.touch(id, prefix);
+                let mut branch = [NONE; 16];
+                let below = if ep.len() - c - 1 > 0 {
+                    self.new_node(Kind::Extension { path: ep[c + 1..].to_vec(), child })
+                } else {
+                    child
+                };
+                branch[ep[c] as usize] = below;
+                let mut bvalue = None;
+                if rest.len() == c {
+                    bvalue = Some(value.to_vec());
+                } else {
+                    let leaf = self.new_node(Kind::Leaf {
+                        path: rest[c + 1..].to_vec(),
+                        value: value.to_vec(),
+                    });
+                    branch[rest[c] as usize] = leaf;
+                }
+                let b = self.new_node(Kind::Branch { children: branch, value: bvalue });
+                if c > 0 {
+                    self.slots[id as usize].kind =
+                        Kind::Extension { path: ep[..c].to_vec(), child: b };
+                    Ok((id, true))
+                } else {
+                    self.free.push(id);
+                    Ok((b, true))
+                }
+            }
+            Kind::Branch { mut children, value: bv } => {
+                if rest.is_empty() {
+                    let same = bv.as_deref() == Some(value);
+                    self.slots[id as usize].kind =
+                        Kind::Branch { children, value: Some(value.to_vec()) };
+                    if !same {
+                        self.touch(id, prefix);
+                    }
+                    return Ok((id, !same));
+                }
+                let i = rest[0] as usize;
+                prefix.push(rest[0]);
+                let r = self.insert_at(children[i], prefix, &rest[1..], value);
+                prefix.pop();
+                let r = match r {
+                    Ok(r) => r,
+                    Err(e) => {
+                        self.slots[id as usize].kind = Kind::Branch { children, value: bv };
+                        return Err(e);
+                    }
+                };
+                children[i] = r.0;
+                self.slots[id as usize].kind = Kind::Branch { children, value: bv };
+                if r.1 {
+                    self.touch(id, prefix);
+                }
+                Ok((id, r.1))
+            }
+            Kind::Hashed(_) => unreachable!("resolved above"),
+        }
+    }
+
+    fn wrap_extension(&mut self, path: &[u8], child: NodeId) -> NodeId {
+        if path.is_empty() {
+            child
+        } else {
+            self.new_node(Kind::Extension { path: path.to_vec(), child })
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! Hostile bytes: every decoder and verifier returns an error or a value, never panics.
+
+use proptest::prelude::*;
+use trie::eth::{Account, AccountProof, Genesis};
+use trie::proof::{verify_multiproof, verify_proof, verify_range_proof};
+use trie::{keccak256, EthLayout, Layout, H256};
+
+fn node_like() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        prop::collection::vec(any::<u8>(), 0..80),
+        // Plausible list headers followed by noise.
+        (
+            prop::sample::select(vec![0xc0u8, 0xd1, 0xe2, 0xf8, 0xf9, 0xb8, 0xa0, 0x80]),
+            prop::collection::vec(any::<u8>(), 0..600)
+        )
+            .prop_map(|(h, mut rest)| {
+                rest.insert(0, h);
+                rest
+            }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(crate::cases(2000)))]
+
+    #[test]
+    fn decoders_never_panic(bytes in node_like()) {
+        let _ = EthLayout::decode(&bytes);
+        let _ = trie::rlp::decode_exact(&bytes);
+        let _ = Account::decode(&bytes);
+        let _ = trie::eth::account::decode_storage_value(&bytes);
+    }
+
+    #[test]
+    fn verifiers_never_panic(nodes in prop::collection::vec(node_like(), 0..5), key in prop::collection::vec(any::<u8>(), 0..40), anchor in any::<bool>()) {
+        let root = if anchor && !nodes.is_empty() { keccak256(&nodes[0]) } else { H256([7; 32]) };
+        let _ = verify_proof::<EthLayout>(&root, &key, &nodes);
+        let _ = verify_multiproof::<EthLayout>(&root, std::slice::from_ref(&key), &nodes);
+        let entries = vec![(key.clone(), vec![1u8])];
+        let _ = verify_range_proof::<EthLayout>(&root, &key, &entries, &nodes);
+        let _ = verify_range_proof::<EthLayout>(&root, &[], &[], &nodes);
+    }
+
+    #[test]
+    fn json_decoders_never_panic(s in "\\PC{0,200}") {
+        let _ = Genesis::from_json_str(&s);
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(&s) {
+            let _ = AccountProof::from_json(&v);
+        }
+    }
+}
+
+#[test]
+fn truncated_and_overflowing_rlp_are_typed_errors() {
+    use trie::rlp::RlpError;
+    assert!(matches!(trie::rlp::decode_exact(&[0xb8]), Err(RlpError::Truncated { .. })));
+    assert!(matches!(trie::rlp::decode_exact(&[0xf9, 0x01]), Err(RlpError::Truncated { .. })));
+    let overflow = [0xbf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
+    assert!(matches!(
+        trie::rlp::decode_exact(&overflow),
+        Err(RlpError::LengthOverflow | RlpError::Truncated { .. })
+    ));
+    let err = EthLayout::decode(&[0xc3, 0x82, 0x20]).unwrap_err();
+    assert!(!err.to_string().is_empty());
+}

@@ -1,0 +1,16 @@
+//! Integration tests for the trie crate: external vectors, differential properties, proofs.
+
+// Test helpers outside #[test] functions unwrap too: a failure there is a test failure.
+#![allow(clippy::unwrap_used)]
+
+mod garbage;
+mod proofs;
+mod props;
+mod reference;
+mod vectors;
+mod witness;
+
+/// Property-test case count: `ARBOR_PROPTEST_CASES` (default small enough for CI).
+pub fn cases(default: u32) -> u32 {
+    std::env::var("ARBOR_PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
+}
