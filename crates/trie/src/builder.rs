@@ -95,6 +95,8 @@ pub struct RootBuilder<L: Layout = EthLayout, S: NodeSink = ()> {
     prev_value: Vec<u8>,
     has_prev: bool,
     buf: Vec<u8>,
+    /// Reference of the finished top node (valid after the final flush).
+    top: ChildRef,
     stats: HashStats,
     leaves: u64,
     sink: S,
@@ -131,6 +133,7 @@ impl<L: Layout, S: NodeSink> RootBuilder<L, S> {
             prev_value: Vec::new(),
             has_prev: false,
             buf: Vec::with_capacity(600),
+            top: ChildRef::EMPTY,
             stats: HashStats::default(),
             leaves: 0,
             sink,
@@ -203,28 +206,18 @@ impl<L: Layout, S: NodeSink> RootBuilder<L, S> {
         }
         self.flush_prev(None);
         self.has_prev = false;
-        let r = self.top_ref();
-        (self.root_hash(), r)
-    }
-
-    /// Encoding of the top node is in `self.buf` after `flush_prev(None)`.
-    fn top_ref(&mut self) -> ChildRef {
-        let r = L::child_ref(&self.buf);
-        if r.as_hash().is_some() {
-            self.count(self.buf.len());
-        }
-        r
-    }
-
-    fn root_hash(&mut self) -> H256 {
-        // The root is always hashed, even when its encoding is short.
-        if self.buf.len() <= crate::node::INLINE_MAX {
-            self.count(self.buf.len());
-            L::hash(&self.buf)
-        } else {
-            // Already hashed by top_ref.
-            L::child_ref(&self.buf).as_hash().expect("long encoding hashes")
-        }
+        // flush_prev(None) leaves the top node's encoding in `buf` and its reference in
+        // `top`; a long top node is already hashed, a short one is hashed once here
+        // because a root is always committed to by its hash.
+        let r = self.top;
+        let root = match r.as_hash() {
+            Some(h) => h,
+            None => {
+                self.count(self.buf.len());
+                L::hash(&self.buf)
+            }
+        };
+        (root, r)
     }
 
     #[inline]
@@ -281,6 +274,7 @@ impl<L: Layout, S: NodeSink> RootBuilder<L, S> {
                 self.buf.clear();
                 let path = NibbleSlice::range(&self.prev_key, self.depth0, key_nibbles);
                 L::encode_leaf(path, &self.prev_value, &mut self.buf);
+                self.top = self.seal();
                 return;
             }
         };
@@ -313,20 +307,18 @@ impl<L: Layout, S: NodeSink> RootBuilder<L, S> {
                 (None, None) => {
                     // The last frame: the subtree's top node, with an extension above it
                     // when the branch sits below the builder's depth.
-                    if depth > self.depth0 {
+                    self.top = if depth > self.depth0 {
                         let path = NibbleSlice::range(&self.prev_key, self.depth0, depth);
                         self.buf.clear();
                         L::encode_extension(path, &child_ref, &mut self.buf);
-                        let ext_ref = L::child_ref(&self.buf);
+                        let ext_ref = self.seal();
                         let prefix = NibbleSlice::range(&self.prev_key, 0, self.depth0);
-                        self.sink.node(
-                            super::builder::EmittedKind::Extension,
-                            prefix,
-                            &self.buf,
-                            &ext_ref,
-                        );
-                    }
-                    // Otherwise self.buf still holds the branch encoding.
+                        self.sink.node(EmittedKind::Extension, prefix, &self.buf, &ext_ref);
+                        ext_ref
+                    } else {
+                        // self.buf still holds the branch encoding.
+                        child_ref
+                    };
                     return;
                 }
             };

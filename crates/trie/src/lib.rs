@@ -25,5 +25,5 @@ pub use hash::{keccak256, EMPTY_CODE_HASH, EMPTY_ROOT, H256};
 pub use nibbles::{NibbleSlice, Nibbles};
 pub use node::{ChildRef, DecodedNode, EthLayout, Layout, NodeError};
 pub use recorder::Recorder;
-pub use source::{MemoryNodeSource, NodeSource, SourceError};
+pub use source::{MemoryNodeSource, NodeSource, SourceError, StateReader, TrieId};
 pub use trie::{CommittedNode, Trie, TrieError, TrieUpdates};

@@ -153,6 +153,7 @@ fn be_len(len: usize) -> usize {
     (usize::BITS as usize / 8) - (len.leading_zeros() as usize / 8)
 }
 
+#[inline]
 fn write_header(out: &mut Vec<u8>, len: usize, short: u8, long: u8) {
     if len < 56 {
         out.push(short + len as u8);

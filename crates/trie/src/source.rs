@@ -19,12 +19,106 @@ pub struct SourceError(pub String);
 pub trait NodeSource {
     /// The encoding of the node with `hash` at nibble path `path`, or `None` if absent.
     fn load(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, SourceError>;
+
+    /// Like [`NodeSource::load`], when the walk that reached the node is looking up `key`
+    /// (packed bytes). A store that keeps leaves only as flat `key → value` entries can
+    /// then rebuild a leaf with one point read instead of a prefix scan.
+    fn load_for_key(
+        &self,
+        path: &[u8],
+        hash: &H256,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>, SourceError> {
+        let _ = key;
+        self.load(path, hash)
+    }
+
+    /// True when loaded nodes need no hash check (the source wrote them itself and keeps
+    /// them consistent). Untrusted sources (proofs, witnesses, the network) return false,
+    /// and the trie re-hashes every node it loads from them.
+    fn trusted(&self) -> bool {
+        false
+    }
 }
 
 impl<T: NodeSource + ?Sized> NodeSource for &T {
     fn load(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, SourceError> {
         (**self).load(path, hash)
     }
+
+    fn load_for_key(
+        &self,
+        path: &[u8],
+        hash: &H256,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>, SourceError> {
+        (**self).load_for_key(path, hash, key)
+    }
+
+    fn trusted(&self) -> bool {
+        (**self).trusted()
+    }
+}
+
+/// Which trie of a state a key or node belongs to.
+///
+/// One state holds the main trie and, in the Ethereum model, one storage trie per account
+/// (named by the account's secure key). Stores prefix flat keys and node paths with
+/// [`TrieId::prefix`] so that one trie's data sits together on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TrieId {
+    /// The main (account) trie.
+    Main,
+    /// A storage trie, named by its account's secure key.
+    Storage(H256),
+}
+
+impl TrieId {
+    /// Length of [`TrieId::prefix`] for this id.
+    pub fn prefix_len(&self) -> usize {
+        match self {
+            TrieId::Main => 1,
+            TrieId::Storage(_) => 33,
+        }
+    }
+
+    /// Append the on-disk prefix: `0x00` for the main trie, `0x01 ‖ account` for storage.
+    pub fn write_prefix(&self, out: &mut Vec<u8>) {
+        match self {
+            TrieId::Main => out.push(0x00),
+            TrieId::Storage(h) => {
+                out.push(0x01);
+                out.extend_from_slice(&h.0);
+            }
+        }
+    }
+
+    /// The on-disk prefix.
+    pub fn prefix(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.prefix_len());
+        self.write_prefix(&mut v);
+        v
+    }
+
+    /// Split a prefixed key into its trie id and the rest; `None` if malformed.
+    pub fn split(bytes: &[u8]) -> Option<(TrieId, &[u8])> {
+        match bytes.first()? {
+            0x00 => Some((TrieId::Main, &bytes[1..])),
+            0x01 => {
+                let h = H256::from_slice(bytes.get(1..33)?)?;
+                Some((TrieId::Storage(h), &bytes[33..]))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Read access to the latest flat state, without walking any trie.
+pub trait StateReader {
+    /// The error reads can fail with.
+    type Error: std::error::Error + Send + Sync + 'static;
+    /// The value of `key` in trie `trie`, or `None`.
+    fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, Self::Error>;
 }
 
 /// Nodes held in memory, keyed by hash. Insert-only: a hash-keyed map cannot tell whether

@@ -136,6 +136,8 @@ pub struct Trie<S: NodeSource, L: Layout = EthLayout> {
     root_hash: Option<H256>,
     stats: HashStats,
     buf: Vec<u8>,
+    /// The key the current operation looks up (a hint for leaf-by-key sources).
+    key_hint: Option<Vec<u8>>,
     _layout: PhantomData<L>,
 }
 
@@ -152,8 +154,17 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
             root_hash: Some(L::empty_root()),
             stats: HashStats::default(),
             buf: Vec::with_capacity(600),
+            key_hint: None,
             _layout: PhantomData,
         }
+    }
+
+    /// Run `f` with `key` as the lookup hint for the node source.
+    pub(crate) fn with_hint<T>(&mut self, key: &[u8], f: impl FnOnce(&mut Self) -> T) -> T {
+        self.key_hint = Some(key.to_vec());
+        let out = f(self);
+        self.key_hint = None;
+        out
     }
 
     /// The trie with root `root`, loading nodes from `source` as needed.
@@ -254,17 +265,21 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
     /// Make sure `id` is loaded (decoding a `Hashed` stub) and record it if recording.
     pub(crate) fn resolve(&mut self, id: NodeId, path: &[u8]) -> Result<(), TrieError> {
         if let Kind::Hashed(hash) = self.slots[id as usize].kind {
-            let bytes = self
-                .source
-                .load(path, &hash)?
-                .ok_or_else(|| TrieError::MissingNode { path: path_hex(path), hash })?;
-            let actual = L::hash(&bytes);
-            if actual != hash {
-                return Err(TrieError::HashMismatch {
-                    path: path_hex(path),
-                    expected: hash,
-                    actual,
-                });
+            let loaded = match &self.key_hint {
+                Some(key) => self.source.load_for_key(path, &hash, key)?,
+                None => self.source.load(path, &hash)?,
+            };
+            let bytes =
+                loaded.ok_or_else(|| TrieError::MissingNode { path: path_hex(path), hash })?;
+            if !self.source.trusted() {
+                let actual = L::hash(&bytes);
+                if actual != hash {
+                    return Err(TrieError::HashMismatch {
+                        path: path_hex(path),
+                        expected: hash,
+                        actual,
+                    });
+                }
             }
             let decoded = L::decode(&bytes)
                 .map_err(|source| TrieError::Corrupt { path: path_hex(path), source })?;
@@ -373,6 +388,10 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
 
     /// The value under `key`, loading nodes as needed.
     pub fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, TrieError> {
+        self.with_hint(key, |t| t.get_inner(key))
+    }
+
+    fn get_inner(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, TrieError> {
         let path = Nibbles::from_bytes(key).0;
         let mut id = self.root;
         let mut depth = 0;
@@ -409,7 +428,7 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         }
         let path = Nibbles::from_bytes(key).0;
         let mut prefix = Vec::with_capacity(path.len());
-        let (root, _) = self.insert_at(self.root, &mut prefix, &path, value)?;
+        let (root, _) = self.with_hint(key, |t| t.insert_at(t.root, &mut prefix, &path, value))?;
         self.set_root(root);
         Ok(())
     }

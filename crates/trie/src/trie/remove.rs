@@ -10,7 +10,7 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
     pub fn remove(&mut self, key: &[u8]) -> Result<bool, TrieError> {
         let path = Nibbles::from_bytes(key).0;
         let mut prefix = Vec::with_capacity(path.len());
-        let (root, changed) = self.remove_at(self.root, &mut prefix, &path)?;
+        let (root, changed) = self.with_hint(key, |t| t.remove_at(t.root, &mut prefix, &path))?;
         self.set_root(root);
         Ok(changed)
     }

@@ -152,3 +152,26 @@ fn incremental_root_hashes_only_dirty_paths() {
         assert_eq!(t.hash_stats().hashes, again, "a clean root() hashes nothing");
     }
 }
+
+/// The builder hashes every node exactly once: its count equals the number of nodes a
+/// commit stores by hash.
+#[test]
+fn builder_hashes_each_node_once() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    for n in [1usize, 2, 17, 300, 5000] {
+        let mut map = BTreeMap::new();
+        for _ in 0..n {
+            map.insert(rng.gen::<[u8; 32]>().to_vec(), vec![rng.gen::<u8>() | 1; 60]);
+        }
+        let items: Vec<_> = map.iter().collect();
+        let (root, stats) = root_from_sorted::<EthLayout, _, _>(&items).unwrap();
+        let mut t: Trie<MemoryNodeSource> = Trie::new(MemoryNodeSource::new());
+        for (k, v) in &map {
+            t.insert(k, v).unwrap();
+        }
+        let u = t.commit();
+        assert_eq!(u.root, root);
+        assert_eq!(stats.hashes, u.new.len() as u64, "n = {n}");
+    }
+}
