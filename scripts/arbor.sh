@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One entry point for the README's quick start and for CI.
-#   bash scripts/arbor.sh demo   # set up, build (release) and run `arbor demo`
+#   bash scripts/arbor.sh demo   # set up, build and run `arbor demo`
 #   bash scripts/arbor.sh test   # set up and run the whole test suite
 # Setup installs what a fresh machine lacks (Rust via rustup is assumed present; clang and
 # libclang-dev from Debian for RocksDB's build) and keeps the cargo target directory
@@ -32,7 +32,7 @@ case "${1:-}" in
     demo)
         shift
         setup
-        cargo run --release -q -p cli --bin arbor -- demo "$@"
+        cargo run -q -p cli --bin arbor -- demo "$@"
         ;;
     test)
         shift

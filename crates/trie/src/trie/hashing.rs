@@ -40,32 +40,49 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         if !cached.is_empty() {
             return cached;
         }
-        // Children first: after this every child has a cached reference.
-        match &self.slots[id as usize].kind {
+        // Children first, collecting their references in the same pass (each child slot
+        // is read once); then encode this node from them.
+        let mut buf = match &self.slots[id as usize].kind {
             Kind::Extension { child, .. } => {
                 let c = *child;
-                self.hash_node(c);
+                let r = self.hash_node(c);
+                let mut buf = std::mem::take(&mut self.buf);
+                buf.clear();
+                if let Kind::Extension { path, .. } = &self.slots[id as usize].kind {
+                    L::encode_extension_unpacked(path, &r, &mut buf);
+                }
+                buf
             }
             Kind::Branch { children, .. } => {
                 let children = *children;
-                for c in children {
+                let mut refs = [ChildRef::EMPTY; 16];
+                for (r, c) in refs.iter_mut().zip(children) {
                     if c != NONE {
-                        self.hash_node(c);
+                        *r = self.hash_node(c);
                     }
                 }
+                let mut buf = std::mem::take(&mut self.buf);
+                buf.clear();
+                if let Kind::Branch { value, .. } = &self.slots[id as usize].kind {
+                    L::encode_branch(&refs, value.as_deref(), &mut buf);
+                }
+                buf
             }
-            Kind::Leaf { .. } => {}
+            Kind::Leaf { path, value } => {
+                let mut buf = std::mem::take(&mut self.buf);
+                buf.clear();
+                L::encode_leaf_unpacked(path, value, &mut buf);
+                buf
+            }
             Kind::Hashed(_) => unreachable!("unloaded nodes always carry their hash"),
-        }
-        let mut buf = std::mem::take(&mut self.buf);
-        buf.clear();
-        self.encode_clean(id, &mut buf);
+        };
         let r = L::child_ref(&buf);
         if r.as_hash().is_some() {
             self.stats.hashes += 1;
             self.stats.bytes += buf.len() as u64;
         }
-        self.buf = buf;
+        buf.clear();
+        std::mem::swap(&mut self.buf, &mut buf);
         self.slots[id as usize].cached = r;
         r
     }
