@@ -1,0 +1,169 @@
+//! Bulk loading (into an empty database), genesis initialisation, rebuild and verify.
+
+use rocksdb::WriteBatch;
+use trie::eth::{Account, Genesis};
+use trie::{keccak256, TrieId, EMPTY_CODE_HASH, EMPTY_ROOT, H256};
+
+use crate::error::StoreError;
+use crate::keys::{flat_key, root_key, CF_FLAT, CF_META};
+use crate::rebuild::{rebuild, Rebuilt};
+use crate::state::{cf, StateDb};
+
+/// The outcome of [`StateDb::verify`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// Head block.
+    pub number: u64,
+    /// Stored head root.
+    pub stored_root: H256,
+    /// Root recomputed from flat state.
+    pub computed_root: H256,
+    /// Leaves scanned in the main trie.
+    pub leaves: u64,
+    /// Other tries checked, and those whose recomputed root differs from the stored one.
+    pub tries_checked: usize,
+    /// `(trie, stored, computed)` for every mismatch outside the main trie.
+    pub trie_mismatches: Vec<(TrieId, H256, H256)>,
+}
+
+impl VerifyReport {
+    /// True when every recomputed root matches.
+    pub fn ok(&self) -> bool {
+        self.stored_root == self.computed_root && self.trie_mismatches.is_empty()
+    }
+}
+
+impl StateDb {
+    /// Write entries straight into `flat` (empty database only); finish with
+    /// [`StateDb::finish_bulk_load`].
+    pub fn bulk_load(
+        &mut self,
+        entries: impl IntoIterator<Item = (TrieId, Vec<u8>, Vec<u8>)>,
+    ) -> Result<u64, StoreError> {
+        if self.head_number() != 0 || self.head_root() != EMPTY_ROOT {
+            return Err(StoreError::NotEmpty(self.head_number()));
+        }
+        let db = &self.reader().db;
+        let h = cf(db, CF_FLAT)?;
+        let mut batch = WriteBatch::default();
+        let mut n = 0;
+        for (trie, k, v) in entries {
+            if v.is_empty() {
+                continue;
+            }
+            batch.put_cf(h, flat_key(&trie, &k)?, v);
+            n += 1;
+            if batch.size_in_bytes() >= 8 << 20 {
+                db.write(std::mem::take(&mut batch))?;
+            }
+        }
+        db.write(batch)?;
+        Ok(n)
+    }
+
+    /// Rebuild the nodes of `storage_tries` and of the main trie from flat state, store
+    /// their roots and make block 0 the head.
+    pub fn finish_bulk_load(&mut self, storage_tries: &[TrieId]) -> Result<H256, StoreError> {
+        let db = self.reader().db.clone();
+        for t in storage_tries {
+            let r = rebuild(&db, t, true)?;
+            if r.root != EMPTY_ROOT {
+                db.put_cf(cf(&db, CF_META)?, root_key(t), r.root.0)?;
+            }
+        }
+        let main = rebuild(&db, &TrieId::Main, true)?;
+        self.set_head(0, main.root)?;
+        Ok(main.root)
+    }
+
+    /// Create the state of a genesis allocation (Ethereum model: account leaves under
+    /// keccak(address) in the main trie, slots under keccak(slot) in per-account tries).
+    pub fn init_genesis(&mut self, genesis: &Genesis) -> Result<H256, StoreError> {
+        let mut entries = Vec::new();
+        let mut storage_tries = Vec::new();
+        for (addr, acc) in &genesis.alloc {
+            let account_key = keccak256(addr);
+            let trie = TrieId::Storage(account_key);
+            let mut slots = 0;
+            for (slot, value) in acc.storage.iter().filter(|(_, v)| !v.is_zero()) {
+                let v = trie::eth::account::storage_value_rlp(value);
+                entries.push((trie, keccak256(&slot.0).0.to_vec(), v));
+                slots += 1;
+            }
+            if slots > 0 {
+                storage_tries.push(trie);
+            }
+        }
+        self.bulk_load(entries)?;
+        let db = self.reader().db.clone();
+        let mut accounts = Vec::with_capacity(genesis.alloc.len());
+        for (addr, acc) in &genesis.alloc {
+            let account_key = keccak256(addr);
+            let trie = TrieId::Storage(account_key);
+            let storage_root = if storage_tries.contains(&trie) {
+                rebuild(&db, &trie, true)?.root
+            } else {
+                EMPTY_ROOT
+            };
+            if storage_root != EMPTY_ROOT {
+                db.put_cf(cf(&db, CF_META)?, root_key(&trie), storage_root.0)?;
+            }
+            let code_hash =
+                if acc.code.is_empty() { EMPTY_CODE_HASH } else { keccak256(&acc.code) };
+            let account =
+                Account { nonce: acc.nonce, balance: acc.balance, storage_root, code_hash };
+            accounts.push((TrieId::Main, account_key.0.to_vec(), account.rlp()));
+        }
+        let h = cf(&db, CF_FLAT)?;
+        let mut batch = WriteBatch::default();
+        for (t, k, v) in accounts {
+            batch.put_cf(h, flat_key(&t, &k)?, v);
+        }
+        db.write(batch)?;
+        self.finish_bulk_load(&[])
+    }
+
+    /// Recompute the root of `trie` from flat state without writing anything.
+    pub fn recompute_root(&self, trie: &TrieId) -> Result<Rebuilt, StoreError> {
+        self.flush()?;
+        rebuild(&self.reader().db, trie, false)
+    }
+
+    /// Recompute the main root and every stored non-main root from flat state alone and
+    /// compare them with the stored ones.
+    pub fn verify(&self) -> Result<VerifyReport, StoreError> {
+        self.flush()?;
+        let db = &self.reader().db;
+        let main = rebuild(db, &TrieId::Main, false)?;
+        let mut tries_checked = 0;
+        let mut trie_mismatches = Vec::new();
+        let meta = cf(db, CF_META)?;
+        for item in db.prefix_iterator_cf(meta, crate::keys::META_ROOT) {
+            let (k, v) = item?;
+            if !k.starts_with(crate::keys::META_ROOT) {
+                break;
+            }
+            let (trie, rest) = TrieId::split(&k[crate::keys::META_ROOT.len()..])
+                .filter(|(_, rest)| rest.is_empty())
+                .ok_or_else(|| {
+                    StoreError::CorruptMeta(format!("bad root key {}", hex::encode(&k)))
+                })?;
+            debug_assert!(rest.is_empty());
+            let stored =
+                H256::from_slice(&v).ok_or_else(|| StoreError::CorruptMeta("root value".into()))?;
+            let computed = rebuild(db, &trie, false)?.root;
+            tries_checked += 1;
+            if computed != stored {
+                trie_mismatches.push((trie, stored, computed));
+            }
+        }
+        Ok(VerifyReport {
+            number: self.head_number(),
+            stored_root: self.head_root(),
+            computed_root: main.root,
+            leaves: main.leaves,
+            tries_checked,
+            trie_mismatches,
+        })
+    }
+}

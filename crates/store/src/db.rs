@@ -1,0 +1,123 @@
+//! Opening RocksDB with the configured options, schema checks, and the fault injector.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rocksdb::{BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompressionType, Options, DB};
+
+use crate::config::{Compression, StoreConfig};
+use crate::error::StoreError;
+use crate::keys::{encode_head, CF_META, COLUMN_FAMILIES, META_HEAD, META_SCHEMA, SCHEMA_VERSION};
+
+fn base_options(config: &StoreConfig, cache: Option<&Cache>) -> Options {
+    let r = &config.rocksdb;
+    let mut table = BlockBasedOptions::default();
+    match cache {
+        Some(c) => table.set_block_cache(c),
+        None => table.disable_cache(),
+    }
+    table.set_bloom_filter(r.bloom_bits_per_key, false);
+    table.set_cache_index_and_filter_blocks(true);
+    table.set_pin_l0_filter_and_index_blocks_in_cache(true);
+    table.set_format_version(5);
+    let mut o = Options::default();
+    o.set_block_based_table_factory(&table);
+    o.set_max_open_files(r.max_open_files);
+    o.set_target_file_size_base(r.target_file_size_bytes);
+    o.set_write_buffer_size(r.write_buffer_bytes as usize);
+    o.set_max_total_wal_size(r.max_total_wal_bytes);
+    o.set_compression_type(compression(r.compression));
+    o.set_level_compaction_dynamic_level_bytes(true);
+    o.increase_parallelism(2);
+    o
+}
+
+fn compression(c: Compression) -> DBCompressionType {
+    match c {
+        Compression::None => DBCompressionType::None,
+        Compression::Lz4 => DBCompressionType::Lz4,
+        Compression::Zstd => DBCompressionType::Zstd,
+    }
+}
+
+/// Open the database at `path`, creating it (with schema and an empty head) if absent.
+pub fn open_db(path: &Path, config: &StoreConfig) -> Result<DB, StoreError> {
+    config.validate()?;
+    let cache = (config.rocksdb.block_cache_bytes > 0)
+        .then(|| Cache::new_lru_cache(config.rocksdb.block_cache_bytes as usize));
+    let mut opts = base_options(config, cache.as_ref());
+    let exists = path.join("CURRENT").exists();
+    if exists {
+        let present = DB::list_cf(&opts, path)?;
+        for name in COLUMN_FAMILIES {
+            if !present.iter().any(|p| p == name) {
+                return Err(StoreError::MissingColumnFamily {
+                    path: path.display().to_string(),
+                    name,
+                });
+            }
+        }
+    } else {
+        std::fs::create_dir_all(path).map_err(|source| StoreError::Io {
+            context: format!("create {}", path.display()),
+            source,
+        })?;
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+    }
+    let cfs = COLUMN_FAMILIES
+        .iter()
+        .map(|name| ColumnFamilyDescriptor::new(*name, base_options(config, cache.as_ref())));
+    let db = DB::open_cf_descriptors(&opts, path, cfs)?;
+    let meta = db.cf_handle(CF_META).ok_or_else(|| StoreError::MissingColumnFamily {
+        path: path.display().to_string(),
+        name: CF_META,
+    })?;
+    if exists {
+        let v = db.get_cf(meta, META_SCHEMA)?.ok_or_else(|| {
+            StoreError::CorruptMeta("no schema version; not an Arbor database".into())
+        })?;
+        let found =
+            u32::from_be_bytes(v.as_slice().try_into().map_err(|_| {
+                StoreError::CorruptMeta(format!("schema record of {} bytes", v.len()))
+            })?);
+        if found != SCHEMA_VERSION {
+            return Err(StoreError::SchemaMismatch { found, expected: SCHEMA_VERSION });
+        }
+    } else {
+        db.put_cf(meta, META_SCHEMA, SCHEMA_VERSION.to_be_bytes())?;
+        db.put_cf(meta, META_HEAD, encode_head(0, &trie::EMPTY_ROOT))?;
+        db.flush_wal(true)?;
+    }
+    Ok(db)
+}
+
+/// Makes writes fail on command (tests of the failure path).
+#[derive(Debug, Default)]
+pub struct FaultInjector {
+    /// Fail the write of this block number and later ones (0 = never).
+    fail_from: AtomicU64,
+}
+
+impl FaultInjector {
+    /// Make every write of block `number` or later fail.
+    pub fn fail_writes_from(&self, number: u64) {
+        self.fail_from.store(number.max(1), Ordering::SeqCst);
+    }
+
+    /// Stop failing.
+    pub fn clear(&self) {
+        self.fail_from.store(0, Ordering::SeqCst);
+    }
+
+    pub(crate) fn check(&self, number: u64) -> Result<(), StoreError> {
+        let from = self.fail_from.load(Ordering::SeqCst);
+        if from != 0 && number >= from {
+            return Err(StoreError::Io {
+                context: format!("injected write failure at block {number}"),
+                source: std::io::Error::other("injected"),
+            });
+        }
+        Ok(())
+    }
+}

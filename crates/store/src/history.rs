@@ -1,0 +1,154 @@
+//! Per-block reverse diffs: the old value of every key a block changed, in every column,
+//! so that the block can be undone exactly.
+//!
+//! Layout (version 1): `0x01 ‖ entry count (u32 BE) ‖ entries`, each entry
+//! `column tag (u8) ‖ key length (u32 BE) ‖ key ‖ present (u8: 0 or 1) ‖ [value length
+//! (u32 BE) ‖ value]`. The decoder checks every length against the bytes present.
+
+use crate::keys::Column;
+
+/// Format version of reverse diffs.
+pub const HISTORY_VERSION: u8 = 1;
+
+/// One restored value: `None` means the key did not exist before the block.
+pub type ReverseEntry = (Column, Vec<u8>, Option<Vec<u8>>);
+
+/// Builds a reverse diff.
+#[derive(Debug, Default)]
+pub struct ReverseDiff {
+    entries: Vec<ReverseEntry>,
+}
+
+impl ReverseDiff {
+    /// An empty diff.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Record that `key` in `column` held `old` before the block.
+    pub fn record(&mut self, column: Column, key: Vec<u8>, old: Option<Vec<u8>>) {
+        self.entries.push((column, key, old));
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Serialize.
+    pub fn encode(&self) -> Vec<u8> {
+        let size: usize = self
+            .entries
+            .iter()
+            .map(|(_, k, v)| 10 + k.len() + v.as_ref().map_or(0, |v| 4 + v.len()))
+            .sum();
+        let mut out = Vec::with_capacity(5 + size);
+        out.push(HISTORY_VERSION);
+        out.extend_from_slice(&(self.entries.len() as u32).to_be_bytes());
+        for (col, key, old) in &self.entries {
+            out.push(*col as u8);
+            out.extend_from_slice(&(key.len() as u32).to_be_bytes());
+            out.extend_from_slice(key);
+            match old {
+                None => out.push(0),
+                Some(v) => {
+                    out.push(1);
+                    out.extend_from_slice(&(v.len() as u32).to_be_bytes());
+                    out.extend_from_slice(v);
+                }
+            }
+        }
+        out
+    }
+
+    /// Parse; the error says what is wrong.
+    pub fn decode(bytes: &[u8]) -> Result<Vec<ReverseEntry>, String> {
+        let mut r = Reader { bytes, pos: 0 };
+        let version = r.u8()?;
+        if version != HISTORY_VERSION {
+            return Err(format!("unknown reverse-diff version {version}"));
+        }
+        let count = r.u32()? as usize;
+        // Each entry needs at least 6 bytes: refuse counts the input cannot hold.
+        if count > bytes.len() / 6 {
+            return Err(format!("entry count {count} exceeds what {} bytes can hold", bytes.len()));
+        }
+        let mut out = Vec::with_capacity(count);
+        for _ in 0..count {
+            let tag = r.u8()?;
+            let col = Column::from_tag(tag).ok_or_else(|| format!("unknown column tag {tag}"))?;
+            let klen = r.u32()? as usize;
+            let key = r.take(klen)?.to_vec();
+            let old = match r.u8()? {
+                0 => None,
+                1 => {
+                    let vlen = r.u32()? as usize;
+                    Some(r.take(vlen)?.to_vec())
+                }
+                t => return Err(format!("bad presence flag {t}")),
+            };
+            out.push((col, key, old));
+        }
+        if r.pos != bytes.len() {
+            return Err(format!("{} trailing bytes", bytes.len() - r.pos));
+        }
+        Ok(out)
+    }
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len()).ok_or_else(|| {
+            format!(
+                "truncated: need {n} bytes at offset {}, have {}",
+                self.pos,
+                self.bytes.len() - self.pos
+            )
+        })?;
+        let s = &self.bytes[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+
+    fn u8(&mut self) -> Result<u8, String> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_be_bytes(self.take(4)?.try_into().expect("4 bytes")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_garbage() {
+        let mut d = ReverseDiff::new();
+        d.record(Column::Flat, b"k1".to_vec(), None);
+        d.record(Column::Nodes, b"k2".to_vec(), Some(vec![1, 2, 3]));
+        d.record(Column::Meta, b"head".to_vec(), Some(vec![0; 40]));
+        let enc = d.encode();
+        let dec = ReverseDiff::decode(&enc).unwrap();
+        assert_eq!(dec.len(), 3);
+        assert_eq!(dec[1], (Column::Nodes, b"k2".to_vec(), Some(vec![1, 2, 3])));
+        for cut in 0..enc.len() {
+            assert!(ReverseDiff::decode(&enc[..cut]).is_err(), "truncated at {cut}");
+        }
+        let mut bad = enc.clone();
+        bad[0] = 9;
+        assert!(ReverseDiff::decode(&bad).is_err());
+        assert!(ReverseDiff::decode(&[1, 0xff, 0xff, 0xff, 0xff]).is_err());
+    }
+}

@@ -1,0 +1,169 @@
+//! On-disk key layout (see `docs/design.md`): column families, flat keys, node keys,
+//! history keys and meta keys. All integers are big-endian so that keys sort by them.
+
+use trie::{TrieId, H256};
+
+use crate::error::StoreError;
+
+/// Column family of the latest flat state: `trie prefix ‖ key → value`.
+pub const CF_FLAT: &str = "flat";
+/// Column family of branch and extension nodes: `trie prefix ‖ packed path ‖ nibble count → hash ‖ encoding`.
+pub const CF_NODES: &str = "nodes";
+/// Column family of per-block reverse diffs: `block number (u64 BE) → reverse diff`.
+pub const CF_HISTORY: &str = "history";
+/// Column family of bookkeeping: schema version, head, per-trie roots.
+pub const CF_META: &str = "meta";
+/// Every column family the store needs.
+pub const COLUMN_FAMILIES: [&str; 4] = [CF_FLAT, CF_NODES, CF_HISTORY, CF_META];
+
+/// The schema version this build reads and writes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Meta key of the schema version (`u32` BE).
+pub const META_SCHEMA: &[u8] = b"schema";
+/// Meta key of the head: `number (u64 BE) ‖ root (32 bytes)`.
+pub const META_HEAD: &[u8] = b"head";
+/// Meta key prefix of a non-main trie's root: `b"root" ‖ trie prefix → root`.
+pub const META_ROOT: &[u8] = b"root";
+
+/// Longest key a trie may hold (its node paths must fit the one-byte nibble count).
+pub const KEY_BYTES_MAX: usize = 127;
+
+/// The column a reverse-diff entry belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Column {
+    /// `flat`.
+    Flat = 0,
+    /// `nodes`.
+    Nodes = 1,
+    /// `meta`.
+    Meta = 2,
+}
+
+impl Column {
+    /// Decode the tag byte.
+    pub fn from_tag(tag: u8) -> Option<Column> {
+        match tag {
+            0 => Some(Column::Flat),
+            1 => Some(Column::Nodes),
+            2 => Some(Column::Meta),
+            _ => None,
+        }
+    }
+
+    /// The column family name.
+    pub fn cf(self) -> &'static str {
+        match self {
+            Column::Flat => CF_FLAT,
+            Column::Nodes => CF_NODES,
+            Column::Meta => CF_META,
+        }
+    }
+}
+
+/// `trie prefix ‖ key`.
+pub fn flat_key(trie: &TrieId, key: &[u8]) -> Result<Vec<u8>, StoreError> {
+    if key.len() > KEY_BYTES_MAX {
+        return Err(StoreError::KeyTooLong { len: key.len(), max: KEY_BYTES_MAX });
+    }
+    let mut k = Vec::with_capacity(trie.prefix_len() + key.len());
+    trie.write_prefix(&mut k);
+    k.extend_from_slice(key);
+    Ok(k)
+}
+
+/// `trie prefix ‖ packed nibbles (odd paths padded with a zero nibble) ‖ nibble count`.
+pub fn node_key(trie: &TrieId, path: &[u8]) -> Vec<u8> {
+    assert!(path.len() <= 2 * KEY_BYTES_MAX, "node path of {} nibbles", path.len());
+    let mut k = Vec::with_capacity(trie.prefix_len() + path.len() / 2 + 2);
+    trie.write_prefix(&mut k);
+    for pair in path.chunks(2) {
+        k.push((pair[0] << 4) | pair.get(1).copied().unwrap_or(0));
+    }
+    k.push(path.len() as u8);
+    k
+}
+
+/// The flat-key range `[lo, hi]` holding every key of `trie` whose nibbles start with `path`.
+pub fn flat_range_for_path(trie: &TrieId, path: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let mut lo = trie.prefix();
+    for pair in path.chunks(2) {
+        lo.push((pair[0] << 4) | pair.get(1).copied().unwrap_or(0));
+    }
+    let mut hi = lo.clone();
+    if path.len() % 2 == 1 {
+        *hi.last_mut().expect("odd path has a byte") |= 0x0f;
+    }
+    // Every key with prefix `hi` sorts at or below `hi ‖ 0xff…`; keys are at most
+    // KEY_BYTES_MAX long.
+    hi.extend(std::iter::repeat_n(0xff, KEY_BYTES_MAX + 1));
+    (lo, hi)
+}
+
+/// `block number` as a history key.
+pub fn history_key(number: u64) -> [u8; 8] {
+    number.to_be_bytes()
+}
+
+/// Meta key of a non-main trie's root.
+pub fn root_key(trie: &TrieId) -> Vec<u8> {
+    let mut k = META_ROOT.to_vec();
+    trie.write_prefix(&mut k);
+    k
+}
+
+/// Encode the head record.
+pub fn encode_head(number: u64, root: &H256) -> Vec<u8> {
+    let mut v = number.to_be_bytes().to_vec();
+    v.extend_from_slice(&root.0);
+    v
+}
+
+/// Decode the head record.
+pub fn decode_head(bytes: &[u8]) -> Result<(u64, H256), StoreError> {
+    if bytes.len() != 40 {
+        return Err(StoreError::CorruptMeta(format!(
+            "head record of {} bytes (expected 40)",
+            bytes.len()
+        )));
+    }
+    let number = u64::from_be_bytes(bytes[..8].try_into().expect("8 bytes"));
+    let root = H256::from_slice(&bytes[8..]).expect("32 bytes");
+    Ok((number, root))
+}
+
+/// Node value: `hash ‖ encoding`.
+pub fn encode_node_value(hash: &H256, encoding: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(32 + encoding.len());
+    v.extend_from_slice(&hash.0);
+    v.extend_from_slice(encoding);
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_keys_sort_parents_first() {
+        let t = TrieId::Main;
+        let a = node_key(&t, &[]);
+        let b = node_key(&t, &[1]);
+        let c = node_key(&t, &[1, 0]);
+        let d = node_key(&t, &[1, 0, 5]);
+        let e = node_key(&t, &[2]);
+        assert!(a < b && b < c && c < d && d < e);
+    }
+
+    #[test]
+    fn flat_range_covers_prefix() {
+        let t = TrieId::Main;
+        let (lo, hi) = flat_range_for_path(&t, &[0xa, 0xb, 0xc]);
+        let inside = flat_key(&t, &[0xab, 0xc7, 0xff]).unwrap();
+        let outside = flat_key(&t, &[0xab, 0xd0]).unwrap();
+        assert!(lo <= inside && inside <= hi);
+        assert!(outside > hi);
+        assert!(flat_key(&t, &[0u8; 200]).is_err());
+    }
+}

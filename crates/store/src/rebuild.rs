@@ -1,0 +1,185 @@
+//! Bottom-up rebuild: recompute every branch and extension node and the root of a trie
+//! from `flat` alone, by sequential scans in on-disk order, parallel across the 16
+//! first-nibble ranges. Used after bulk loads (writing the `nodes` column family) and by
+//! `verify` (comparing with the stored root, writing nothing).
+
+use rayon::prelude::*;
+use rocksdb::{Direction, IteratorMode, ReadOptions, WriteBatch, DB};
+use trie::builder::EmittedKind;
+use trie::{ChildRef, EthLayout, Layout, NibbleSlice, NodeSink, RootBuilder, TrieId, H256};
+
+use crate::error::StoreError;
+use crate::keys::{
+    encode_node_value, flat_range_for_path, node_key, CF_FLAT, CF_NODES, KEY_BYTES_MAX,
+};
+use crate::state::cf;
+
+/// Write batches of the rebuild are flushed at about this size.
+const BATCH_BYTES_TARGET: usize = 8 << 20;
+
+/// Collects emitted nodes into write batches (or only counts them).
+struct NodeWriter<'a> {
+    db: &'a DB,
+    trie: TrieId,
+    write: bool,
+    batch: WriteBatch,
+    nodes: u64,
+    error: Option<StoreError>,
+}
+
+impl NodeWriter<'_> {
+    fn flush(&mut self) {
+        if self.batch.is_empty() || self.error.is_some() {
+            return;
+        }
+        let batch = std::mem::take(&mut self.batch);
+        if let Err(e) = self.db.write(batch) {
+            self.error = Some(e.into());
+        }
+    }
+
+    fn finish(mut self) -> Result<u64, StoreError> {
+        self.flush();
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.nodes),
+        }
+    }
+}
+
+impl NodeSink for NodeWriter<'_> {
+    fn node(
+        &mut self,
+        _kind: EmittedKind,
+        path: NibbleSlice<'_>,
+        encoded: &[u8],
+        reference: &ChildRef,
+    ) {
+        // Inline nodes live inside their parent; the root is stored whatever its size.
+        let hash = match reference.as_hash() {
+            Some(h) => h,
+            None if path.is_empty() => EthLayout::hash(encoded),
+            None => return,
+        };
+        self.nodes += 1;
+        if !self.write {
+            return;
+        }
+        let Ok(h) = cf(self.db, CF_NODES) else { return };
+        let key = node_key(&self.trie, path.to_nibbles().as_slice());
+        self.batch.put_cf(h, key, encode_node_value(&hash, encoded));
+        if self.batch.size_in_bytes() >= BATCH_BYTES_TARGET {
+            self.flush();
+        }
+    }
+}
+
+/// Result of a rebuild.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rebuilt {
+    /// The recomputed root.
+    pub root: H256,
+    /// Leaves scanned.
+    pub leaves: u64,
+    /// Branch/extension nodes (stored by hash, or the root) emitted.
+    pub nodes: u64,
+}
+
+fn scan<'a>(
+    db: &'a DB,
+    trie: &TrieId,
+    path: &[u8],
+) -> Result<impl Iterator<Item = Result<(Box<[u8]>, Box<[u8]>), rocksdb::Error>> + 'a, StoreError> {
+    let (lo, hi) = flat_range_for_path(trie, path);
+    let mut opts = ReadOptions::default();
+    opts.set_iterate_upper_bound(hi);
+    opts.fill_cache(false);
+    Ok(db.iterator_cf_opt(cf(db, CF_FLAT)?, opts, IteratorMode::From(&lo, Direction::Forward)))
+}
+
+fn feed<S: NodeSink>(
+    b: &mut RootBuilder<EthLayout, S>,
+    iter: impl Iterator<Item = Result<(Box<[u8]>, Box<[u8]>), rocksdb::Error>>,
+    prefix_len: usize,
+) -> Result<(), StoreError> {
+    for item in iter {
+        let (k, v) = item?;
+        b.add(&k[prefix_len..], &v)
+            .map_err(|e| StoreError::Corrupt(format!("flat state out of order: {e}")))?;
+    }
+    Ok(())
+}
+
+/// Recompute `trie`'s root from `flat`; with `write`, replace its stored nodes.
+/// The caller makes sure every layer is persisted first.
+pub(crate) fn rebuild(db: &DB, trie: &TrieId, write: bool) -> Result<Rebuilt, StoreError> {
+    if write {
+        let lo = node_key(trie, &[]);
+        let mut hi = trie.prefix();
+        hi.extend(std::iter::repeat_n(0xff, KEY_BYTES_MAX + 2));
+        db.delete_range_cf(cf(db, CF_NODES)?, &lo[..trie.prefix_len()], &hi)?;
+    }
+    let prefix_len = trie.prefix_len();
+    // An empty key sorts before every first-nibble range: the split cannot apply.
+    let has_empty_key = db.get_cf(cf(db, CF_FLAT)?, trie.prefix())?.is_some();
+    let parts: Vec<Result<(ChildRef, u64, u64), StoreError>> = if has_empty_key {
+        Vec::new()
+    } else {
+        (0..16u8)
+            .into_par_iter()
+            .map(|n| {
+                let mut b = RootBuilder::<EthLayout, _>::subtree(
+                    1,
+                    NodeWriter {
+                        db,
+                        trie: *trie,
+                        write,
+                        batch: WriteBatch::default(),
+                        nodes: 0,
+                        error: None,
+                    },
+                );
+                feed(&mut b, scan(db, trie, &[n])?, prefix_len)?;
+                let leaves = b.leaves();
+                let (r, sink, _) = b.finish_ref();
+                Ok((r, leaves, sink.finish()?))
+            })
+            .collect()
+    };
+    let mut children = [ChildRef::EMPTY; 16];
+    let (mut leaves, mut nodes) = (0, 0);
+    for (i, p) in parts.into_iter().enumerate() {
+        let (r, l, n) = p?;
+        children[i] = r;
+        leaves += l;
+        nodes += n;
+    }
+    if has_empty_key || children.iter().filter(|c| !c.is_empty()).count() < 2 {
+        return rebuild_serial(db, trie, write);
+    }
+    let mut enc = Vec::with_capacity(600);
+    EthLayout::encode_branch(&children, None, &mut enc);
+    let root = EthLayout::hash(&enc);
+    let mut w =
+        NodeWriter { db, trie: *trie, write, batch: WriteBatch::default(), nodes: 0, error: None };
+    w.node(EmittedKind::Branch, NibbleSlice::new(&[]), &enc, &ChildRef::hash(root));
+    nodes += w.finish()?;
+    Ok(Rebuilt { root, leaves, nodes })
+}
+
+fn rebuild_serial(db: &DB, trie: &TrieId, write: bool) -> Result<Rebuilt, StoreError> {
+    if write {
+        let lo = trie.prefix();
+        let mut hi = trie.prefix();
+        hi.extend(std::iter::repeat_n(0xff, KEY_BYTES_MAX + 2));
+        db.delete_range_cf(cf(db, CF_NODES)?, &lo, &hi)?;
+    }
+    let w =
+        NodeWriter { db, trie: *trie, write, batch: WriteBatch::default(), nodes: 0, error: None };
+    let mut b = RootBuilder::<EthLayout, _>::with_sink(w);
+    feed(&mut b, scan(db, trie, &[])?, trie.prefix_len())?;
+    let leaves = b.leaves();
+    let (root, sink, _) = b.finish_with();
+    let nodes = sink.finish()?;
+    Ok(Rebuilt { root, leaves, nodes })
+}

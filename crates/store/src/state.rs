@@ -1,0 +1,543 @@
+//! [`StateDb`]: open/create, read, commit blocks (async persistence with back-pressure),
+//! flush, revert, stats.
+//!
+//! A commit runs on the caller's thread: it loads the touched paths through the layer
+//! stack, applies the block's changes to one [`Trie`] per touched trie id, hashes only the
+//! dirty paths, and turns the result into an immutable [`Layer`] (flat, nodes, meta change
+//! maps plus the encoded reverse diff). It returns once the layer is on the stack; a
+//! background writer persists layers in order, one atomic write batch each, built straight
+//! from the maps. Unpersisted bytes are bounded: a commit waits while the bound is
+//! exceeded. A failed write poisons the store until it is reopened; what is on disk is
+//! always a whole block.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+use rocksdb::{WriteBatch, WriteOptions, DB};
+use trie::{Trie, TrieId, TrieUpdates, EMPTY_ROOT, H256};
+
+use crate::cache::ByteCache;
+use crate::config::StoreConfig;
+use crate::db::{open_db, FaultInjector};
+use crate::error::StoreError;
+use crate::history::ReverseDiff;
+use crate::keys::{
+    decode_head, encode_head, encode_node_value, flat_key, history_key, node_key, root_key, Column,
+    CF_FLAT, CF_HISTORY, CF_META, CF_NODES, META_HEAD,
+};
+use crate::layer::{ChangeMap, Layer};
+use crate::view::{Reader, StoreSource};
+
+/// A block's changes: per trie, key → new value (`None` or empty = delete).
+pub type ChangeSet = BTreeMap<TrieId, BTreeMap<Vec<u8>, Option<Vec<u8>>>>;
+
+/// What a commit produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitInfo {
+    /// The new head number.
+    pub number: u64,
+    /// The new main-trie root.
+    pub root: H256,
+    /// The new root of every touched trie.
+    pub roots: Vec<(TrieId, H256)>,
+    /// Keccak calls spent on the roots.
+    pub hashes: u64,
+}
+
+#[derive(Debug, Default)]
+struct Progress {
+    /// Bytes in layers not yet persisted.
+    pending_bytes: u64,
+    /// Highest block number persisted.
+    persisted: u64,
+    /// Set when a write failed.
+    poisoned: Option<String>,
+}
+
+struct Shared {
+    reader: Reader,
+    config: StoreConfig,
+    progress: Mutex<Progress>,
+    changed: Condvar,
+    faults: FaultInjector,
+    layers_persisted: AtomicU64,
+    commit_waits: AtomicU64,
+}
+
+/// The persistent state. See the module docs.
+pub struct StateDb {
+    shared: Arc<Shared>,
+    head: (u64, H256),
+    tx: Option<SyncSender<Arc<Layer>>>,
+    writer: Option<JoinHandle<()>>,
+}
+
+impl StateDb {
+    /// Open (or create) the database at `path`.
+    pub fn open(path: &Path, config: StoreConfig) -> Result<StateDb, StoreError> {
+        let db = Arc::new(open_db(path, &config)?);
+        let head = read_head(&db)?;
+        let reader = Reader {
+            db: db.clone(),
+            layers: RwLock::new(Vec::new()),
+            node_cache: ByteCache::new(config.cache.node_cache_bytes),
+            flat_cache: ByteCache::new(config.cache.flat_cache_bytes),
+        };
+        let shared = Arc::new(Shared {
+            reader,
+            config,
+            progress: Mutex::new(Progress { persisted: head.0, ..Progress::default() }),
+            changed: Condvar::new(),
+            faults: FaultInjector::default(),
+            layers_persisted: AtomicU64::new(0),
+            commit_waits: AtomicU64::new(0),
+        });
+        // The channel only carries handles; memory is bounded by pending_bytes.
+        let (tx, rx) = sync_channel::<Arc<Layer>>(1024);
+        let s = shared.clone();
+        let writer = std::thread::Builder::new()
+            .name("arbor-writer".into())
+            .spawn(move || writer_loop(s, rx))
+            .map_err(|source| StoreError::Io { context: "spawn writer thread".into(), source })?;
+        Ok(StateDb { shared, head, tx: Some(tx), writer: Some(writer) })
+    }
+
+    /// Head block number.
+    pub fn head_number(&self) -> u64 {
+        self.head.0
+    }
+
+    /// Head (main-trie) root.
+    pub fn head_root(&self) -> H256 {
+        self.head.1
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &StoreConfig {
+        &self.shared.config
+    }
+
+    /// Fault injection for tests: make the next write fail.
+    pub fn faults(&self) -> &FaultInjector {
+        &self.shared.faults
+    }
+
+    /// Latest value of `key` in `trie` (diff layers → cache → `flat`; never walks a trie).
+    pub fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.shared.reader.get(trie, key)?.map(|v| v.to_vec()))
+    }
+
+    /// Current root of `trie`.
+    pub fn trie_root(&self, trie: &TrieId) -> Result<H256, StoreError> {
+        if *trie == TrieId::Main {
+            return Ok(self.head.1);
+        }
+        match self.shared.reader.read(Column::Meta, &root_key(trie))? {
+            None => Ok(EMPTY_ROOT),
+            Some(v) => H256::from_slice(&v)
+                .ok_or_else(|| StoreError::CorruptMeta(format!("root of {trie:?}"))),
+        }
+    }
+
+    /// A trie over the latest state, loading nodes from this store (for proofs and reads).
+    pub fn with_trie<T>(
+        &self,
+        trie: TrieId,
+        f: impl FnOnce(&mut Trie<StoreSource<'_>>) -> Result<T, trie::TrieError>,
+    ) -> Result<T, StoreError> {
+        let root = self.trie_root(&trie)?;
+        let mut t = Trie::from_root(StoreSource { reader: &self.shared.reader, trie }, root);
+        Ok(f(&mut t)?)
+    }
+
+    fn check_poison(&self) -> Result<(), StoreError> {
+        match &self.shared.progress.lock().poisoned {
+            Some(e) => Err(StoreError::Poisoned(e.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Apply one block's changes, compute the new roots, and queue the block for
+    /// persistence. Returns once the block is an in-memory layer (see [`StateDb::flush`]).
+    pub fn commit(&mut self, changes: &ChangeSet) -> Result<CommitInfo, StoreError> {
+        self.check_poison()?;
+        let number = self.head.0 + 1;
+        let mut layer = Layer { number, ..Layer::default() };
+        let mut rev = ReverseDiff::new();
+        let mut roots = Vec::new();
+        let mut hashes = 0;
+        let mut main_root = self.head.1;
+        for (trie_id, kv) in changes {
+            let old_root = self.trie_root(trie_id)?;
+            let (updates, h) = self.apply_trie(trie_id, old_root, kv, &mut layer, &mut rev)?;
+            hashes += h;
+            self.stage_nodes(trie_id, &updates, &mut layer.nodes, &mut rev)?;
+            if *trie_id == TrieId::Main {
+                main_root = updates.root;
+            } else if updates.root != old_root {
+                let key = root_key(trie_id);
+                let new = (updates.root != EMPTY_ROOT).then(|| updates.root.0.to_vec());
+                rev.record(Column::Meta, key.clone(), self.read_vec(Column::Meta, &key)?);
+                layer.meta.insert(key, new);
+            }
+            roots.push((*trie_id, updates.root));
+        }
+        rev.record(Column::Meta, META_HEAD.to_vec(), Some(encode_head(self.head.0, &self.head.1)));
+        layer.meta.insert(META_HEAD.to_vec(), Some(encode_head(number, &main_root)));
+        layer.root = main_root;
+        layer.history = rev.encode();
+        layer.prune = number.checked_sub(self.shared.config.layers.history_depth);
+        layer.measure();
+        self.push_layer(layer)?;
+        self.head = (number, main_root);
+        Ok(CommitInfo { number, root: main_root, roots, hashes })
+    }
+
+    fn read_vec(&self, column: Column, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.shared.reader.read(column, key)?.map(|v| v.to_vec()))
+    }
+
+    /// Apply `kv` to one trie; stage flat changes and their old values.
+    fn apply_trie(
+        &self,
+        trie_id: &TrieId,
+        old_root: H256,
+        kv: &BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+        layer: &mut Layer,
+        rev: &mut ReverseDiff,
+    ) -> Result<(TrieUpdates, u64), StoreError> {
+        let source = StoreSource { reader: &self.shared.reader, trie: *trie_id };
+        let mut t: Trie<StoreSource<'_>> = Trie::from_root(source, old_root);
+        for (k, v) in kv {
+            let fk = flat_key(trie_id, k)?;
+            let old = self.read_vec(Column::Flat, &fk)?;
+            let new = v.as_ref().filter(|v| !v.is_empty());
+            if old.as_ref() == new {
+                continue;
+            }
+            match new {
+                Some(v) => t.insert(k, v)?,
+                None => {
+                    t.remove(k)?;
+                }
+            }
+            rev.record(Column::Flat, fk.clone(), old);
+            layer.flat.insert(fk, new.cloned());
+        }
+        let u = t.commit();
+        Ok((u, t.hash_stats().hashes))
+    }
+
+    /// Stage node deletions and writes (leaves are never stored) with their old values.
+    fn stage_nodes(
+        &self,
+        trie_id: &TrieId,
+        u: &TrieUpdates,
+        nodes: &mut ChangeMap,
+        rev: &mut ReverseDiff,
+    ) -> Result<(), StoreError> {
+        let mut staged: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
+        for (path, _) in &u.removed {
+            staged.insert(node_key(trie_id, path.as_slice()), None);
+        }
+        for n in u.new.iter().filter(|n| !n.is_leaf) {
+            staged.insert(
+                node_key(trie_id, n.path.as_slice()),
+                Some(encode_node_value(&n.hash, &n.encoded)),
+            );
+        }
+        for (key, new) in staged {
+            let old = self.read_vec(Column::Nodes, &key)?;
+            if old == new {
+                continue;
+            }
+            rev.record(Column::Nodes, key.clone(), old);
+            nodes.insert(key, new);
+        }
+        Ok(())
+    }
+
+    /// Wait for room (back-pressure), then publish the layer and hand it to the writer.
+    fn push_layer(&mut self, layer: Layer) -> Result<(), StoreError> {
+        let max = self.shared.config.layers.unpersisted_bytes_max;
+        {
+            let mut p = self.shared.progress.lock();
+            if p.pending_bytes > 0 && p.pending_bytes + layer.bytes > max {
+                self.shared.commit_waits.fetch_add(1, Ordering::Relaxed);
+            }
+            while p.poisoned.is_none() && p.pending_bytes > 0 && p.pending_bytes + layer.bytes > max
+            {
+                self.shared.changed.wait(&mut p);
+            }
+            if let Some(e) = &p.poisoned {
+                return Err(StoreError::Poisoned(e.clone()));
+            }
+            p.pending_bytes += layer.bytes;
+        }
+        let layer = Arc::new(layer);
+        {
+            // Invariant: invalidate under the exclusive layer lock (see view.rs).
+            let mut layers = self.shared.reader.layers.write();
+            for k in layer.flat.keys() {
+                self.shared.reader.flat_cache.invalidate(k);
+            }
+            for k in layer.nodes.keys() {
+                self.shared.reader.node_cache.invalidate(k);
+            }
+            layers.push(layer.clone());
+        }
+        let tx = self.tx.as_ref().expect("writer channel lives as long as the store");
+        tx.send(layer).map_err(|_| StoreError::Poisoned("writer thread has stopped".into()))
+    }
+
+    /// Wait until every committed block is on disk and the WAL is synced.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        {
+            let mut p = self.shared.progress.lock();
+            while p.poisoned.is_none() && p.persisted < self.head.0 {
+                self.shared.changed.wait(&mut p);
+            }
+            if let Some(e) = &p.poisoned {
+                return Err(StoreError::Poisoned(e.clone()));
+            }
+        }
+        self.shared.reader.db.flush_wal(true)?;
+        Ok(())
+    }
+
+    /// Undo the last `n` blocks from their reverse diffs, restoring the exact earlier roots.
+    pub fn revert(&mut self, n: u64) -> Result<(), StoreError> {
+        self.check_poison()?;
+        self.flush()?;
+        let db = &self.shared.reader.db;
+        // All or nothing: refuse before writing anything if any block lacks history.
+        if n > self.head.0 {
+            return Err(StoreError::Revert {
+                number: 0,
+                reason: format!("only {} blocks above genesis, cannot revert {n}", self.head.0),
+            });
+        }
+        for number in (self.head.0 + 1 - n.max(1))..=self.head.0 {
+            if n > 0 && db.get_pinned_cf(cf(db, CF_HISTORY)?, history_key(number))?.is_none() {
+                return Err(StoreError::Revert { number, reason: "its history was pruned".into() });
+            }
+        }
+        for _ in 0..n {
+            let number = self.head.0;
+            if number == 0 {
+                return Err(StoreError::Revert { number, reason: "block 0 has no parent".into() });
+            }
+            let raw = db.get_cf(cf(db, CF_HISTORY)?, history_key(number))?.ok_or_else(|| {
+                StoreError::Revert { number, reason: "its history was pruned".into() }
+            })?;
+            let entries = ReverseDiff::decode(&raw)
+                .map_err(|reason| StoreError::CorruptHistory { number, reason })?;
+            let mut batch = WriteBatch::default();
+            let mut head = None;
+            for (col, key, old) in &entries {
+                if *col == Column::Meta && key.as_slice() == META_HEAD {
+                    head = old.as_deref().map(decode_head).transpose()?;
+                }
+                match old {
+                    Some(v) => batch.put_cf(cf(db, col.cf())?, key, v),
+                    None => batch.delete_cf(cf(db, col.cf())?, key),
+                }
+            }
+            let head = head.ok_or_else(|| StoreError::CorruptHistory {
+                number,
+                reason: "no head record".into(),
+            })?;
+            batch.delete_cf(cf(db, CF_HISTORY)?, history_key(number));
+            let mut opts = WriteOptions::default();
+            opts.set_sync(true);
+            self.shared.faults.check(number)?;
+            db.write_opt(batch, &opts)?;
+            self.head = head;
+            self.shared.progress.lock().persisted = head.0;
+        }
+        self.shared.reader.flat_cache.clear();
+        self.shared.reader.node_cache.clear();
+        Ok(())
+    }
+
+    /// Counters for `arbor stats`.
+    pub fn stats(&self) -> StoreStats {
+        let p = self.shared.progress.lock();
+        let layers = self.shared.reader.layers.read();
+        let db = &self.shared.reader.db;
+        let prop = |name: &str| -> u64 {
+            COLUMNS
+                .iter()
+                .filter_map(|c| db.cf_handle(c))
+                .filter_map(|h| db.property_int_value_cf(h, name).ok().flatten())
+                .sum()
+        };
+        StoreStats {
+            head_number: self.head.0,
+            head_root: self.head.1.to_string(),
+            persisted_number: p.persisted,
+            unpersisted_layers: layers.len(),
+            unpersisted_bytes: p.pending_bytes,
+            layers_persisted: self.shared.layers_persisted.load(Ordering::Relaxed),
+            commit_waits: self.shared.commit_waits.load(Ordering::Relaxed),
+            node_cache: self.shared.reader.node_cache.stats(),
+            flat_cache: self.shared.reader.flat_cache.stats(),
+            sst_bytes: prop("rocksdb.total-sst-files-size"),
+            live_data_bytes: prop("rocksdb.estimate-live-data-size"),
+            estimated_keys: prop("rocksdb.estimate-num-keys"),
+        }
+    }
+
+    /// The shared reader (bulk loading and rebuilds).
+    pub(crate) fn reader(&self) -> &Reader {
+        &self.shared.reader
+    }
+
+    /// Set the head directly (bulk loads; the caller wrote the state).
+    pub(crate) fn set_head(&mut self, number: u64, root: H256) -> Result<(), StoreError> {
+        let db = &self.shared.reader.db;
+        let mut opts = WriteOptions::default();
+        opts.set_sync(true);
+        db.put_cf_opt(cf(db, CF_META)?, META_HEAD, encode_head(number, &root), &opts)?;
+        self.head = (number, root);
+        self.shared.progress.lock().persisted = number;
+        Ok(())
+    }
+
+    /// Compact every column family (for size measurements).
+    pub fn compact(&self) -> Result<(), StoreError> {
+        self.flush()?;
+        let db = &self.shared.reader.db;
+        for c in COLUMNS {
+            db.compact_range_cf(cf(db, c)?, None::<&[u8]>, None::<&[u8]>);
+        }
+        Ok(())
+    }
+
+    /// Stop the writer after it persisted every queued layer (a clean shutdown).
+    pub fn close(mut self) -> Result<(), StoreError> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<(), StoreError> {
+        drop(self.tx.take());
+        if let Some(w) = self.writer.take() {
+            let _ = w.join();
+        }
+        if let Some(e) = &self.shared.progress.lock().poisoned {
+            return Err(StoreError::Poisoned(e.clone()));
+        }
+        self.shared.reader.db.flush_wal(true)?;
+        Ok(())
+    }
+}
+
+impl Drop for StateDb {
+    fn drop(&mut self) {
+        // A clean shutdown persists all layers; errors surface through close().
+        let _ = self.shutdown();
+    }
+}
+
+const COLUMNS: [&str; 4] = [CF_FLAT, CF_NODES, CF_HISTORY, CF_META];
+
+pub(crate) fn cf<'a>(
+    db: &'a DB,
+    name: &'static str,
+) -> Result<&'a rocksdb::ColumnFamily, StoreError> {
+    db.cf_handle(name).ok_or_else(|| StoreError::MissingColumnFamily {
+        path: db.path().display().to_string(),
+        name,
+    })
+}
+
+fn read_head(db: &DB) -> Result<(u64, H256), StoreError> {
+    match db.get_cf(cf(db, CF_META)?, META_HEAD)? {
+        Some(v) => decode_head(&v),
+        None => Err(StoreError::CorruptMeta("no head record".into())),
+    }
+}
+
+/// Persist layers in order; pop each from the stack once it is on disk.
+fn writer_loop(shared: Arc<Shared>, rx: Receiver<Arc<Layer>>) {
+    while let Ok(layer) = rx.recv() {
+        if shared.progress.lock().poisoned.is_some() {
+            continue;
+        }
+        let result = write_layer(&shared, &layer);
+        let mut p = shared.progress.lock();
+        match result {
+            Ok(()) => {
+                let mut layers = shared.reader.layers.write();
+                assert!(
+                    layers.first().is_some_and(|l| l.number == layer.number),
+                    "writer persisted block {} out of order",
+                    layer.number
+                );
+                layers.remove(0);
+                p.pending_bytes -= layer.bytes;
+                p.persisted = layer.number;
+                shared.layers_persisted.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => p.poisoned = Some(format!("writing block {}: {e}", layer.number)),
+        }
+        shared.changed.notify_all();
+    }
+}
+
+/// One atomic batch per block, built straight from the layer's maps.
+fn write_layer(shared: &Shared, layer: &Layer) -> Result<(), StoreError> {
+    let db = &shared.reader.db;
+    let mut batch = WriteBatch::default();
+    for (name, map) in [(CF_FLAT, &layer.flat), (CF_NODES, &layer.nodes), (CF_META, &layer.meta)] {
+        let h = cf(db, name)?;
+        for (k, v) in map {
+            match v {
+                Some(v) => batch.put_cf(h, k, v),
+                None => batch.delete_cf(h, k),
+            }
+        }
+    }
+    let hist = cf(db, CF_HISTORY)?;
+    batch.put_cf(hist, history_key(layer.number), &layer.history);
+    if let Some(old) = layer.prune {
+        batch.delete_cf(hist, history_key(old));
+    }
+    shared.faults.check(layer.number)?;
+    db.write(batch)?;
+    Ok(())
+}
+
+/// Store counters (see `arbor stats`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StoreStats {
+    /// Head block.
+    pub head_number: u64,
+    /// Head root.
+    pub head_root: String,
+    /// Highest block on disk.
+    pub persisted_number: u64,
+    /// Layers waiting for the writer.
+    pub unpersisted_layers: usize,
+    /// Bytes held by those layers.
+    pub unpersisted_bytes: u64,
+    /// Layers written since open.
+    pub layers_persisted: u64,
+    /// Commits that waited for the writer (back-pressure).
+    pub commit_waits: u64,
+    /// Node cache counters.
+    pub node_cache: crate::cache::CacheStats,
+    /// Flat cache counters.
+    pub flat_cache: crate::cache::CacheStats,
+    /// Total SST bytes.
+    pub sst_bytes: u64,
+    /// RocksDB's live-data estimate.
+    pub live_data_bytes: u64,
+    /// RocksDB's key-count estimate.
+    pub estimated_keys: u64,
+}

@@ -1,0 +1,240 @@
+//! Bad databases and bad input: another schema version, missing column families, garbage
+//! in `meta`, corrupt history, a file or garbage where the database should be, a second
+//! opener, tampered flat state, over-long keys. Each gives a typed [`StoreError`] with a
+//! message (or a failing `verify`), never a panic.
+
+use std::path::Path;
+
+use rocksdb::{Options, DB};
+use store::{ChangeSet, StateDb, StoreError};
+use trie::TrieId;
+
+use crate::common::{open, random_block, small_config};
+
+fn raw_options(create: bool) -> Options {
+    let mut o = Options::default();
+    o.create_if_missing(create);
+    o.create_missing_column_families(create);
+    o
+}
+
+/// Open `path` with raw RocksDB and the given column families.
+fn raw(path: &Path, families: &[&str]) -> DB {
+    DB::open_cf(&raw_options(true), path, families).unwrap()
+}
+
+/// A healthy store with a few blocks, closed.
+fn healthy(path: &Path) {
+    let mut db = open(path, &small_config());
+    for b in 1..=3 {
+        db.commit(&random_block(7, b, 500, 50)).unwrap();
+    }
+    db.close().unwrap();
+}
+
+fn open_err(path: &Path) -> StoreError {
+    match StateDb::open(path, small_config()) {
+        Ok(db) => panic!("opened {} at head {}", path.display(), db.head_number()),
+        Err(e) => {
+            assert!(!e.to_string().is_empty(), "{e:?} has an empty message");
+            e
+        }
+    }
+}
+
+const FAMILIES: [&str; 4] = ["flat", "nodes", "history", "meta"];
+
+/// Put `value` (or delete, if `None`) under `key` in `meta` of a closed store.
+fn poke_meta(path: &Path, key: &[u8], value: Option<&[u8]>) {
+    let db = raw(path, &FAMILIES);
+    let meta = db.cf_handle("meta").unwrap();
+    match value {
+        Some(v) => db.put_cf(meta, key, v).unwrap(),
+        None => db.delete_cf(meta, key).unwrap(),
+    }
+}
+
+#[test]
+fn other_schema_version() {
+    let dir = tempfile::tempdir().unwrap();
+    healthy(dir.path());
+    poke_meta(dir.path(), b"schema", Some(&2u32.to_be_bytes()));
+    match open_err(dir.path()) {
+        StoreError::SchemaMismatch { found: 2, expected: 1 } => {}
+        e => panic!("expected SchemaMismatch, got {e:?}"),
+    }
+
+    // A database made by raw RocksDB with every family but a future schema.
+    let dir = tempfile::tempdir().unwrap();
+    let db = raw(dir.path(), &FAMILIES);
+    db.put_cf(db.cf_handle("meta").unwrap(), b"schema", 9u32.to_be_bytes()).unwrap();
+    drop(db);
+    assert!(matches!(open_err(dir.path()), StoreError::SchemaMismatch { found: 9, .. }));
+}
+
+#[test]
+fn missing_column_family() {
+    for present in [&["flat", "meta"][..], &["flat", "nodes", "history"][..], &[][..]] {
+        let dir = tempfile::tempdir().unwrap();
+        drop(raw(dir.path(), present));
+        match open_err(dir.path()) {
+            StoreError::MissingColumnFamily { name, .. } => {
+                assert!(!present.contains(&name), "{name} is present")
+            }
+            e => panic!("{present:?}: expected MissingColumnFamily, got {e:?}"),
+        }
+    }
+
+    // A store that lost a family after it was written.
+    let dir = tempfile::tempdir().unwrap();
+    healthy(dir.path());
+    let mut db = raw(dir.path(), &FAMILIES);
+    db.drop_cf("history").unwrap();
+    drop(db);
+    assert!(matches!(
+        open_err(dir.path()),
+        StoreError::MissingColumnFamily { name: "history", .. }
+    ));
+}
+
+#[test]
+fn garbage_in_meta() {
+    let cases: [(&[u8], Option<&[u8]>); 6] = [
+        (b"head", Some(&[1, 2, 3])),
+        (b"head", Some(&[0; 41])),
+        (b"head", None),
+        (b"schema", Some(&[0, 1])),
+        (b"schema", Some(&[0, 0, 0, 1, 0])),
+        (b"schema", None),
+    ];
+    for (key, value) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        healthy(dir.path());
+        poke_meta(dir.path(), key, value);
+        let e = open_err(dir.path());
+        assert!(
+            matches!(e, StoreError::CorruptMeta(_)),
+            "{key:?} = {value:?}: expected CorruptMeta, got {e:?}"
+        );
+    }
+
+    // A storage-trie root of the wrong length is reported when that root is read.
+    let dir = tempfile::tempdir().unwrap();
+    healthy(dir.path());
+    let mut root_key = b"root".to_vec();
+    crate::common::STORAGE_A.write_prefix(&mut root_key);
+    poke_meta(dir.path(), &root_key, Some(&[7; 5]));
+    let db = open(dir.path(), &small_config());
+    let e = db.trie_root(&crate::common::STORAGE_A).unwrap_err();
+    assert!(matches!(e, StoreError::CorruptMeta(_)), "{e:?}");
+    assert!(db.verify().is_err(), "verify with a corrupt root record");
+}
+
+#[test]
+fn corrupt_history_fails_revert() {
+    let dir = tempfile::tempdir().unwrap();
+    healthy(dir.path());
+    {
+        let db = raw(dir.path(), &FAMILIES);
+        let h = db.cf_handle("history").unwrap();
+        db.put_cf(h, 3u64.to_be_bytes(), [1, 0, 0, 0, 9, 0]).unwrap();
+    }
+    let mut db = open(dir.path(), &small_config());
+    let root = db.head_root();
+    let e = db.revert(1).unwrap_err();
+    assert!(matches!(e, StoreError::CorruptHistory { number: 3, .. }), "{e:?}");
+    assert!(!e.to_string().is_empty());
+    assert_eq!((db.head_number(), db.head_root()), (3, root));
+    assert!(db.verify().unwrap().ok());
+}
+
+#[test]
+fn not_a_database() {
+    // A plain file where the directory should be.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"not a database").unwrap();
+    let e = open_err(&file);
+    assert!(matches!(e, StoreError::Io { .. } | StoreError::Rocks(_)), "{e:?}");
+
+    // A directory whose CURRENT file is garbage.
+    let garbage = dir.path().join("garbage");
+    std::fs::create_dir(&garbage).unwrap();
+    std::fs::write(garbage.join("CURRENT"), b"\x00\xffMANIFEST-garbage").unwrap();
+    std::fs::write(garbage.join("MANIFEST-000001"), [0xa5; 300]).unwrap();
+    assert!(matches!(open_err(&garbage), StoreError::Rocks(_)));
+
+    // A healthy store whose manifest was overwritten: RocksDB may fail, or list only the
+    // default family.
+    let damaged = dir.path().join("damaged");
+    healthy(&damaged);
+    for entry in std::fs::read_dir(&damaged).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap().to_string_lossy().starts_with("MANIFEST-") {
+            std::fs::write(&path, [0x5a; 100]).unwrap();
+        }
+    }
+    let e = open_err(&damaged);
+    assert!(matches!(e, StoreError::Rocks(_) | StoreError::MissingColumnFamily { .. }), "{e:?}");
+
+    // A path inside a file.
+    let e = open_err(&file.join("db"));
+    assert!(matches!(e, StoreError::Io { .. } | StoreError::Rocks(_)), "{e:?}");
+}
+
+#[test]
+fn second_opener_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), &small_config());
+    assert!(matches!(open_err(dir.path()), StoreError::Rocks(_)));
+    drop(db);
+    open(dir.path(), &small_config());
+}
+
+#[test]
+fn invalid_config_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = small_config();
+    config.layers.history_depth = 0;
+    let e = StateDb::open(dir.path(), config).err().unwrap();
+    assert!(matches!(e, StoreError::Config(_)), "{e:?}");
+    assert!(e.to_string().contains("history_depth"), "{e}");
+}
+
+#[test]
+fn tampered_flat_state_fails_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    healthy(dir.path());
+    {
+        let db = raw(dir.path(), &FAMILIES);
+        let flat = db.cf_handle("flat").unwrap();
+        let (key, _) = db.iterator_cf(flat, rocksdb::IteratorMode::Start).next().unwrap().unwrap();
+        db.put_cf(flat, &key, b"tampered").unwrap();
+    }
+    let db = open(dir.path(), &small_config());
+    let report = db.verify().unwrap();
+    assert!(!report.ok(), "{report:?}");
+}
+
+#[test]
+fn over_long_keys_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut db = open(dir.path(), &small_config());
+    db.commit(&random_block(3, 1, 100, 20)).unwrap();
+    let root = db.head_root();
+    let long = vec![0x42; 128];
+    let mut changes = ChangeSet::new();
+    changes.entry(TrieId::Main).or_default().insert(vec![0x01], Some(vec![1]));
+    changes.entry(TrieId::Main).or_default().insert(long.clone(), Some(vec![1]));
+    let e = db.commit(&changes).unwrap_err();
+    assert!(matches!(e, StoreError::KeyTooLong { len: 128, .. }), "{e:?}");
+    assert!(matches!(db.get(&TrieId::Main, &long), Err(StoreError::KeyTooLong { .. })));
+    // Nothing of the refused block is visible, and the store still commits.
+    assert_eq!((db.head_number(), db.head_root()), (1, root));
+    assert_eq!(db.get(&TrieId::Main, &[0x01]).unwrap(), None);
+    changes.get_mut(&TrieId::Main).unwrap().remove(&long);
+    changes.get_mut(&TrieId::Main).unwrap().insert(vec![0x42; 127], Some(vec![2]));
+    db.commit(&changes).unwrap();
+    assert_eq!(db.get(&TrieId::Main, &[0x42; 127]).unwrap(), Some(vec![2]));
+    assert!(db.verify().unwrap().ok());
+}

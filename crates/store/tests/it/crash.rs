@@ -1,0 +1,167 @@
+//! Crash test: a child process (this test binary, re-executed to run [`crash_child`])
+//! commits deterministic blocks and reports each block made durable by `flush`; the parent
+//! kills it with SIGKILL after a random delay, reopens the database and checks that the
+//! head is a committed block (its roots equal a replay of blocks 1..=head on the model),
+//! that every block reported durable is there, and that `verify` passes. Repeated
+//! `ARBOR_CRASH_ITERATIONS` times (default 3) in the same directory; each child continues
+//! from the head it finds.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use store::StoreConfig;
+use trie::TrieId;
+
+use crate::common::{
+    apply, env_number, indexed_key, model_get, model_root, open, random_block, small_config,
+    test_seed, State, STORAGE_A,
+};
+
+const CHILD_DIR_ENV: &str = "ARBOR_CRASH_CHILD_DIR";
+const CHILD_SEED_ENV: &str = "ARBOR_CRASH_CHILD_SEED";
+const KEYS: u32 = 5_000;
+const UPDATES: usize = 200;
+const FLUSH_EVERY: u64 = 3;
+
+fn config() -> StoreConfig {
+    let mut c = small_config();
+    c.rocksdb.write_buffer_bytes = 1 << 20;
+    c
+}
+
+/// The child's body: does nothing unless [`CHILD_DIR_ENV`] is set; then commits blocks
+/// until killed, printing `durable <number> <root>` after each successful flush.
+#[test]
+fn crash_child() {
+    let Some(dir) = std::env::var_os(CHILD_DIR_ENV) else { return };
+    let seed: u64 = std::env::var(CHILD_SEED_ENV).unwrap().parse().unwrap();
+    let mut db = open(Path::new(&dir), &config());
+    let mut out = std::io::stdout();
+    loop {
+        let number = db.head_number() + 1;
+        db.commit(&random_block(seed, number, KEYS, UPDATES)).unwrap();
+        if number % FLUSH_EVERY == 0 {
+            db.flush().unwrap();
+            writeln!(out, "durable {number} {}", db.head_root()).unwrap();
+            out.flush().unwrap();
+        }
+    }
+}
+
+/// The model replayed block by block; only moves forward (the crash test never reverts).
+struct Replay {
+    seed: u64,
+    number: u64,
+    state: State,
+}
+
+impl Replay {
+    fn advance_to(&mut self, number: u64) {
+        assert!(number >= self.number, "replay cannot go back from {} to {number}", self.number);
+        while self.number < number {
+            self.number += 1;
+            apply(&mut self.state, &random_block(self.seed, self.number, KEYS, UPDATES));
+        }
+    }
+}
+
+fn parse_durable(line: &str) -> Option<(u64, String)> {
+    let mut words = line.strip_prefix("durable ")?.split(' ');
+    Some((words.next()?.parse().ok()?, words.next()?.to_owned()))
+}
+
+/// Run one child for `delay`, kill it, and return what it reported durable.
+fn run_child(dir: &Path, block_seed: u64, delay: Duration) -> Vec<(u64, String)> {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "crash::crash_child", "--nocapture", "--test-threads", "1"])
+        .env(CHILD_DIR_ENV, dir)
+        .env(CHILD_SEED_ENV, block_seed.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .filter_map(|l| parse_durable(&l))
+            .collect::<Vec<_>>()
+    });
+    std::thread::sleep(delay);
+    child.kill().unwrap(); // SIGKILL on Unix
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(9), "the child ended before it was killed: {status}");
+    reader.join().unwrap()
+}
+
+#[test]
+fn sigkill_then_reopen() {
+    let seed = test_seed("sigkill_then_reopen");
+    let iterations = env_number("ARBOR_CRASH_ITERATIONS", 3);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let block_seed: u64 = rng.gen();
+    let dir = tempfile::tempdir().unwrap();
+    let mut replay = Replay { seed: block_seed, number: 0, state: State::new() };
+    let mut durable: BTreeMap<u64, String> = BTreeMap::new();
+    let mut blocks_total = 0;
+    for iteration in 0..iterations {
+        let ctx = format!("seed {seed}, iteration {iteration}");
+        let delay = Duration::from_millis(rng.gen_range(50..=600));
+        let reports = run_child(dir.path(), block_seed, delay);
+        let db = open(dir.path(), &config());
+        let head = db.head_number();
+        if let Some((last, root)) = reports.last() {
+            assert!(head >= *last, "{ctx}: head {head} is behind durable block {last}");
+            if head == *last {
+                assert_eq!(db.head_root().to_string(), *root, "{ctx}: root of durable head {head}");
+            }
+        }
+        // Replay to the head, checking every durable root on the way.
+        let previous = replay.number;
+        durable.extend(reports);
+        assert!(head >= previous, "{ctx}: head {head} went back from {previous}");
+        for (number, root) in durable.range(..=head).filter(|(n, _)| **n > previous) {
+            replay.advance_to(*number);
+            assert_eq!(
+                model_root(&replay.state, &TrieId::Main).to_string(),
+                *root,
+                "{ctx}: durable block {number}"
+            );
+        }
+        replay.advance_to(head);
+        blocks_total = head;
+        assert_eq!(
+            db.head_root(),
+            model_root(&replay.state, &TrieId::Main),
+            "{ctx}: head {head} root"
+        );
+        assert_eq!(
+            db.trie_root(&STORAGE_A).unwrap(),
+            model_root(&replay.state, &STORAGE_A),
+            "{ctx}: storage root"
+        );
+        for i in (0..KEYS).step_by(97) {
+            for t in [TrieId::Main, STORAGE_A] {
+                let k = indexed_key(i);
+                assert_eq!(
+                    db.get(&t, &k).unwrap().as_ref(),
+                    model_get(&replay.state, &t, &k),
+                    "{ctx}: key {i}"
+                );
+            }
+        }
+        let report = db.verify().unwrap();
+        assert!(report.ok(), "{ctx}: {report:?}");
+        eprintln!("iteration {iteration}: killed after {delay:?} at head {head}");
+        db.close().unwrap();
+    }
+    eprintln!("{iterations} kills, {blocks_total} blocks, {} durable reports", durable.len());
+}

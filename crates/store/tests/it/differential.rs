@@ -1,0 +1,308 @@
+//! Differential property test: random blocks, reverts, flushes and reopens applied to the
+//! RocksDB store and to an in-memory model (a `BTreeMap` per trie and its naive root) give
+//! the same head, the same roots, the same values and valid proofs.
+//!
+//! Cases: `ARBOR_PROPTEST_CASES` (default 24). History depth is 4, so reverts regularly
+//! run into pruned history and must fail without corrupting anything.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use proptest::collection::vec;
+use proptest::prelude::*;
+use proptest::sample::select;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use store::{ChangeSet, StateDb, StoreConfig, StoreError};
+use trie::proof::verify_proof;
+use trie::{EthLayout, TrieId};
+
+use crate::common::{
+    apply, env_number, model_get, model_root, open, small_config, State, STORAGE_A, STORAGE_B,
+};
+
+const TRIES: [TrieId; 3] = [TrieId::Main, STORAGE_A, STORAGE_B];
+/// Bytes of the short keys: several share nibbles, and keys of different lengths are
+/// prefixes of each other (so branches carry values).
+const ALPHABET: [u8; 5] = [0x00, 0x01, 0x10, 0x12, 0xab];
+const HISTORY_DEPTH: u64 = 4;
+
+#[derive(Clone)]
+enum Op {
+    /// One block of explicit changes: (trie index, key, value; `None`/empty = delete).
+    Commit(Vec<(usize, Vec<u8>, Option<Vec<u8>>)>),
+    /// One large block derived from the model: updates and deletions of existing keys
+    /// and fresh 32-byte keys.
+    Churn { seed: u64, updates: usize },
+    /// Undo up to `n` blocks (more than the history holds must fail cleanly).
+    Revert(u64),
+    /// Close (or drop) and open the same directory.
+    Reopen { clean: bool },
+    /// Wait for persistence.
+    Flush,
+}
+
+/// Keys and values in hex, so that a shrunk failing case is readable.
+impl std::fmt::Debug for Op {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Op::Commit(block) => {
+                let changes: Vec<String> = block
+                    .iter()
+                    .map(|(t, k, v)| {
+                        format!(
+                            "{t}:{}={}",
+                            hex::encode(k),
+                            v.as_ref().map_or("-".into(), hex::encode)
+                        )
+                    })
+                    .collect();
+                write!(f, "Commit[{}]", changes.join(" "))
+            }
+            Op::Churn { seed, updates } => {
+                write!(f, "Churn {{ seed: {seed}, updates: {updates} }}")
+            }
+            Op::Revert(n) => write!(f, "Revert({n})"),
+            Op::Reopen { clean } => write!(f, "Reopen {{ clean: {clean} }}"),
+            Op::Flush => write!(f, "Flush"),
+        }
+    }
+}
+
+fn key() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        4 => vec(select(ALPHABET.to_vec()), 1..=3),
+        2 => (0u32..24).prop_map(crate::common::indexed_key),
+        1 => any::<[u8; 32]>().prop_map(|k| k.to_vec()),
+    ]
+}
+
+fn value() -> impl Strategy<Value = Option<Vec<u8>>> {
+    prop_oneof![
+        6 => vec(any::<u8>(), 1..80).prop_map(Some),
+        2 => Just(None),
+        1 => Just(Some(Vec::new())),
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        10 => vec((0..TRIES.len(), key(), value()), 0..24).prop_map(Op::Commit),
+        2 => (any::<u64>(), 50..300usize).prop_map(|(seed, updates)| Op::Churn { seed, updates }),
+        3 => (1..7u64).prop_map(Op::Revert),
+        1 => any::<bool>().prop_map(|clean| Op::Reopen { clean }),
+        1 => Just(Op::Flush),
+    ]
+}
+
+/// States by block number since block 0, and which blocks still have history on disk.
+struct Model {
+    states: Vec<State>,
+    history: BTreeSet<u64>,
+}
+
+impl Model {
+    fn head(&self) -> u64 {
+        self.states.len() as u64 - 1
+    }
+
+    fn state(&self) -> &State {
+        self.states.last().unwrap()
+    }
+
+    fn commit(&mut self, changes: &ChangeSet) {
+        let mut next = self.state().clone();
+        apply(&mut next, changes);
+        self.states.push(next);
+        let number = self.head();
+        self.history.insert(number);
+        if let Some(pruned) = number.checked_sub(HISTORY_DEPTH) {
+            self.history.remove(&pruned);
+        }
+    }
+
+    /// Blocks `revert` can undo: consecutive blocks from the head down with history.
+    fn revertable(&self) -> u64 {
+        (1..=self.head()).rev().take_while(|b| self.history.contains(b)).count() as u64
+    }
+
+    fn revert(&mut self, n: u64) {
+        for _ in 0..n {
+            self.history.remove(&self.head());
+            self.states.pop();
+        }
+    }
+}
+
+fn changes_of(block: &[(usize, Vec<u8>, Option<Vec<u8>>)]) -> ChangeSet {
+    let mut changes = ChangeSet::new();
+    for (t, k, v) in block {
+        changes.entry(TRIES[*t]).or_default().insert(k.clone(), v.clone());
+    }
+    changes
+}
+
+fn churn(state: &State, seed: u64, updates: usize) -> ChangeSet {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut changes = ChangeSet::new();
+    for _ in 0..updates {
+        let t = *TRIES.choose(&mut rng).unwrap();
+        let existing: Vec<&Vec<u8>> = state.get(&t).map(|m| m.keys().collect()).unwrap_or_default();
+        let key = match existing.choose(&mut rng) {
+            Some(k) if rng.gen_bool(0.5) => (*k).clone(),
+            _ => rng.gen::<[u8; 32]>().to_vec(),
+        };
+        let value = rng.gen_bool(0.75).then(|| {
+            let len = rng.gen_range(1..80);
+            (0..len).map(|_| rng.gen()).collect()
+        });
+        changes.entry(t).or_default().insert(key, value);
+    }
+    changes
+}
+
+/// Keys to compare after a step: every short key of one or two bytes, the indexed keys,
+/// and a sample of the model's keys (present) and of keys it no longer holds.
+fn probe_keys(model: &Model, step: usize) -> BTreeMap<TrieId, BTreeSet<Vec<u8>>> {
+    let mut rng = ChaCha8Rng::seed_from_u64(step as u64);
+    let mut out: BTreeMap<TrieId, BTreeSet<Vec<u8>>> = BTreeMap::new();
+    for t in TRIES {
+        let keys = out.entry(t).or_default();
+        for a in ALPHABET {
+            keys.insert(vec![a]);
+            for b in ALPHABET {
+                keys.insert(vec![a, b]);
+            }
+        }
+        keys.extend((0u32..24).map(crate::common::indexed_key));
+        // Current keys and keys of earlier states (deleted or reverted since).
+        for state in [Some(model.state()), model.states.iter().rev().nth(2)].into_iter().flatten() {
+            let present: Vec<&Vec<u8>> =
+                state.get(&t).map(|m| m.keys().collect()).unwrap_or_default();
+            keys.extend(present.choose_multiple(&mut rng, 24).map(|k| (*k).clone()));
+        }
+    }
+    out
+}
+
+fn check(db: &StateDb, model: &Model, step: usize) -> Result<(), TestCaseError> {
+    let state = model.state();
+    prop_assert_eq!(db.head_number(), model.head(), "step {}: head", step);
+    prop_assert_eq!(db.head_root(), model_root(state, &TrieId::Main), "step {}: head root", step);
+    for (t, keys) in probe_keys(model, step) {
+        let root = model_root(state, &t);
+        prop_assert_eq!(db.trie_root(&t).unwrap(), root, "step {}: root of {:?}", step, t);
+        for (i, k) in keys.iter().enumerate() {
+            let want = model_get(state, &t, k);
+            let got = db.get(&t, k).unwrap();
+            prop_assert_eq!(got.as_ref(), want, "step {}: {:?} {}", step, t, hex::encode(k));
+            // A proof for every fourth key, checked against the model's root.
+            if i % 4 == 0 {
+                let proof = db.with_trie(t, |tr| tr.prove(k)).unwrap();
+                let proven = verify_proof::<EthLayout>(&root, k, &proof).unwrap();
+                prop_assert_eq!(
+                    proven.as_ref(),
+                    want,
+                    "step {}: proof of {:?} {}",
+                    step,
+                    t,
+                    hex::encode(k)
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn config() -> StoreConfig {
+    let mut c = small_config();
+    c.layers.history_depth = HISTORY_DEPTH;
+    c
+}
+
+fn run(ops: &[Op]) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config();
+    let mut db = open(dir.path(), &config);
+    let mut model = Model { states: vec![State::new()], history: BTreeSet::new() };
+    for (step, op) in ops.iter().enumerate() {
+        match op {
+            Op::Commit(block) => {
+                let changes = changes_of(block);
+                let info = db.commit(&changes).unwrap();
+                model.commit(&changes);
+                prop_assert_eq!(info.number, model.head());
+                prop_assert_eq!(info.root, model_root(model.state(), &TrieId::Main));
+            }
+            Op::Churn { seed, updates } => {
+                let changes = churn(model.state(), *seed, *updates);
+                db.commit(&changes).unwrap();
+                model.commit(&changes);
+            }
+            Op::Revert(n) => {
+                let available = model.revertable();
+                let result = db.revert(*n);
+                if *n <= available {
+                    prop_assert!(
+                        result.is_ok(),
+                        "step {}: revert {} of {}: {:?}",
+                        step,
+                        n,
+                        available,
+                        result
+                    );
+                    model.revert(*n);
+                } else {
+                    // Past the history: an error, after undoing at most what was available.
+                    prop_assert!(
+                        matches!(result, Err(StoreError::Revert { .. })),
+                        "step {}: revert {} with {} available gave {:?}",
+                        step,
+                        n,
+                        available,
+                        result
+                    );
+                    let undone = model.head() - db.head_number();
+                    prop_assert!(
+                        undone <= available,
+                        "step {}: undid {} of {}",
+                        step,
+                        undone,
+                        available
+                    );
+                    model.revert(undone);
+                }
+            }
+            Op::Reopen { clean } => {
+                if *clean {
+                    db.close().unwrap();
+                } else {
+                    drop(db);
+                }
+                db = open(dir.path(), &config);
+            }
+            Op::Flush => db.flush().unwrap(),
+        }
+        check(&db, &model, step)?;
+    }
+    let report = db.verify().unwrap();
+    prop_assert!(report.ok(), "verify: {:?}", report);
+    let storage_tries = model.state().keys().filter(|t| **t != TrieId::Main).count();
+    prop_assert_eq!(report.tries_checked, storage_tries);
+    db.close().unwrap();
+    Ok(())
+}
+
+#[test]
+fn store_matches_model() {
+    let cases = env_number("ARBOR_PROPTEST_CASES", 24) as u32;
+    let config = ProptestConfig {
+        cases,
+        failure_persistence: None,
+        max_shrink_iters: 512,
+        ..ProptestConfig::default()
+    };
+    proptest!(config, |(ops in vec(op(), 1..40))| {
+        run(&ops)?;
+    });
+}

@@ -1,0 +1,15 @@
+//! The store's integration tests, one binary: differential property test against an
+//! in-memory model, injected write failures, bad databases, SIGKILL crash test,
+//! back-pressure.
+//!
+//! Environment: `ARBOR_PROPTEST_CASES` (default 24), `ARBOR_CRASH_ITERATIONS` (default 3),
+//! `ARBOR_SEED` (replays a seeded test; each prints its seed).
+
+#![allow(clippy::unwrap_used)]
+
+mod backpressure;
+mod bad_db;
+mod common;
+mod crash;
+mod differential;
+mod faults;
