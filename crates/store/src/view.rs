@@ -17,6 +17,7 @@ use crate::cache::ByteCache;
 use crate::error::StoreError;
 use crate::keys::{flat_key, flat_range_for_path, node_key, Column, CF_FLAT, CF_META, CF_NODES};
 use crate::layer::Layer;
+use crate::state::cf;
 
 /// The shared read state of a store.
 pub(crate) struct Reader {
@@ -24,13 +25,6 @@ pub(crate) struct Reader {
     pub(crate) layers: RwLock<Vec<Arc<Layer>>>,
     pub(crate) node_cache: ByteCache<Arc<[u8]>>,
     pub(crate) flat_cache: ByteCache<Option<Arc<[u8]>>>,
-}
-
-fn cf<'a>(db: &'a DB, name: &'static str) -> Result<&'a rocksdb::ColumnFamily, StoreError> {
-    db.cf_handle(name).ok_or_else(|| StoreError::MissingColumnFamily {
-        path: db.path().display().to_string(),
-        name,
-    })
 }
 
 impl Reader {
