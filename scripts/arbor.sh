@@ -32,13 +32,14 @@ case "${1:-}" in
     demo)
         shift
         setup
-        cargo run -q -p cli --bin arbor -- demo "$@"
+        cargo run -p cli --bin arbor -- demo "$@"
         ;;
     test)
         shift
         setup
-        # store (issue 3) is excluded until its CLI lands; `cargo test -p store` runs it.
-        cargo test --workspace --exclude store "$@"
+        # `--profile dev`: `cargo test` would otherwise use the `test` profile, whose different
+        # name makes cargo compile RocksDB a second time (15-30 minutes) next to clippy's build.
+        cargo test --workspace --profile dev "$@"
         ;;
     setup)
         setup

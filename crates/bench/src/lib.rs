@@ -7,6 +7,10 @@
 //! over repeated runs with min and max beside it. The criterion kernels live in
 //! `benches/trie_kernels.rs`.
 //!
+//! [`store_bench`] runs the deterministic block [`workload`] through the Arbor store and,
+//! in the same process, through a plain RocksDB database without Merkle work (the
+//! physical baseline), and reports time, size and memory ratios between the two.
+//!
 //! Comparison engines are dependencies of this crate only, never of a library crate.
 
 #![forbid(unsafe_code)]
@@ -15,18 +19,26 @@ mod bound;
 mod incremental;
 mod input;
 mod machine;
+mod plain_db;
 mod progress;
 mod proofs;
 mod render;
 mod report;
 mod roots;
+mod rss;
 mod run;
+mod store_bench;
+mod store_report;
 mod timing;
+pub mod workload;
 
 pub use machine::MachineInfo;
+pub use progress::bar as progress_bar;
 pub use report::{
     BoundReport, HashClass, IncrementalReport, InputReport, ProofReport, RootReport,
     TrieBenchReport,
 };
 pub use run::{trie_bench, TrieBenchOpts};
+pub use store_bench::{store_bench, StoreBenchOpts};
+pub use store_report::{CacheReport, EngineReport, RatioReport, StoreBenchReport};
 pub use timing::Timing;

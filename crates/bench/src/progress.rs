@@ -6,7 +6,7 @@
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// A bar of `len` steps for a phase, or a hidden one.
-pub(crate) fn bar(progress: bool, len: u64, phase: &'static str) -> ProgressBar {
+pub fn bar(progress: bool, len: u64, phase: &'static str) -> ProgressBar {
     if !progress {
         return ProgressBar::hidden();
     }

@@ -1,10 +1,11 @@
 //! `arbor bench …`: thin front ends over the benchmark programs of the `bench` crate.
 //!
-//! `arbor bench trie` maps its flags onto [`bench::TrieBenchOpts`], draws progress bars
-//! on stderr unless `--json` is given, and prints the human report or the JSON report
-//! (optionally also written to `--out`). Timings are only meaningful in a release build.
+//! `arbor bench trie` maps its flags onto [`bench::TrieBenchOpts`] and `arbor bench store`
+//! onto [`bench::StoreBenchOpts`]; both draw progress bars on stderr unless `--json` is
+//! given, and print the human report or the JSON report (optionally also written to
+//! `--out`). Timings are only meaningful in a release build.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
@@ -25,6 +26,37 @@ pub(crate) struct BenchArgs {
 enum BenchCommand {
     /// Root builders vs alloy-trie, the keccak bound, incremental roots, proofs.
     Trie(TrieArgs),
+    /// The RocksDB store vs plain RocksDB on the same blocks: time, size, memory, caches.
+    Store(StoreArgs),
+}
+
+/// Arguments of `arbor bench store`.
+#[derive(Debug, Args)]
+struct StoreArgs {
+    /// Initial keys (32-byte keys, 100-byte values), bulk-loaded.
+    #[arg(long, default_value_t = 1_000_000)]
+    keys: u64,
+    /// Blocks committed after the bulk load.
+    #[arg(long, default_value_t = 100)]
+    blocks: u64,
+    /// Operations per block (80% updates, 20% deletions).
+    #[arg(long, default_value_t = 10_000)]
+    updates_per_block: u64,
+    /// Seed of the workload.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Create the temporary databases under DIR [default: the system temp directory].
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Store configuration file (TOML) used by Arbor and, for `[rocksdb]`, by the baseline.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Print the JSON report (and draw no progress bars).
+    #[arg(long)]
+    json: bool,
+    /// Also write the JSON report to FILE.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
 }
 
 /// Arguments of `arbor bench trie`.
@@ -60,7 +92,47 @@ struct TrieArgs {
 pub(crate) fn run(args: &BenchArgs) -> Result<ExitCode> {
     match &args.which {
         BenchCommand::Trie(t) => trie(t),
+        BenchCommand::Store(s) => store(s),
     }
+}
+
+fn store(args: &StoreArgs) -> Result<ExitCode> {
+    let config = crate::cmd_db::load_config(args.config.as_deref())?;
+    let opts = bench::StoreBenchOpts {
+        keys: args.keys,
+        blocks: args.blocks,
+        updates_per_block: args.updates_per_block,
+        seed: args.seed,
+        dir: args.dir.clone(),
+    };
+    warn_if_debug();
+    let report =
+        bench::store_bench(&opts, &config, !args.json).context("store benchmark failed")?;
+    let json = serde_json::to_string_pretty(&report)?;
+    emit(&json, &report.render(), args.json, args.out.as_deref())
+}
+
+fn warn_if_debug() {
+    if cfg!(debug_assertions) {
+        eprintln!("warning: this is a debug build; use `cargo run --release` for real timings");
+    }
+}
+
+/// Print the human or JSON report; write the JSON to `out` if asked.
+fn emit(json: &str, human: &str, as_json: bool, out: Option<&Path>) -> Result<ExitCode> {
+    if let Some(path) = out {
+        std::fs::write(path, format!("{json}\n"))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if as_json {
+        println!("{json}");
+    } else {
+        print!("{human}");
+        if let Some(path) = out {
+            println!("JSON report written to {}", path.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn trie(args: &TrieArgs) -> Result<ExitCode> {
@@ -81,22 +153,8 @@ fn trie(args: &TrieArgs) -> Result<ExitCode> {
         seed: args.seed,
         ..bench::TrieBenchOpts::default()
     };
-    if cfg!(debug_assertions) {
-        eprintln!("warning: this is a debug build; use `cargo run --release` for real timings");
-    }
+    warn_if_debug();
     let report = bench::trie_bench(&opts, !args.json).context("trie benchmark failed")?;
     let json = serde_json::to_string_pretty(&report)?;
-    if let Some(path) = &args.out {
-        std::fs::write(path, format!("{json}\n"))
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    if args.json {
-        println!("{json}");
-    } else {
-        print!("{}", report.render());
-        if let Some(path) = &args.out {
-            println!("JSON report written to {}", path.display());
-        }
-    }
-    Ok(ExitCode::SUCCESS)
+    emit(&json, &report.render(), args.json, args.out.as_deref())
 }

@@ -4,9 +4,11 @@
 //! It computes mainnet's genesis state root twice (streaming builder, mutable trie) and
 //! compares it with the known root; proves a few accounts (inclusion and one exclusion),
 //! sends each proof through its JSON form and verifies it; checks that a tampered proof
-//! is rejected; and computes the root of every other genesis file in `genesis/` against
-//! its known root. Any mismatch makes the command fail after printing the report.
-//! Cost: well under a second in a release build (mainnet has 8,893 accounts).
+//! is rejected; computes the root of every other genesis file in `genesis/` against
+//! its known root; and runs a temporary database through init, verify, 20 blocks of
+//! account updates, a revert of 5 blocks and verify again (`demo_store`). Any mismatch
+//! makes the command fail after printing the report.
+//! Cost: about a second in a release build (mainnet has 8,893 accounts).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -19,6 +21,7 @@ use trie::eth::genesis::Address;
 use trie::eth::{genesis_state_root, AccountProof, EthState, Genesis, U256};
 use trie::{keccak256, H256};
 
+use crate::demo_store::{self, StoreDemo};
 use crate::input::read_genesis;
 
 /// Known genesis state roots (testdata/ethereum/SOURCES.md).
@@ -53,6 +56,7 @@ struct DemoReport {
     proofs: Vec<ProofCheck>,
     tampered: TamperCheck,
     genesis_roots: Vec<RootCheck>,
+    store: StoreDemo,
     checks: usize,
     failures: usize,
 }
@@ -109,12 +113,14 @@ pub(crate) fn run(args: &DemoArgs) -> Result<ExitCode> {
     let proofs = prove_accounts(&genesis, &mut state, &root)?;
     let tampered = tamper(&genesis, &mut state, &root)?;
     let genesis_roots = other_roots(&genesis_dir)?;
+    let store = demo_store::run(&genesis, &root)?;
     let mut report = DemoReport {
         testdata: dir.display().to_string(),
         mainnet,
         proofs,
         tampered,
         genesis_roots,
+        store,
         checks: 0,
         failures: 0,
     };
@@ -142,6 +148,7 @@ fn outcomes(r: &DemoReport) -> Vec<bool> {
     v.extend(r.proofs.iter().map(|p| p.valid));
     v.push(r.tampered.rejected);
     v.extend(r.genesis_roots.iter().filter_map(|g| g.matches));
+    v.extend(r.store.outcomes());
     v
 }
 
@@ -355,10 +362,42 @@ fn print_report(r: &DemoReport) {
             g.file, g.accounts, g.root, g.ms
         );
     }
+    print_store(&r.store);
     println!();
     if r.failures == 0 {
         println!("all {} checks passed", r.checks);
     } else {
         println!("{} of {} checks FAILED", r.failures, r.checks);
     }
+}
+
+fn print_store(s: &StoreDemo) {
+    let ok = |b: bool| if b { "ok" } else { "FAILED" };
+    println!();
+    println!("database (temporary directory, removed at the end):");
+    println!(
+        "  init from mainnet genesis  {}  {:>7.1} ms  {}",
+        s.genesis_root,
+        s.init_ms,
+        verdict(s.genesis_root_matches)
+    );
+    println!("  verify from flat state     {}", ok(s.genesis_verified));
+    println!(
+        "  {} blocks x {} account writes in {:.1} ms, head {}; verify {}",
+        s.blocks,
+        s.updates_per_block,
+        s.load_ms,
+        s.head_root,
+        ok(s.loaded_verified)
+    );
+    println!(
+        "  revert {} blocks in {:.1} ms: root {} equals block {}'s: {}; verify {}",
+        s.reverted,
+        s.revert_ms,
+        s.root_after_revert,
+        s.blocks - s.reverted,
+        ok(s.revert_matches),
+        ok(s.reverted_verified)
+    );
+    println!("  (3 verifies: {:.1} ms in all)", s.verify_ms);
 }

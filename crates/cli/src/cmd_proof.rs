@@ -1,34 +1,59 @@
 //! `arbor prove` and `arbor verify-proof`: eth_getProof (EIP-1186) proofs of a genesis
-//! state, and their verification against a state root.
+//! state, proofs of a main-trie key of a database, and their verification against a
+//! state root.
 //!
 //! `verify-proof` separates a malformed input (not JSON, not a proof object, bad hex:
 //! `error: …`, exit 1) from a well-formed proof that does not verify (`invalid: …` on
 //! stdout, exit 1). Both kinds of failure come from untrusted bytes and neither panics.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use clap::Args;
+use clap::{ArgGroup, Args};
+use serde::Serialize;
 use serde_json::Value;
 use trie::eth::genesis::parse_address;
 use trie::eth::{AccountProof, EthState, U256};
-use trie::H256;
+use trie::proof::verify_proof;
+use trie::{EthLayout, TrieId, H256};
 
+use crate::cmd_db::{open_existing, parse_key, DbArgs};
 use crate::input::{display_name, read_genesis, read_json};
 
-/// Arguments of `arbor prove`.
+/// Arguments of `arbor prove`: `--genesis FILE --address A [--slot S…]`, or `--db DIR KEY`.
 #[derive(Debug, Args)]
+#[command(group(ArgGroup::new("source").required(true).args(["genesis", "db"])))]
 pub(crate) struct ProveArgs {
-    /// The genesis whose state is proven.
-    #[arg(long, value_name = "FILE")]
-    genesis: PathBuf,
-    /// The account: 40 hex digits, 0x optional.
-    #[arg(long, value_name = "0x…")]
-    address: String,
+    /// The genesis whose state is proven (with --address).
+    #[arg(long, value_name = "FILE", requires = "address")]
+    genesis: Option<PathBuf>,
+    /// The account: 40 hex digits, 0x optional (with --genesis).
+    #[arg(long, value_name = "0x…", requires = "genesis")]
+    address: Option<String>,
     /// A storage slot to prove (a quantity such as 0x0, or up to 32 bytes of hex); repeatable.
-    #[arg(long = "slot", value_name = "0x…")]
+    #[arg(long = "slot", value_name = "0x…", requires = "genesis")]
     slots: Vec<String>,
+    /// A database whose main-trie KEY is proven against its head root.
+    #[arg(long, value_name = "DIR", requires = "key")]
+    db: Option<PathBuf>,
+    /// Store configuration file for --db.
+    #[arg(long, value_name = "FILE", requires = "db")]
+    config: Option<PathBuf>,
+    /// The main-trie key to prove (hex, 0x optional; with --db).
+    #[arg(value_name = "KEY", requires = "db")]
+    key: Option<String>,
+}
+
+/// What `arbor prove --db` prints.
+#[derive(Debug, Serialize)]
+struct KeyProof {
+    number: u64,
+    root: String,
+    key: String,
+    /// `None` when the proof shows the key absent.
+    value: Option<String>,
+    proof: Vec<String>,
 }
 
 /// Arguments of `arbor verify-proof`.
@@ -47,10 +72,43 @@ pub(crate) struct VerifyArgs {
 
 /// Run `arbor prove`.
 pub(crate) fn prove(args: &ProveArgs) -> Result<ExitCode> {
-    let address = parse_address(&args.address)
-        .with_context(|| format!("invalid --address {:?}", args.address))?;
-    let slots = args.slots.iter().map(|s| parse_slot(s)).collect::<Result<Vec<_>>>()?;
-    let genesis = read_genesis(&args.genesis)?;
+    match (&args.genesis, &args.address, &args.db, &args.key) {
+        (Some(genesis), Some(address), None, None) => prove_genesis(genesis, address, &args.slots),
+        (None, None, Some(db), Some(key)) => prove_db(db, args.config.as_ref(), key),
+        // clap's groups and `requires` rule out every other combination.
+        _ => bail!("give either --genesis FILE --address ADDRESS or --db DIR KEY"),
+    }
+}
+
+/// A proof of `key` in the main trie of a database, checked before it is printed.
+fn prove_db(db: &Path, config: Option<&PathBuf>, key: &str) -> Result<ExitCode> {
+    let key = parse_key(key)?;
+    let db = open_existing(&DbArgs { db: db.to_path_buf(), config: config.cloned() })?;
+    let root = db.head_root();
+    let proof = db.with_trie(TrieId::Main, |t| t.prove(&key)).context("cannot build the proof")?;
+    let value = db.get(&TrieId::Main, &key).context("cannot read the key")?;
+    let proven = verify_proof::<EthLayout>(&root, &key, &proof)
+        .context("the database produced a proof that does not verify (corrupt store?)")?;
+    if proven != value {
+        bail!("the proof shows a value other than the stored one (corrupt store?)");
+    }
+    let out = KeyProof {
+        number: db.head_number(),
+        root: root.to_string(),
+        key: format!("0x{}", hex::encode(&key)),
+        value: value.map(|v| format!("0x{}", hex::encode(v))),
+        proof: proof.iter().map(|n| format!("0x{}", hex::encode(n))).collect(),
+    };
+    println!("{}", serde_json::to_string_pretty(&out)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// An eth_getProof-shaped proof of an account (and slots) of a genesis state.
+fn prove_genesis(genesis: &Path, address: &str, slots: &[String]) -> Result<ExitCode> {
+    let address =
+        parse_address(address).with_context(|| format!("invalid --address {address:?}"))?;
+    let slots = slots.iter().map(|s| parse_slot(s)).collect::<Result<Vec<_>>>()?;
+    let genesis = read_genesis(genesis)?;
     let mut state = EthState::from_genesis(&genesis).context("cannot build the genesis state")?;
     let proof = state.prove(&address, &slots).context("cannot build the proof")?;
     println!("{}", serde_json::to_string_pretty(&proof.to_json())?);

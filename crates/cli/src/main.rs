@@ -12,9 +12,12 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod cmd_bench;
+mod cmd_db;
 mod cmd_demo;
+mod cmd_load;
 mod cmd_proof;
 mod cmd_root;
+mod demo_store;
 mod input;
 
 /// Arbor: an authenticated state engine (Ethereum-compatible Merkle-Patricia trie).
@@ -29,7 +32,7 @@ struct Cli {
 enum Command {
     /// Print the state root of a genesis allocation or of a key/value JSON object.
     Root(cmd_root::RootArgs),
-    /// Print an eth_getProof-shaped proof of an account (and storage slots) of a genesis.
+    /// Prove an account (and slots) of a genesis (eth_getProof JSON), or a key of a database.
     Prove(cmd_proof::ProveArgs),
     /// Check an eth_getProof result against a state root: prints `valid` or `invalid: …`.
     VerifyProof(cmd_proof::VerifyArgs),
@@ -37,6 +40,18 @@ enum Command {
     Demo(cmd_demo::DemoArgs),
     /// Run a benchmark program.
     Bench(cmd_bench::BenchArgs),
+    /// Create a database from a genesis allocation and print its root.
+    Init(cmd_db::InitArgs),
+    /// Commit deterministic random blocks (bulk-loading initial keys into an empty database).
+    Load(cmd_load::LoadArgs),
+    /// Recompute the root from flat state: `ok <number> <root>` or `mismatch …` (exit 1).
+    Verify(cmd_db::VerifyArgs),
+    /// Print the value of a main-trie key (hex), or `absent`.
+    Get(cmd_db::GetArgs),
+    /// Undo the last N blocks and print the new head.
+    Revert(cmd_db::RevertArgs),
+    /// Print the store's head, layers, cache counters and sizes.
+    Stats(cmd_db::StatsArgs),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +65,12 @@ fn main() -> ExitCode {
         Command::VerifyProof(args) => cmd_proof::verify(&args),
         Command::Demo(args) => cmd_demo::run(&args),
         Command::Bench(args) => cmd_bench::run(&args),
+        Command::Init(args) => cmd_db::init(&args),
+        Command::Load(args) => cmd_load::run(&args),
+        Command::Verify(args) => cmd_db::verify(&args),
+        Command::Get(args) => cmd_db::get(&args),
+        Command::Revert(args) => cmd_db::revert(&args),
+        Command::Stats(args) => cmd_db::stats(&args),
     };
     match result {
         Ok(code) => code,

@@ -253,3 +253,210 @@ fn bench_trie_smoke() {
     let written: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(written["root"]["root"], v["root"]["root"]);
 }
+
+/// A fresh (absent) database directory under cargo's per-test-binary temp dir.
+fn fresh_db(name: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-db-{name}"));
+    let _ = std::fs::remove_dir_all(&path);
+    path.to_str().unwrap().to_string()
+}
+
+/// Run a command that must succeed; its stdout.
+fn ok(args: &[&str]) -> String {
+    let o = arbor(args);
+    assert!(o.status.success(), "{args:?} failed: {}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    stdout(&o)
+}
+
+/// `<number> <root>` lines as pairs.
+fn heads(out: &str) -> Vec<(u64, String)> {
+    out.lines()
+        .map(|l| {
+            let (n, r) = l.split_once(' ').unwrap();
+            (n.parse().unwrap(), r.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn init_from_mainnet_genesis_and_verify() {
+    let db = fresh_db("init");
+    let genesis = testdata("genesis/mainnet.json");
+    assert_eq!(ok(&["init", "--db", &db, "--genesis", &genesis]), format!("{MAINNET_ROOT}\n"));
+    assert_eq!(ok(&["verify", "--db", &db]), format!("ok 0 {MAINNET_ROOT}\n"));
+    let v: Value = serde_json::from_str(&ok(&["verify", "--db", &db, "--json"])).unwrap();
+    assert_eq!((v["ok"].clone(), v["leaves"].clone()), (Value::Bool(true), Value::from(8893)));
+    assert_one_line_error(&arbor(&["init", "--db", &db, "--genesis", &genesis]), "not empty");
+
+    // An account of the alloc, by its secure key: present, and provable against the root.
+    let address = "0x000d836201318ec6899a67540690382780743280";
+    let key = keccak256(&hex::decode(&address[2..]).unwrap());
+    let value = ok(&["get", "--db", &db, &key.to_string()]);
+    assert!(value.starts_with("0x") && value.len() > 70, "{value}");
+    let proof: Value =
+        serde_json::from_str(&ok(&["prove", "--db", &db, &key.to_string()])).unwrap();
+    assert_eq!(proof["root"], MAINNET_ROOT);
+    assert_eq!(proof["value"], value.trim());
+}
+
+#[test]
+fn load_verify_revert_and_inspect() {
+    let db = fresh_db("load");
+    let load = |blocks: &str| {
+        ok(&[
+            "load",
+            "--db",
+            &db,
+            "--keys",
+            "2000",
+            "--blocks",
+            blocks,
+            "--updates-per-block",
+            "100",
+            "--seed",
+            "9",
+        ])
+    };
+    let first = heads(&load("5"));
+    assert_eq!(first.iter().map(|(n, _)| *n).collect::<Vec<_>>(), [0, 1, 2, 3, 4, 5]);
+    assert_eq!(ok(&["verify", "--db", &db]), format!("ok 5 {}\n", first[5].1));
+
+    assert_eq!(ok(&["revert", "--db", &db, "2"]), format!("3 {}\n", first[3].1));
+    assert_eq!(ok(&["verify", "--db", &db]), format!("ok 3 {}\n", first[3].1));
+
+    // Get and prove agree, and the proof verifies against the printed root.
+    let workload = bench::workload::Workload::new(9, 2000, 100);
+    for i in [0u64, 1, 2, 1999, 2050] {
+        let key = workload.key(i);
+        let got = ok(&["get", "--db", &db, &hex::encode(key)]);
+        let p: Value =
+            serde_json::from_str(&ok(&["prove", "--db", &db, &hex::encode(key)])).unwrap();
+        assert_eq!(p["root"], first[3].1.as_str());
+        let value = p["value"].as_str().map_or("absent".to_string(), str::to_string);
+        assert_eq!(got.trim(), value);
+        let root = H256::from_hex(p["root"].as_str().unwrap()).unwrap();
+        let nodes: Vec<Vec<u8>> = p["proof"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| hex::decode(&n.as_str().unwrap()[2..]).unwrap())
+            .collect();
+        let proven = trie::proof::verify_proof::<EthLayout>(&root, &key, &nodes).unwrap();
+        assert_eq!(
+            proven.map(|v| format!("0x{}", hex::encode(v))).unwrap_or("absent".into()),
+            got.trim()
+        );
+    }
+
+    let stats: Value = serde_json::from_str(&ok(&["stats", "--db", &db, "--json"])).unwrap();
+    assert_eq!(stats["head_number"], 3);
+    assert_eq!(stats["head_root"], first[3].1.as_str());
+    assert!(
+        stats["sst_bytes"].as_u64().unwrap() > 0 || stats["estimated_keys"].as_u64().unwrap() > 0
+    );
+    // Counters of earlier sessions (the loads, gets and proves above) are kept.
+    let totals = &stats["cache_totals"];
+    assert!(totals["node_misses"].as_u64().unwrap() > 0, "{totals}");
+    assert!(totals["flat_hits"].as_u64().unwrap() + totals["flat_misses"].as_u64().unwrap() > 0);
+    let text = ok(&["stats", "--db", &db]);
+    assert!(text.contains("node cache") && text.contains("hit rate"), "{text}");
+    assert!(text.contains("all sessions"), "{text}");
+
+    // Blocks depend only on (seed, number): reloading 4 and 5 restores the same roots.
+    assert_eq!(heads(&load("2")), first[4..].to_vec());
+}
+
+#[test]
+fn loading_in_one_run_or_several_gives_the_same_root() {
+    let (a, b) = (fresh_db("one-run"), fresh_db("two-runs"));
+    let load = |db: &str, blocks: &str, quiet: bool| {
+        let mut args = vec!["load", "--db", db, "--keys", "1500", "--blocks", blocks];
+        args.extend(["--updates-per-block", "120", "--seed", "42"]);
+        if quiet {
+            args.push("--quiet");
+        }
+        heads(&ok(&args))
+    };
+    let one = load(&a, "6", true);
+    assert_eq!(one.len(), 1, "--quiet prints the last line only");
+    assert_eq!(one[0].0, 6);
+    let two = load(&b, "2", false);
+    assert_eq!(two.len(), 3, "block 0 (bulk load), 1, 2");
+    let two = load(&b, "4", false);
+    assert_eq!(two.iter().map(|(n, _)| *n).collect::<Vec<_>>(), [3, 4, 5, 6]);
+    assert_eq!(two.last(), one.last());
+    assert_eq!(ok(&["verify", "--db", &b]), format!("ok 6 {}\n", one[0].1));
+}
+
+#[test]
+fn database_commands_reject_bad_input() {
+    let db = fresh_db("bad-input");
+    let missing = fresh_db("missing");
+    assert_one_line_error(&arbor(&["verify", "--db", &missing]), "no database");
+    assert!(!PathBuf::from(&missing).exists(), "verify must not create a database");
+    assert_one_line_error(&arbor(&["get", "--db", &missing, "0x01"]), "no database");
+    assert_one_line_error(&arbor(&["stats", "--db", &missing]), "no database");
+
+    let genesis = testdata("genesis/dev.json");
+    ok(&["init", "--db", &db, "--genesis", &genesis]);
+    assert_one_line_error(&arbor(&["get", "--db", &db, "0xzz"]), "KEY");
+    assert_one_line_error(&arbor(&["get", "--db", &db, "0x123"]), "KEY");
+    assert_one_line_error(&arbor(&["prove", "--db", &db, "nothex"]), "KEY");
+    assert_one_line_error(&arbor(&["get", "--db", &db, &"ab".repeat(200)]), "limit");
+    assert_one_line_error(&arbor(&["revert", "--db", &db, "1"]), "cannot revert");
+    assert_one_line_error(&arbor(&["revert", "--db", &db, "-1"]), "-1");
+    assert_eq!(ok(&["get", "--db", &db, "0x01"]), "absent\n");
+
+    // prove takes a genesis and address, or a database and key, never a mix.
+    assert_one_line_error(&arbor(&["prove", "--db", &db]), "KEY");
+    assert_one_line_error(&arbor(&["prove"]), "--genesis");
+    assert_one_line_error(
+        &arbor(&["prove", "--genesis", &genesis, "--db", &db, "0x01"]),
+        "cannot be used",
+    );
+    assert_one_line_error(&arbor(&["prove", "--genesis", &genesis]), "--address");
+
+    let bad_genesis = temp_file("bad-genesis.json", "{\"alloc\": 3}");
+    let nowhere = fresh_db("never-created");
+    assert_one_line_error(
+        &arbor(&["init", "--db", &nowhere, "--genesis", bad_genesis.to_str().unwrap()]),
+        "bad-genesis",
+    );
+    assert!(!PathBuf::from(&nowhere).exists(), "a bad genesis must not leave a directory behind");
+    let not_db = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-not-a-db");
+    std::fs::create_dir_all(&not_db).unwrap();
+    std::fs::write(not_db.join("notes.txt"), "hello").unwrap();
+    assert_one_line_error(
+        &arbor(&["init", "--db", not_db.to_str().unwrap(), "--genesis", &genesis]),
+        "not empty",
+    );
+
+    let bad_config = temp_file("bad-config.toml", "[cache]\nnode_cache_bites = 1\n");
+    let o = arbor(&["verify", "--db", &db, "--config", bad_config.to_str().unwrap()]);
+    assert_one_line_error(&o, "node_cache_bites");
+    let o = arbor(&["load", "--db", &db, "--blocks", "1", "--updates-per-block", "1"]);
+    assert_one_line_error(&o, "--seed");
+}
+
+#[test]
+fn bench_store_smoke() {
+    let o = arbor(&[
+        "bench",
+        "store",
+        "--keys",
+        "1000",
+        "--blocks",
+        "3",
+        "--updates-per-block",
+        "50",
+        "--json",
+        "--dir",
+        env!("CARGO_TARGET_TMPDIR"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["options"]["keys"], 1000);
+    assert_eq!(v["root_verified"], true);
+    assert!(v["ratios"]["merkle_overhead"].as_f64().unwrap() > 0.0);
+}

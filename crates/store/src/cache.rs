@@ -105,12 +105,97 @@ pub struct CacheStats {
 impl CacheStats {
     /// `hits / (hits + misses)`, or 0.0 before the first lookup.
     pub fn hit_rate(&self) -> f64 {
-        let lookups = self.hits.saturating_add(self.misses);
-        if lookups == 0 {
-            0.0
-        } else {
-            self.hits as f64 / lookups as f64
+        rate(self.hits, self.misses)
+    }
+}
+
+/// Node and flat cache lookups and evictions summed over the sessions of one database:
+/// each clean close adds its session's counters to the record in `meta`, so that
+/// `arbor stats` shows what earlier commands (an `arbor load`, say) saw.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CacheTotals {
+    /// Node cache hits.
+    pub node_hits: u64,
+    /// Node cache misses.
+    pub node_misses: u64,
+    /// Node cache evictions.
+    pub node_evictions: u64,
+    /// Flat cache hits.
+    pub flat_hits: u64,
+    /// Flat cache misses.
+    pub flat_misses: u64,
+    /// Flat cache evictions.
+    pub flat_evictions: u64,
+}
+
+impl CacheTotals {
+    /// Bytes of the encoded record.
+    pub const ENCODED_BYTES: usize = 48;
+
+    fn fields(&self) -> [u64; 6] {
+        [
+            self.node_hits,
+            self.node_misses,
+            self.node_evictions,
+            self.flat_hits,
+            self.flat_misses,
+            self.flat_evictions,
+        ]
+    }
+
+    /// The six counters as `u64` BE, in field order.
+    pub fn encode(&self) -> Vec<u8> {
+        self.fields().iter().flat_map(|v| v.to_be_bytes()).collect()
+    }
+
+    /// Decode [`CacheTotals::encode`]'s output; `None` for any other length.
+    pub fn decode(bytes: &[u8]) -> Option<CacheTotals> {
+        if bytes.len() != Self::ENCODED_BYTES {
+            return None;
         }
+        let mut v = [0u64; 6];
+        for (slot, chunk) in v.iter_mut().zip(bytes.chunks_exact(8)) {
+            *slot = u64::from_be_bytes(chunk.try_into().ok()?);
+        }
+        Some(CacheTotals {
+            node_hits: v[0],
+            node_misses: v[1],
+            node_evictions: v[2],
+            flat_hits: v[3],
+            flat_misses: v[4],
+            flat_evictions: v[5],
+        })
+    }
+
+    /// These totals plus one session's counters (saturating).
+    pub fn plus(&self, node: &CacheStats, flat: &CacheStats) -> CacheTotals {
+        CacheTotals {
+            node_hits: self.node_hits.saturating_add(node.hits),
+            node_misses: self.node_misses.saturating_add(node.misses),
+            node_evictions: self.node_evictions.saturating_add(node.evictions),
+            flat_hits: self.flat_hits.saturating_add(flat.hits),
+            flat_misses: self.flat_misses.saturating_add(flat.misses),
+            flat_evictions: self.flat_evictions.saturating_add(flat.evictions),
+        }
+    }
+
+    /// Node cache `hits / (hits + misses)`, or 0.0 before the first lookup.
+    pub fn node_hit_rate(&self) -> f64 {
+        rate(self.node_hits, self.node_misses)
+    }
+
+    /// Flat cache `hits / (hits + misses)`, or 0.0 before the first lookup.
+    pub fn flat_hit_rate(&self) -> f64 {
+        rate(self.flat_hits, self.flat_misses)
+    }
+}
+
+fn rate(hits: u64, misses: u64) -> f64 {
+    let lookups = hits.saturating_add(misses);
+    if lookups == 0 {
+        0.0
+    } else {
+        hits as f64 / lookups as f64
     }
 }
 
@@ -381,6 +466,29 @@ mod tests {
         assert_eq!(Some(bytes(b"abc")).weight_bytes(), 19);
         assert_eq!(None::<Arc<[u8]>>.weight_bytes(), 0);
         assert_eq!(entry_weight(b"key", &None::<Arc<[u8]>>), ENTRY_OVERHEAD_BYTES + 3);
+    }
+
+    #[test]
+    fn cache_totals_round_trip_and_reject_garbage() {
+        let t = CacheTotals {
+            node_hits: 1,
+            node_misses: 2,
+            node_evictions: 3,
+            flat_hits: u64::MAX,
+            flat_misses: 0,
+            flat_evictions: 6,
+        };
+        assert_eq!(CacheTotals::decode(&t.encode()), Some(t));
+        assert_eq!(t.encode().len(), CacheTotals::ENCODED_BYTES);
+        for len in [0, 1, 47, 49, 96] {
+            assert_eq!(CacheTotals::decode(&vec![7u8; len]), None, "{len} bytes");
+        }
+        let node = CacheStats { hits: 3, misses: 1, evictions: 2, ..CacheStats::default() };
+        let sum = CacheTotals::default().plus(&node, &CacheStats::default());
+        assert_eq!((sum.node_hits, sum.node_misses, sum.node_evictions), (3, 1, 2));
+        assert!((sum.node_hit_rate() - 0.75).abs() < 1e-12);
+        assert_eq!(sum.flat_hit_rate(), 0.0);
+        assert_eq!(t.plus(&CacheStats::default(), &node).flat_hits, u64::MAX);
     }
 
     #[test]

@@ -38,7 +38,7 @@ max_open_files = 2048
 # Target size of one SST file; at least 1 MiB. Larger files mean fewer open files.
 # Default: 67108864 (64 MiB).
 target_file_size_bytes = 67108864
-# Size of one memtable before it is flushed; at least 1 MiB.
+# Size of one memtable before it is flushed; at least 1 MiB. All memtables together are held under twice this.
 # Default: 67108864 (64 MiB).
 write_buffer_bytes = 67108864
 # Total WAL size before RocksDB forces a flush; 0 lets RocksDB choose, otherwise at least write_buffer_bytes.
@@ -150,13 +150,22 @@ pub struct RocksConfig {
     pub max_open_files: i32,
     /// Target SST file size, at least 1 MiB. Default 64 MiB.
     pub target_file_size_bytes: u64,
-    /// Memtable size before a flush, at least 1 MiB. Default 64 MiB.
+    /// Memtable size before a flush, at least 1 MiB. Default 64 MiB. The memtables of all
+    /// column families together are held under twice this ([`RocksConfig::memtable_budget_bytes`]).
     pub write_buffer_bytes: u64,
     /// Total WAL size before a forced flush: 0 (RocksDB chooses) or at least
     /// `write_buffer_bytes`. Default 1 GiB.
     pub max_total_wal_bytes: u64,
     /// SST block compression. Default LZ4.
     pub compression: Compression,
+}
+
+impl RocksConfig {
+    /// Bytes all memtables together may hold: `2 × write_buffer_bytes` (a shared RocksDB
+    /// write-buffer manager flushes the largest memtable past it).
+    pub fn memtable_budget_bytes(&self) -> u64 {
+        self.write_buffer_bytes.saturating_mul(2)
+    }
 }
 
 impl Default for RocksConfig {
@@ -315,14 +324,16 @@ impl StoreConfig {
         out
     }
 
-    /// Peak memory the store may spend on caches and unpersisted layers: RocksDB block
-    /// cache + node cache + flat cache + `layers.unpersisted_bytes_max` (saturating).
+    /// Peak memory the store may spend on caches, memtables and unpersisted layers:
+    /// RocksDB block cache + memtable budget + node cache + flat cache +
+    /// `layers.unpersisted_bytes_max` (saturating).
     ///
-    /// The benchmark checks peak RSS against this figure; memtables and RocksDB's index
-    /// structures outside the block cache are not included.
+    /// The benchmark checks peak RSS against this figure; RocksDB's structures outside the
+    /// block cache and memtables (table readers of open files, iterators) are not included.
     pub fn cache_budget_bytes(&self) -> u64 {
         self.rocksdb
             .block_cache_bytes
+            .saturating_add(self.rocksdb.memtable_budget_bytes())
             .saturating_add(self.cache.node_cache_bytes)
             .saturating_add(self.cache.flat_cache_bytes)
             .saturating_add(self.layers.unpersisted_bytes_max)
@@ -377,7 +388,7 @@ const FIELDS: &[FieldDoc] = &[
     FieldDoc {
         section_start: None,
         key: "write_buffer_bytes",
-        doc: "Size of one memtable before it is flushed; at least 1 MiB.",
+        doc: "Size of one memtable before it is flushed; at least 1 MiB. All memtables together are held under twice this.",
         default: "67108864 (64 MiB)",
         value: |c| c.rocksdb.write_buffer_bytes.to_string(),
     },
@@ -479,7 +490,7 @@ mod tests {
         assert_eq!(c.layers.unpersisted_bytes_max, 256 * MIB);
         assert_eq!(c.layers.history_depth, 128);
         c.validate().unwrap();
-        assert_eq!(c.cache_budget_bytes(), (256 + 128 + 64 + 256) * MIB);
+        assert_eq!(c.cache_budget_bytes(), (256 + 128 + 128 + 64 + 256) * MIB);
     }
 
     #[test]

@@ -3,7 +3,10 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rocksdb::{BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompressionType, Options, DB};
+use rocksdb::{
+    BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompressionType, Options,
+    WriteBufferManager, DB,
+};
 
 use crate::config::{Compression, StoreConfig};
 use crate::error::StoreError;
@@ -32,6 +35,14 @@ fn base_options(config: &StoreConfig, cache: Option<&Cache>) -> Options {
     o
 }
 
+/// The shared bound on all memtables of a database ([`RocksConfig::memtable_budget_bytes`]).
+///
+/// [`RocksConfig::memtable_budget_bytes`]: crate::config::RocksConfig::memtable_budget_bytes
+pub fn memtable_manager(config: &StoreConfig) -> WriteBufferManager {
+    let bytes = usize::try_from(config.rocksdb.memtable_budget_bytes()).unwrap_or(usize::MAX);
+    WriteBufferManager::new_write_buffer_manager(bytes, false)
+}
+
 fn compression(c: Compression) -> DBCompressionType {
     match c {
         Compression::None => DBCompressionType::None,
@@ -46,6 +57,7 @@ pub fn open_db(path: &Path, config: &StoreConfig) -> Result<DB, StoreError> {
     let cache = (config.rocksdb.block_cache_bytes > 0)
         .then(|| Cache::new_lru_cache(config.rocksdb.block_cache_bytes as usize));
     let mut opts = base_options(config, cache.as_ref());
+    opts.set_write_buffer_manager(&memtable_manager(config));
     let exists = path.join("CURRENT").exists();
     if exists {
         let present = DB::list_cf(&opts, path)?;

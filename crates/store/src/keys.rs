@@ -25,6 +25,9 @@ pub const META_SCHEMA: &[u8] = b"schema";
 pub const META_HEAD: &[u8] = b"head";
 /// Meta key prefix of a non-main trie's root: `b"root" ‖ trie prefix → root`.
 pub const META_ROOT: &[u8] = b"root";
+/// Meta key of the cache counters summed over every closed session
+/// ([`crate::cache::CacheTotals`], six `u64` BE).
+pub const META_CACHE_TOTALS: &[u8] = b"cache_totals";
 
 /// Longest key a trie may hold (its node paths must fit the one-byte nibble count).
 pub const KEY_BYTES_MAX: usize = 127;

@@ -85,11 +85,14 @@ pub struct Rebuilt {
     pub nodes: u64,
 }
 
+/// One `flat` entry as RocksDB's iterator yields it.
+type FlatEntry = Result<(Box<[u8]>, Box<[u8]>), rocksdb::Error>;
+
 fn scan<'a>(
     db: &'a DB,
     trie: &TrieId,
     path: &[u8],
-) -> Result<impl Iterator<Item = Result<(Box<[u8]>, Box<[u8]>), rocksdb::Error>> + 'a, StoreError> {
+) -> Result<impl Iterator<Item = FlatEntry> + 'a, StoreError> {
     let (lo, hi) = flat_range_for_path(trie, path);
     let mut opts = ReadOptions::default();
     opts.set_iterate_upper_bound(hi);

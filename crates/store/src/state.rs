@@ -21,14 +21,14 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use rocksdb::{WriteBatch, WriteOptions, DB};
 use trie::{Trie, TrieId, TrieUpdates, EMPTY_ROOT, H256};
 
-use crate::cache::ByteCache;
+use crate::cache::{ByteCache, CacheTotals};
 use crate::config::StoreConfig;
 use crate::db::{open_db, FaultInjector};
 use crate::error::StoreError;
 use crate::history::ReverseDiff;
 use crate::keys::{
     decode_head, encode_head, encode_node_value, flat_key, history_key, node_key, root_key, Column,
-    CF_FLAT, CF_HISTORY, CF_META, CF_NODES, META_HEAD,
+    CF_FLAT, CF_HISTORY, CF_META, CF_NODES, META_CACHE_TOTALS, META_HEAD,
 };
 use crate::layer::{ChangeMap, Layer};
 use crate::view::{Reader, StoreSource};
@@ -67,6 +67,8 @@ struct Shared {
     faults: FaultInjector,
     layers_persisted: AtomicU64,
     commit_waits: AtomicU64,
+    /// Cache counters of the sessions closed before this one.
+    totals_at_open: CacheTotals,
 }
 
 /// The persistent state. See the module docs.
@@ -82,6 +84,7 @@ impl StateDb {
     pub fn open(path: &Path, config: StoreConfig) -> Result<StateDb, StoreError> {
         let db = Arc::new(open_db(path, &config)?);
         let head = read_head(&db)?;
+        let totals_at_open = read_cache_totals(&db)?;
         let reader = Reader {
             db: db.clone(),
             layers: RwLock::new(Vec::new()),
@@ -96,6 +99,7 @@ impl StateDb {
             faults: FaultInjector::default(),
             layers_persisted: AtomicU64::new(0),
             commit_waits: AtomicU64::new(0),
+            totals_at_open,
         });
         // The channel only carries handles; memory is bounded by pending_bytes.
         let (tx, rx) = sync_channel::<Arc<Layer>>(1024);
@@ -387,10 +391,17 @@ impl StateDb {
             commit_waits: self.shared.commit_waits.load(Ordering::Relaxed),
             node_cache: self.shared.reader.node_cache.stats(),
             flat_cache: self.shared.reader.flat_cache.stats(),
+            cache_totals: self.cache_totals(),
             sst_bytes: prop("rocksdb.total-sst-files-size"),
             live_data_bytes: prop("rocksdb.estimate-live-data-size"),
             estimated_keys: prop("rocksdb.estimate-num-keys"),
         }
+    }
+
+    /// Cache counters over every session of this database, this one included.
+    pub fn cache_totals(&self) -> CacheTotals {
+        let r = &self.shared.reader;
+        self.shared.totals_at_open.plus(&r.node_cache.stats(), &r.flat_cache.stats())
     }
 
     /// The shared reader (bulk loading and rebuilds).
@@ -432,7 +443,10 @@ impl StateDb {
         if let Some(e) = &self.shared.progress.lock().poisoned {
             return Err(StoreError::Poisoned(e.clone()));
         }
-        self.shared.reader.db.flush_wal(true)?;
+        // Idempotent: a second shutdown (close, then drop) writes the same totals.
+        let db = &self.shared.reader.db;
+        db.put_cf(cf(db, CF_META)?, META_CACHE_TOTALS, self.cache_totals().encode())?;
+        db.flush_wal(true)?;
         Ok(())
     }
 }
@@ -460,6 +474,19 @@ fn read_head(db: &DB) -> Result<(u64, H256), StoreError> {
     match db.get_cf(cf(db, CF_META)?, META_HEAD)? {
         Some(v) => decode_head(&v),
         None => Err(StoreError::CorruptMeta("no head record".into())),
+    }
+}
+
+fn read_cache_totals(db: &DB) -> Result<CacheTotals, StoreError> {
+    match db.get_cf(cf(db, CF_META)?, META_CACHE_TOTALS)? {
+        None => Ok(CacheTotals::default()),
+        Some(v) => CacheTotals::decode(&v).ok_or_else(|| {
+            StoreError::CorruptMeta(format!(
+                "cache totals record of {} bytes (expected {})",
+                v.len(),
+                CacheTotals::ENCODED_BYTES
+            ))
+        }),
     }
 }
 
@@ -534,6 +561,8 @@ pub struct StoreStats {
     pub node_cache: crate::cache::CacheStats,
     /// Flat cache counters.
     pub flat_cache: crate::cache::CacheStats,
+    /// Both caches' lookups and evictions over every session, this one included.
+    pub cache_totals: CacheTotals,
     /// Total SST bytes.
     pub sst_bytes: u64,
     /// RocksDB's live-data estimate.

@@ -19,6 +19,9 @@ use crate::keys::{flat_key, flat_range_for_path, node_key, Column, CF_FLAT, CF_M
 use crate::layer::Layer;
 use crate::state::cf;
 
+/// A live `flat` entry: its full flat key and its value.
+type FlatPair = (Vec<u8>, Arc<[u8]>);
+
 /// The shared read state of a store.
 pub(crate) struct Reader {
     pub(crate) db: Arc<DB>,
@@ -76,11 +79,7 @@ impl Reader {
     /// The one live flat key of `trie` under nibble path `path` (a leaf's key), merging the
     /// layers with the database: the newest layer that mentions a key decides whether it
     /// lives; disk keys no layer mentions are live.
-    fn leaf_under(
-        &self,
-        trie: &TrieId,
-        path: &[u8],
-    ) -> Result<Option<(Vec<u8>, Arc<[u8]>)>, StoreError> {
+    fn leaf_under(&self, trie: &TrieId, path: &[u8]) -> Result<Option<FlatPair>, StoreError> {
         let (lo, hi) = flat_range_for_path(trie, path);
         let mut newest: BTreeMap<Vec<u8>, Option<Arc<[u8]>>> = BTreeMap::new();
         {

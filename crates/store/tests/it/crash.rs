@@ -46,7 +46,7 @@ fn crash_child() {
     loop {
         let number = db.head_number() + 1;
         db.commit(&random_block(seed, number, KEYS, UPDATES)).unwrap();
-        if number % FLUSH_EVERY == 0 {
+        if number.is_multiple_of(FLUSH_EVERY) {
             db.flush().unwrap();
             writeln!(out, "durable {number} {}", db.head_root()).unwrap();
             out.flush().unwrap();

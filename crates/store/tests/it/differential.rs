@@ -27,10 +27,13 @@ const TRIES: [TrieId; 3] = [TrieId::Main, STORAGE_A, STORAGE_B];
 const ALPHABET: [u8; 5] = [0x00, 0x01, 0x10, 0x12, 0xab];
 const HISTORY_DEPTH: u64 = 4;
 
+/// One write of a block: (trie index, key, value; `None`/empty = delete).
+type Write = (usize, Vec<u8>, Option<Vec<u8>>);
+
 #[derive(Clone)]
 enum Op {
     /// One block of explicit changes: (trie index, key, value; `None`/empty = delete).
-    Commit(Vec<(usize, Vec<u8>, Option<Vec<u8>>)>),
+    Commit(Vec<Write>),
     /// One large block derived from the model: updates and deletions of existing keys
     /// and fresh 32-byte keys.
     Churn { seed: u64, updates: usize },
@@ -134,7 +137,7 @@ impl Model {
     }
 }
 
-fn changes_of(block: &[(usize, Vec<u8>, Option<Vec<u8>>)]) -> ChangeSet {
+fn changes_of(block: &[Write]) -> ChangeSet {
     let mut changes = ChangeSet::new();
     for (t, k, v) in block {
         changes.entry(TRIES[*t]).or_default().insert(k.clone(), v.clone());

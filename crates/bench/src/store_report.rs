@@ -1,0 +1,354 @@
+//! The report of [`crate::store_bench`]: plain data, serialisable to JSON, rendered for
+//! people by [`StoreBenchReport::render`].
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use serde::Serialize;
+use store::cache::CacheStats;
+use store::StoreConfig;
+
+use crate::machine::MachineInfo;
+use crate::render::thousands;
+use crate::store_bench::StoreBenchOpts;
+
+/// Largest acceptable Arbor time / plain RocksDB time for the same updates.
+pub(crate) const MERKLE_OVERHEAD_TARGET: f64 = 2.0;
+/// Largest acceptable Arbor database size / plain RocksDB database size.
+pub(crate) const SIZE_RATIO_TARGET: f64 = 1.5;
+/// Largest acceptable peak RSS / configured cache budget.
+pub(crate) const RSS_OVER_BUDGET_TARGET: f64 = 1.25;
+
+/// Everything one `store_bench` run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoreBenchReport {
+    /// Machine and build.
+    pub machine: MachineInfo,
+    /// 1-minute load average when the run started (other work on the machine).
+    pub load_average_start: f64,
+    /// 1-minute load average when the run ended (includes this run's own threads).
+    pub load_average_end: f64,
+    /// The options used.
+    pub options: StoreBenchOpts,
+    /// The store configuration (the baseline uses its `[rocksdb]` part).
+    pub config: StoreConfig,
+    /// Live keys after the last block (tracked from the workload).
+    pub keys_final: u64,
+    /// Arbor's head root after the last block.
+    pub root: String,
+    /// True when `verify` recomputed the same root from flat state.
+    pub root_verified: bool,
+    /// Sampled keys whose Arbor and plain values were compared (all equal).
+    pub values_cross_checked: u64,
+    /// The Arbor store.
+    pub arbor: EngineReport,
+    /// The plain RocksDB baseline.
+    pub plain: EngineReport,
+    /// Arbor's caches and back-pressure.
+    pub arbor_caches: CacheReport,
+    /// Arbor / plain ratios and the targets.
+    pub ratios: RatioReport,
+}
+
+/// One engine's run: bulk load, blocks, flush, compaction, size and memory.
+#[derive(Debug, Clone, Serialize)]
+pub struct EngineReport {
+    /// Initial keys written by the bulk load.
+    pub bulk_keys: u64,
+    /// Bulk load (for Arbor: flat writes plus the bottom-up node rebuild), seconds.
+    pub bulk_seconds: f64,
+    /// Blocks committed.
+    pub blocks: u64,
+    /// Distinct key writes (puts and deletes) over all blocks.
+    pub writes: u64,
+    /// Mean keccak calls per commit (Arbor's `CommitInfo::hashes`; 0 for the baseline).
+    pub hashes_per_block_mean: f64,
+    /// Sum of the per-block commit (Arbor) or batch write (plain) times, seconds.
+    pub commit_seconds: f64,
+    /// Final flush (Arbor: wait for the writer, sync the WAL; plain: sync the WAL), seconds.
+    pub flush_seconds: f64,
+    /// `commit_seconds + flush_seconds`.
+    pub total_seconds: f64,
+    /// Blocks per second of `total_seconds`.
+    pub blocks_per_second: f64,
+    /// Writes per second of `total_seconds`.
+    pub writes_per_second: f64,
+    /// Median per-block commit latency, milliseconds.
+    pub commit_ms_p50: f64,
+    /// 99th percentile per-block commit latency, milliseconds.
+    pub commit_ms_p99: f64,
+    /// Slowest commit, milliseconds.
+    pub commit_ms_max: f64,
+    /// Full compaction after the run, seconds.
+    pub compact_seconds: f64,
+    /// `total_seconds + compact_seconds`: the writes with the compaction work they owe.
+    pub end_to_end_seconds: f64,
+    /// Live SST bytes after compaction.
+    pub sst_bytes: u64,
+    /// SST bytes per column family after compaction.
+    pub column_sst_bytes: BTreeMap<String, u64>,
+    /// Every file in the database directory (SSTs, WAL, manifest, logs) after compaction.
+    pub dir_bytes: u64,
+    /// `sst_bytes / keys_final`.
+    pub sst_bytes_per_key: f64,
+    /// Peak RSS of the process during this engine's phase (`VmHWM`), bytes; 0 if unknown.
+    pub peak_rss_bytes: u64,
+    /// Peak RSS from the end of the bulk load to the end of the final flush (the block
+    /// run), bytes; 0 if unknown or if the kernel does not let the peak be reset.
+    pub peak_rss_blocks_bytes: u64,
+    /// True when the peak was reset before this phase (so it is this phase's own).
+    pub peak_rss_reset: bool,
+}
+
+/// Arbor's node and flat caches after the blocks.
+#[derive(Debug, Clone, Serialize)]
+pub struct CacheReport {
+    /// Node cache counters.
+    pub node: CacheStats,
+    /// Node cache hit rate.
+    pub node_hit_rate: f64,
+    /// Flat-value cache counters.
+    pub flat: CacheStats,
+    /// Flat-value cache hit rate.
+    pub flat_hit_rate: f64,
+    /// Commits that waited for the background writer (back-pressure).
+    pub commit_waits: u64,
+    /// `config.cache_budget_bytes()`: block cache + memtables + node cache + flat cache + unpersisted layers.
+    pub budget_bytes: u64,
+    /// Arbor's peak RSS during the block run / budget.
+    pub peak_rss_over_budget: f64,
+    /// Peak RSS within budget + 25%.
+    pub rss_target_met: bool,
+}
+
+/// Arbor / plain ratios.
+#[derive(Debug, Clone, Serialize)]
+pub struct RatioReport {
+    /// Blocks + flush: Arbor total seconds / plain total seconds (the Merkle overhead).
+    pub merkle_overhead: f64,
+    /// Target for `merkle_overhead`.
+    pub merkle_overhead_target: f64,
+    /// `merkle_overhead <= merkle_overhead_target`.
+    pub merkle_overhead_met: bool,
+    /// Blocks + flush + full compaction: Arbor / plain.
+    pub merkle_overhead_with_compaction: f64,
+    /// Bulk load: Arbor seconds / plain seconds.
+    pub bulk_time: f64,
+    /// Whole database (every column family, reverse diffs included): Arbor SST bytes /
+    /// plain SST bytes.
+    pub size: f64,
+    /// State only (`flat` + `nodes` + `meta`, without the `history` of reverse diffs):
+    /// Arbor SST bytes / plain SST bytes.
+    pub size_state: f64,
+    /// Target for the size ratios.
+    pub size_target: f64,
+    /// `size <= size_target`.
+    pub size_met: bool,
+    /// `size_state <= size_target`.
+    pub size_state_met: bool,
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+}
+
+fn met(ok: bool) -> &'static str {
+    if ok {
+        "met"
+    } else {
+        "NOT met"
+    }
+}
+
+impl StoreBenchReport {
+    /// A few lines for people; the JSON form carries every field.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let (m, o) = (&self.machine, &self.options);
+        let _ = writeln!(
+            out,
+            "arbor bench store: {} initial keys (32-byte keys, 100-byte values), {} blocks of {} \
+             operations (80% updates, 20% deletes), seed {}",
+            thousands(o.keys),
+            thousands(o.blocks),
+            thousands(o.updates_per_block),
+            o.seed
+        );
+        let _ = writeln!(
+            out,
+            "machine: {}, {} logical cores; {}, opt-level {}, {}",
+            m.cpu_model, m.logical_cores, m.rustc, m.opt_level, m.target
+        );
+        if m.opt_level != "3" {
+            let _ =
+                writeln!(out, "WARNING: not an optimised build; numbers are not representative");
+        }
+        let _ = writeln!(
+            out,
+            "final state: {} keys, root {} ({}), {} sampled values equal in both databases",
+            thousands(self.keys_final),
+            self.root,
+            if self.root_verified { "verified from flat state" } else { "VERIFY FAILED" },
+            thousands(self.values_cross_checked)
+        );
+        let _ = writeln!(out, "\n{:<28}{:>16}{:>16}{:>10}", "", "arbor", "plain rocksdb", "ratio");
+        self.render_rows(&mut out);
+        self.render_memory(&mut out);
+        self.render_targets(&mut out);
+        out
+    }
+
+    fn render_rows(&self, out: &mut String) {
+        let (a, p) = (&self.arbor, &self.plain);
+        let row = |out: &mut String, name: &str, a: String, p: String, r: Option<f64>| {
+            let r = r.map_or(String::new(), |r| format!("{r:.2}x"));
+            let _ = writeln!(out, "{name:<28}{a:>16}{p:>16}{r:>10}");
+        };
+        let ratio = |x: f64, y: f64| (y > 0.0).then(|| x / y);
+        row(
+            out,
+            "bulk load",
+            secs(a.bulk_seconds),
+            secs(p.bulk_seconds),
+            ratio(a.bulk_seconds, p.bulk_seconds),
+        );
+        row(out, "blocks (commits)", secs(a.commit_seconds), secs(p.commit_seconds), None);
+        row(out, "final flush", secs(a.flush_seconds), secs(p.flush_seconds), None);
+        row(
+            out,
+            "blocks + flush",
+            secs(a.total_seconds),
+            secs(p.total_seconds),
+            Some(self.ratios.merkle_overhead),
+        );
+        row(
+            out,
+            "blocks/s",
+            format!("{:.1}", a.blocks_per_second),
+            format!("{:.1}", p.blocks_per_second),
+            None,
+        );
+        row(
+            out,
+            "writes/s",
+            format!("{:.0}", a.writes_per_second),
+            format!("{:.0}", p.writes_per_second),
+            None,
+        );
+        row(out, "commit p50", ms(a.commit_ms_p50), ms(p.commit_ms_p50), None);
+        row(out, "commit p99", ms(a.commit_ms_p99), ms(p.commit_ms_p99), None);
+        row(
+            out,
+            "arbor keccak calls/block",
+            format!("{:.0}", a.hashes_per_block_mean),
+            String::new(),
+            None,
+        );
+        row(out, "compaction", secs(a.compact_seconds), secs(p.compact_seconds), None);
+        row(
+            out,
+            "blocks + flush + compaction",
+            secs(a.end_to_end_seconds),
+            secs(p.end_to_end_seconds),
+            Some(self.ratios.merkle_overhead_with_compaction),
+        );
+        row(out, "sst bytes", mib(a.sst_bytes), mib(p.sst_bytes), Some(self.ratios.size));
+        let state: u64 = a
+            .column_sst_bytes
+            .iter()
+            .filter(|(c, _)| c.as_str() != "history")
+            .map(|(_, b)| b)
+            .sum();
+        row(
+            out,
+            "  state (without history)",
+            mib(state),
+            mib(p.sst_bytes),
+            Some(self.ratios.size_state),
+        );
+        for (cf, bytes) in &a.column_sst_bytes {
+            if *bytes > 0 {
+                row(out, &format!("    {cf}"), mib(*bytes), String::new(), None);
+            }
+        }
+        row(
+            out,
+            "sst bytes per key",
+            format!("{:.1}", a.sst_bytes_per_key),
+            format!("{:.1}", p.sst_bytes_per_key),
+            None,
+        );
+        row(
+            out,
+            "directory bytes",
+            mib(a.dir_bytes),
+            mib(p.dir_bytes),
+            ratio(a.dir_bytes as f64, p.dir_bytes as f64),
+        );
+        row(out, "peak RSS (whole phase)", mib(a.peak_rss_bytes), mib(p.peak_rss_bytes), None);
+        row(
+            out,
+            "peak RSS (blocks)",
+            mib(a.peak_rss_blocks_bytes),
+            mib(p.peak_rss_blocks_bytes),
+            None,
+        );
+    }
+
+    fn render_memory(&self, out: &mut String) {
+        let c = &self.arbor_caches;
+        let _ = writeln!(
+            out,
+            "\narbor caches: node hit rate {:.1}% ({} hits, {} misses, {} evictions, {} of {}), \
+             flat hit rate {:.1}% ({} hits, {} misses, {} evictions); {} commits waited for the writer",
+            c.node_hit_rate * 100.0,
+            thousands(c.node.hits),
+            thousands(c.node.misses),
+            thousands(c.node.evictions),
+            mib(c.node.bytes),
+            mib(c.node.bytes_max),
+            c.flat_hit_rate * 100.0,
+            thousands(c.flat.hits),
+            thousands(c.flat.misses),
+            thousands(c.flat.evictions),
+            c.commit_waits
+        );
+        let _ = writeln!(
+            out,
+            "memory: arbor peak RSS during the blocks {} vs configured budget {} (block cache + \
+             memtables + node cache + flat cache + unpersisted layers): {:.2}x{}",
+            mib(self.arbor.peak_rss_blocks_bytes),
+            mib(c.budget_bytes),
+            c.peak_rss_over_budget,
+            if self.plain.peak_rss_reset { "" } else { " (plain peak not separable)" }
+        );
+    }
+
+    fn render_targets(&self, out: &mut String) {
+        let r = &self.ratios;
+        let _ = writeln!(
+            out,
+            "\ntargets: Merkle overhead {:.2}x <= {:.1}: {}; size {:.2}x (state only {:.2}x) <= {:.1}: \
+             {} ({}); peak RSS {:.2}x budget <= {:.2}: {}",
+            r.merkle_overhead,
+            r.merkle_overhead_target,
+            met(r.merkle_overhead_met),
+            r.size,
+            r.size_state,
+            r.size_target,
+            met(r.size_met),
+            met(r.size_state_met),
+            self.arbor_caches.peak_rss_over_budget,
+            RSS_OVER_BUDGET_TARGET,
+            met(self.arbor_caches.rss_target_met)
+        );
+    }
+}
+
+fn secs(s: f64) -> String {
+    format!("{s:.3} s")
+}
+
+fn ms(v: f64) -> String {
+    format!("{v:.2} ms")
+}

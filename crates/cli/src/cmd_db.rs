@@ -1,0 +1,316 @@
+//! Database commands: `arbor init`, `verify`, `get`, `revert`, `stats`, and the helpers
+//! every command on a database shares (`--db`, `--config`, opening rules).
+//!
+//! Commands that read a database refuse a directory that holds none (rather than creating
+//! one); commands that create one (`init`, `load`) refuse a non-empty directory that is
+//! not a database. Every store error becomes one `error: …` line.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use serde::Serialize;
+use store::{StateDb, StoreConfig, StoreStats};
+use trie::{TrieId, EMPTY_ROOT};
+
+use crate::input::read_genesis;
+
+/// `--db` and `--config`, shared by every database command.
+#[derive(Debug, Args)]
+pub(crate) struct DbArgs {
+    /// The database directory.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) db: PathBuf,
+    /// Store configuration file (TOML; every key optional) [default: built-in defaults].
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+}
+
+/// Arguments of `arbor init`.
+#[derive(Debug, Args)]
+pub(crate) struct InitArgs {
+    #[command(flatten)]
+    db: DbArgs,
+    /// The genesis allocation (a full genesis file or a bare `alloc` object).
+    #[arg(long, value_name = "FILE")]
+    genesis: PathBuf,
+    /// Print {"number", "root", "accounts"} instead of the root alone.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `arbor verify`.
+#[derive(Debug, Args)]
+pub(crate) struct VerifyArgs {
+    #[command(flatten)]
+    db: DbArgs,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `arbor get`.
+#[derive(Debug, Args)]
+pub(crate) struct GetArgs {
+    #[command(flatten)]
+    db: DbArgs,
+    /// The main-trie key, in hex (0x optional).
+    #[arg(value_name = "KEY")]
+    key: String,
+}
+
+/// Arguments of `arbor revert`.
+#[derive(Debug, Args)]
+pub(crate) struct RevertArgs {
+    #[command(flatten)]
+    db: DbArgs,
+    /// How many blocks to undo.
+    #[arg(value_name = "N")]
+    blocks: u64,
+}
+
+/// Arguments of `arbor stats`.
+#[derive(Debug, Args)]
+pub(crate) struct StatsArgs {
+    #[command(flatten)]
+    db: DbArgs,
+    /// Print the counters as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The configuration from `--config`, or the defaults.
+pub(crate) fn load_config(path: Option<&Path>) -> Result<StoreConfig> {
+    match path {
+        Some(p) => Ok(StoreConfig::from_file(p)?),
+        None => Ok(StoreConfig::default()),
+    }
+}
+
+/// Open an existing database; a directory without one is an error, not a new database.
+pub(crate) fn open_existing(args: &DbArgs) -> Result<StateDb> {
+    let config = load_config(args.config.as_deref())?;
+    if !args.db.join("CURRENT").is_file() {
+        bail!(
+            "no database at {} (create one with `arbor init` or `arbor load`)",
+            args.db.display()
+        );
+    }
+    StateDb::open(&args.db, config).with_context(|| format!("cannot open {}", args.db.display()))
+}
+
+/// Open a database, creating it when the directory is absent or empty.
+pub(crate) fn open_or_create(args: &DbArgs) -> Result<StateDb> {
+    let config = load_config(args.config.as_deref())?;
+    let dir = &args.db;
+    if dir.exists() && !dir.join("CURRENT").is_file() {
+        let mut entries = std::fs::read_dir(dir)
+            .with_context(|| format!("cannot use {} as a database directory", dir.display()))?;
+        if entries.next().is_some() {
+            bail!("{} is not empty and holds no database; use a new directory", dir.display());
+        }
+    }
+    StateDb::open(dir, config).with_context(|| format!("cannot open {}", dir.display()))
+}
+
+/// True for a database with no state and no blocks.
+pub(crate) fn is_empty(db: &StateDb) -> bool {
+    db.head_number() == 0 && db.head_root() == EMPTY_ROOT
+}
+
+/// Parse a hex key (0x optional).
+pub(crate) fn parse_key(s: &str) -> Result<Vec<u8>> {
+    trie::hash::decode_hex(s).with_context(|| format!("invalid KEY {s:?}: expected hex digits"))
+}
+
+/// A trie id as people read it.
+fn trie_name(t: &TrieId) -> String {
+    match t {
+        TrieId::Main => "main trie".to_string(),
+        TrieId::Storage(h) => format!("storage trie {h}"),
+    }
+}
+
+/// Run `arbor init`.
+pub(crate) fn init(args: &InitArgs) -> Result<ExitCode> {
+    // Parse first: a bad genesis must not leave a new database directory behind.
+    let genesis = read_genesis(&args.genesis)?;
+    let mut db = open_or_create(&args.db)?;
+    if !is_empty(&db) {
+        bail!(
+            "the database at {} is not empty (head block {}, root {}); init needs a new directory",
+            args.db.db.display(),
+            db.head_number(),
+            db.head_root()
+        );
+    }
+    let root = db.init_genesis(&genesis).context("cannot initialise the database")?;
+    db.close().context("cannot close the database")?;
+    if args.json {
+        let v = serde_json::json!({ "number": 0, "root": root.to_string(), "accounts": genesis.alloc.len() });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!("{root}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Debug, Serialize)]
+struct VerifyJson {
+    ok: bool,
+    number: u64,
+    stored_root: String,
+    computed_root: String,
+    leaves: u64,
+    tries_checked: usize,
+    trie_mismatches: Vec<TrieMismatch>,
+}
+
+#[derive(Debug, Serialize)]
+struct TrieMismatch {
+    trie: String,
+    stored: String,
+    computed: String,
+}
+
+/// Run `arbor verify`: `ok <number> <root>` (exit 0) or `mismatch …` lines (exit 1).
+pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
+    let db = open_existing(&args.db)?;
+    let r = db.verify().context("cannot recompute the root")?;
+    let code = if r.ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE };
+    if args.json {
+        let v = VerifyJson {
+            ok: r.ok(),
+            number: r.number,
+            stored_root: r.stored_root.to_string(),
+            computed_root: r.computed_root.to_string(),
+            leaves: r.leaves,
+            tries_checked: r.tries_checked,
+            trie_mismatches: r
+                .trie_mismatches
+                .iter()
+                .map(|(t, s, c)| TrieMismatch {
+                    trie: trie_name(t),
+                    stored: s.to_string(),
+                    computed: c.to_string(),
+                })
+                .collect(),
+        };
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(code);
+    }
+    if r.ok() {
+        println!("ok {} {}", r.number, r.stored_root);
+        return Ok(code);
+    }
+    if r.stored_root != r.computed_root {
+        println!("mismatch {}: stored {} computed {}", r.number, r.stored_root, r.computed_root);
+    }
+    for (t, stored, computed) in &r.trie_mismatches {
+        println!("mismatch {} {}: stored {stored} computed {computed}", r.number, trie_name(t));
+    }
+    Ok(code)
+}
+
+/// Run `arbor get`: the value in hex, or `absent`.
+pub(crate) fn get(args: &GetArgs) -> Result<ExitCode> {
+    let key = parse_key(&args.key)?;
+    let db = open_existing(&args.db)?;
+    match db.get(&TrieId::Main, &key).context("cannot read the key")? {
+        Some(v) => println!("0x{}", hex::encode(v)),
+        None => println!("absent"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Run `arbor revert`: undo the last N blocks, print the new head.
+pub(crate) fn revert(args: &RevertArgs) -> Result<ExitCode> {
+    let mut db = open_existing(&args.db)?;
+    let head = db.head_number();
+    if args.blocks > head {
+        bail!("cannot revert {} blocks: the head is block {head}", args.blocks);
+    }
+    db.revert(args.blocks)
+        .with_context(|| format!("cannot revert {} blocks from block {head}", args.blocks))?;
+    let (number, root) = (db.head_number(), db.head_root());
+    db.close().context("cannot close the database")?;
+    println!("{number} {root}");
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Debug, Serialize)]
+struct StatsJson<'a> {
+    #[serde(flatten)]
+    stats: &'a StoreStats,
+    node_cache_hit_rate: f64,
+    flat_cache_hit_rate: f64,
+    cache_budget_bytes: u64,
+}
+
+/// Run `arbor stats`.
+pub(crate) fn stats(args: &StatsArgs) -> Result<ExitCode> {
+    let db = open_existing(&args.db)?;
+    let s = db.stats();
+    let budget = db.config().cache_budget_bytes();
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let v = StatsJson {
+            stats: &s,
+            node_cache_hit_rate: s.node_cache.hit_rate(),
+            flat_cache_hit_rate: s.flat_cache.hit_rate(),
+            cache_budget_bytes: budget,
+        };
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(out, "head           {} {}", s.head_number, s.head_root)?;
+    writeln!(out, "persisted      {}", s.persisted_number)?;
+    writeln!(
+        out,
+        "layers         {} unpersisted ({} bytes), {} persisted since open, {} commit waits",
+        s.unpersisted_layers, s.unpersisted_bytes, s.layers_persisted, s.commit_waits
+    )?;
+    for (name, c) in [("node cache", &s.node_cache), ("flat cache", &s.flat_cache)] {
+        writeln!(
+            out,
+            "{name:<14} {} hits, {} misses, {} evictions, hit rate {:.1}%, {} of {} bytes",
+            c.hits,
+            c.misses,
+            c.evictions,
+            c.hit_rate() * 100.0,
+            c.bytes,
+            c.bytes_max
+        )?;
+    }
+    let t = &s.cache_totals;
+    writeln!(
+        out,
+        "all sessions   node cache {} hits, {} misses, {} evictions (hit rate {:.1}%); \
+         flat cache {} hits, {} misses, {} evictions (hit rate {:.1}%)",
+        t.node_hits,
+        t.node_misses,
+        t.node_evictions,
+        t.node_hit_rate() * 100.0,
+        t.flat_hits,
+        t.flat_misses,
+        t.flat_evictions,
+        t.flat_hit_rate() * 100.0
+    )?;
+    writeln!(
+        out,
+        "sst bytes      {} (live data estimate {}, about {} keys)",
+        s.sst_bytes, s.live_data_bytes, s.estimated_keys
+    )?;
+    writeln!(
+        out,
+        "memory budget  {budget} bytes (block cache + memtables + caches + unpersisted layers)"
+    )?;
+    writeln!(
+        out,
+        "(the first two cache lines count this process only; `all sessions` adds every \
+         earlier session closed cleanly)"
+    )?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,152 @@
+//! `arbor load`: commit deterministic random blocks ([`bench::workload`]) to a database.
+//!
+//! An empty database first receives the workload's `--keys` initial keys by bulk load
+//! (printed as block `0 <root>`). Blocks then continue from the head: block `b` is the
+//! workload's block `b`, which depends only on `(seed, b)`, so the same flags give the
+//! same root whether the blocks are loaded in one run or in several. Every commit prints
+//! `<number> <root>` on stdout (only the last with `--quiet`); long runs draw a progress
+//! bar on stderr and every run ends with a summary line on stderr.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use bench::workload::Workload;
+use clap::Args;
+use indicatif::ProgressBar;
+use store::StateDb;
+use trie::H256;
+
+use crate::cmd_db::{is_empty, open_or_create, DbArgs};
+
+/// Runs with more blocks than this draw a progress bar.
+const PROGRESS_BLOCKS_MIN: u64 = 50;
+/// Bulk loads with more keys than this draw a progress bar.
+const PROGRESS_KEYS_MIN: u64 = 50_000;
+
+/// Arguments of `arbor load`.
+#[derive(Debug, Args)]
+pub(crate) struct LoadArgs {
+    #[command(flatten)]
+    db: DbArgs,
+    /// Blocks to commit after the head.
+    #[arg(long, value_name = "N")]
+    blocks: u64,
+    /// Operations per block (80% updates, 20% deletions of random keys).
+    #[arg(long, value_name = "K")]
+    updates_per_block: u64,
+    /// Seed of the workload; use the same seed (and --keys, --updates-per-block) to continue.
+    #[arg(long, value_name = "S")]
+    seed: u64,
+    /// Keys created by bulk load when the database is empty.
+    #[arg(long, value_name = "M", default_value_t = 100_000)]
+    keys: u64,
+    /// Print only the last `<number> <root>` line.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Where the per-block lines go: stdout, around the progress bar when both are on a terminal.
+struct Lines<'a> {
+    out: std::io::BufWriter<std::io::StdoutLock<'a>>,
+    tty: bool,
+    quiet: bool,
+}
+
+impl Lines<'_> {
+    fn emit(&mut self, pb: &ProgressBar, number: u64, root: &H256) -> Result<()> {
+        if self.quiet {
+            return Ok(());
+        }
+        if self.tty {
+            let out = &mut self.out;
+            pb.suspend(|| writeln!(out, "{number} {root}").and_then(|()| out.flush()))?;
+        } else {
+            writeln!(self.out, "{number} {root}")?;
+        }
+        Ok(())
+    }
+}
+
+fn bar(show: bool, len: u64, message: &'static str) -> ProgressBar {
+    if show {
+        bench::progress_bar(true, len, message)
+    } else {
+        ProgressBar::hidden()
+    }
+}
+
+/// Run `arbor load`.
+pub(crate) fn run(args: &LoadArgs) -> Result<ExitCode> {
+    let mut db = open_or_create(&args.db)?;
+    let workload = Workload::new(args.seed, args.keys, args.updates_per_block);
+    let stdout = std::io::stdout();
+    let mut lines = Lines {
+        tty: stdout.is_terminal(),
+        out: std::io::BufWriter::new(stdout.lock()),
+        quiet: args.quiet,
+    };
+    let bulk_seconds = if is_empty(&db) {
+        let start = Instant::now();
+        bulk_load(&mut db, &workload)?;
+        lines.emit(&ProgressBar::hidden(), 0, &db.head_root())?;
+        Some(start.elapsed().as_secs_f64())
+    } else {
+        None
+    };
+    let first = db.head_number() + 1;
+    let pb = bar(args.blocks > PROGRESS_BLOCKS_MIN, args.blocks, "committing blocks");
+    let start = Instant::now();
+    for b in first..first + args.blocks {
+        let info = db
+            .commit(&workload.change_set(b))
+            .with_context(|| format!("cannot commit block {b}"))?;
+        lines.emit(&pb, info.number, &info.root)?;
+        pb.inc(1);
+    }
+    db.flush().context("cannot flush the database")?;
+    let seconds = start.elapsed().as_secs_f64();
+    pb.finish_and_clear();
+    let (number, root) = (db.head_number(), db.head_root());
+    db.close().context("cannot close the database")?;
+    if args.quiet {
+        lines.quiet = false;
+        lines.emit(&pb, number, &root)?;
+    }
+    lines.out.flush()?;
+    summary(args, bulk_seconds, seconds, number, &root);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The workload's initial keys, then the bottom-up node rebuild.
+fn bulk_load(db: &mut StateDb, workload: &Workload) -> Result<()> {
+    let pb =
+        bar(workload.keys_initial > PROGRESS_KEYS_MIN, workload.keys_initial, "bulk loading keys");
+    let entries = workload.initial_entries().enumerate().map(|(i, (k, v))| {
+        if i.is_multiple_of(65_536) {
+            pb.set_position(i as u64);
+        }
+        (trie::TrieId::Main, k.to_vec(), v.to_vec())
+    });
+    db.bulk_load(entries).context("bulk load failed")?;
+    pb.set_message("rebuilding nodes");
+    db.finish_bulk_load(&[]).context("bulk load failed")?;
+    pb.finish_and_clear();
+    Ok(())
+}
+
+fn summary(args: &LoadArgs, bulk_seconds: Option<f64>, seconds: f64, number: u64, root: &H256) {
+    let mut line = String::new();
+    if let Some(s) = bulk_seconds {
+        line.push_str(&format!("bulk-loaded {} keys in {s:.2} s; ", args.keys));
+    }
+    let per_second = |n: f64| if seconds > 0.0 { n / seconds } else { 0.0 };
+    line.push_str(&format!(
+        "committed {} blocks in {seconds:.2} s ({:.1} blocks/s, {:.0} updates/s); head {number} {root}",
+        args.blocks,
+        per_second(args.blocks as f64),
+        per_second(args.blocks.saturating_mul(args.updates_per_block) as f64),
+    ));
+    eprintln!("{line}");
+}

@@ -1,0 +1,155 @@
+//! The database part of `arbor demo`: a temporary store initialised from mainnet's
+//! genesis, verified, loaded with random account updates, reverted and verified again.
+//!
+//! Blocks 1-20 each write 1,000 random accounts (seeded ChaCha8): 70% change a genesis
+//! account's nonce and balance, 20% create an account, 10% delete a genesis account.
+//! Reverting 5 blocks must restore exactly the root recorded at block 15. The directory
+//! is removed at the end, whatever happened. Cost: about a second in a release build.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use store::{ChangeSet, StateDb, StoreConfig};
+use trie::eth::{Account, Genesis, U256};
+use trie::{keccak256, TrieId, EMPTY_CODE_HASH, EMPTY_ROOT, H256};
+
+/// Blocks loaded after genesis.
+const BLOCKS: u64 = 20;
+/// Account writes per block.
+const UPDATES_PER_BLOCK: usize = 1_000;
+/// Blocks reverted at the end.
+const REVERTED: u64 = 5;
+/// Seed of the demo's account updates.
+const SEED: u64 = 0xa5b0;
+
+/// What the database part of the demo did and found.
+#[derive(Debug, Serialize)]
+pub(crate) struct StoreDemo {
+    pub(crate) genesis_root: String,
+    pub(crate) genesis_root_matches: bool,
+    pub(crate) init_ms: f64,
+    pub(crate) genesis_verified: bool,
+    pub(crate) blocks: u64,
+    pub(crate) updates_per_block: usize,
+    pub(crate) load_ms: f64,
+    pub(crate) head_root: String,
+    pub(crate) loaded_verified: bool,
+    pub(crate) reverted: u64,
+    pub(crate) revert_ms: f64,
+    pub(crate) root_after_revert: String,
+    pub(crate) root_expected_after_revert: String,
+    pub(crate) revert_matches: bool,
+    pub(crate) reverted_verified: bool,
+    pub(crate) verify_ms: f64,
+}
+
+impl StoreDemo {
+    /// Every pass/fail outcome, in report order.
+    pub(crate) fn outcomes(&self) -> [bool; 5] {
+        [
+            self.genesis_root_matches,
+            self.genesis_verified,
+            self.loaded_verified,
+            self.revert_matches,
+            self.reverted_verified,
+        ]
+    }
+}
+
+fn ms_since(start: Instant) -> f64 {
+    start.elapsed().as_secs_f64() * 1e3
+}
+
+/// Run the database demo on a temporary directory.
+pub(crate) fn run(genesis: &Genesis, expected_root: &H256) -> Result<StoreDemo> {
+    let dir = tempfile::Builder::new()
+        .prefix("arbor-demo-")
+        .tempdir()
+        .context("cannot create a temporary database directory")?;
+    let mut db = StateDb::open(dir.path(), StoreConfig::default())
+        .context("cannot create the demo database")?;
+    let start = Instant::now();
+    let genesis_root = db.init_genesis(genesis).context("cannot initialise the demo database")?;
+    let init_ms = ms_since(start);
+    let mut verify_ms = 0.0;
+    let mut verified = |db: &StateDb| -> Result<bool> {
+        let start = Instant::now();
+        let ok = db.verify().context("cannot verify the demo database")?.ok();
+        verify_ms += ms_since(start);
+        Ok(ok)
+    };
+    let genesis_verified = verified(&db)?;
+
+    let accounts: Vec<H256> = genesis.alloc.keys().map(|a| keccak256(a)).collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(SEED);
+    let mut roots = vec![genesis_root];
+    let start = Instant::now();
+    for b in 1..=BLOCKS {
+        let changes = random_block(&mut rng, &accounts, b);
+        let info = db.commit(&changes).with_context(|| format!("cannot commit demo block {b}"))?;
+        roots.push(info.root);
+    }
+    db.flush().context("cannot flush the demo database")?;
+    let load_ms = ms_since(start);
+    let head_root = db.head_root();
+    let loaded_verified = verified(&db)?;
+
+    let start = Instant::now();
+    db.revert(REVERTED).context("cannot revert the demo blocks")?;
+    let revert_ms = ms_since(start);
+    let expected_after = roots[(BLOCKS - REVERTED) as usize];
+    let root_after_revert = db.head_root();
+    let reverted_verified = verified(&db)?;
+    db.close().context("cannot close the demo database")?;
+
+    Ok(StoreDemo {
+        genesis_root: genesis_root.to_string(),
+        genesis_root_matches: genesis_root == *expected_root,
+        init_ms,
+        genesis_verified,
+        blocks: BLOCKS,
+        updates_per_block: UPDATES_PER_BLOCK,
+        load_ms,
+        head_root: head_root.to_string(),
+        loaded_verified,
+        reverted: REVERTED,
+        revert_ms,
+        root_after_revert: root_after_revert.to_string(),
+        root_expected_after_revert: expected_after.to_string(),
+        revert_matches: root_after_revert == expected_after && root_after_revert != head_root,
+        reverted_verified,
+        verify_ms,
+    })
+}
+
+/// One block of account writes (see the module docs).
+fn random_block(rng: &mut ChaCha8Rng, accounts: &[H256], b: u64) -> ChangeSet {
+    let mut changes = BTreeMap::new();
+    for j in 0..UPDATES_PER_BLOCK {
+        // 0-6: update a genesis account, 7-8: create an account, 9: delete a genesis account.
+        let roll = rng.gen_range(0..10);
+        let existing = (roll < 7 || roll == 9) && !accounts.is_empty();
+        let key = if existing {
+            accounts[rng.gen_range(0..accounts.len())]
+        } else {
+            keccak256(format!("arbor demo new account {b}/{j}").as_bytes())
+        };
+        let value = (!existing || roll != 9).then(|| {
+            let mut balance = [0u8; 32];
+            rng.fill(&mut balance[20..]);
+            let account = Account {
+                nonce: rng.gen_range(0..1_000),
+                balance: U256::from_be_bytes(balance),
+                storage_root: EMPTY_ROOT,
+                code_hash: EMPTY_CODE_HASH,
+            };
+            account.rlp()
+        });
+        changes.insert(key.0.to_vec(), value);
+    }
+    ChangeSet::from([(TrieId::Main, changes)])
+}

@@ -1,0 +1,27 @@
+//! The overlay's typed errors, one enum per operation family: transaction control and
+//! handing over the block's changes. Point reads and range reads fail only with the
+//! backend's own error type.
+
+/// A transaction operation that the overlay's state does not allow.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransactionError {
+    /// `commit_transaction` or `rollback_transaction` without an open transaction.
+    #[error("no transaction is open: every commit or rollback needs a matching start_transaction")]
+    NoTransaction,
+}
+
+/// Why the block's change set could not be produced.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChangeSetError<E> {
+    /// Transactions are still open; their writes are not final yet.
+    #[error("{depth} transaction(s) still open: commit or roll them back before ending the block")]
+    TransactionsOpen {
+        /// How many transactions are open.
+        depth: usize,
+    },
+    /// Reading a written key's backend value (to drop no-op writes) failed.
+    #[error("backend read failed while building the change set")]
+    Backend(#[source] E),
+}
