@@ -72,6 +72,8 @@ impl StateDb {
             }
         }
         let main = rebuild(&db, &TrieId::Main, true)?;
+        // The rebuild wrote `nodes` behind the caches' back (absent entries may be cached).
+        self.reader().node_cache.clear();
         self.set_head(0, main.root)?;
         Ok(main.root)
     }

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex, RwLock};
+use rayon::prelude::*;
 use rocksdb::{WriteBatch, WriteOptions, DB};
 use trie::{Trie, TrieId, TrieUpdates, EMPTY_ROOT, H256};
 
@@ -215,6 +216,7 @@ impl StateDb {
         layer: &mut Layer,
         rev: &mut ReverseDiff,
     ) -> Result<(TrieUpdates, u64), StoreError> {
+        self.prefetch(trie_id, old_root, kv)?;
         let source = StoreSource { reader: &self.shared.reader, trie: *trie_id };
         let mut t: Trie<StoreSource<'_>> = Trie::from_root(source, old_root);
         for (k, v) in kv {
@@ -235,6 +237,36 @@ impl StateDb {
         }
         let u = t.commit();
         Ok((u, t.hash_stats().hashes))
+    }
+
+    /// Warm the caches for a large block: the keys are split among the rayon threads, and
+    /// each walks its keys' paths through its own read-only trie, so that the nodes, the
+    /// leaves' absence from `nodes` and the old values are read from RocksDB in parallel.
+    /// The sequential pass of [`StateDb::apply_trie`] then mostly hits the caches. Nothing
+    /// is written; no commit runs concurrently (commits take `&mut self`), so admitting
+    /// what the walks read follows the caches' rule (values read from disk only).
+    fn prefetch(
+        &self,
+        trie_id: &TrieId,
+        root: H256,
+        kv: &BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    ) -> Result<(), StoreError> {
+        let threads = rayon::current_num_threads();
+        if threads < 2 || kv.len() < PREFETCH_KEYS_MIN || root == EMPTY_ROOT {
+            return Ok(());
+        }
+        let keys: Vec<&[u8]> = kv.keys().map(Vec::as_slice).collect();
+        // Several chunks per thread balance uneven subtrees; sorted chunks keep each
+        // walk's paths close together.
+        let chunk = keys.len().div_ceil(threads * 4);
+        keys.par_chunks(chunk).try_for_each(|part| -> Result<(), StoreError> {
+            let source = StoreSource { reader: &self.shared.reader, trie: *trie_id };
+            let mut t: Trie<StoreSource<'_>> = Trie::from_root(source, root);
+            for k in part {
+                t.get(k)?;
+            }
+            Ok(())
+        })
     }
 
     /// Stage node deletions and writes (leaves are never stored) with their old values.
@@ -457,6 +489,9 @@ impl Drop for StateDb {
         let _ = self.shutdown();
     }
 }
+
+/// Blocks touching fewer keys of one trie than this are not prefetched in parallel.
+const PREFETCH_KEYS_MIN: usize = 256;
 
 const COLUMNS: [&str; 4] = [CF_FLAT, CF_NODES, CF_HISTORY, CF_META];
 

@@ -55,14 +55,14 @@ impl Reader {
                 Ok(v)
             }
             Column::Nodes => {
+                // An empty cached value records "no node here" (a leaf's path: leaves are
+                // never stored); stored values hold at least a 32-byte hash.
                 if let Some(v) = self.node_cache.get(key) {
-                    return Ok(Some(v));
+                    return Ok((!v.is_empty()).then_some(v));
                 }
                 let v: Option<Arc<[u8]>> =
                     self.db.get_pinned_cf(cf(&self.db, CF_NODES)?, key)?.map(|p| Arc::from(&p[..]));
-                if let Some(v) = &v {
-                    self.node_cache.admit(key, v.clone());
-                }
+                self.node_cache.admit(key, v.clone().unwrap_or_else(|| Arc::from(&[][..])));
                 Ok(v)
             }
             Column::Meta => {
