@@ -156,12 +156,7 @@ pub fn store_bench(
 
 fn ratios(arbor: &EngineReport, plain: &EngineReport) -> RatioReport {
     let merkle_overhead = ratio(arbor.total_seconds, plain.total_seconds);
-    let state: u64 = arbor
-        .column_sst_bytes
-        .iter()
-        .filter(|(c, _)| c.as_str() != "history")
-        .map(|(_, b)| b)
-        .sum();
+    let state = arbor.state_sst_bytes();
     let size = ratio(arbor.sst_bytes as f64, plain.sst_bytes as f64);
     let size_state = ratio(state as f64, plain.sst_bytes as f64);
     RatioReport {

@@ -100,6 +100,13 @@ pub struct EngineReport {
     pub peak_rss_reset: bool,
 }
 
+impl EngineReport {
+    /// SST bytes of every column family but `history` (the state without reverse diffs).
+    pub fn state_sst_bytes(&self) -> u64 {
+        self.column_sst_bytes.iter().filter(|(c, _)| c.as_str() != "history").map(|(_, b)| b).sum()
+    }
+}
+
 /// Arbor's node and flat caches after the blocks.
 #[derive(Debug, Clone, Serialize)]
 pub struct CacheReport {
@@ -253,12 +260,7 @@ impl StoreBenchReport {
             Some(self.ratios.merkle_overhead_with_compaction),
         );
         row(out, "sst bytes", mib(a.sst_bytes), mib(p.sst_bytes), Some(self.ratios.size));
-        let state: u64 = a
-            .column_sst_bytes
-            .iter()
-            .filter(|(c, _)| c.as_str() != "history")
-            .map(|(_, b)| b)
-            .sum();
+        let state = a.state_sst_bytes();
         row(
             out,
             "  state (without history)",
