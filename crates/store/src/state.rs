@@ -26,10 +26,11 @@ use crate::cache::{ByteCache, CacheTotals};
 use crate::config::StoreConfig;
 use crate::db::{open_db, FaultInjector};
 use crate::error::StoreError;
-use crate::history::ReverseDiff;
+use crate::history::{ReverseDiff, ReverseEntry};
 use crate::keys::{
-    decode_head, encode_head, encode_node_value, flat_key, history_key, node_key, root_key, Column,
-    CF_FLAT, CF_HISTORY, CF_META, CF_NODES, META_CACHE_TOTALS, META_HEAD,
+    decode_head, encode_head, encode_node_value, flat_key, history_key, node_key, root_key,
+    split_flat_key, split_trie_prefix, Column, CF_FLAT, CF_HISTORY, CF_META, CF_NODES,
+    META_CACHE_TOTALS, META_HEAD, META_ROOT,
 };
 use crate::layer::{ChangeMap, Layer};
 use crate::view::{Reader, StoreSource};
@@ -181,7 +182,7 @@ impl StateDb {
             let old_root = self.trie_root(trie_id)?;
             let (updates, h) = self.apply_trie(trie_id, old_root, kv, &mut layer, &mut rev)?;
             hashes += h;
-            self.stage_nodes(trie_id, &updates, &mut layer.nodes, &mut rev)?;
+            stage_nodes(trie_id, &updates, &mut layer.nodes);
             if *trie_id == TrieId::Main {
                 main_root = updates.root;
             } else if updates.root != old_root {
@@ -239,6 +240,86 @@ impl StateDb {
         Ok((u, t.hash_stats().hashes))
     }
 
+    /// The write batch that undoes block `number` (the head) from its reverse diff, and the
+    /// head it restores. Flat and meta entries are restored as recorded; the nodes are
+    /// recomputed by applying the old flat values to each touched trie, and each recomputed
+    /// root must equal the root the diff restores, else nothing is written.
+    fn revert_batch(
+        &self,
+        number: u64,
+        entries: &[ReverseEntry],
+    ) -> Result<(WriteBatch, (u64, H256)), StoreError> {
+        let db = &self.shared.reader.db;
+        let corrupt = |reason: String| StoreError::CorruptHistory { number, reason };
+        let mut batch = WriteBatch::default();
+        let mut head = None;
+        let mut old_roots: BTreeMap<TrieId, H256> = BTreeMap::new();
+        let mut changes: ChangeSet = BTreeMap::new();
+        for (col, key, old) in entries {
+            match col {
+                Column::Flat => {
+                    let (trie, k) = split_flat_key(key)
+                        .ok_or_else(|| corrupt(format!("flat key of {} bytes", key.len())))?;
+                    changes.entry(trie).or_default().insert(k.to_vec(), old.clone());
+                }
+                Column::Meta if key.as_slice() == META_HEAD => {
+                    head = old.as_deref().map(decode_head).transpose()?;
+                }
+                Column::Meta => {
+                    if let Some(trie) = key.strip_prefix(META_ROOT).and_then(split_trie_prefix) {
+                        let root = match old {
+                            None => EMPTY_ROOT,
+                            Some(v) => H256::from_slice(v)
+                                .ok_or_else(|| corrupt(format!("root of {} bytes", v.len())))?,
+                        };
+                        old_roots.insert(trie, root);
+                    }
+                }
+                // Written by earlier versions; the nodes are recomputed below instead.
+                Column::Nodes => continue,
+            }
+            match old {
+                Some(v) => batch.put_cf(cf(db, col.cf())?, key, v),
+                None => batch.delete_cf(cf(db, col.cf())?, key),
+            }
+        }
+        let head = head.ok_or_else(|| corrupt("no head record".into()))?;
+        old_roots.insert(TrieId::Main, head.1);
+        let mut nodes = ChangeMap::new();
+        for (trie_id, kv) in &changes {
+            let source = StoreSource { reader: &self.shared.reader, trie: *trie_id };
+            let current = self.trie_root(trie_id)?;
+            let mut t: Trie<StoreSource<'_>> = Trie::from_root(source, current);
+            for (k, v) in kv {
+                match v.as_deref().filter(|v| !v.is_empty()) {
+                    Some(v) => t.insert(k, v)?,
+                    None => {
+                        t.remove(k)?;
+                    }
+                }
+            }
+            let updates = t.commit();
+            // A storage trie whose root record the block did not change keeps its root.
+            let expected = old_roots.get(trie_id).copied().unwrap_or(current);
+            if updates.root != expected {
+                return Err(corrupt(format!(
+                    "restoring {trie_id:?} gives root {}, the diff restores {expected}",
+                    updates.root
+                )));
+            }
+            stage_nodes(trie_id, &updates, &mut nodes);
+        }
+        let h = cf(db, CF_NODES)?;
+        for (k, v) in &nodes {
+            match v {
+                Some(v) => batch.put_cf(h, k, v),
+                None => batch.delete_cf(h, k),
+            }
+        }
+        batch.delete_cf(cf(db, CF_HISTORY)?, history_key(number));
+        Ok((batch, head))
+    }
+
     /// Warm the caches for a large block: the keys are split among the rayon threads, and
     /// each walks its keys' paths through its own read-only trie, so that the nodes, the
     /// leaves' absence from `nodes` and the old values are read from RocksDB in parallel.
@@ -267,35 +348,6 @@ impl StateDb {
             }
             Ok(())
         })
-    }
-
-    /// Stage node deletions and writes (leaves are never stored) with their old values.
-    fn stage_nodes(
-        &self,
-        trie_id: &TrieId,
-        u: &TrieUpdates,
-        nodes: &mut ChangeMap,
-        rev: &mut ReverseDiff,
-    ) -> Result<(), StoreError> {
-        let mut staged: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
-        for (path, _) in &u.removed {
-            staged.insert(node_key(trie_id, path.as_slice()), None);
-        }
-        for n in u.new.iter().filter(|n| !n.is_leaf) {
-            staged.insert(
-                node_key(trie_id, n.path.as_slice()),
-                Some(encode_node_value(&n.hash, &n.encoded)),
-            );
-        }
-        for (key, new) in staged {
-            let old = self.read_vec(Column::Nodes, &key)?;
-            if old == new {
-                continue;
-            }
-            rev.record(Column::Nodes, key.clone(), old);
-            nodes.insert(key, new);
-        }
-        Ok(())
     }
 
     /// Wait for room (back-pressure), then publish the layer and hand it to the writer.
@@ -346,7 +398,8 @@ impl StateDb {
         Ok(())
     }
 
-    /// Undo the last `n` blocks from their reverse diffs, restoring the exact earlier roots.
+    /// Undo the last `n` blocks from their reverse diffs, restoring the exact earlier roots
+    /// (each block one synced batch; the nodes are recomputed, see `revert_batch`).
     pub fn revert(&mut self, n: u64) -> Result<(), StoreError> {
         self.check_poison()?;
         self.flush()?;
@@ -373,31 +426,17 @@ impl StateDb {
             })?;
             let entries = ReverseDiff::decode(&raw)
                 .map_err(|reason| StoreError::CorruptHistory { number, reason })?;
-            let mut batch = WriteBatch::default();
-            let mut head = None;
-            for (col, key, old) in &entries {
-                if *col == Column::Meta && key.as_slice() == META_HEAD {
-                    head = old.as_deref().map(decode_head).transpose()?;
-                }
-                match old {
-                    Some(v) => batch.put_cf(cf(db, col.cf())?, key, v),
-                    None => batch.delete_cf(cf(db, col.cf())?, key),
-                }
-            }
-            let head = head.ok_or_else(|| StoreError::CorruptHistory {
-                number,
-                reason: "no head record".into(),
-            })?;
-            batch.delete_cf(cf(db, CF_HISTORY)?, history_key(number));
+            let (batch, head) = self.revert_batch(number, &entries)?;
             let mut opts = WriteOptions::default();
             opts.set_sync(true);
             self.shared.faults.check(number)?;
             db.write_opt(batch, &opts)?;
+            // The batch went to disk behind the caches' back.
+            self.shared.reader.flat_cache.clear();
+            self.shared.reader.node_cache.clear();
             self.head = head;
             self.shared.progress.lock().persisted = head.0;
         }
-        self.shared.reader.flat_cache.clear();
-        self.shared.reader.node_cache.clear();
         Ok(())
     }
 
@@ -487,6 +526,20 @@ impl Drop for StateDb {
     fn drop(&mut self) {
         // A clean shutdown persists all layers; errors surface through close().
         let _ = self.shutdown();
+    }
+}
+
+/// Stage a trie commit's node deletions and writes (leaves are never stored). Their old
+/// values are not kept: a revert recomputes the nodes from the restored flat values.
+fn stage_nodes(trie_id: &TrieId, u: &TrieUpdates, nodes: &mut ChangeMap) {
+    for (path, _) in &u.removed {
+        nodes.insert(node_key(trie_id, path.as_slice()), None);
+    }
+    for n in u.new.iter().filter(|n| !n.is_leaf) {
+        nodes.insert(
+            node_key(trie_id, n.path.as_slice()),
+            Some(encode_node_value(&n.hash, &n.encoded)),
+        );
     }
 }
 

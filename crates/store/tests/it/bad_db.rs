@@ -238,3 +238,40 @@ fn over_long_keys_are_refused() {
     assert_eq!(db.get(&TrieId::Main, &[0x42; 127]).unwrap(), Some(vec![2]));
     assert!(db.verify().unwrap().ok());
 }
+
+#[test]
+fn forged_history_value_fails_revert_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut db = open(dir.path(), &small_config());
+        db.commit(&random_block(5, 1, 300, 40)).unwrap();
+        db.commit(&random_block(5, 2, 300, 40)).unwrap();
+        db.close().unwrap();
+    }
+    {
+        // A well-formed reverse diff whose first flat entry restores a value the block
+        // never replaced: the recomputed root cannot match the recorded parent root.
+        let db = raw(dir.path(), &FAMILIES);
+        let h = db.cf_handle("history").unwrap();
+        let raw_diff = db.get_cf(h, 2u64.to_be_bytes()).unwrap().unwrap();
+        let mut forged = store::history::ReverseDiff::new();
+        let mut done = false;
+        for (col, key, old) in store::history::ReverseDiff::decode(&raw_diff).unwrap() {
+            let old = if !done && col == store::keys::Column::Flat {
+                done = true;
+                Some(b"forged".to_vec())
+            } else {
+                old
+            };
+            forged.record(col, key, old);
+        }
+        assert!(done, "block 2 changed flat state");
+        db.put_cf(h, 2u64.to_be_bytes(), forged.encode()).unwrap();
+    }
+    let mut db = open(dir.path(), &small_config());
+    let head = (db.head_number(), db.head_root());
+    let e = db.revert(1).unwrap_err();
+    assert!(matches!(e, StoreError::CorruptHistory { number: 2, .. }), "{e:?}");
+    assert_eq!((db.head_number(), db.head_root()), head);
+    assert!(db.verify().unwrap().ok());
+}
