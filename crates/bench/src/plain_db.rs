@@ -2,9 +2,9 @@
 //! family) that receives the same keys and values as the Arbor store, without any Merkle
 //! work, through the same kind of writes.
 //!
-//! Options mirror the store's (`store::db`): one LRU block cache of the configured size,
-//! bloom filters, index and filter blocks in the cache, the same file, memtable, WAL and
-//! compression settings. Bulk loads write batches of about 8 MiB, like `StateDb::bulk_load`;
+//! Options are the store's own (`store::db::base_options`, `block_cache`,
+//! `memtable_manager`): one LRU block cache of the configured size, bloom filters, index
+//! and filter blocks in the cache, the same file, memtable, WAL and compression settings. Bulk loads write batches of about 8 MiB, like `StateDb::bulk_load`;
 //! a block is one `WriteBatch` written with default (non-syncing, WAL-on) options, like the
 //! store's background writer; `flush` syncs the WAL, like `StateDb::flush`.
 
@@ -12,8 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, WriteBatch, DB};
-use store::config::Compression;
+use rocksdb::{Options, WriteBatch, DB};
 use store::StoreConfig;
 
 /// Bulk-load batches are written at about this size (as in the store's bulk load).
@@ -25,31 +24,8 @@ pub(crate) struct PlainDb {
 }
 
 fn options(config: &StoreConfig) -> Options {
-    let r = &config.rocksdb;
-    let mut table = BlockBasedOptions::default();
-    if r.block_cache_bytes > 0 {
-        table.set_block_cache(&Cache::new_lru_cache(r.block_cache_bytes as usize));
-    } else {
-        table.disable_cache();
-    }
-    table.set_bloom_filter(r.bloom_bits_per_key, false);
-    table.set_cache_index_and_filter_blocks(true);
-    table.set_pin_l0_filter_and_index_blocks_in_cache(true);
-    table.set_format_version(5);
-    let mut o = Options::default();
+    let mut o = store::db::base_options(config, store::db::block_cache(config).as_ref());
     o.create_if_missing(true);
-    o.set_block_based_table_factory(&table);
-    o.set_max_open_files(r.max_open_files);
-    o.set_target_file_size_base(r.target_file_size_bytes);
-    o.set_write_buffer_size(r.write_buffer_bytes as usize);
-    o.set_max_total_wal_size(r.max_total_wal_bytes);
-    o.set_compression_type(match r.compression {
-        Compression::None => DBCompressionType::None,
-        Compression::Zstd => DBCompressionType::Zstd,
-        _ => DBCompressionType::Lz4,
-    });
-    o.set_level_compaction_dynamic_level_bytes(true);
-    o.increase_parallelism(2);
     o.set_write_buffer_manager(&store::db::memtable_manager(config));
     o
 }

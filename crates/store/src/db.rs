@@ -12,7 +12,17 @@ use crate::config::{Compression, StoreConfig};
 use crate::error::StoreError;
 use crate::keys::{encode_head, CF_META, COLUMN_FAMILIES, META_HEAD, META_SCHEMA, SCHEMA_VERSION};
 
-fn base_options(config: &StoreConfig, cache: Option<&Cache>) -> Options {
+/// The configured LRU block cache, or `None` when `block_cache_bytes` is 0.
+pub fn block_cache(config: &StoreConfig) -> Option<Cache> {
+    let bytes = config.rocksdb.block_cache_bytes;
+    (bytes > 0).then(|| Cache::new_lru_cache(usize::try_from(bytes).unwrap_or(usize::MAX)))
+}
+
+/// RocksDB options from `config` (table format, bloom filters, files, memtables, WAL,
+/// compression, background threads), with `cache` as the block cache or none. Used for
+/// the store's database and column families, and by the benchmark's plain baseline so
+/// that both run on the same settings.
+pub fn base_options(config: &StoreConfig, cache: Option<&Cache>) -> Options {
     let r = &config.rocksdb;
     let mut table = BlockBasedOptions::default();
     match cache {
@@ -54,8 +64,7 @@ fn compression(c: Compression) -> DBCompressionType {
 /// Open the database at `path`, creating it (with schema and an empty head) if absent.
 pub fn open_db(path: &Path, config: &StoreConfig) -> Result<DB, StoreError> {
     config.validate()?;
-    let cache = (config.rocksdb.block_cache_bytes > 0)
-        .then(|| Cache::new_lru_cache(config.rocksdb.block_cache_bytes as usize));
+    let cache = block_cache(config);
     let mut opts = base_options(config, cache.as_ref());
     opts.set_write_buffer_manager(&memtable_manager(config));
     let exists = path.join("CURRENT").exists();

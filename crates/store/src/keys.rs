@@ -76,22 +76,9 @@ pub fn flat_key(trie: &TrieId, key: &[u8]) -> Result<Vec<u8>, StoreError> {
     Ok(k)
 }
 
-/// Split a flat key into its trie and the key within the trie; `None` for bytes that no
-/// [`flat_key`] produces.
-pub fn split_flat_key(flat: &[u8]) -> Option<(TrieId, &[u8])> {
-    match flat.split_first()? {
-        (0x00, key) => Some((TrieId::Main, key)),
-        (0x01, rest) if rest.len() >= 32 => {
-            let (account, key) = rest.split_at(32);
-            Some((TrieId::Storage(H256::from_slice(account)?), key))
-        }
-        _ => None,
-    }
-}
-
 /// The trie whose whole prefix `bytes` is (`0x00`, or `0x01 ‖ account key`).
 pub fn split_trie_prefix(bytes: &[u8]) -> Option<TrieId> {
-    split_flat_key(bytes).filter(|(_, rest)| rest.is_empty()).map(|(trie, _)| trie)
+    TrieId::split(bytes).filter(|(_, rest)| rest.is_empty()).map(|(trie, _)| trie)
 }
 
 /// `trie prefix ‖ packed nibbles (odd paths padded with a zero nibble) ‖ nibble count`.

@@ -29,8 +29,8 @@ use crate::error::StoreError;
 use crate::history::{ReverseDiff, ReverseEntry};
 use crate::keys::{
     decode_head, encode_head, encode_node_value, flat_key, history_key, node_key, root_key,
-    split_flat_key, split_trie_prefix, Column, CF_FLAT, CF_HISTORY, CF_META, CF_NODES,
-    META_CACHE_TOTALS, META_HEAD, META_ROOT,
+    split_trie_prefix, Column, CF_FLAT, CF_HISTORY, CF_META, CF_NODES, META_CACHE_TOTALS,
+    META_HEAD, META_ROOT,
 };
 use crate::layer::{ChangeMap, Layer};
 use crate::view::{Reader, StoreSource};
@@ -227,12 +227,7 @@ impl StateDb {
             if old.as_ref() == new {
                 continue;
             }
-            match new {
-                Some(v) => t.insert(k, v)?,
-                None => {
-                    t.remove(k)?;
-                }
-            }
+            write_to_trie(&mut t, k, new.map(Vec::as_slice))?;
             rev.record(Column::Flat, fk.clone(), old);
             layer.flat.insert(fk, new.cloned());
         }
@@ -258,7 +253,7 @@ impl StateDb {
         for (col, key, old) in entries {
             match col {
                 Column::Flat => {
-                    let (trie, k) = split_flat_key(key)
+                    let (trie, k) = TrieId::split(key)
                         .ok_or_else(|| corrupt(format!("flat key of {} bytes", key.len())))?;
                     changes.entry(trie).or_default().insert(k.to_vec(), old.clone());
                 }
@@ -278,10 +273,7 @@ impl StateDb {
                 // Written by earlier versions; the nodes are recomputed below instead.
                 Column::Nodes => continue,
             }
-            match old {
-                Some(v) => batch.put_cf(cf(db, col.cf())?, key, v),
-                None => batch.delete_cf(cf(db, col.cf())?, key),
-            }
+            stage_write(&mut batch, cf(db, col.cf())?, key, old.as_deref());
         }
         let head = head.ok_or_else(|| corrupt("no head record".into()))?;
         old_roots.insert(TrieId::Main, head.1);
@@ -291,12 +283,7 @@ impl StateDb {
             let current = self.trie_root(trie_id)?;
             let mut t: Trie<StoreSource<'_>> = Trie::from_root(source, current);
             for (k, v) in kv {
-                match v.as_deref().filter(|v| !v.is_empty()) {
-                    Some(v) => t.insert(k, v)?,
-                    None => {
-                        t.remove(k)?;
-                    }
-                }
+                write_to_trie(&mut t, k, v.as_deref().filter(|v| !v.is_empty()))?;
             }
             let updates = t.commit();
             // A storage trie whose root record the block did not change keeps its root.
@@ -311,10 +298,7 @@ impl StateDb {
         }
         let h = cf(db, CF_NODES)?;
         for (k, v) in &nodes {
-            match v {
-                Some(v) => batch.put_cf(h, k, v),
-                None => batch.delete_cf(h, k),
-            }
+            stage_write(&mut batch, h, k, v.as_deref());
         }
         batch.delete_cf(cf(db, CF_HISTORY)?, history_key(number));
         Ok((batch, head))
@@ -507,6 +491,10 @@ impl StateDb {
     }
 
     fn shutdown(&mut self) -> Result<(), StoreError> {
+        // Drop after close(): the writer is gone and the totals are written already.
+        if self.tx.is_none() && self.writer.is_none() {
+            return Ok(());
+        }
         drop(self.tx.take());
         if let Some(w) = self.writer.take() {
             let _ = w.join();
@@ -514,7 +502,6 @@ impl StateDb {
         if let Some(e) = &self.shared.progress.lock().poisoned {
             return Err(StoreError::Poisoned(e.clone()));
         }
-        // Idempotent: a second shutdown (close, then drop) writes the same totals.
         let db = &self.shared.reader.db;
         db.put_cf(cf(db, CF_META)?, META_CACHE_TOTALS, self.cache_totals().encode())?;
         db.flush_wal(true)?;
@@ -605,6 +592,31 @@ fn writer_loop(shared: Arc<Shared>, rx: Receiver<Arc<Layer>>) {
     }
 }
 
+/// Insert (`Some`) or remove (`None`) `key` in `t`.
+fn write_to_trie(
+    t: &mut Trie<StoreSource<'_>>,
+    key: &[u8],
+    value: Option<&[u8]>,
+) -> Result<(), trie::TrieError> {
+    match value {
+        Some(v) => t.insert(key, v),
+        None => t.remove(key).map(|_| ()),
+    }
+}
+
+/// Add a put (`Some`) or a delete (`None`) of `key` in column family `h` to `batch`.
+fn stage_write(
+    batch: &mut WriteBatch,
+    h: &rocksdb::ColumnFamily,
+    key: &[u8],
+    value: Option<&[u8]>,
+) {
+    match value {
+        Some(v) => batch.put_cf(h, key, v),
+        None => batch.delete_cf(h, key),
+    }
+}
+
 /// One atomic batch per block, built straight from the layer's maps.
 fn write_layer(shared: &Shared, layer: &Layer) -> Result<(), StoreError> {
     let db = &shared.reader.db;
@@ -612,10 +624,7 @@ fn write_layer(shared: &Shared, layer: &Layer) -> Result<(), StoreError> {
     for (name, map) in [(CF_FLAT, &layer.flat), (CF_NODES, &layer.nodes), (CF_META, &layer.meta)] {
         let h = cf(db, name)?;
         for (k, v) in map {
-            match v {
-                Some(v) => batch.put_cf(h, k, v),
-                None => batch.delete_cf(h, k),
-            }
+            stage_write(&mut batch, h, k, v.as_deref());
         }
     }
     let hist = cf(db, CF_HISTORY)?;

@@ -127,7 +127,7 @@ impl StoreSource<'_> {
         if v.len() < 32 || &v[..32] != hash.as_bytes() {
             return Err(StoreError::Corrupt(format!(
                 "node at path {} of {:?} does not match its parent's hash {hash}",
-                hex_path(path),
+                trie::trie::path_hex(path),
                 self.trie
             )));
         }
@@ -145,10 +145,6 @@ impl StoreSource<'_> {
         path.len() <= key.len() * 2
             && path.iter().enumerate().all(|(i, n)| trie::nibbles::nibble_at(key, i) == *n)
     }
-}
-
-fn hex_path(path: &[u8]) -> String {
-    path.iter().map(|n| char::from_digit(u32::from(*n), 16).unwrap_or('?')).collect()
 }
 
 impl NodeSource for StoreSource<'_> {

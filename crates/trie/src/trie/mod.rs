@@ -65,7 +65,8 @@ pub enum TrieError {
     Source(#[from] SourceError),
 }
 
-pub(crate) fn path_hex(path: &[u8]) -> String {
+/// A nibble path as hex digits, or `(root)` for the empty path (for error messages).
+pub fn path_hex(path: &[u8]) -> String {
     if path.is_empty() {
         return "(root)".to_string();
     }
