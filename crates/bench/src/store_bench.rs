@@ -24,7 +24,7 @@ use crate::plain_db::{column_sst_bytes, dir_bytes, PlainDb};
 use crate::progress::bar;
 use crate::rss::{load_average, peak_rss_bytes, reset_peak_rss};
 use crate::store_report::{
-    CacheReport, EngineReport, RatioReport, StoreBenchReport, MERKLE_OVERHEAD_TARGET,
+    CacheReport, EngineReport, PhaseReport, RatioReport, StoreBenchReport, MERKLE_OVERHEAD_TARGET,
     RSS_OVER_BUDGET_TARGET, SIZE_RATIO_TARGET,
 };
 use crate::timing::{percentile_sorted, ratio, sorted};
@@ -96,6 +96,7 @@ impl BlockPhase {
             peak_rss_bytes: 0,
             peak_rss_blocks_bytes: 0,
             peak_rss_reset: false,
+            phases: None,
         }
     }
 }
@@ -200,6 +201,7 @@ fn run_arbor(
     let mut live = LiveKeys::initial(opts.keys);
     let pb = bar(progress, opts.blocks, "arbor: blocks");
     let mut commit_seconds = Vec::with_capacity(opts.blocks as usize);
+    let mut timings = Vec::with_capacity(opts.blocks as usize);
     let (mut writes, mut hashes) = (0, 0);
     for b in 1..=opts.blocks {
         let ops = workload.block_ops(b);
@@ -212,6 +214,7 @@ fn run_arbor(
         commit_seconds.push(start.elapsed().as_secs_f64());
         ensure!(info.number == b, "Arbor committed block {} as number {}", b, info.number);
         hashes += info.hashes;
+        timings.push(info.timings);
         pb.inc(1);
     }
     let start = Instant::now();
@@ -222,6 +225,7 @@ fn run_arbor(
     let phase = BlockPhase { commit_seconds, writes, hashes, flush_seconds };
     let mut report = phase.engine_report(opts.blocks, bulk_keys, bulk_seconds);
     report.peak_rss_blocks_bytes = peak_rss_blocks_bytes;
+    report.phases = Some(PhaseReport::of(&timings));
     let stats = db.stats();
     let root = db.head_root();
 
@@ -245,6 +249,8 @@ fn run_arbor(
         node_hit_rate: stats.node_cache.hit_rate(),
         flat: stats.flat_cache,
         flat_hit_rate: stats.flat_cache.hit_rate(),
+        top: stats.top_cache,
+        top_hit_rate: stats.top_cache.hit_rate(),
         commit_waits: stats.commit_waits,
         budget_bytes,
         peak_rss_over_budget,

@@ -98,12 +98,44 @@ pub struct EngineReport {
     pub peak_rss_blocks_bytes: u64,
     /// True when the peak was reset before this phase (so it is this phase's own).
     pub peak_rss_reset: bool,
+    /// Median time per commit phase (Arbor only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phases: Option<PhaseReport>,
 }
 
 impl EngineReport {
     /// SST bytes of every column family but `history` (the state without reverse diffs).
     pub fn state_sst_bytes(&self) -> u64 {
         self.column_sst_bytes.iter().filter(|(c, _)| c.as_str() != "history").map(|(_, b)| b).sum()
+    }
+}
+
+/// Median milliseconds per block of each commit phase (see `store::CommitTimings`).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct PhaseReport {
+    /// Batched reads of the old values.
+    pub read_old_values_ms_p50: f64,
+    /// Applying the changes to the trie.
+    pub trie_updates_ms_p50: f64,
+    /// Hashing the dirty paths.
+    pub hashing_ms_p50: f64,
+    /// Publishing the layer (including back-pressure waits).
+    pub publish_ms_p50: f64,
+}
+
+impl PhaseReport {
+    /// Medians over the blocks' timings.
+    pub fn of(timings: &[store::CommitTimings]) -> PhaseReport {
+        let p50 = |f: fn(&store::CommitTimings) -> std::time::Duration| {
+            let v: Vec<f64> = timings.iter().map(|t| f(t).as_secs_f64() * 1e3).collect();
+            crate::timing::percentile_sorted(&crate::timing::sorted(&v), 50.0)
+        };
+        PhaseReport {
+            read_old_values_ms_p50: p50(|t| t.read_old_values),
+            trie_updates_ms_p50: p50(|t| t.trie_updates),
+            hashing_ms_p50: p50(|t| t.hashing),
+            publish_ms_p50: p50(|t| t.publish),
+        }
     }
 }
 
@@ -118,9 +150,13 @@ pub struct CacheReport {
     pub flat: CacheStats,
     /// Flat-value cache hit rate.
     pub flat_hit_rate: f64,
+    /// Top-node cache counters.
+    pub top: CacheStats,
+    /// Top-node cache hit rate.
+    pub top_hit_rate: f64,
     /// Commits that waited for the background writer (back-pressure).
     pub commit_waits: u64,
-    /// `config.cache_budget_bytes()`: block cache + memtables + node cache + flat cache + unpersisted layers.
+    /// `config.cache_budget_bytes()`: block cache + memtables + node, flat and top-node caches + unpersisted layers.
     pub budget_bytes: u64,
     /// Arbor's peak RSS during the block run / budget.
     pub peak_rss_over_budget: f64,
@@ -244,6 +280,16 @@ impl StoreBenchReport {
         );
         row(out, "commit p50", ms(a.commit_ms_p50), ms(p.commit_ms_p50), None);
         row(out, "commit p99", ms(a.commit_ms_p99), ms(p.commit_ms_p99), None);
+        if let Some(ph) = &a.phases {
+            for (name, v) in [
+                ("  read old values p50", ph.read_old_values_ms_p50),
+                ("  trie updates p50", ph.trie_updates_ms_p50),
+                ("  hashing p50", ph.hashing_ms_p50),
+                ("  publish layer p50", ph.publish_ms_p50),
+            ] {
+                row(out, name, ms(v), String::new(), None);
+            }
+        }
         row(
             out,
             "arbor keccak calls/block",
@@ -302,7 +348,8 @@ impl StoreBenchReport {
         let _ = writeln!(
             out,
             "\narbor caches: node hit rate {:.1}% ({} hits, {} misses, {} evictions, {} of {}), \
-             flat hit rate {:.1}% ({} hits, {} misses, {} evictions); {} commits waited for the writer",
+             flat hit rate {:.1}% ({} hits, {} misses, {} evictions), top-node hit rate {:.1}% \
+             ({} hits, {} misses, {} of {}); {} commits waited for the writer",
             c.node_hit_rate * 100.0,
             thousands(c.node.hits),
             thousands(c.node.misses),
@@ -313,12 +360,17 @@ impl StoreBenchReport {
             thousands(c.flat.hits),
             thousands(c.flat.misses),
             thousands(c.flat.evictions),
+            c.top_hit_rate * 100.0,
+            thousands(c.top.hits),
+            thousands(c.top.misses),
+            mib(c.top.bytes),
+            mib(c.top.bytes_max),
             c.commit_waits
         );
         let _ = writeln!(
             out,
             "memory: arbor peak RSS during the blocks {} vs configured budget {} (block cache + \
-             memtables + node cache + flat cache + unpersisted layers): {:.2}x{}",
+             memtables + node, flat and top-node caches + unpersisted layers): {:.2}x{}",
             mib(self.arbor.peak_rss_blocks_bytes),
             mib(c.budget_bytes),
             c.peak_rss_over_budget,

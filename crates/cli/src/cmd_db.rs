@@ -272,7 +272,9 @@ pub(crate) fn stats(args: &StatsArgs) -> Result<ExitCode> {
         "layers         {} unpersisted ({} bytes), {} persisted since open, {} commit waits",
         s.unpersisted_layers, s.unpersisted_bytes, s.layers_persisted, s.commit_waits
     )?;
-    for (name, c) in [("node cache", &s.node_cache), ("flat cache", &s.flat_cache)] {
+    let caches =
+        [("node cache", &s.node_cache), ("flat cache", &s.flat_cache), ("top nodes", &s.top_cache)];
+    for (name, c) in caches {
         writeln!(
             out,
             "{name:<14} {} hits, {} misses, {} evictions, hit rate {:.1}%, {} of {} bytes",

@@ -73,7 +73,7 @@ impl StateDb {
         }
         let main = rebuild(&db, &TrieId::Main, true)?;
         // The rebuild wrote `nodes` behind the caches' back (absent entries may be cached).
-        self.reader().node_cache.clear();
+        self.reader().clear_caches();
         self.set_head(0, main.root)?;
         Ok(main.root)
     }

@@ -114,7 +114,8 @@ impl CacheStats {
 /// `arbor stats` shows what earlier commands (an `arbor load`, say) saw.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct CacheTotals {
-    /// Node cache hits.
+    /// Node cache hits (the node cache and the top-node cache together, as every
+    /// counter named `node_` here).
     pub node_hits: u64,
     /// Node cache misses.
     pub node_misses: u64,
@@ -239,6 +240,11 @@ impl<V: Weigh + Clone> ByteCache<V> {
             stripe.misses.fetch_add(1, Ordering::Relaxed);
         }
         found
+    }
+
+    /// Whether `key` is cached, without counting a lookup or touching its recency.
+    pub fn contains(&self, key: &[u8]) -> bool {
+        self.inner.as_ref().is_some_and(|c| c.contains_key(key))
     }
 
     /// Caches `value` for `key`, evicting colder entries to stay within the bound.

@@ -55,6 +55,12 @@ node_cache_bytes = 134217728
 # Byte budget of the flat-value cache; 0 disables it.
 # Default: 67108864 (64 MiB).
 flat_cache_bytes = 67108864
+# Byte budget of the top-node cache: nodes less than top_depth nibbles deep, which every block rewrites, kept across commits (it admits fresh writes); 0 disables it.
+# Default: 134217728 (128 MiB).
+top_nodes_bytes = 134217728
+# Nodes whose path is shorter than this many nibbles go to the top-node cache; 0 to 64.
+# Default: 7.
+top_depth = 7
 
 [layers]
 # Bytes held by committed but unpersisted diff layers before commits block; at least 1 MiB.
@@ -190,11 +196,24 @@ pub struct CacheConfig {
     pub node_cache_bytes: u64,
     /// Flat-value cache budget; 0 disables it. Default 64 MiB.
     pub flat_cache_bytes: u64,
+    /// Top-node cache budget: nodes shallower than [`CacheConfig::top_depth`] nibbles,
+    /// which nearly every block rewrites, so a cache that never admits fresh writes could
+    /// never hold them. This one does; 0 disables it. Default 128 MiB.
+    pub top_nodes_bytes: u64,
+    /// Path length (nibbles) below which a node belongs to the top-node cache; 0 to 64.
+    /// Default 7: at 1M random keys, levels 0-4 are full (70k branches) and levels 5-6
+    /// hold about 280k small branches, together about 100 MB with cache overhead.
+    pub top_depth: u8,
 }
 
 impl Default for CacheConfig {
     fn default() -> Self {
-        Self { node_cache_bytes: 128 * MIB, flat_cache_bytes: 64 * MIB }
+        Self {
+            node_cache_bytes: 128 * MIB,
+            flat_cache_bytes: 64 * MIB,
+            top_nodes_bytes: 128 * MIB,
+            top_depth: 7,
+        }
     }
 }
 
@@ -214,6 +233,9 @@ impl Default for LayerConfig {
         Self { unpersisted_bytes_max: 256 * MIB, history_depth: 128 }
     }
 }
+
+/// Deepest `cache.top_depth` accepted (nibbles).
+const TOP_DEPTH_MAX: u8 = 64;
 
 /// Origin label for text that did not come from a file.
 const TEXT_ORIGIN: &str = "<text>";
@@ -301,6 +323,13 @@ impl StoreConfig {
         if l.history_depth < 1 {
             return Err(invalid("layers.history_depth", l.history_depth.to_string(), "at least 1"));
         }
+        if self.cache.top_depth > TOP_DEPTH_MAX {
+            return Err(invalid(
+                "cache.top_depth",
+                self.cache.top_depth.to_string(),
+                "0 to 64 (nibbles)",
+            ));
+        }
         Ok(())
     }
 
@@ -325,7 +354,7 @@ impl StoreConfig {
     }
 
     /// Peak memory the store may spend on caches, memtables and unpersisted layers:
-    /// RocksDB block cache + memtable budget + node cache + flat cache +
+    /// RocksDB block cache + memtable budget + node cache + flat cache + top-node cache +
     /// `layers.unpersisted_bytes_max` (saturating).
     ///
     /// The benchmark checks peak RSS against this figure; RocksDB's structures outside the
@@ -336,6 +365,7 @@ impl StoreConfig {
             .saturating_add(self.rocksdb.memtable_budget_bytes())
             .saturating_add(self.cache.node_cache_bytes)
             .saturating_add(self.cache.flat_cache_bytes)
+            .saturating_add(self.cache.top_nodes_bytes)
             .saturating_add(self.layers.unpersisted_bytes_max)
     }
 }
@@ -422,6 +452,23 @@ const FIELDS: &[FieldDoc] = &[
         value: |c| c.cache.flat_cache_bytes.to_string(),
     },
     FieldDoc {
+        section_start: None,
+        key: "top_nodes_bytes",
+        doc: "Byte budget of the top-node cache: nodes less than top_depth nibbles deep, \
+              which every block rewrites, kept across commits (it admits fresh writes); \
+              0 disables it.",
+        default: "134217728 (128 MiB)",
+        value: |c| c.cache.top_nodes_bytes.to_string(),
+    },
+    FieldDoc {
+        section_start: None,
+        key: "top_depth",
+        doc: "Nodes whose path is shorter than this many nibbles go to the top-node cache; \
+              0 to 64.",
+        default: "7",
+        value: |c| c.cache.top_depth.to_string(),
+    },
+    FieldDoc {
         section_start: Some("\n[layers]\n"),
         key: "unpersisted_bytes_max",
         doc: "Bytes held by committed but unpersisted diff layers before commits block; \
@@ -487,10 +534,12 @@ mod tests {
         assert_eq!(c.rocksdb.compression, Compression::Lz4);
         assert_eq!(c.cache.node_cache_bytes, 128 * MIB);
         assert_eq!(c.cache.flat_cache_bytes, 64 * MIB);
+        assert_eq!(c.cache.top_nodes_bytes, 128 * MIB);
+        assert_eq!(c.cache.top_depth, 7);
         assert_eq!(c.layers.unpersisted_bytes_max, 256 * MIB);
         assert_eq!(c.layers.history_depth, 128);
         c.validate().unwrap();
-        assert_eq!(c.cache_budget_bytes(), (256 + 128 + 128 + 64 + 256) * MIB);
+        assert_eq!(c.cache_budget_bytes(), (256 + 128 + 128 + 64 + 128 + 256) * MIB);
     }
 
     #[test]
@@ -582,6 +631,7 @@ mod tests {
             ("[rocksdb]\nmax_total_wal_bytes = 1048576\n", "rocksdb.max_total_wal_bytes"),
             ("[layers]\nhistory_depth = 0\n", "layers.history_depth"),
             ("[layers]\nunpersisted_bytes_max = 1048575\n", "layers.unpersisted_bytes_max"),
+            ("[cache]\ntop_depth = 65\n", "cache.top_depth"),
         ];
         for (text, want_key) in cases {
             match parse_err(text) {
@@ -598,6 +648,8 @@ mod tests {
             "[rocksdb]\nbloom_bits_per_key = 64.0\nmax_open_files = -1\n",
             "[layers]\nhistory_depth = 1\nunpersisted_bytes_max = 1048576\n",
             "[cache]\nnode_cache_bytes = 0\nflat_cache_bytes = 0\n",
+            "[cache]\ntop_nodes_bytes = 0\ntop_depth = 0\n",
+            "[cache]\ntop_depth = 64\n",
         ] {
             StoreConfig::from_toml_str(text).unwrap();
         }

@@ -28,7 +28,7 @@ mod view;
 pub use bulk::VerifyReport;
 pub use config::StoreConfig;
 pub use error::StoreError;
-pub use state::{ChangeSet, CommitInfo, StateDb, StoreStats};
+pub use state::{ChangeSet, CommitInfo, CommitTimings, StateDb, StoreStats};
 pub use view::StoreSource;
 
 impl trie::StateReader for StateDb {

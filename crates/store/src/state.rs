@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, RwLock};
 use rayon::prelude::*;
@@ -49,6 +50,21 @@ pub struct CommitInfo {
     pub roots: Vec<(TrieId, H256)>,
     /// Keccak calls spent on the roots.
     pub hashes: u64,
+    /// Where the commit's time went.
+    pub timings: CommitTimings,
+}
+
+/// Wall time of a commit's phases (summed over the block's tries).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CommitTimings {
+    /// Batched reads of the changed keys' old values (reverse diff, leaf rebuilds).
+    pub read_old_values: Duration,
+    /// Applying the changes to the tries (node loads, leaf rebuilds, structure changes).
+    pub trie_updates: Duration,
+    /// Hashing the dirty paths and collecting the new nodes.
+    pub hashing: Duration,
+    /// Publishing the layer, including any wait for the writer (back-pressure).
+    pub publish: Duration,
 }
 
 #[derive(Debug, Default)]
@@ -92,6 +108,8 @@ impl StateDb {
             layers: RwLock::new(Vec::new()),
             node_cache: ByteCache::new(config.cache.node_cache_bytes),
             flat_cache: ByteCache::new(config.cache.flat_cache_bytes),
+            top_cache: ByteCache::new(config.cache.top_nodes_bytes),
+            top_depth: config.cache.top_depth,
         };
         let shared = Arc::new(Shared {
             reader,
@@ -177,10 +195,12 @@ impl StateDb {
         let mut rev = ReverseDiff::new();
         let mut roots = Vec::new();
         let mut hashes = 0;
+        let mut timings = CommitTimings::default();
         let mut main_root = self.head.1;
         for (trie_id, kv) in changes {
             let old_root = self.trie_root(trie_id)?;
-            let (updates, h) = self.apply_trie(trie_id, old_root, kv, &mut layer, &mut rev)?;
+            let (updates, h) =
+                self.apply_trie(trie_id, old_root, kv, &mut layer, &mut rev, &mut timings)?;
             hashes += h;
             stage_nodes(trie_id, &updates, &mut layer.nodes);
             if *trie_id == TrieId::Main {
@@ -199,9 +219,11 @@ impl StateDb {
         layer.history = rev.encode();
         layer.prune = number.checked_sub(self.shared.config.layers.history_depth);
         layer.measure();
+        let start = Instant::now();
         self.push_layer(layer)?;
+        timings.publish = start.elapsed();
         self.head = (number, main_root);
-        Ok(CommitInfo { number, root: main_root, roots, hashes })
+        Ok(CommitInfo { number, root: main_root, roots, hashes, timings })
     }
 
     fn read_vec(&self, column: Column, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
@@ -216,8 +238,12 @@ impl StateDb {
         kv: &BTreeMap<Vec<u8>, Option<Vec<u8>>>,
         layer: &mut Layer,
         rev: &mut ReverseDiff,
+        timings: &mut CommitTimings,
     ) -> Result<(TrieUpdates, u64), StoreError> {
-        self.prefetch(trie_id, old_root, kv)?;
+        let start = Instant::now();
+        self.prefetch(trie_id, kv)?;
+        timings.read_old_values += start.elapsed();
+        let start = Instant::now();
         let source = StoreSource { reader: &self.shared.reader, trie: *trie_id };
         let mut t: Trie<StoreSource<'_>> = Trie::from_root(source, old_root);
         for (k, v) in kv {
@@ -231,7 +257,10 @@ impl StateDb {
             rev.record(Column::Flat, fk.clone(), old);
             layer.flat.insert(fk, new.cloned());
         }
+        timings.trie_updates += start.elapsed();
+        let start = Instant::now();
         let u = t.commit();
+        timings.hashing += start.elapsed();
         Ok((u, t.hash_stats().hashes))
     }
 
@@ -304,34 +333,20 @@ impl StateDb {
         Ok((batch, head))
     }
 
-    /// Warm the caches for a large block: the keys are split among the rayon threads, and
-    /// each walks its keys' paths through its own read-only trie, so that the nodes, the
-    /// leaves' absence from `nodes` and the old values are read from RocksDB in parallel.
-    /// The sequential pass of [`StateDb::apply_trie`] then mostly hits the caches. Nothing
-    /// is written; no commit runs concurrently (commits take `&mut self`), so admitting
-    /// what the walks read follows the caches' rule (values read from disk only).
+    /// Warm the flat cache for a block: the old values of its keys (needed by the reverse
+    /// diff and by the leaves the trie rebuilds) are read with batched MultiGets, one
+    /// sorted chunk per rayon thread. The sequential trie pass of [`StateDb::apply_trie`]
+    /// then finds them cached; the nodes it needs are mostly in the top-node cache. No
+    /// commit runs concurrently (commits take `&mut self`), and what is admitted was read
+    /// from disk, as the caches' rule asks.
     fn prefetch(
         &self,
         trie_id: &TrieId,
-        root: H256,
         kv: &BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     ) -> Result<(), StoreError> {
-        let threads = rayon::current_num_threads();
-        if threads < 2 || kv.len() < PREFETCH_KEYS_MIN || root == EMPTY_ROOT {
-            return Ok(());
-        }
-        let keys: Vec<&[u8]> = kv.keys().map(Vec::as_slice).collect();
-        // Several chunks per thread balance uneven subtrees; sorted chunks keep each
-        // walk's paths close together.
-        let chunk = keys.len().div_ceil(threads * 4);
-        keys.par_chunks(chunk).try_for_each(|part| -> Result<(), StoreError> {
-            let source = StoreSource { reader: &self.shared.reader, trie: *trie_id };
-            let mut t: Trie<StoreSource<'_>> = Trie::from_root(source, root);
-            for k in part {
-                t.get(k)?;
-            }
-            Ok(())
-        })
+        let keys = kv.keys().map(|k| flat_key(trie_id, k)).collect::<Result<Vec<_>, _>>()?;
+        let chunk = keys.len().div_ceil(rayon::current_num_threads()).max(PREFETCH_CHUNK_MIN);
+        keys.par_chunks(chunk).try_for_each(|part| self.shared.reader.prefetch_flat(part))
     }
 
     /// Wait for room (back-pressure), then publish the layer and hand it to the writer.
@@ -358,9 +373,7 @@ impl StateDb {
             for k in layer.flat.keys() {
                 self.shared.reader.flat_cache.invalidate(k);
             }
-            for k in layer.nodes.keys() {
-                self.shared.reader.node_cache.invalidate(k);
-            }
+            self.shared.reader.publish_nodes(&layer);
             layers.push(layer.clone());
         }
         let tx = self.tx.as_ref().expect("writer channel lives as long as the store");
@@ -416,8 +429,7 @@ impl StateDb {
             self.shared.faults.check(number)?;
             db.write_opt(batch, &opts)?;
             // The batch went to disk behind the caches' back.
-            self.shared.reader.flat_cache.clear();
-            self.shared.reader.node_cache.clear();
+            self.shared.reader.clear_caches();
             self.head = head;
             self.shared.progress.lock().persisted = head.0;
         }
@@ -446,6 +458,7 @@ impl StateDb {
             commit_waits: self.shared.commit_waits.load(Ordering::Relaxed),
             node_cache: self.shared.reader.node_cache.stats(),
             flat_cache: self.shared.reader.flat_cache.stats(),
+            top_cache: self.shared.reader.top_cache.stats(),
             cache_totals: self.cache_totals(),
             sst_bytes: prop("rocksdb.total-sst-files-size"),
             live_data_bytes: prop("rocksdb.estimate-live-data-size"),
@@ -456,7 +469,11 @@ impl StateDb {
     /// Cache counters over every session of this database, this one included.
     pub fn cache_totals(&self) -> CacheTotals {
         let r = &self.shared.reader;
-        self.shared.totals_at_open.plus(&r.node_cache.stats(), &r.flat_cache.stats())
+        // The node counters cover both node caches: the top-node cache and the node cache.
+        self.shared
+            .totals_at_open
+            .plus(&r.node_cache.stats(), &r.flat_cache.stats())
+            .plus(&r.top_cache.stats(), &crate::cache::CacheStats::default())
     }
 
     /// The shared reader (bulk loading and rebuilds).
@@ -519,8 +536,8 @@ impl Drop for StateDb {
 /// Stage a trie commit's node deletions and writes (leaves are never stored). Their old
 /// values are not kept: a revert recomputes the nodes from the restored flat values.
 fn stage_nodes(trie_id: &TrieId, u: &TrieUpdates, nodes: &mut ChangeMap) {
-    for (path, _) in &u.removed {
-        nodes.insert(node_key(trie_id, path.as_slice()), None);
+    for r in u.removed.iter().filter(|r| !r.is_leaf) {
+        nodes.insert(node_key(trie_id, r.path.as_slice()), None);
     }
     for n in u.new.iter().filter(|n| !n.is_leaf) {
         nodes.insert(
@@ -530,8 +547,8 @@ fn stage_nodes(trie_id: &TrieId, u: &TrieUpdates, nodes: &mut ChangeMap) {
     }
 }
 
-/// Blocks touching fewer keys of one trie than this are not prefetched in parallel.
-const PREFETCH_KEYS_MIN: usize = 256;
+/// Smallest share of a block's keys one thread prefetches.
+const PREFETCH_CHUNK_MIN: usize = 256;
 
 const COLUMNS: [&str; 4] = [CF_FLAT, CF_NODES, CF_HISTORY, CF_META];
 
@@ -658,6 +675,8 @@ pub struct StoreStats {
     pub node_cache: crate::cache::CacheStats,
     /// Flat cache counters.
     pub flat_cache: crate::cache::CacheStats,
+    /// Top-node cache counters (this session).
+    pub top_cache: crate::cache::CacheStats,
     /// Both caches' lookups and evictions over every session, this one included.
     pub cache_totals: CacheTotals,
     /// Total SST bytes.

@@ -1,10 +1,12 @@
-//! Reads through the layer stack: newest diff layer first, then the byte-bounded caches,
+//! Reads through the byte-bounded caches, then the layer stack (newest diff layer first),
 //! then RocksDB. Also the [`NodeSource`] the mutable trie loads nodes from, which rebuilds
 //! leaves from flat state (leaves are never stored as nodes).
 //!
-//! Invariant: a read holds the layer lock (shared) from its first layer probe to its cache
-//! admission, and commits invalidate cache entries under the same lock (exclusive), so a
-//! value read from disk is never admitted after a newer layer changed it.
+//! Invariant: every cached entry is the newest value of its key. A read holds the layer
+//! lock (shared) from its first probe to its cache admission, and a commit, as it pushes a
+//! layer, updates or invalidates the cache entries of the layer's keys under the same lock
+//! (exclusive); so a value read from disk is never admitted after a newer layer changed it,
+//! and the caches can be asked before the layers.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -28,47 +30,115 @@ pub(crate) struct Reader {
     pub(crate) layers: RwLock<Vec<Arc<Layer>>>,
     pub(crate) node_cache: ByteCache<Arc<[u8]>>,
     pub(crate) flat_cache: ByteCache<Option<Arc<[u8]>>>,
+    /// Nodes shallower than `top_depth` nibbles; unlike `node_cache` it takes the nodes
+    /// each commit writes (see [`Reader::publish_nodes`]).
+    pub(crate) top_cache: ByteCache<Arc<[u8]>>,
+    pub(crate) top_depth: u8,
+}
+
+/// The node cache's marker for "no node at this path" (a leaf's path; leaves are never
+/// stored). Stored values hold at least a 32-byte hash, so they are never empty.
+fn no_node() -> Arc<[u8]> {
+    Arc::from(&[][..])
 }
 
 impl Reader {
-    /// The newest value of `key` in `column`: layers, cache, disk.
+    /// The newest value of `key` in `column`: cache, layers, disk.
     pub(crate) fn read(&self, column: Column, key: &[u8]) -> Result<Option<Arc<[u8]>>, StoreError> {
         let layers = self.layers.read();
-        for layer in layers.iter().rev() {
-            let map = match column {
-                Column::Flat => &layer.flat,
-                Column::Nodes => &layer.nodes,
-                Column::Meta => &layer.meta,
-            };
-            if let Some(v) = map.get(key) {
-                return Ok(v.as_deref().map(Arc::from));
-            }
-        }
+        // A cached entry is the newest value (module invariant), so the cache goes first.
         match column {
             Column::Flat => {
                 if let Some(v) = self.flat_cache.get(key) {
                     return Ok(v);
                 }
-                let v: Option<Arc<[u8]>> =
-                    self.db.get_pinned_cf(cf(&self.db, CF_FLAT)?, key)?.map(|p| Arc::from(&p[..]));
+            }
+            Column::Nodes => {
+                if let Some(v) = self.node_cache_for(key).get(key) {
+                    return Ok((!v.is_empty()).then_some(v));
+                }
+            }
+            Column::Meta => {}
+        }
+        if let Some(v) = newest_in_layers(&layers, column, key) {
+            return Ok(v);
+        }
+        let on_disk = |name| -> Result<Option<Arc<[u8]>>, StoreError> {
+            Ok(self.db.get_pinned_cf(cf(&self.db, name)?, key)?.map(|p| Arc::from(&p[..])))
+        };
+        match column {
+            Column::Flat => {
+                let v = on_disk(CF_FLAT)?;
                 self.flat_cache.admit(key, v.clone());
                 Ok(v)
             }
             Column::Nodes => {
-                // An empty cached value records "no node here" (a leaf's path: leaves are
-                // never stored); stored values hold at least a 32-byte hash.
-                if let Some(v) = self.node_cache.get(key) {
-                    return Ok((!v.is_empty()).then_some(v));
-                }
-                let v: Option<Arc<[u8]>> =
-                    self.db.get_pinned_cf(cf(&self.db, CF_NODES)?, key)?.map(|p| Arc::from(&p[..]));
-                self.node_cache.admit(key, v.clone().unwrap_or_else(|| Arc::from(&[][..])));
+                let v = on_disk(CF_NODES)?;
+                self.node_cache_for(key).admit(key, v.clone().unwrap_or_else(no_node));
                 Ok(v)
             }
-            Column::Meta => {
-                Ok(self.db.get_pinned_cf(cf(&self.db, CF_META)?, key)?.map(|p| Arc::from(&p[..])))
+            Column::Meta => on_disk(CF_META),
+        }
+    }
+
+    /// Bring the flat values of `keys` (sorted flat keys) into the flat cache: the keys no
+    /// cache entry or layer knows are read with one batched RocksDB MultiGet, which shares
+    /// the memtable and block lookups among neighbouring keys.
+    pub(crate) fn prefetch_flat(&self, keys: &[Vec<u8>]) -> Result<(), StoreError> {
+        let layers = self.layers.read();
+        let missing: Vec<&Vec<u8>> = keys
+            .iter()
+            .filter(|k| {
+                !self.flat_cache.contains(k) && newest_in_layers(&layers, Column::Flat, k).is_none()
+            })
+            .collect();
+        let values =
+            self.db.batched_multi_get_cf(cf(&self.db, CF_FLAT)?, missing.iter().copied(), true);
+        for (k, v) in missing.into_iter().zip(values) {
+            self.flat_cache.admit(k, v?.map(|p| Arc::from(&p[..])));
+        }
+        Ok(())
+    }
+
+    /// The cache that holds the node under node key `key` (its last byte is the path
+    /// length, see [`node_key`]).
+    fn node_cache_for(&self, key: &[u8]) -> &ByteCache<Arc<[u8]>> {
+        match key.last() {
+            Some(&depth) if depth < self.top_depth => &self.top_cache,
+            _ => &self.node_cache,
+        }
+    }
+
+    /// The node under `key` if memory knows it (a layer or a cache), without disk I/O:
+    /// `Some(None)` means "no node at this path".
+    fn node_in_memory(&self, key: &[u8]) -> Option<Option<Arc<[u8]>>> {
+        let layers = self.layers.read();
+        if let Some(v) = self.node_cache_for(key).get(key) {
+            return Some((!v.is_empty()).then_some(v));
+        }
+        newest_in_layers(&layers, Column::Nodes, key)
+    }
+
+    /// Make a new layer's node changes visible to the caches. Call with the layer lock held
+    /// exclusively, as the layer is pushed (see the module invariant): the top-node cache
+    /// takes each new top node (a deletion becomes "no node here"); the node cache, which
+    /// never admits fresh writes, drops the keys instead.
+    pub(crate) fn publish_nodes(&self, layer: &Layer) {
+        for (k, v) in &layer.nodes {
+            let cache = self.node_cache_for(k);
+            if std::ptr::eq(cache, &self.top_cache) {
+                cache.admit(k, v.as_deref().map_or_else(no_node, Arc::from));
+            } else {
+                cache.invalidate(k);
             }
         }
+    }
+
+    /// Forget every cached entry (after writes that bypassed the layers).
+    pub(crate) fn clear_caches(&self) {
+        self.flat_cache.clear();
+        self.node_cache.clear();
+        self.top_cache.clear();
     }
 
     /// Flat value of `key` in `trie`.
@@ -112,6 +182,22 @@ impl Reader {
     }
 }
 
+/// The value of `key` in the newest layer that mentions it (`Some(None)`: deleted there).
+fn newest_in_layers(
+    layers: &[Arc<Layer>],
+    column: Column,
+    key: &[u8],
+) -> Option<Option<Arc<[u8]>>> {
+    layers.iter().rev().find_map(|layer| {
+        let map = match column {
+            Column::Flat => &layer.flat,
+            Column::Nodes => &layer.nodes,
+            Column::Meta => &layer.meta,
+        };
+        map.get(key).map(|v| v.as_deref().map(Arc::from))
+    })
+}
+
 /// One trie of the store seen as a [`NodeSource`].
 pub struct StoreSource<'a> {
     pub(crate) reader: &'a Reader,
@@ -120,9 +206,18 @@ pub struct StoreSource<'a> {
 
 impl StoreSource<'_> {
     fn node(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, StoreError> {
-        let Some(v) = self.reader.read(Column::Nodes, &node_key(&self.trie, path))? else {
-            return Ok(None);
-        };
+        let v = self.reader.read(Column::Nodes, &node_key(&self.trie, path))?;
+        self.checked_node(v, path, hash)
+    }
+
+    /// The encoding of a stored node value, checked against the parent's `hash`.
+    fn checked_node(
+        &self,
+        v: Option<Arc<[u8]>>,
+        path: &[u8],
+        hash: &H256,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        let Some(v) = v else { return Ok(None) };
         // Invariant: the stored hash is the one the parent refers to.
         if v.len() < 32 || &v[..32] != hash.as_bytes() {
             return Err(StoreError::Corrupt(format!(
@@ -165,7 +260,26 @@ impl NodeSource for StoreSource<'_> {
         hash: &H256,
         key: &[u8],
     ) -> Result<Option<Vec<u8>>, SourceError> {
-        if let Some(n) = self.node(path, hash)? {
+        let nk = node_key(&self.trie, path);
+        if let Some(known) = self.reader.node_in_memory(&nk) {
+            if let Some(n) = self.checked_node(known, path, hash)? {
+                return Ok(Some(n));
+            }
+        } else if Self::key_has_path(key, path) {
+            // Before probing `nodes` on disk: if the key exists and its leaf, rebuilt from
+            // its flat value, hashes to what the parent holds, the node is that leaf (a
+            // stored node with the same hash would be a keccak collision). Most walks end
+            // at a leaf, so this saves a disk probe per key for one short hash.
+            if let Some(v) = self.reader.get(&self.trie, key)? {
+                let leaf = self.leaf(path, key, &v);
+                if leaf.len() >= 32 && EthLayout::hash(&leaf) == *hash {
+                    return Ok(Some(leaf));
+                }
+            }
+            if let Some(n) = self.node(path, hash)? {
+                return Ok(Some(n));
+            }
+        } else if let Some(n) = self.node(path, hash)? {
             return Ok(Some(n));
         }
         // A leaf: if the key being looked up exists, it is the only key under this path.

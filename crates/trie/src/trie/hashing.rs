@@ -138,6 +138,7 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
             let hash = slot.cached.as_hash().unwrap_or_else(|| L::hash(&encoded));
             slot.origin = Some(hash);
             let is_leaf = matches!(slot.kind, Kind::Leaf { .. });
+            slot.origin_leaf = is_leaf;
             out.push(CommittedNode { path: Nibbles(path.clone()), hash, encoded, is_leaf });
         }
     }

@@ -100,6 +100,8 @@ pub(crate) struct Slot {
     pub(crate) origin: Option<H256>,
     /// Created or changed since the last commit.
     pub(crate) fresh: bool,
+    /// The pre-state node (`origin`) is a leaf.
+    pub(crate) origin_leaf: bool,
 }
 
 /// A node written by [`Trie::commit`].
@@ -122,8 +124,19 @@ pub struct TrieUpdates {
     pub root: H256,
     /// Nodes referenced by hash that are new (parents before children is not guaranteed).
     pub new: Vec<CommittedNode>,
-    /// Pre-state nodes (path, hash) that no longer exist at that path.
-    pub removed: Vec<(Nibbles, H256)>,
+    /// Pre-state nodes that no longer exist at their path.
+    pub removed: Vec<RemovedNode>,
+}
+
+/// A pre-state node that a commit replaced or deleted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemovedNode {
+    /// Full nibble path from the root.
+    pub path: Nibbles,
+    /// Its hash.
+    pub hash: H256,
+    /// True for leaves (a store that never stores leaves has nothing to delete).
+    pub is_leaf: bool,
 }
 
 /// A Merkle-Patricia trie over a node source. See the module docs.
@@ -132,7 +145,7 @@ pub struct Trie<S: NodeSource, L: Layout = EthLayout> {
     free: Vec<NodeId>,
     pub(crate) root: NodeId,
     pub(crate) source: S,
-    removed: Vec<(Nibbles, H256)>,
+    removed: Vec<RemovedNode>,
     recorder: Option<Recorder>,
     root_hash: Option<H256>,
     stats: HashStats,
@@ -177,6 +190,7 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                 cached: ChildRef::hash(root),
                 origin: Some(root),
                 fresh: false,
+                origin_leaf: false,
             });
             t.root_hash = Some(root);
         }
@@ -242,7 +256,13 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
     }
 
     pub(crate) fn new_node(&mut self, kind: Kind) -> NodeId {
-        self.alloc(Slot { kind, cached: ChildRef::EMPTY, origin: None, fresh: true })
+        self.alloc(Slot {
+            kind,
+            cached: ChildRef::EMPTY,
+            origin: None,
+            fresh: true,
+            origin_leaf: false,
+        })
     }
 
     /// Mark `id` (at `path`) as changed: clears its cache and queues its pre-state version.
@@ -250,8 +270,9 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         let slot = &mut self.slots[id as usize];
         slot.cached = ChildRef::EMPTY;
         slot.fresh = true;
-        if let Some(h) = slot.origin.take() {
-            self.removed.push((Nibbles(path.to_vec()), h));
+        if let Some(hash) = slot.origin.take() {
+            let is_leaf = slot.origin_leaf;
+            self.removed.push(RemovedNode { path: Nibbles(path.to_vec()), hash, is_leaf });
         }
         self.root_hash = None;
     }
@@ -285,7 +306,9 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
             let decoded = L::decode(&bytes)
                 .map_err(|source| TrieError::Corrupt { path: path_hex(path), source })?;
             let kind = self.kind_from_decoded(decoded, path)?;
-            self.slots[id as usize].kind = kind;
+            let slot = &mut self.slots[id as usize];
+            slot.origin_leaf = matches!(kind, Kind::Leaf { .. });
+            slot.kind = kind;
             if let Some(r) = self.recorder.as_mut() {
                 r.record(hash, &bytes);
             }
@@ -377,12 +400,19 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                 cached: r,
                 origin: Some(h),
                 fresh: false,
+                origin_leaf: false,
             })),
             ChildKind::Inline(bytes) => {
                 let decoded = L::decode(bytes)
                     .map_err(|source| TrieError::Corrupt { path: path_hex(path), source })?;
                 let kind = self.kind_from_decoded(decoded, path)?;
-                Ok(self.alloc(Slot { kind, cached: r, origin: None, fresh: false }))
+                Ok(self.alloc(Slot {
+                    kind,
+                    cached: r,
+                    origin: None,
+                    fresh: false,
+                    origin_leaf: false,
+                }))
             }
         }
     }

@@ -53,6 +53,7 @@ proptest! {
     fn mutable_builder_reference_agree(ops in prop::collection::vec(op(), 1..120)) {
         let mut t: Trie<MemoryNodeSource> = Trie::new(MemoryNodeSource::new());
         let mut model = BTreeMap::new();
+        let mut stored = std::collections::HashMap::new();
         for op in ops {
             match op {
                 Op::Insert(k, v) => {
@@ -66,6 +67,13 @@ proptest! {
                 Op::Root => prop_assert_eq!(t.root(), reference_root(&model)),
                 Op::Commit => {
                     let u = t.commit();
+                    // Each removed node is one a previous commit wrote at that path, and
+                    // is flagged as a leaf exactly when it was one.
+                    for r in &u.removed {
+                        let was = stored.remove(r.path.as_slice());
+                        prop_assert_eq!(was, Some((r.hash, r.is_leaf)), "path {:?}", r.path);
+                    }
+                    for n in &u.new { stored.insert(n.path.as_slice().to_vec(), (n.hash, n.is_leaf)); }
                     for n in u.new { t.source_mut().insert_hashed(n.hash, n.encoded); }
                     // Reload from the committed root: a fresh trie sees the same state.
                     let mut fresh: Trie<MemoryNodeSource> = Trie::from_root(t.source().clone(), u.root);
