@@ -103,7 +103,7 @@ fn incremental(c: &mut Criterion) {
     for (k, v) in &items {
         t.insert(k, v).expect("in-memory insert");
     }
-    t.root();
+    t.root().expect("in-memory root");
     // Updates to existing keys only, so the trie keeps its size across iterations.
     let updates: Vec<(usize, [u8; 100])> = (0..4096)
         .map(|_| {
@@ -121,7 +121,7 @@ fn incremental(c: &mut Criterion) {
                 next += 1;
                 t.insert(&items[*i].0, v).expect("in-memory insert");
             }
-            t.root()
+            t.root().expect("in-memory root")
         })
     });
     g.finish();

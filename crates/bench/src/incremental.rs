@@ -48,7 +48,7 @@ pub(crate) fn build(
             pb.inc(4096);
         }
     }
-    trie.root();
+    trie.root()?;
     Ok(IncrementalState { trie, contents })
 }
 
@@ -87,7 +87,7 @@ pub(crate) fn measure(
             state.trie.insert(k, v)?;
         }
         let rooting = Instant::now();
-        black_box(state.trie.root());
+        black_box(state.trie.root()?);
         let end = Instant::now();
         let after = state.trie.hash_stats();
         samples.round_us.push((end - start).as_secs_f64() * 1e6);
@@ -104,7 +104,7 @@ fn check_against_rebuild(state: &mut IncrementalState) -> anyhow::Result<()> {
     let mut pairs = state.contents.clone();
     sort_unique(&mut pairs)?;
     let (expected, _) = trie::root_from_sorted::<EthLayout, _, _>(&pairs)?;
-    let actual = state.trie.root();
+    let actual = state.trie.root()?;
     if actual != expected {
         anyhow::bail!(
             "incremental root {actual} differs from the streaming rebuild {expected} over {} keys",

@@ -28,7 +28,7 @@ pub(crate) fn measure(
     }
     let picks: Vec<Item> =
         (0..count).map(|_| state.contents[random_index(rng, state.contents.len())]).collect();
-    let root = state.trie.root();
+    let root = state.trie.root()?;
 
     let mut proofs = Vec::with_capacity(count);
     let start = Instant::now();

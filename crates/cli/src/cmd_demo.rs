@@ -195,7 +195,7 @@ fn mainnet(genesis_dir: &Path) -> Result<(Genesis, EthState, MainnetReport)> {
     let root_ms = ms_since(start);
     let start = Instant::now();
     let mut state = EthState::from_genesis(&genesis).context("cannot build the mainnet state")?;
-    let state_root = state.root();
+    let state_root = state.root().context("cannot compute the mainnet state root")?;
     let state_build_ms = ms_since(start);
     let report = MainnetReport {
         accounts: genesis.alloc.len(),

@@ -259,7 +259,7 @@ impl StateDb {
         }
         timings.trie_updates += start.elapsed();
         let start = Instant::now();
-        let u = t.commit();
+        let u = t.commit()?;
         timings.hashing += start.elapsed();
         Ok((u, t.hash_stats().hashes))
     }
@@ -314,7 +314,7 @@ impl StateDb {
             for (k, v) in kv {
                 write_to_trie(&mut t, k, v.as_deref().filter(|v| !v.is_empty()))?;
             }
-            let updates = t.commit();
+            let updates = t.commit()?;
             // A storage trie whose root record the block did not change keeps its root.
             let expected = old_roots.get(trie_id).copied().unwrap_or(current);
             if updates.root != expected {

@@ -241,7 +241,9 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         out: &mut Vec<Vec<u8>>,
         seen: &mut HashSet<H256>,
     ) -> Result<(), TrieError> {
-        self.root();
+        // Proofs show canonical nodes: collapse what deletions left first.
+        self.normalize()?;
+        self.root()?;
         let path = Nibbles::from_bytes(key).0;
         let mut id = self.root;
         let mut depth = 0;
@@ -349,7 +351,7 @@ pub fn verify_range_proof<L: Layout>(
     for (k, v) in entries {
         trie.insert(k, v).map_err(trie_to_proof_error)?;
     }
-    let computed = trie.root();
+    let computed = trie.root().map_err(trie_to_proof_error)?;
     if computed != *root {
         return Err(ProofError::RootMismatch { expected: *root, computed });
     }
@@ -465,9 +467,11 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                 }
                 self.touch(id, prefix);
                 if value.is_none() && children.iter().all(|c| *c == NONE) {
+                    self.singles.remove(&id);
                     return Ok(NONE);
                 }
                 self.slots[id as usize].kind = Kind::Branch { children, value };
+                self.note_shape(id, prefix);
                 Ok(id)
             }
             Kind::Hashed(_) => unreachable!("resolved above"),

@@ -64,7 +64,7 @@ impl EthState {
             for (k, v) in storage_leaves(acc) {
                 st.insert(k.as_bytes(), &v)?;
             }
-            let account = account_of(acc, st.root());
+            let account = account_of(acc, st.root()?);
             accounts.insert(secure_key(addr).as_bytes(), &account.rlp())?;
             storage.insert(*addr, st);
         }
@@ -72,7 +72,7 @@ impl EthState {
     }
 
     /// The state root.
-    pub fn root(&mut self) -> H256 {
+    pub fn root(&mut self) -> Result<H256, TrieError> {
         self.accounts.root()
     }
 

@@ -1,37 +1,144 @@
 //! Root computation and commit: re-encode and re-hash only the dirty nodes.
 
-use super::{CommittedNode, Kind, NodeId, NodeSource, Trie, TrieUpdates, NONE};
+use super::{CommittedNode, Kind, NodeId, NodeSource, Trie, TrieError, TrieUpdates, NONE};
 use crate::hash::H256;
 use crate::nibbles::Nibbles;
-use crate::node::{ChildRef, Layout, INLINE_MAX};
+use crate::node::{ChildKind, ChildRef, Layout, INLINE_MAX};
+
+/// A node's canonical form where it stands, computed without changing the structure: a
+/// single branch (see `remove.rs`) collapses into its remaining entry, and an extension
+/// over one absorbs the result.
+enum Canon {
+    Leaf {
+        path: Vec<u8>,
+        value: Vec<u8>,
+    },
+    Ext {
+        path: Vec<u8>,
+        child: ChildRef,
+    },
+    /// A branch, by its reference.
+    Node(ChildRef),
+}
+
+impl Canon {
+    /// The form of this node seen from `nibble` of a parent branch that collapses into it.
+    fn below(self, nibble: u8) -> Canon {
+        match self {
+            Canon::Leaf { mut path, value } => {
+                path.insert(0, nibble);
+                Canon::Leaf { path, value }
+            }
+            Canon::Ext { mut path, child } => {
+                path.insert(0, nibble);
+                Canon::Ext { path, child }
+            }
+            Canon::Node(child) => Canon::Ext { path: vec![nibble], child },
+        }
+    }
+
+    /// This form behind an extension with path `ep`.
+    fn behind(self, ep: &[u8]) -> Canon {
+        let join = |p: Vec<u8>| [ep, p.as_slice()].concat();
+        match self {
+            Canon::Leaf { path, value } => Canon::Leaf { path: join(path), value },
+            Canon::Ext { path, child } => Canon::Ext { path: join(path), child },
+            Canon::Node(child) => Canon::Ext { path: ep.to_vec(), child },
+        }
+    }
+}
 
 impl<S: NodeSource, L: Layout> Trie<S, L> {
-    /// The root hash; hashes only nodes changed since the last call.
-    pub fn root(&mut self) -> H256 {
+    /// The root hash; hashes only nodes changed since the last call. Fails only when a
+    /// branch that deletions left with one entry needs its remaining child and the source
+    /// does not have it (or fails).
+    pub fn root(&mut self) -> Result<H256, TrieError> {
         if let Some(h) = self.root_hash {
-            return h;
+            return Ok(h);
         }
+        self.load_collapse_children()?;
         let h = if self.root == NONE {
             L::empty_root()
         } else {
             let r = self.hash_node(self.root);
-            match r.as_hash() {
-                Some(h) => h,
-                None => {
-                    // A short root is still committed to by its hash.
-                    self.buf.clear();
-                    let mut buf = std::mem::take(&mut self.buf);
-                    self.encode_clean(self.root, &mut buf);
+            match r.kind() {
+                ChildKind::Hash(h) => h,
+                // A short root is still committed to by its hash.
+                ChildKind::Inline(bytes) => {
                     self.stats.hashes += 1;
-                    self.stats.bytes += buf.len() as u64;
-                    let h = L::hash(&buf);
-                    self.buf = buf;
-                    h
+                    self.stats.bytes += bytes.len() as u64;
+                    L::hash(bytes)
                 }
+                ChildKind::Empty => unreachable!("a live node has a reference"),
             }
         };
         self.root_hash = Some(h);
-        h
+        Ok(h)
+    }
+
+    /// Load the remaining child of every single branch whose child is not loaded yet, so
+    /// that hashing can collapse it. Recorded unless `record_collapse_loads` is off.
+    fn load_collapse_children(&mut self) -> Result<(), TrieError> {
+        let pending: Vec<(NodeId, Vec<u8>)> = self
+            .singles
+            .iter()
+            .filter_map(|(&id, path)| {
+                let Kind::Branch { children, value: None } = &self.slots[id as usize].kind else {
+                    return None;
+                };
+                let (i, &c) = children.iter().enumerate().find(|(_, c)| **c != NONE)?;
+                matches!(self.slots[c as usize].kind, Kind::Hashed(_)).then(|| {
+                    let mut p = path.clone();
+                    p.push(i as u8);
+                    (c, p)
+                })
+            })
+            .collect();
+        for (c, path) in pending {
+            self.resolve_for_collapse(c, &path)?;
+        }
+        Ok(())
+    }
+
+    /// Resolve a node needed only to collapse its single parent.
+    pub(crate) fn resolve_for_collapse(
+        &mut self,
+        id: NodeId,
+        path: &[u8],
+    ) -> Result<(), TrieError> {
+        let held = if self.record_collapse_loads { None } else { self.recorder.take() };
+        let r = self.resolve(id, path);
+        if held.is_some() {
+            self.recorder = held;
+        }
+        r
+    }
+
+    /// The canonical form of node `id` where it stands. Every node it needs is loaded
+    /// (see [`Trie::load_collapse_children`]).
+    fn canon(&mut self, id: NodeId) -> Canon {
+        match &self.slots[id as usize].kind {
+            Kind::Leaf { path, value } => Canon::Leaf { path: path.clone(), value: value.clone() },
+            Kind::Extension { path, child } => {
+                let (ep, c) = (path.clone(), *child);
+                if self.is_single(c) {
+                    self.canon(c).behind(&ep)
+                } else {
+                    Canon::Ext { path: ep, child: self.hash_node(c) }
+                }
+            }
+            Kind::Branch { children, value } if self.is_single(id) => {
+                match children.iter().enumerate().find(|(_, c)| **c != NONE) {
+                    Some((i, &c)) => self.canon(c).below(i as u8),
+                    None => Canon::Leaf {
+                        path: Vec::new(),
+                        value: value.clone().expect("a single branch without a child has a value"),
+                    },
+                }
+            }
+            Kind::Branch { .. } => Canon::Node(self.hash_node(id)),
+            Kind::Hashed(_) => unreachable!("unloaded nodes always carry their hash"),
+        }
     }
 
     /// Reference of node `id`, computing dirty descendants first.
@@ -43,6 +150,8 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         // Children first, collecting their references in the same pass (each child slot
         // is read once); then encode this node from them.
         let mut buf = match &self.slots[id as usize].kind {
+            Kind::Extension { child, .. } if self.is_single(*child) => self.encode_canon(id),
+            Kind::Branch { .. } if self.is_single(id) => self.encode_canon(id),
             Kind::Extension { child, .. } => {
                 let c = *child;
                 let r = self.hash_node(c);
@@ -87,17 +196,37 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         r
     }
 
+    /// The encoding of node `id`'s canonical form (in the shared buffer).
+    fn encode_canon(&mut self, id: NodeId) -> Vec<u8> {
+        let canon = self.canon(id);
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        match &canon {
+            Canon::Leaf { path, value } => L::encode_leaf_unpacked(path, value, &mut buf),
+            Canon::Ext { path, child } => L::encode_extension_unpacked(path, child, &mut buf),
+            Canon::Node(r) => match r.kind() {
+                ChildKind::Inline(bytes) => buf.extend_from_slice(bytes),
+                // Only a branch's own encoding is wanted here, never its hash: `canon`
+                // returns `Node` for non-single branches only, and hash_node handles those.
+                _ => unreachable!("encode_canon of a plain branch"),
+            },
+        }
+        buf
+    }
+
     /// Compute the root and return every new node and every removed pre-state node.
     /// Afterwards the trie's nodes count as pre-state for recording and later commits.
-    pub fn commit(&mut self) -> TrieUpdates {
-        let root = self.root();
+    pub fn commit(&mut self) -> Result<TrieUpdates, TrieError> {
+        self.normalize()?;
+        self.singles.clear();
+        let root = self.root()?;
         let mut new = Vec::new();
         if self.root != NONE {
             let mut path = Vec::new();
             self.collect_fresh(self.root, &mut path, true, &mut new);
         }
         let removed = std::mem::take(&mut self.removed);
-        TrieUpdates { root, new, removed }
+        Ok(TrieUpdates { root, new, removed })
     }
 
     fn collect_fresh(

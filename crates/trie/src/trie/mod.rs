@@ -12,6 +12,7 @@
 //! [`Trie::commit`] returns the new and removed nodes; dropping a trie without committing
 //! writes nothing anywhere.
 
+use std::collections::HashMap;
 use std::marker::PhantomData;
 
 use crate::builder::HashStats;
@@ -152,6 +153,11 @@ pub struct Trie<S: NodeSource, L: Layout = EthLayout> {
     buf: Vec<u8>,
     /// The key the current operation looks up (a hint for leaf-by-key sources).
     key_hint: Option<Vec<u8>>,
+    /// Branches left with a single entry (one child and no value, or a value and no
+    /// child) by deletions; collapsed by hashing (virtually) and by commit (for real).
+    pub(crate) singles: HashMap<NodeId, Vec<u8>>,
+    /// Whether loads made only to collapse a single branch are recorded (the default).
+    pub(crate) record_collapse_loads: bool,
     _layout: PhantomData<L>,
 }
 
@@ -169,6 +175,8 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
             stats: HashStats::default(),
             buf: Vec::with_capacity(600),
             key_hint: None,
+            singles: HashMap::new(),
+            record_collapse_loads: true,
             _layout: PhantomData,
         }
     }
@@ -277,8 +285,29 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         self.root_hash = None;
     }
 
+    /// Keep [`Trie::singles`] up to date after branch `id` (at `path`) changed.
+    pub(crate) fn note_shape(&mut self, id: NodeId, path: &[u8]) {
+        if self.is_single(id) {
+            self.singles.entry(id).or_insert_with(|| path.to_vec());
+        } else {
+            self.singles.remove(&id);
+        }
+    }
+
+    /// A loaded branch with exactly one entry (its canonical form is a leaf or extension).
+    pub(crate) fn is_single(&self, id: NodeId) -> bool {
+        match &self.slots[id as usize].kind {
+            Kind::Branch { children, value } => {
+                let n = children.iter().filter(|c| **c != NONE).count();
+                n + usize::from(value.is_some()) == 1
+            }
+            _ => false,
+        }
+    }
+
     /// Touch and release a slot.
     pub(crate) fn free_node(&mut self, id: NodeId, path: &[u8]) {
+        self.singles.remove(&id);
         self.touch(id, path);
         self.slots[id as usize].kind = Kind::Hashed(H256::ZERO);
         self.free.push(id);
@@ -575,6 +604,7 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                         Kind::Branch { children, value: Some(value.to_vec()) };
                     if !same {
                         self.touch(id, prefix);
+                        self.note_shape(id, prefix);
                     }
                     return Ok((id, !same));
                 }
@@ -593,6 +623,7 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                 self.slots[id as usize].kind = Kind::Branch { children, value: bv };
                 if r.1 {
                     self.touch(id, prefix);
+                    self.note_shape(id, prefix);
                 }
                 Ok((id, r.1))
             }

@@ -1,9 +1,18 @@
-//! Deletion, with the branch collapse that pulls in (and records) the remaining sibling.
+//! Deletion, and the normalisation that collapses what deletions left behind.
+//!
+//! Deletion is lazy: a branch left with one entry stays a branch (a "single"), and an
+//! extension over it stays an extension, until the trie is hashed or committed. Hashing
+//! computes the collapsed form without changing the structure (see `hashing.rs`);
+//! [`Trie::commit`] collapses the structure for real. So the remaining sibling is loaded
+//! only if the branch is still single when the root is needed: a later insert under the
+//! same branch (a transfer that re-creates an account, say) costs no sibling load, and the
+//! set of nodes a root computation needs depends on the final state only, not on the order
+//! of the changes. That is what makes an exact witness size possible (see the overlay).
 
 use super::{Kind, NodeId, NodeSource, Trie, TrieError, NONE};
 use crate::hash::H256;
 use crate::nibbles::Nibbles;
-use crate::node::Layout;
+use crate::node::{ChildRef, Layout};
 
 impl<S: NodeSource, L: Layout> Trie<S, L> {
     /// Remove `key`; returns whether it was present.
@@ -54,7 +63,7 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                 if let Kind::Extension { child, .. } = &mut self.slots[id as usize].kind {
                     *child = nc;
                 }
-                Ok((self.merge_extension(id, prefix)?, true))
+                Ok((id, true))
             }
             Kind::Branch { children, value } => {
                 if rest.is_empty() {
@@ -65,7 +74,7 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                     if let Kind::Branch { value, .. } = &mut self.slots[id as usize].kind {
                         *value = None;
                     }
-                    return Ok((self.collapse_branch(id, prefix)?, true));
+                    return Ok((self.drop_if_empty(id, prefix), true));
                 }
                 let i = rest[0] as usize;
                 let child = children[i];
@@ -83,10 +92,100 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                 if let Kind::Branch { children, .. } = &mut self.slots[id as usize].kind {
                     children[i] = nc;
                 }
-                Ok((self.collapse_branch(id, prefix)?, true))
+                Ok((self.drop_if_empty(id, prefix), true))
             }
             Kind::Hashed(_) => unreachable!("resolved above"),
         }
+    }
+
+    /// A branch that lost an entry: free it if nothing is left, else note whether it is
+    /// now single (collapsed later).
+    fn drop_if_empty(&mut self, id: NodeId, prefix: &[u8]) -> NodeId {
+        if let Kind::Branch { children, value: None } = &self.slots[id as usize].kind {
+            if children.iter().all(|c| *c == NONE) {
+                self.free_node(id, prefix);
+                return NONE;
+            }
+        }
+        self.note_shape(id, prefix);
+        id
+    }
+
+    /// Collapse every single branch below the changed nodes, bottom-up, loading each
+    /// remaining sibling (and recording it, when recording). Afterwards the structure is
+    /// canonical: no branch has one entry, no extension sits over a leaf or extension.
+    pub(crate) fn normalize(&mut self) -> Result<(), TrieError> {
+        if self.singles.is_empty() {
+            return Ok(());
+        }
+        let mut prefix = Vec::new();
+        let (root, changed) = self.normalize_at(self.root, &mut prefix)?;
+        if changed {
+            self.root_hash = None;
+        }
+        self.set_root(root);
+        Ok(())
+    }
+
+    /// Normalise below `id`; returns the node now at this position and whether anything
+    /// changed. A changed node's cached reference is cleared: it may have been computed
+    /// (for the same canonical form) over children that are now replaced.
+    fn normalize_at(
+        &mut self,
+        id: NodeId,
+        prefix: &mut Vec<u8>,
+    ) -> Result<(NodeId, bool), TrieError> {
+        // Unchanged nodes are canonical (the pre-state is); so are their subtrees.
+        if id == NONE || !self.slots[id as usize].fresh {
+            return Ok((id, false));
+        }
+        let (out, changed) = match &self.slots[id as usize].kind {
+            Kind::Leaf { .. } | Kind::Hashed(_) => return Ok((id, false)),
+            Kind::Extension { path, child } => {
+                let (ep, child) = (path.clone(), *child);
+                prefix.extend_from_slice(&ep);
+                let r = self.normalize_at(child, prefix);
+                prefix.truncate(prefix.len() - ep.len());
+                let (nc, below) = r?;
+                if nc != child {
+                    if let Kind::Extension { child, .. } = &mut self.slots[id as usize].kind {
+                        *child = nc;
+                    }
+                }
+                // An unloaded child is a pre-state branch: nothing to fold.
+                if !below || matches!(self.slots[nc as usize].kind, Kind::Hashed(_)) {
+                    (id, below)
+                } else {
+                    (self.merge_extension(id, prefix)?, true)
+                }
+            }
+            Kind::Branch { children, .. } => {
+                let children = *children;
+                let mut below = false;
+                for (i, c) in children.into_iter().enumerate() {
+                    if c == NONE {
+                        continue;
+                    }
+                    prefix.push(i as u8);
+                    let r = self.normalize_at(c, prefix);
+                    prefix.pop();
+                    let (nc, ch) = r?;
+                    below |= ch;
+                    if nc != c {
+                        if let Kind::Branch { children, .. } = &mut self.slots[id as usize].kind {
+                            children[i] = nc;
+                        }
+                    }
+                }
+                let single = self.singles.remove(&id).is_some();
+                let out = if single { self.collapse_branch(id, prefix)? } else { id };
+                (out, below || single)
+            }
+        };
+        if changed && out != NONE {
+            self.slots[out as usize].cached = ChildRef::EMPTY;
+        }
+        Ok((out, changed))
     }
 
     /// An extension whose child changed: fold a leaf or extension child into it.

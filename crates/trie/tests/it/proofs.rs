@@ -31,7 +31,7 @@ proptest! {
     #[test]
     fn single_proofs_verify_and_mutations_fail(map in map_strategy(), probes in prop::collection::vec(prop::collection::vec(any::<u8>(), 1..33), 1..8), seed in any::<u64>()) {
         let mut t = build(&map);
-        let root = t.root();
+        let root = t.root().unwrap();
         let keys: Vec<Vec<u8>> = map.keys().take(4).cloned().chain(probes).collect();
         let mut rng = seed;
         for key in keys {
@@ -70,7 +70,7 @@ proptest! {
     #[test]
     fn multiproofs_verify(map in map_strategy(), extra in prop::collection::vec(prop::collection::vec(any::<u8>(), 32..=32), 0..5)) {
         let mut t = build(&map);
-        let root = t.root();
+        let root = t.root().unwrap();
         let keys: Vec<Vec<u8>> = map.keys().step_by(3).cloned().chain(extra).collect();
         let proof = t.prove_many(&keys).unwrap();
         let values = verify_multiproof::<EthLayout>(&root, &keys, &proof).unwrap();
@@ -87,7 +87,7 @@ proptest! {
     #[test]
     fn range_proofs_verify_and_tampering_fails(map in map_strategy(), a in any::<prop::sample::Index>(), b in any::<prop::sample::Index>(), gap in any::<bool>()) {
         let mut t = build(&map);
-        let root = t.root();
+        let root = t.root().unwrap();
         let keys: Vec<&Vec<u8>> = map.keys().collect();
         let (i, j) = { let (x, y) = (a.index(keys.len()), b.index(keys.len())); (x.min(y), x.max(y)) };
         let mut start = keys[i].clone();

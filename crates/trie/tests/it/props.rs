@@ -64,9 +64,9 @@ proptest! {
                     let was = t.remove(&k).unwrap();
                     prop_assert_eq!(was, model.remove(&k).is_some());
                 }
-                Op::Root => prop_assert_eq!(t.root(), reference_root(&model)),
+                Op::Root => prop_assert_eq!(t.root().unwrap(), reference_root(&model)),
                 Op::Commit => {
-                    let u = t.commit();
+                    let u = t.commit().unwrap();
                     // Each removed node is one a previous commit wrote at that path, and
                     // is flagged as a leaf exactly when it was one.
                     for r in &u.removed {
@@ -85,7 +85,7 @@ proptest! {
             }
         }
         let expected = reference_root(&model);
-        prop_assert_eq!(t.root(), expected);
+        prop_assert_eq!(t.root().unwrap(), expected);
         prop_assert_eq!(builder_root(&model), expected);
         for (k, v) in &model {
             let got = t.get(k).unwrap();
@@ -112,7 +112,7 @@ proptest! {
         // Build, commit into a source, reopen lazily, mutate: roots must match the model.
         let mut t: Trie<MemoryNodeSource> = Trie::new(MemoryNodeSource::new());
         for (k, v) in &base { t.insert(k, v).unwrap(); }
-        let u = t.commit();
+        let u = t.commit().unwrap();
         let mut src = MemoryNodeSource::new();
         for n in u.new { src.insert_hashed(n.hash, n.encoded); }
         let mut lazy: Trie<MemoryNodeSource> = Trie::from_root(src, u.root);
@@ -124,10 +124,10 @@ proptest! {
                     if v.is_empty() { model.remove(&k); } else { model.insert(k, v); }
                 }
                 Op::Remove(k) => { lazy.remove(&k).unwrap(); model.remove(&k); }
-                Op::Root | Op::Commit => prop_assert_eq!(lazy.root(), reference_root(&model)),
+                Op::Root | Op::Commit => prop_assert_eq!(lazy.root().unwrap(), reference_root(&model)),
             }
         }
-        prop_assert_eq!(lazy.root(), reference_root(&model));
+        prop_assert_eq!(lazy.root().unwrap(), reference_root(&model));
     }
 }
 
@@ -142,21 +142,21 @@ fn incremental_root_hashes_only_dirty_paths() {
     for k in &keys {
         t.insert(k, &[7u8; 40]).unwrap();
     }
-    t.root();
+    t.root().unwrap();
     for round in 0..50 {
         let picked: Vec<[u8; 32]> = (0..3).map(|_| keys[rng.gen_range(0..keys.len())]).collect();
         for k in &picked {
             t.insert(k, &[round as u8 + 100; 40]).unwrap();
         }
         let before = t.hash_stats().hashes;
-        t.root();
+        t.root().unwrap();
         let hashed = t.hash_stats().hashes - before;
         // Every node on those paths is at least 32 bytes here, so the multiproof lists
         // exactly the nodes that had to be rehashed.
         let on_paths = t.prove_many(&picked).unwrap().len() as u64;
         assert_eq!(hashed, on_paths, "seed {seed:#x} round {round}");
         let again = t.hash_stats().hashes;
-        t.root();
+        t.root().unwrap();
         assert_eq!(t.hash_stats().hashes, again, "a clean root() hashes nothing");
     }
 }
@@ -178,7 +178,7 @@ fn builder_hashes_each_node_once() {
         for (k, v) in &map {
             t.insert(k, v).unwrap();
         }
-        let u = t.commit();
+        let u = t.commit().unwrap();
         assert_eq!(u.root, root);
         assert_eq!(stats.hashes, u.new.len() as u64, "n = {n}");
     }
