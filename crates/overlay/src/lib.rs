@@ -5,6 +5,8 @@
 //!   [`ChangeSet`].
 //! - [`RangeReader`] and [`RangeIter`]: ordered iteration over a key range of one trie,
 //!   merging the overlay's writes with the backend's entries.
+//! - [`PovSession`]: an overlay over a recording trie of the parent state, with the exact
+//!   proof size and state root after every transaction.
 //! - [`MemoryState`]: an in-memory backend (one `BTreeMap` per trie) for tests and
 //!   benchmarks.
 //!
@@ -18,6 +20,7 @@
 mod error;
 mod memory;
 mod overlay;
+mod pov;
 mod range;
 mod slot;
 
@@ -28,6 +31,7 @@ use trie::TrieId;
 pub use error::{ChangeSetError, TransactionError};
 pub use memory::{MemoryRange, MemoryState};
 pub use overlay::Overlay;
+pub use pov::{PovError, PovSession, RecordingBackend};
 pub use range::{RangeIter, RangeReader};
 
 /// A block's changes: per trie, key → new value (`None` = delete). The same shape as the

@@ -106,6 +106,21 @@ impl<R: StateReader> Overlay<R> {
         })
     }
 
+    /// The newest write of `key` if it has one that survives (`Some(None)`: removed), without
+    /// reading the backend.
+    pub fn newest_write(&self, trie: &TrieId, key: &[u8]) -> Option<Option<&[u8]>> {
+        let slot = &self.slots[self.find(trie, key)?];
+        slot.newest().map(|v| v.value.as_deref())
+    }
+
+    /// Drop every cached backend value, so that the next read of each key asks the
+    /// backend again (a recording backend then records it again).
+    pub fn forget_backend_reads(&mut self) {
+        for slot in &mut self.slots {
+            slot.backend = None;
+        }
+    }
+
     /// Set `key` in trie `trie` to `value` in the innermost open transaction (or the block
     /// itself); an empty value removes the key.
     pub fn set(&mut self, trie: &TrieId, key: &[u8], value: Vec<u8>) {

@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod differential;
+mod pov;
 
 /// Property-test case count: `ARBOR_PROPTEST_CASES` (default small enough for CI).
 pub fn cases(default: u32) -> u32 {

@@ -87,7 +87,8 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                     return None;
                 };
                 let (i, &c) = children.iter().enumerate().find(|(_, c)| **c != NONE)?;
-                matches!(self.slots[c as usize].kind, Kind::Hashed(_)).then(|| {
+                let stub = &self.slots[c as usize];
+                (matches!(stub.kind, Kind::Hashed(_)) && !stub.known_branch).then(|| {
                     let mut p = path.clone();
                     p.push(i as u8);
                     (c, p)
@@ -98,6 +99,35 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
             self.resolve_for_collapse(c, &path)?;
         }
         Ok(())
+    }
+
+    /// The pre-state nodes that collapsing the current single branches needs and that no
+    /// operation has visited otherwise: for each single branch whose remaining child is an
+    /// unchanged pre-state node referenced by hash, that child (hash and encoding). Loads
+    /// the children not loaded yet (recorded only if `record_collapse_loads` is on).
+    /// Costs O(single branches); hashes nothing.
+    pub fn collapse_nodes(&mut self) -> Result<Vec<(H256, Vec<u8>)>, TrieError> {
+        self.load_collapse_children()?;
+        let mut out = Vec::new();
+        let ids: Vec<NodeId> = self.singles.keys().copied().collect();
+        for id in ids {
+            let Kind::Branch { children, value: None } = &self.slots[id as usize].kind else {
+                continue;
+            };
+            let Some(&c) = children.iter().find(|c| **c != NONE) else { continue };
+            let slot = &self.slots[c as usize];
+            // A changed child is known in full; an unloaded one is a branch by its
+            // parent's shape, and the collapse needs only its hash.
+            if slot.fresh || matches!(slot.kind, Kind::Hashed(_)) {
+                continue;
+            }
+            if let Some(origin) = slot.origin {
+                let mut enc = Vec::new();
+                self.encode_clean(c, &mut enc);
+                out.push((origin, enc));
+            }
+        }
+        Ok(out)
     }
 
     /// Resolve a node needed only to collapse its single parent.
@@ -137,7 +167,8 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                 }
             }
             Kind::Branch { .. } => Canon::Node(self.hash_node(id)),
-            Kind::Hashed(_) => unreachable!("unloaded nodes always carry their hash"),
+            // Only stubs known to be branches are left unloaded under a single branch.
+            Kind::Hashed(_) => Canon::Node(self.slots[id as usize].cached),
         }
     }
 

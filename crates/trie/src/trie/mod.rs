@@ -103,6 +103,10 @@ pub(crate) struct Slot {
     pub(crate) fresh: bool,
     /// The pre-state node (`origin`) is a leaf.
     pub(crate) origin_leaf: bool,
+    /// An unloaded stub known to be a branch: the child of a pre-state extension (in this
+    /// layout an extension always leads to a branch). Collapsing a single parent over it
+    /// then needs no load.
+    pub(crate) known_branch: bool,
 }
 
 /// A node written by [`Trie::commit`].
@@ -199,6 +203,7 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                 origin: Some(root),
                 fresh: false,
                 origin_leaf: false,
+                known_branch: false,
             });
             t.root_hash = Some(root);
         }
@@ -208,6 +213,24 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
     /// The node source.
     pub fn source(&self) -> &S {
         &self.source
+    }
+
+    /// Take the node source back (the trie's loaded nodes are dropped).
+    pub fn into_source(self) -> S {
+        self.source
+    }
+
+    /// Put a recorder in place (replacing any), for example one taken from another trie.
+    pub fn set_recorder(&mut self, recorder: Recorder) {
+        self.recorder = Some(recorder);
+    }
+
+    /// Whether nodes loaded only to collapse a branch that deletions left with one entry
+    /// are recorded (default: yes, as a witness for the root computation needs them).
+    /// Turned off, [`Trie::collapse_nodes`] reports them instead, so that a caller can
+    /// count the ones the *current* state needs (exact per-transaction proof sizes).
+    pub fn set_record_collapse_loads(&mut self, record: bool) {
+        self.record_collapse_loads = record;
     }
 
     /// Mutable access to the node source (to apply a commit to it).
@@ -270,6 +293,7 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
             origin: None,
             fresh: true,
             origin_leaf: false,
+            known_branch: false,
         })
     }
 
@@ -404,6 +428,7 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                 let mut child_path = path.to_vec();
                 child_path.extend_from_slice(ext.as_slice());
                 let child = self.child_from_ref(child, &child_path)?;
+                self.slots[child as usize].known_branch = true;
                 Kind::Extension { path: ext.0, child }
             }
             DecodedNode::Branch { children, value } => {
@@ -430,6 +455,7 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                 origin: Some(h),
                 fresh: false,
                 origin_leaf: false,
+                known_branch: false,
             })),
             ChildKind::Inline(bytes) => {
                 let decoded = L::decode(bytes)
@@ -441,6 +467,7 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                     origin: None,
                     fresh: false,
                     origin_leaf: false,
+                    known_branch: false,
                 }))
             }
         }

@@ -240,8 +240,12 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                 // One child left: load it (this read belongs to the witness) and pull it up.
                 let mut child_path = prefix.to_vec();
                 child_path.push(i as u8);
-                self.resolve(child, &child_path)?;
-                if let Kind::Branch { .. } = self.slots[child as usize].kind {
+                let slot = &self.slots[child as usize];
+                let known_branch = matches!(slot.kind, Kind::Hashed(_)) && slot.known_branch;
+                if !known_branch {
+                    self.resolve(child, &child_path)?;
+                }
+                if known_branch || matches!(self.slots[child as usize].kind, Kind::Branch { .. }) {
                     self.slots[id as usize].kind = Kind::Extension { path: vec![i as u8], child };
                     return Ok(id);
                 }

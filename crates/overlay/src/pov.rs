@@ -1,0 +1,283 @@
+//! [`PovSession`]: a block's overlay over a recording trie of the parent state, with the
+//! exact proof size and the exact state root available after every transaction.
+//!
+//! The witness of a block (its proof of validity) is every pre-state node that executing
+//! the block reads plus every pre-state node that computing its post-state root reads.
+//! The session keeps one mutable [`Trie`] over the parent state (the main trie) with a
+//! [`Recorder`](trie::Recorder):
+//!
+//! - Reads that the overlay sends to its backend walk the trie, so the recorder holds
+//!   every node on the path of every key read.
+//! - [`PovSession::proof_size`] and [`PovSession::storage_root`] first apply the keys
+//!   changed since the last call (the overlay's changed-key report) to the trie with their
+//!   current values; this walks their paths (recorded) and hashes nothing.
+//! - Deletion in the trie is lazy (see the trie's `remove.rs`): a branch left with one
+//!   entry stays until a root is needed, so the sibling a collapse needs depends on the
+//!   current state only. The session keeps those loads out of the recorder (they may stop
+//!   being needed when a later transaction re-fills the branch) and adds the ones the
+//!   current state needs at each call ([`Trie::collapse_nodes`], O(single branches)).
+//!
+//! So `proof_size()` equals the size of the witness that executing the same transactions
+//! from the parent on a fresh recorder and then computing the root records, and its cost
+//! is the walks of the changed keys. [`PovSession::storage_root`] hashes only dirty paths;
+//! hashes of unchanged subtrees are kept across calls.
+//!
+//! Transactions the block builder may drop (one that would take the proof over its limit)
+//! run between [`PovSession::begin_candidate`] and [`PovSession::keep`] or
+//! [`PovSession::discard`]. Discarding rolls the overlay and the recorder back (nodes
+//! first recorded by the candidate are forgotten) and rebuilds the trie from the parent
+//! with the kept changes, since nodes the candidate changed and restored would otherwise
+//! no longer be known as pre-state nodes. A block discards at most once (the builder
+//! stops), so the rebuild is paid at most once per block.
+//!
+//! Only the main trie is supported; other tries give [`PovError::UnsupportedTrie`].
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+
+use trie::{NodeSource, StateReader, Trie, TrieError, TrieId, H256};
+
+use crate::error::TransactionError;
+use crate::overlay::Overlay;
+
+/// Why a proof-recording operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PovError {
+    /// The parent state's trie failed (a missing or corrupt node, a source error).
+    #[error(transparent)]
+    Trie(#[from] TrieError),
+    /// The session records the main trie only.
+    #[error("proof recording covers the main trie only, not {0:?}")]
+    UnsupportedTrie(TrieId),
+    /// A candidate transaction is already open, or none is.
+    #[error("{0}")]
+    Candidate(&'static str),
+    /// The overlay refused a transaction operation.
+    #[error(transparent)]
+    Transaction(#[from] TransactionError),
+}
+
+struct Inner<S: NodeSource> {
+    /// The parent state plus every change applied so far (`None` only while rebuilding).
+    trie: Option<Trie<S>>,
+    /// The parent's value of every key applied to the trie.
+    pre: HashMap<Vec<u8>, Option<Vec<u8>>>,
+}
+
+impl<S: NodeSource> Inner<S> {
+    fn trie(&mut self) -> &mut Trie<S> {
+        self.trie.as_mut().expect("the trie is only absent inside PovSession::discard")
+    }
+}
+
+/// The overlay's backend: reads walk the recording trie, values come from the parent.
+pub struct RecordingBackend<S: NodeSource> {
+    inner: RefCell<Inner<S>>,
+}
+
+impl<S: NodeSource> StateReader for RecordingBackend<S> {
+    type Error = PovError;
+
+    fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, PovError> {
+        if *trie != TrieId::Main {
+            return Err(PovError::UnsupportedTrie(*trie));
+        }
+        let mut inner = self.inner.borrow_mut();
+        // Walk for the witness even when the parent value is known: a discarded candidate
+        // may have made the recorder forget this path.
+        let current = inner.trie().get(key)?;
+        Ok(match inner.pre.get(key) {
+            Some(v) => v.clone(),
+            None => current,
+        })
+    }
+}
+
+/// A block being built or verified with proof recording. See the module docs.
+pub struct PovSession<S: NodeSource> {
+    overlay: Overlay<RecordingBackend<S>>,
+    parent_root: H256,
+    /// Keys applied to the trie (kept in sync with `Inner::pre`'s keys).
+    applied: HashSet<Vec<u8>>,
+    candidate_open: bool,
+}
+
+impl<S: NodeSource> PovSession<S> {
+    /// A session over the parent state `root` served by `source`.
+    pub fn new(source: S, root: H256) -> Self {
+        let mut t = Trie::from_root(source, root);
+        t.start_recording();
+        t.set_record_collapse_loads(false);
+        let backend =
+            RecordingBackend { inner: RefCell::new(Inner { trie: Some(t), pre: HashMap::new() }) };
+        PovSession {
+            overlay: Overlay::new(backend),
+            parent_root: root,
+            applied: HashSet::new(),
+            candidate_open: false,
+        }
+    }
+
+    /// The overlay executors read and write (main trie only), with nested transactions.
+    pub fn overlay(&mut self) -> &mut Overlay<RecordingBackend<S>> {
+        &mut self.overlay
+    }
+
+    /// The parent state's root.
+    pub fn parent_root(&self) -> H256 {
+        self.parent_root
+    }
+
+    /// Apply the keys changed since the last call to the trie, with their current values.
+    fn sync(&mut self) -> Result<(), PovError> {
+        let changed = self.overlay.take_changed();
+        for (trie_id, key) in changed {
+            if trie_id != TrieId::Main {
+                return Err(PovError::UnsupportedTrie(trie_id));
+            }
+            let write = self.overlay.newest_write(&trie_id, &key).map(|v| v.map(<[u8]>::to_vec));
+            let mut inner = self.overlay.backend().inner.borrow_mut();
+            if !self.applied.contains(&key) {
+                let parent = inner.trie().get(&key)?;
+                inner.pre.insert(key.clone(), parent);
+                self.applied.insert(key.clone());
+            }
+            let value = match write {
+                Some(v) => v,
+                None => inner.pre.get(&key).cloned().flatten(),
+            };
+            let t = inner.trie();
+            match value {
+                Some(v) => t.insert(&key, &v)?,
+                None => {
+                    t.remove(&key)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The exact encoded size of the witness so far: the unique pre-state nodes that the
+    /// reads so far and computing the current root need. Walks only the paths of keys
+    /// changed since the last call; hashes nothing.
+    pub fn proof_size(&mut self) -> Result<usize, PovError> {
+        self.sync()?;
+        let mut inner = self.overlay.backend().inner.borrow_mut();
+        let t = inner.trie();
+        let extra = t.collapse_nodes()?;
+        let rec = t.recorder().expect("the session always records");
+        let mut seen = HashSet::new();
+        let mut size = rec.encoded_bytes();
+        for (h, enc) in &extra {
+            if !rec.contains(h) && seen.insert(*h) {
+                size += enc.len();
+            }
+        }
+        Ok(size)
+    }
+
+    /// The exact post-state root of the main trie now. Rehashes only the paths changed
+    /// since the last call.
+    pub fn storage_root(&mut self) -> Result<H256, PovError> {
+        self.sync()?;
+        Ok(self.overlay.backend().inner.borrow_mut().trie().root()?)
+    }
+
+    /// Keccak calls spent by root computations so far.
+    pub fn hashes(&self) -> u64 {
+        let mut inner = self.overlay.backend().inner.borrow_mut();
+        inner.trie().hash_stats().hashes
+    }
+
+    /// The witness so far: every recorded node plus the collapse nodes the current state
+    /// needs, deduplicated, sorted by hash.
+    pub fn witness(&mut self) -> Result<Vec<Vec<u8>>, PovError> {
+        self.sync()?;
+        let mut inner = self.overlay.backend().inner.borrow_mut();
+        let t = inner.trie();
+        let extra = t.collapse_nodes()?;
+        let rec = t.recorder().expect("the session always records");
+        let mut nodes: HashMap<H256, Vec<u8>> =
+            rec.witness().into_iter().map(|n| (trie::keccak256(&n), n)).collect();
+        for (h, enc) in extra {
+            nodes.entry(h).or_insert(enc);
+        }
+        let mut v: Vec<(H256, Vec<u8>)> = nodes.into_iter().collect();
+        v.sort_unstable_by_key(|(h, _)| *h);
+        Ok(v.into_iter().map(|(_, n)| n).collect())
+    }
+
+    /// Start a transaction the caller may still drop ([`PovSession::discard`]).
+    pub fn begin_candidate(&mut self) -> Result<(), PovError> {
+        if self.candidate_open {
+            return Err(PovError::Candidate("a candidate transaction is already open"));
+        }
+        // Earlier changes go into the trie now, so that a discard only drops the
+        // candidate's own.
+        self.sync()?;
+        self.overlay.start_transaction();
+        let mut inner = self.overlay.backend().inner.borrow_mut();
+        if let Some(r) = inner.trie().recorder_mut() {
+            r.start();
+        }
+        drop(inner);
+        self.candidate_open = true;
+        Ok(())
+    }
+
+    /// Keep the candidate transaction.
+    pub fn keep(&mut self) -> Result<(), PovError> {
+        if !self.candidate_open {
+            return Err(PovError::Candidate("no candidate transaction is open"));
+        }
+        self.overlay.commit_transaction()?;
+        let mut inner = self.overlay.backend().inner.borrow_mut();
+        if let Some(r) = inner.trie().recorder_mut() {
+            r.commit();
+        }
+        drop(inner);
+        self.candidate_open = false;
+        Ok(())
+    }
+
+    /// Drop the candidate transaction: its writes, its reads' contribution to the witness
+    /// and its changes to the trie. Nested transactions it left open are closed first.
+    pub fn discard(&mut self) -> Result<(), PovError> {
+        if !self.candidate_open {
+            return Err(PovError::Candidate("no candidate transaction is open"));
+        }
+        while self.overlay.transaction_depth() > 1 {
+            self.overlay.rollback_transaction()?;
+        }
+        self.overlay.rollback_transaction()?;
+        self.candidate_open = false;
+        // Forget the changes the candidate reported; the rebuild below applies the
+        // surviving writes. Forget the cached reads too: the recorder forgets the nodes
+        // the candidate's reads recorded first, so a later read must walk again.
+        self.overlay.take_changed();
+        self.overlay.forget_backend_reads();
+        let mut inner = self.overlay.backend().inner.borrow_mut();
+        let mut old = inner.trie.take().expect("present outside discard");
+        let mut recorder = old.take_recorder().unwrap_or_default();
+        recorder.rollback();
+        let mut t = Trie::from_root(old.into_source(), self.parent_root);
+        t.set_recorder(recorder);
+        t.set_record_collapse_loads(false);
+        inner.trie = Some(t);
+        // Re-apply every kept write, in key order.
+        let mut keys: Vec<&Vec<u8>> = self.applied.iter().collect();
+        keys.sort_unstable();
+        for key in keys {
+            let Some(value) = self.overlay.newest_write(&TrieId::Main, key) else { continue };
+            let t = inner.trie();
+            match value {
+                Some(v) => t.insert(key, v)?,
+                None => {
+                    t.remove(key)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
