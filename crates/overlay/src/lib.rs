@@ -30,7 +30,7 @@ use trie::TrieId;
 
 pub use error::{ChangeSetError, TransactionError};
 pub use memory::{MemoryRange, MemoryState};
-pub use overlay::Overlay;
+pub use overlay::{Overlay, PendingWrite};
 pub use pov::{PovError, PovSession, RecordingBackend};
 pub use range::{RangeIter, RangeReader};
 

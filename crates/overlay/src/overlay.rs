@@ -31,6 +31,9 @@ use crate::range::{bounds, RangeIter, RangeReader};
 use crate::slot::Slot;
 use crate::{normalize, ChangeSet};
 
+/// A key with a surviving write and its newest value (`None` = removed).
+pub type PendingWrite<'a> = (TrieId, &'a [u8], Option<&'a [u8]>);
+
 /// A block's pending state over a backend: per-key version stacks, nested transactions,
 /// changed-key reports and the final [`ChangeSet`].
 ///
@@ -111,6 +114,20 @@ impl<R: StateReader> Overlay<R> {
     pub fn newest_write(&self, trie: &TrieId, key: &[u8]) -> Option<Option<&[u8]>> {
         let slot = &self.slots[self.find(trie, key)?];
         slot.newest().map(|v| v.value.as_deref())
+    }
+
+    /// Every key with a surviving write and its newest value (`None` = removed), in trie
+    /// and key order. Costs O(keys touched in the block).
+    pub fn pending_writes(&self) -> Vec<PendingWrite<'_>> {
+        let mut out = Vec::new();
+        for (trie, keys) in &self.index {
+            for (key, &idx) in keys {
+                if let Some(v) = self.slots[idx].newest() {
+                    out.push((*trie, key.as_slice(), v.value.as_deref()));
+                }
+            }
+        }
+        out
     }
 
     /// Drop every cached backend value, so that the next read of each key asks the

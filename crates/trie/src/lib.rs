@@ -23,7 +23,7 @@ pub mod trie;
 pub use builder::{parallel_root, root_from_sorted, BuildError, HashStats, NodeSink, RootBuilder};
 pub use hash::{keccak256, EMPTY_CODE_HASH, EMPTY_ROOT, H256};
 pub use nibbles::{NibbleSlice, Nibbles};
-pub use node::{ChildRef, DecodedNode, EthLayout, Layout, NodeError};
+pub use node::{ChildKind, ChildRef, DecodedNode, EthLayout, Layout, NodeError};
 pub use recorder::Recorder;
 pub use source::{MemoryNodeSource, NodeSource, SourceError, StateReader, TrieId};
 pub use trie::{CommittedNode, RemovedNode, Trie, TrieError, TrieUpdates};

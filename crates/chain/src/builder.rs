@@ -1,0 +1,244 @@
+//! The block builder: applies transactions from a pool until the next one would take the
+//! proof of validity over its limit (or the block over its weight limit), and produces the
+//! block, its witness and its post-state root.
+//!
+//! The limit is checked with the session's exact [`PovSession::proof_size`] after every
+//! transaction; a transaction that overflows is discarded (its writes and its witness
+//! contribution) and left for the next block. Invalid transactions (unknown sender, wrong
+//! nonce, no fee) are skipped.
+//!
+//! The other per-transaction measurements exist for the benchmark's modes: none (witness
+//! at the block's end), the exact root after every transaction, or a naive root recomputed
+//! from scratch after every transaction.
+
+use overlay::{ChangeSet, Overlay, PovError, PovSession};
+use trie::{NodeSource, StateReader, Trie, TrieError, TrieId, H256};
+
+use crate::block::Block;
+use crate::runtime::{self, ApplyError, BlockContext, Outcome, Transfer, TRANSFER_WEIGHT};
+
+/// Default proof-of-validity limit (Substrate's 5 MiB).
+pub const DEFAULT_POV_LIMIT: usize = 5 * 1024 * 1024;
+/// Default weight limit: room for 10,000 transfers.
+pub const DEFAULT_WEIGHT_LIMIT: u64 = 10_000 * TRANSFER_WEIGHT;
+
+/// What the builder measures after every transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PerTx {
+    /// Nothing (the witness is taken at the block's end).
+    Nothing,
+    /// The exact proof size (and enforce the limit).
+    ProofSize,
+    /// The exact state root.
+    Root,
+    /// A root rebuilt from scratch over the parent plus every change so far (the naive way).
+    NaiveRoot,
+}
+
+/// Builder settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BuildConfig {
+    /// Largest witness, encoded node bytes.
+    pub pov_limit: usize,
+    /// Largest block weight.
+    pub weight_limit: u64,
+    /// Per-transaction measurement (the limit is enforced only with [`PerTx::ProofSize`]).
+    pub per_tx: PerTx,
+}
+
+impl Default for BuildConfig {
+    fn default() -> Self {
+        Self {
+            pov_limit: DEFAULT_POV_LIMIT,
+            weight_limit: DEFAULT_WEIGHT_LIMIT,
+            per_tx: PerTx::ProofSize,
+        }
+    }
+}
+
+/// Why the builder stopped taking transactions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// The pool ran out.
+    PoolEmpty,
+    /// The next transaction would have taken the witness over the limit.
+    PovLimit,
+    /// The next transaction would have taken the block over the weight limit.
+    WeightLimit,
+}
+
+/// A built block.
+#[derive(Debug, Clone)]
+pub struct Built {
+    /// The block (its `state_root` is the post-state root).
+    pub block: Block,
+    /// The witness: deduplicated pre-state nodes, sorted by hash (empty without recording).
+    pub witness: Vec<Vec<u8>>,
+    /// Encoded witness node bytes.
+    pub proof_size: usize,
+    /// The block's changes (for the store).
+    pub changes: ChangeSet,
+    /// Outcome per included transaction.
+    pub outcomes: Vec<Outcome>,
+    /// Transactions skipped as invalid.
+    pub invalid: usize,
+    /// Why the builder stopped.
+    pub stop: Stop,
+    /// Keccak calls spent on roots.
+    pub hashes: u64,
+}
+
+/// A builder failure (the state below failed; never the transactions' fault).
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// Proof recording or the parent trie failed.
+    #[error(transparent)]
+    Pov(#[from] PovError),
+    /// The parent trie failed.
+    #[error(transparent)]
+    Trie(#[from] TrieError),
+    /// The runtime found corrupt state or the state failed.
+    #[error("{0}")]
+    Runtime(String),
+}
+
+/// Build a block on the parent `root` served by `source`, recording its witness.
+pub fn build_block<S: NodeSource>(
+    source: &S,
+    root: H256,
+    ctx: BlockContext,
+    pool: &[Transfer],
+    config: &BuildConfig,
+) -> Result<Built, BuildError> {
+    let mut s = PovSession::new(source, root);
+    runtime::start_block(s.overlay());
+    let (mut transfers, mut outcomes) = (Vec::new(), Vec::new());
+    let (mut invalid, mut weight, mut naive_hashes) = (0, 0u64, 0u64);
+    let mut stop = Stop::PoolEmpty;
+    for tx in pool {
+        if weight + TRANSFER_WEIGHT > config.weight_limit {
+            stop = Stop::WeightLimit;
+            break;
+        }
+        s.begin_candidate()?;
+        let outcome = match runtime::apply(s.overlay(), &ctx, tx) {
+            Ok(o) => o,
+            Err(ApplyError::Invalid(_)) => {
+                s.discard()?;
+                invalid += 1;
+                continue;
+            }
+            Err(e) => return Err(BuildError::Runtime(e.to_string())),
+        };
+        match config.per_tx {
+            PerTx::Nothing => {}
+            PerTx::ProofSize => {
+                if s.proof_size()? > config.pov_limit {
+                    s.discard()?;
+                    stop = Stop::PovLimit;
+                    break;
+                }
+            }
+            PerTx::Root => {
+                s.storage_root()?;
+            }
+            PerTx::NaiveRoot => {
+                naive_hashes += naive_root(source, root, &mut s)?;
+            }
+        }
+        s.keep()?;
+        weight += TRANSFER_WEIGHT;
+        transfers.push(*tx);
+        outcomes.push(outcome);
+    }
+    let state_root = s.storage_root()?;
+    let witness = s.witness()?;
+    let proof_size = witness.iter().map(Vec::len).sum();
+    let hashes = s.hashes() + naive_hashes;
+    let changes = s
+        .overlay()
+        .drain_changes()
+        .map_err(|e| BuildError::Runtime(format!("cannot take the block's changes: {e}")))?;
+    let block =
+        Block { number: ctx.number, parent_root: root, state_root, author: ctx.author, transfers };
+    Ok(Built { block, witness, proof_size, changes, outcomes, invalid, stop, hashes })
+}
+
+/// The naive per-transaction root: a fresh trie over the parent with every change so far
+/// applied, hashed with no cached hashes. Returns its keccak calls.
+fn naive_root<S: NodeSource>(
+    source: &S,
+    root: H256,
+    s: &mut PovSession<&S>,
+) -> Result<u64, BuildError> {
+    let mut t: Trie<_> = Trie::from_root(source, root);
+    for (trie_id, k, v) in s.overlay().pending_writes() {
+        if trie_id != TrieId::Main {
+            continue;
+        }
+        match v {
+            Some(v) => t.insert(k, v)?,
+            None => {
+                t.remove(k)?;
+            }
+        }
+    }
+    t.root()?;
+    Ok(t.hash_stats().hashes)
+}
+
+/// Build a block without recording (the benchmark's baseline): reads go to `reader`
+/// (flat state), and the post-state root is computed once at the end on a trie over
+/// `source`. No limit is enforced: there is no proof size to check.
+pub fn build_block_unrecorded<R: StateReader, S: NodeSource>(
+    reader: R,
+    source: S,
+    root: H256,
+    ctx: BlockContext,
+    pool: &[Transfer],
+) -> Result<Built, BuildError> {
+    let mut o = Overlay::new(reader);
+    runtime::start_block(&mut o);
+    let (mut transfers, mut outcomes, mut invalid) = (Vec::new(), Vec::new(), 0);
+    for tx in pool {
+        o.start_transaction();
+        match runtime::apply(&mut o, &ctx, tx) {
+            Ok(outcome) => {
+                o.commit_transaction().map_err(|e| BuildError::Runtime(e.to_string()))?;
+                transfers.push(*tx);
+                outcomes.push(outcome);
+            }
+            Err(ApplyError::Invalid(_)) => {
+                o.rollback_transaction().map_err(|e| BuildError::Runtime(e.to_string()))?;
+                invalid += 1;
+            }
+            Err(e) => return Err(BuildError::Runtime(e.to_string())),
+        }
+    }
+    let changes = o
+        .drain_changes()
+        .map_err(|e| BuildError::Runtime(format!("cannot take the block's changes: {e}")))?;
+    let mut t: Trie<_> = Trie::from_root(source, root);
+    for (k, v) in changes.get(&TrieId::Main).into_iter().flatten() {
+        match v {
+            Some(v) => t.insert(k, v)?,
+            None => {
+                t.remove(k)?;
+            }
+        }
+    }
+    let state_root = t.root()?;
+    let hashes = t.hash_stats().hashes;
+    let block =
+        Block { number: ctx.number, parent_root: root, state_root, author: ctx.author, transfers };
+    Ok(Built {
+        block,
+        witness: Vec::new(),
+        proof_size: 0,
+        changes,
+        outcomes,
+        invalid,
+        stop: Stop::PoolEmpty,
+        hashes,
+    })
+}

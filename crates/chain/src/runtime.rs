@@ -1,0 +1,372 @@
+//! The transfer runtime, modelled on Substrate's balances pallet as its block-production
+//! benchmark exercises it (seed 1).
+//!
+//! State (all in the main trie, keys hashed so that they spread like Substrate's):
+//! - account `a`: `keccak("System.Account" ‖ a)` → `nonce (u64 BE) ‖ free balance (u128 BE)`;
+//! - event `i` of block `n`: `keccak("System.Events" ‖ n (u64 BE) ‖ i (u32 BE))` → the
+//!   event (`kind (u8) ‖ from ‖ to ‖ amount (u128 BE) ‖ fee (u128 BE)`), a fresh key per event;
+//! - `"System.EventCount"` → `u32 BE`, `"System.BlockWeight"` → `u64 BE`,
+//!   `"System.AllExtrinsicsLen"` → `u32 BE`: the per-block bookkeeping every transaction
+//!   updates.
+//!
+//! A transaction is valid when its sender exists, its nonce is the sender's and the sender
+//! can pay the fee; an invalid one changes nothing and is not included. A valid one pays
+//! its fee to the block author and bumps the sender's nonce, then runs the transfer in a
+//! nested transaction: a transfer that fails (funds, existential deposit) is rolled back
+//! and leaves only the fee, the nonce and the bookkeeping.
+
+use overlay::Overlay;
+use trie::{keccak256, StateReader, TrieId, H256};
+
+/// An account id (32 bytes, as Substrate's `AccountId32`).
+pub type AccountId = [u8; 32];
+
+/// Fee every transaction pays to the block author.
+pub const FEE: u128 = 1_000;
+/// Balance below which an account may not stay (it is removed or the transfer fails).
+pub const EXISTENTIAL_DEPOSIT: u128 = 10_000;
+/// Weight of one transfer (Substrate's benchmarked order of magnitude, in its units).
+pub const TRANSFER_WEIGHT: u64 = 140_000_000;
+/// Encoded bytes of one transfer (see [`Transfer::encode`]).
+pub const TRANSFER_BYTES: usize = 32 + 32 + 16 + 8 + 1;
+
+/// Which balances call a transfer is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransferKind {
+    /// Refuses to take the sender below the existential deposit.
+    KeepAlive,
+    /// Removes the sender's account when it drops below the existential deposit.
+    AllowDeath,
+}
+
+/// One transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transfer {
+    /// Sender.
+    pub from: AccountId,
+    /// Receiver.
+    pub to: AccountId,
+    /// Amount moved.
+    pub amount: u128,
+    /// The sender's nonce this transaction uses.
+    pub nonce: u64,
+    /// Keep-alive or allow-death.
+    pub kind: TransferKind,
+}
+
+/// A transaction's effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The transfer happened.
+    Transferred,
+    /// The fee was paid but the transfer was refused and rolled back.
+    Failed(FailReason),
+}
+
+/// Why a valid transaction's transfer was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailReason {
+    /// The sender's balance after the fee is below the amount.
+    InsufficientBalance,
+    /// A keep-alive transfer would take the sender below the existential deposit.
+    KeepAlive,
+    /// The receiver does not exist and the amount is below the existential deposit.
+    ReceiverBelowDeposit,
+}
+
+/// Why a transaction is not valid (it changes nothing and is not included).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Invalid {
+    /// The sender has no account.
+    #[error("the sender has no account")]
+    UnknownSender,
+    /// The nonce is not the sender's next one.
+    #[error("nonce {got}, the sender's next nonce is {expected}")]
+    Nonce {
+        /// The account's nonce.
+        expected: u64,
+        /// The transaction's.
+        got: u64,
+    },
+    /// The sender cannot pay the fee.
+    #[error("the sender cannot pay the fee")]
+    CannotPayFee,
+}
+
+/// A failure applying a transaction.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError<E: std::error::Error + 'static> {
+    /// The transaction is not valid.
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    /// The state below the overlay failed.
+    #[error("state read failed: {0}")]
+    State(#[source] E),
+    /// A stored value does not decode.
+    #[error("corrupt state: {0}")]
+    Corrupt(String),
+}
+
+/// An account's record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Account {
+    /// Transactions sent.
+    pub nonce: u64,
+    /// Free balance.
+    pub balance: u128,
+}
+
+impl Account {
+    /// `nonce (u64 BE) ‖ balance (u128 BE)`.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(24);
+        v.extend_from_slice(&self.nonce.to_be_bytes());
+        v.extend_from_slice(&self.balance.to_be_bytes());
+        v
+    }
+
+    /// Decode [`Account::encode`]'s output.
+    pub fn decode(bytes: &[u8]) -> Option<Account> {
+        let nonce = u64::from_be_bytes(bytes.get(..8)?.try_into().ok()?);
+        let balance = u128::from_be_bytes(bytes.get(8..24)?.try_into().ok()?);
+        (bytes.len() == 24).then_some(Account { nonce, balance })
+    }
+}
+
+/// The trie key of account `who`.
+pub fn account_key(who: &AccountId) -> H256 {
+    let mut input = b"System.Account".to_vec();
+    input.extend_from_slice(who);
+    keccak256(&input)
+}
+
+/// The trie key of event `index` of block `number`.
+pub fn event_key(number: u64, index: u32) -> H256 {
+    let mut input = b"System.Events".to_vec();
+    input.extend_from_slice(&number.to_be_bytes());
+    input.extend_from_slice(&index.to_be_bytes());
+    keccak256(&input)
+}
+
+/// Key of the block's event count.
+pub const EVENT_COUNT_KEY: &[u8] = b"System.EventCount";
+/// Key of the block's accumulated weight.
+pub const BLOCK_WEIGHT_KEY: &[u8] = b"System.BlockWeight";
+/// Key of the block's accumulated transaction bytes.
+pub const BLOCK_LENGTH_KEY: &[u8] = b"System.AllExtrinsicsLen";
+
+impl Transfer {
+    /// `from ‖ to ‖ amount (u128 BE) ‖ nonce (u64 BE) ‖ kind (0 keep-alive, 1 allow-death)`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.from);
+        out.extend_from_slice(&self.to);
+        out.extend_from_slice(&self.amount.to_be_bytes());
+        out.extend_from_slice(&self.nonce.to_be_bytes());
+        out.push(match self.kind {
+            TransferKind::KeepAlive => 0,
+            TransferKind::AllowDeath => 1,
+        });
+    }
+
+    /// Decode one transfer of exactly [`TRANSFER_BYTES`] bytes.
+    pub fn decode(b: &[u8]) -> Option<Transfer> {
+        if b.len() != TRANSFER_BYTES {
+            return None;
+        }
+        let kind = match b[88] {
+            0 => TransferKind::KeepAlive,
+            1 => TransferKind::AllowDeath,
+            _ => return None,
+        };
+        Some(Transfer {
+            from: b[..32].try_into().ok()?,
+            to: b[32..64].try_into().ok()?,
+            amount: u128::from_be_bytes(b[64..80].try_into().ok()?),
+            nonce: u64::from_be_bytes(b[80..88].try_into().ok()?),
+            kind,
+        })
+    }
+}
+
+/// The block a transaction runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockContext {
+    /// Block number (names the event keys).
+    pub number: u64,
+    /// Receives the fees.
+    pub author: AccountId,
+}
+
+fn read_u<R: StateReader, const N: usize>(
+    o: &mut Overlay<R>,
+    key: &[u8],
+) -> Result<[u8; N], ApplyError<R::Error>> {
+    match o.get(&TrieId::Main, key).map_err(ApplyError::State)? {
+        None => Ok([0; N]),
+        Some(v) => v.try_into().map_err(|_| {
+            ApplyError::Corrupt(format!("{} holds {} bytes, expected {N}", show(key), v.len()))
+        }),
+    }
+}
+
+fn show(key: &[u8]) -> String {
+    String::from_utf8(key.to_vec()).unwrap_or_else(|_| format!("0x{}", hex(key)))
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The account of `who`, if it exists.
+pub fn account<R: StateReader>(
+    o: &mut Overlay<R>,
+    who: &AccountId,
+) -> Result<Option<Account>, ApplyError<R::Error>> {
+    let key = account_key(who);
+    match o.get(&TrieId::Main, key.as_bytes()).map_err(ApplyError::State)? {
+        None => Ok(None),
+        Some(v) => Account::decode(v)
+            .map(Some)
+            .ok_or_else(|| ApplyError::Corrupt(format!("account {key} of {} bytes", v.len()))),
+    }
+}
+
+fn put_account<R: StateReader>(o: &mut Overlay<R>, who: &AccountId, a: Option<Account>) {
+    let key = account_key(who);
+    match a {
+        Some(a) => o.set(&TrieId::Main, key.as_bytes(), a.encode()),
+        None => o.remove(&TrieId::Main, key.as_bytes()),
+    }
+}
+
+/// Apply one transaction. An invalid transaction changes nothing.
+pub fn apply<R: StateReader>(
+    o: &mut Overlay<R>,
+    ctx: &BlockContext,
+    tx: &Transfer,
+) -> Result<Outcome, ApplyError<R::Error>> {
+    let mut sender = account(o, &tx.from)?.ok_or(Invalid::UnknownSender)?;
+    if sender.nonce != tx.nonce {
+        return Err(Invalid::Nonce { expected: sender.nonce, got: tx.nonce }.into());
+    }
+    if sender.balance < FEE {
+        return Err(Invalid::CannotPayFee.into());
+    }
+    // Fee and nonce: kept whatever the transfer does.
+    sender.balance -= FEE;
+    sender.nonce += 1;
+    put_account(o, &tx.from, Some(sender));
+    let mut author = account(o, &ctx.author)?.unwrap_or_default();
+    author.balance = author.balance.saturating_add(FEE);
+    put_account(o, &ctx.author, Some(author));
+
+    o.start_transaction();
+    let outcome = match transfer(o, tx) {
+        Ok(()) => {
+            o.commit_transaction().map_err(|e| ApplyError::Corrupt(e.to_string()))?;
+            Outcome::Transferred
+        }
+        Err(Step::Fail(reason)) => {
+            o.rollback_transaction().map_err(|e| ApplyError::Corrupt(e.to_string()))?;
+            Outcome::Failed(reason)
+        }
+        Err(Step::Error(e)) => {
+            o.rollback_transaction().map_err(|e| ApplyError::Corrupt(e.to_string()))?;
+            return Err(e);
+        }
+    };
+    bookkeeping(o, ctx, tx, outcome)?;
+    Ok(outcome)
+}
+
+enum Step<E: std::error::Error + 'static> {
+    Fail(FailReason),
+    Error(ApplyError<E>),
+}
+
+impl<E: std::error::Error + 'static> From<ApplyError<E>> for Step<E> {
+    fn from(e: ApplyError<E>) -> Self {
+        Step::Error(e)
+    }
+}
+
+fn transfer<R: StateReader>(o: &mut Overlay<R>, tx: &Transfer) -> Result<(), Step<R::Error>> {
+    let mut sender = account(o, &tx.from)?.unwrap_or_default();
+    if sender.balance < tx.amount {
+        return Err(Step::Fail(FailReason::InsufficientBalance));
+    }
+    let left = sender.balance - tx.amount;
+    let reaped = left < EXISTENTIAL_DEPOSIT;
+    if reaped && tx.kind == TransferKind::KeepAlive {
+        return Err(Step::Fail(FailReason::KeepAlive));
+    }
+    sender.balance = left;
+    // Allow-death below the deposit: the account goes, its dust is burned.
+    put_account(o, &tx.from, (!reaped).then_some(sender));
+    if tx.from == tx.to {
+        if !reaped {
+            let mut s = account(o, &tx.from)?.unwrap_or_default();
+            s.balance += tx.amount;
+            put_account(o, &tx.from, Some(s));
+        }
+        return Ok(());
+    }
+    let receiver = account(o, &tx.to)?;
+    if receiver.is_none() && tx.amount < EXISTENTIAL_DEPOSIT {
+        return Err(Step::Fail(FailReason::ReceiverBelowDeposit));
+    }
+    let mut r = receiver.unwrap_or_default();
+    r.balance = r.balance.saturating_add(tx.amount);
+    put_account(o, &tx.to, Some(r));
+    Ok(())
+}
+
+fn bookkeeping<R: StateReader>(
+    o: &mut Overlay<R>,
+    ctx: &BlockContext,
+    tx: &Transfer,
+    outcome: Outcome,
+) -> Result<(), ApplyError<R::Error>> {
+    let count = u32::from_be_bytes(read_u::<R, 4>(o, EVENT_COUNT_KEY)?);
+    let mut event = Vec::with_capacity(1 + 64 + 32);
+    event.push(match outcome {
+        Outcome::Transferred => 0,
+        Outcome::Failed(FailReason::InsufficientBalance) => 1,
+        Outcome::Failed(FailReason::KeepAlive) => 2,
+        Outcome::Failed(FailReason::ReceiverBelowDeposit) => 3,
+    });
+    event.extend_from_slice(&tx.from);
+    event.extend_from_slice(&tx.to);
+    event.extend_from_slice(&tx.amount.to_be_bytes());
+    event.extend_from_slice(&FEE.to_be_bytes());
+    o.set(&TrieId::Main, event_key(ctx.number, count).as_bytes(), event);
+    o.set(&TrieId::Main, EVENT_COUNT_KEY, (count + 1).to_be_bytes().to_vec());
+    let weight = u64::from_be_bytes(read_u::<R, 8>(o, BLOCK_WEIGHT_KEY)?);
+    o.set(&TrieId::Main, BLOCK_WEIGHT_KEY, (weight + TRANSFER_WEIGHT).to_be_bytes().to_vec());
+    let len = u32::from_be_bytes(read_u::<R, 4>(o, BLOCK_LENGTH_KEY)?);
+    o.set(&TrieId::Main, BLOCK_LENGTH_KEY, (len + TRANSFER_BYTES as u32).to_be_bytes().to_vec());
+    Ok(())
+}
+
+/// Block-start hook: clear the previous block's per-block bookkeeping (Substrate's
+/// `on_initialize`); its events stay under their own keys.
+pub fn start_block<R: StateReader>(o: &mut Overlay<R>) {
+    for key in [EVENT_COUNT_KEY, BLOCK_WEIGHT_KEY, BLOCK_LENGTH_KEY] {
+        o.remove(&TrieId::Main, key);
+    }
+}
+
+/// The genesis entries of `accounts` funded with `balance` each (main-trie keys and values).
+pub fn genesis(accounts: &[AccountId], balance: u128) -> Vec<(Vec<u8>, Vec<u8>)> {
+    accounts
+        .iter()
+        .map(|a| (account_key(a).0.to_vec(), Account { nonce: 0, balance }.encode()))
+        .collect()
+}
+
+/// Deterministic account id `i` (for tests, the demo and the benchmark).
+pub fn account_id(i: u64) -> AccountId {
+    let mut input = b"arbor/account".to_vec();
+    input.extend_from_slice(&i.to_be_bytes());
+    keccak256(&input).0
+}

@@ -1,0 +1,220 @@
+//! Stateless block verification: re-execute a block on a partial trie built from its
+//! witness alone and check the post-state root.
+//!
+//! The witness is untrusted. Its nodes carry no hashes (they are addressed by their own
+//! keccak), so an altered node cannot be told from a missing one by itself: it no longer
+//! hashes to the reference its parent holds, so the parent's reference finds nothing
+//! ("witness incomplete", naming the path), and the altered bytes become a node nothing
+//! refers to. The error then also counts the witness nodes that no other node and not the
+//! parent root refer to. A witness that verifies but holds nodes the block never needed is
+//! refused too, so every altered byte fails verification.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+
+use overlay::Overlay;
+use trie::{NodeSource, SourceError, StateReader, Trie, TrieError, TrieId, H256};
+
+use crate::block::{Block, CodecError};
+use crate::runtime::{self, ApplyError, BlockContext};
+
+/// Why a block did not verify.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum VerifyError {
+    /// The block or witness bytes do not decode.
+    #[error(transparent)]
+    Codec(#[from] CodecError),
+    /// The block names another parent.
+    #[error("the block's parent root is {block}, expected {expected}")]
+    Parent {
+        /// The block's.
+        block: H256,
+        /// The one given.
+        expected: H256,
+    },
+    /// Execution or the root computation needs a node the witness does not have (or has
+    /// only altered: see the module docs).
+    #[error(
+        "witness incomplete: node {hash} at path {path} is missing{}",
+        if *orphans > 0 {
+            format!(" ({orphans} witness node(s) are referenced by no other node: altered?)")
+        } else {
+            String::new()
+        }
+    )]
+    Incomplete {
+        /// Nibble path, hex.
+        path: String,
+        /// The hash its parent refers to.
+        hash: H256,
+        /// Witness nodes that neither another witness node nor the parent root refers to.
+        orphans: usize,
+    },
+    /// A loaded node does not hash to its parent's reference (a source that serves nodes
+    /// by another key than their hash).
+    #[error("hash mismatch at path {path}: the witness node does not hash to {hash}")]
+    HashMismatch {
+        /// Nibble path, hex.
+        path: String,
+        /// The expected hash.
+        hash: H256,
+    },
+    /// A witness node does not decode as a trie node.
+    #[error("corrupt witness node at path {path}: {reason}")]
+    Corrupt {
+        /// Nibble path, hex.
+        path: String,
+        /// The decoder's complaint.
+        reason: String,
+    },
+    /// A transaction in the block is not valid against its pre-state.
+    #[error("transaction {index} is invalid: {reason}")]
+    InvalidTransaction {
+        /// Its position.
+        index: usize,
+        /// Why.
+        reason: String,
+    },
+    /// The re-executed block ends at another root.
+    #[error("post-state root mismatch: the block says {block}, re-execution gives {computed}")]
+    Root {
+        /// The block's.
+        block: H256,
+        /// Computed.
+        computed: H256,
+    },
+    /// The witness holds nodes the block never needed.
+    #[error("the witness holds {0} node(s) the block never needed")]
+    Unused(usize),
+}
+
+/// Witness nodes by hash, remembering which were used.
+struct WitnessSource {
+    nodes: HashMap<H256, Vec<u8>>,
+    used: RefCell<HashSet<H256>>,
+}
+
+impl NodeSource for WitnessSource {
+    fn load(&self, _path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, SourceError> {
+        let n = self.nodes.get(hash).cloned();
+        if n.is_some() {
+            self.used.borrow_mut().insert(*hash);
+        }
+        Ok(n)
+    }
+}
+
+/// Reads through the partial trie.
+struct TrieReader<'a>(RefCell<Trie<&'a WitnessSource>>);
+
+impl StateReader for TrieReader<'_> {
+    type Error = TrieError;
+
+    fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, TrieError> {
+        if *trie != TrieId::Main {
+            return Ok(None);
+        }
+        self.0.borrow_mut().get(key)
+    }
+}
+
+/// Re-execute `block` from `parent_root` using only `witness` (nodes keyed by their hash,
+/// as [`crate::decode_witness`] gives them); returns the verified post-state root.
+pub fn verify_block(
+    parent_root: H256,
+    block: &Block,
+    witness: Vec<(H256, Vec<u8>)>,
+) -> Result<H256, VerifyError> {
+    if block.parent_root != parent_root {
+        return Err(VerifyError::Parent { block: block.parent_root, expected: parent_root });
+    }
+    let source = WitnessSource { nodes: witness.into_iter().collect(), used: RefCell::default() };
+    let result = execute(&source, parent_root, block);
+    let computed = result.map_err(|e| match e {
+        VerifyError::Incomplete { path, hash, .. } => {
+            VerifyError::Incomplete { path, hash, orphans: orphans(&source.nodes, parent_root) }
+        }
+        e => e,
+    })?;
+    let stray = source.nodes.len() - source.used.borrow().len();
+    if computed != block.state_root {
+        return Err(VerifyError::Root { block: block.state_root, computed });
+    }
+    if stray > 0 {
+        return Err(VerifyError::Unused(stray));
+    }
+    Ok(computed)
+}
+
+fn execute(source: &WitnessSource, root: H256, block: &Block) -> Result<H256, VerifyError> {
+    let t = Trie::from_root(source, root);
+    let mut o = Overlay::new(TrieReader(RefCell::new(t)));
+    let ctx = BlockContext { number: block.number, author: block.author };
+    runtime::start_block(&mut o);
+    for (index, tx) in block.transfers.iter().enumerate() {
+        runtime::apply(&mut o, &ctx, tx).map_err(|e| match e {
+            ApplyError::Invalid(reason) => {
+                VerifyError::InvalidTransaction { index, reason: reason.to_string() }
+            }
+            ApplyError::State(e) => trie_error(e),
+            ApplyError::Corrupt(reason) => VerifyError::InvalidTransaction { index, reason },
+        })?;
+    }
+    let changes = o.drain_changes().map_err(|e| match e {
+        overlay::ChangeSetError::Backend(e) => trie_error(e),
+        e => VerifyError::Corrupt { path: String::new(), reason: e.to_string() },
+    })?;
+    let mut t = o.into_backend().0.into_inner();
+    for (k, v) in changes.get(&TrieId::Main).into_iter().flatten() {
+        let r = match v {
+            Some(v) => t.insert(k, v),
+            None => t.remove(k).map(|_| ()),
+        };
+        r.map_err(trie_error)?;
+    }
+    t.root().map_err(trie_error)
+}
+
+fn trie_error(e: TrieError) -> VerifyError {
+    match e {
+        TrieError::MissingNode { path, hash } => VerifyError::Incomplete { path, hash, orphans: 0 },
+        TrieError::HashMismatch { path, expected, .. } => {
+            VerifyError::HashMismatch { path, hash: expected }
+        }
+        TrieError::Corrupt { path, source } => {
+            VerifyError::Corrupt { path, reason: source.to_string() }
+        }
+        other => VerifyError::Corrupt { path: String::new(), reason: other.to_string() },
+    }
+}
+
+/// Witness nodes that no other witness node and not `root` refers to by hash.
+fn orphans(nodes: &HashMap<H256, Vec<u8>>, root: H256) -> usize {
+    let mut referenced = HashSet::from([root]);
+    for n in nodes.values() {
+        collect_refs(n, &mut referenced);
+    }
+    nodes.keys().filter(|h| !referenced.contains(h)).count()
+}
+
+/// Every hash reference inside an encoded node (and its inline children).
+fn collect_refs(encoded: &[u8], out: &mut HashSet<H256>) {
+    use trie::{ChildKind, DecodedNode, EthLayout, Layout};
+    let visit = |r: trie::ChildRef, out: &mut HashSet<H256>| match r.kind() {
+        ChildKind::Hash(h) => {
+            out.insert(h);
+        }
+        ChildKind::Inline(bytes) => collect_refs(bytes, out),
+        ChildKind::Empty => {}
+    };
+    match EthLayout::decode(encoded) {
+        Ok(DecodedNode::Extension { child, .. }) => visit(child, out),
+        Ok(DecodedNode::Branch { children, .. }) => {
+            for c in children {
+                visit(c, out);
+            }
+        }
+        _ => {}
+    }
+}

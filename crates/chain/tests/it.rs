@@ -1,0 +1,259 @@
+//! Chain-level properties: exact per-transaction proof size and root for random transfer
+//! blocks, stateless verification of built blocks (and its failures on incomplete or
+//! altered witnesses), the PoV limit, and codecs that never panic.
+//!
+//! Environment: `ARBOR_PROPTEST_CASES` (default small enough for CI).
+
+#![allow(clippy::unwrap_used)]
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use chain::runtime::{account_id, apply, genesis, start_block, EXISTENTIAL_DEPOSIT, FEE};
+use chain::{
+    build_block, decode_witness, encode_witness, verify_block, Block, BlockContext, BuildConfig,
+    PerTx, Stop, Transfer, TransferKind, VerifyError,
+};
+use overlay::{Overlay, PovSession};
+use proptest::prelude::*;
+use trie::{
+    root_from_sorted, EthLayout, MemoryNodeSource, StateReader, Trie, TrieError, TrieId, H256,
+};
+
+fn cases(default: u32) -> u32 {
+    std::env::var("ARBOR_PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
+}
+
+/// A parent state of `balances.len()` accounts plus the author; committed to memory.
+fn parent(balances: &[u128]) -> (BTreeMap<Vec<u8>, Vec<u8>>, MemoryNodeSource, H256) {
+    let mut map = BTreeMap::new();
+    for (i, b) in balances.iter().enumerate() {
+        for (k, v) in genesis(&[account_id(i as u64)], *b) {
+            map.insert(k, v);
+        }
+    }
+    let mut t: Trie<MemoryNodeSource> = Trie::new(MemoryNodeSource::new());
+    for (k, v) in &map {
+        t.insert(k, v).unwrap();
+    }
+    let u = t.commit().unwrap();
+    let mut src = t.into_source();
+    for n in u.new {
+        src.insert_hashed(n.hash, n.encoded);
+    }
+    (map, src, u.root)
+}
+
+const AUTHOR: u64 = 1_000_000;
+
+fn ctx() -> BlockContext {
+    BlockContext { number: 7, author: account_id(AUTHOR) }
+}
+
+/// Transfers among `n` accounts, with amounts around the existential deposit so that
+/// keep-alive refusals, deaths and failed receivers all happen; nonces mostly right.
+fn transfers(
+    n: usize,
+    count: usize,
+) -> impl Strategy<Value = Vec<(usize, usize, u128, bool, bool)>> {
+    prop::collection::vec(
+        (
+            0..n,
+            0..n + 2,
+            prop_oneof![0u128..EXISTENTIAL_DEPOSIT * 3, Just(EXISTENTIAL_DEPOSIT)],
+            any::<bool>(),
+            prop::bool::weighted(0.9),
+        ),
+        1..count,
+    )
+}
+
+/// Turn drawn transfers into transactions with the right nonces (most of the time).
+fn with_nonces(raw: &[(usize, usize, u128, bool, bool)]) -> Vec<Transfer> {
+    let mut nonces: BTreeMap<usize, u64> = BTreeMap::new();
+    raw.iter()
+        .map(|&(from, to, amount, allow_death, right_nonce)| {
+            let n = nonces.entry(from).or_default();
+            let nonce = if right_nonce { *n } else { *n + 5 };
+            if right_nonce {
+                *n += 1;
+            }
+            Transfer {
+                from: account_id(from as u64),
+                to: account_id(to as u64),
+                amount,
+                nonce,
+                kind: if allow_death { TransferKind::AllowDeath } else { TransferKind::KeepAlive },
+            }
+        })
+        .collect()
+}
+
+struct Plain(RefCell<Trie<MemoryNodeSource>>);
+
+impl StateReader for Plain {
+    type Error = TrieError;
+    fn get(&self, _trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, TrieError> {
+        self.0.borrow_mut().get(key)
+    }
+}
+
+/// Reference: a fresh recorder replaying the included transactions, then the root.
+/// Returns (witness bytes, post-state root).
+fn reference(
+    src: &MemoryNodeSource,
+    root: H256,
+    parent: &BTreeMap<Vec<u8>, Vec<u8>>,
+    txs: &[Transfer],
+) -> (usize, H256) {
+    let mut t = Trie::from_root(src.clone(), root);
+    t.start_recording();
+    let mut o = Overlay::new(Plain(RefCell::new(t)));
+    start_block(&mut o);
+    for tx in txs {
+        apply(&mut o, &ctx(), tx).unwrap();
+    }
+    let cs = o.drain_changes().unwrap();
+    let mut t = o.into_backend().0.into_inner();
+    let mut post = parent.clone();
+    for (k, v) in cs.get(&TrieId::Main).into_iter().flatten() {
+        match v {
+            Some(v) => {
+                t.insert(k, v).unwrap();
+                post.insert(k.clone(), v.clone());
+            }
+            None => {
+                t.remove(k).unwrap();
+                post.remove(k);
+            }
+        }
+    }
+    t.root().unwrap();
+    let items: Vec<(&Vec<u8>, &Vec<u8>)> = post.iter().collect();
+    let scratch = root_from_sorted::<EthLayout, _, _>(&items).unwrap().0;
+    (t.take_recorder().unwrap().encoded_bytes(), scratch)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases(48)))]
+
+    /// After every transaction k, proof_size() equals the witness a fresh recorder records
+    /// for transactions 1..k plus the root, and storage_root() the root from scratch.
+    #[test]
+    fn per_transaction_size_and_root_are_exact(
+        balances in prop::collection::vec(prop_oneof![Just(FEE), 0u128..EXISTENTIAL_DEPOSIT * 4], 2..24),
+        raw in transfers(24, 30),
+    ) {
+        let n = balances.len();
+        let raw: Vec<_> = raw.into_iter().map(|(f, t, a, d, r)| (f % n, t % (n + 2), a, d, r)).collect();
+        let (map, src, root) = parent(&balances);
+        let mut s = PovSession::new(&src, root);
+        start_block(s.overlay());
+        let mut included = Vec::new();
+        for tx in with_nonces(&raw) {
+            s.begin_candidate().unwrap();
+            match apply(s.overlay(), &ctx(), &tx) {
+                Ok(_) => {
+                    // A nested transaction the runtime rolled back on failure is inside.
+                    s.keep().unwrap();
+                    included.push(tx);
+                }
+                Err(_) => {
+                    s.discard().unwrap();
+                    continue;
+                }
+            }
+            let (bytes, post) = reference(&src, root, &map, &included);
+            prop_assert_eq!(s.proof_size().unwrap(), bytes);
+            prop_assert_eq!(s.storage_root().unwrap(), post);
+        }
+    }
+
+    /// Built blocks verify from their witness alone; dropping any node gives "witness
+    /// incomplete", altering any byte fails, nothing panics.
+    #[test]
+    fn built_blocks_verify_statelessly(
+        balances in prop::collection::vec(EXISTENTIAL_DEPOSIT..EXISTENTIAL_DEPOSIT * 4, 2..16),
+        raw in transfers(16, 12),
+        flip in any::<(usize, usize, u8)>(),
+    ) {
+        let n = balances.len();
+        let raw: Vec<_> = raw.into_iter().map(|(f, t, a, d, r)| (f % n, t % (n + 2), a, d, r)).collect();
+        let (_, src, root) = parent(&balances);
+        let built = build_block(&src, root, ctx(), &with_nonces(&raw), &BuildConfig::default()).unwrap();
+        let block_bytes = built.block.encode();
+        let witness_bytes = encode_witness(&built.witness);
+        let block = Block::decode(&block_bytes).unwrap();
+        prop_assert_eq!(&block, &built.block);
+        let nodes = decode_witness(&witness_bytes).unwrap();
+        prop_assert_eq!(verify_block(root, &block, nodes.clone()).unwrap(), built.block.state_root);
+        // Drop each node in turn.
+        for i in 0..nodes.len() {
+            let mut fewer = nodes.clone();
+            fewer.remove(i);
+            let e = verify_block(root, &block, fewer).unwrap_err();
+            prop_assert!(matches!(e, VerifyError::Incomplete { .. }), "dropping node {}: {}", i, e);
+            prop_assert!(e.to_string().contains("witness incomplete"));
+        }
+        // Alter one byte of the witness file: decoding or verification fails.
+        if !witness_bytes.is_empty() {
+            let mut bad = witness_bytes.clone();
+            let at = flip.0 % bad.len();
+            bad[at] ^= flip.2.max(1);
+            let outcome = decode_witness(&bad).map(|w| verify_block(root, &block, w));
+            prop_assert!(!matches!(outcome, Ok(Ok(_))), "flipping byte {} still verified", at);
+        }
+        // And one byte of the block (a block without transactions does not depend on its
+        // number or author: those bytes are only checked once a transaction uses them).
+        let mut bad = block_bytes.clone();
+        let at = flip.1 % bad.len();
+        bad[at] ^= flip.2.max(1);
+        let outcome = Block::decode(&bad).map(|b| verify_block(root, &b, nodes.clone()));
+        let header_only = (5..13).contains(&at) || (77..109).contains(&at);
+        if !block.transfers.is_empty() || !header_only {
+            prop_assert!(!matches!(outcome, Ok(Ok(_))), "flipping block byte {} still verified", at);
+        }
+    }
+
+    /// Garbage never panics the decoders.
+    #[test]
+    fn decoders_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..300), prefix in 0usize..3) {
+        let mut b = match prefix { 0 => b"ARBB\x01".to_vec(), 1 => b"ARBW\x01".to_vec(), _ => Vec::new() };
+        b.extend_from_slice(&bytes);
+        let _ = Block::decode(&b);
+        let _ = decode_witness(&b);
+    }
+}
+
+/// The builder never goes over the limit and stops only when the next transaction would.
+#[test]
+fn builder_fills_to_the_pov_limit() {
+    let balances = vec![EXISTENTIAL_DEPOSIT * 100; 400];
+    let (_, src, root) = parent(&balances);
+    let pool: Vec<Transfer> = (0..400u64)
+        .map(|i| Transfer {
+            from: account_id(i),
+            to: account_id((i * 7 + 3) % 400),
+            amount: EXISTENTIAL_DEPOSIT,
+            nonce: 0,
+            kind: TransferKind::KeepAlive,
+        })
+        .collect();
+    for limit in [4_000usize, 20_000, 40_000] {
+        let config = BuildConfig { pov_limit: limit, ..BuildConfig::default() };
+        let built = build_block(&src, root, ctx(), &pool, &config).unwrap();
+        assert!(built.proof_size <= limit, "{} > {limit}", built.proof_size);
+        assert_eq!(built.stop, Stop::PovLimit);
+        let k = built.block.transfers.len();
+        // With the next transaction the witness would have been over the limit.
+        let more = BuildConfig { per_tx: PerTx::Nothing, ..BuildConfig::default() };
+        let over = build_block(&src, root, ctx(), &pool[..k + 1], &more).unwrap();
+        assert!(over.proof_size > limit, "limit {limit}: {} transactions fit", k + 1);
+        assert!(verify_block(
+            root,
+            &built.block,
+            decode_witness(&encode_witness(&built.witness)).unwrap()
+        )
+        .is_ok());
+    }
+}
