@@ -20,6 +20,7 @@ mod incremental;
 mod input;
 mod machine;
 mod plain_db;
+mod pov_bench;
 mod progress;
 mod proofs;
 mod render;
@@ -33,6 +34,7 @@ mod timing;
 pub mod workload;
 
 pub use machine::MachineInfo;
+pub use pov_bench::{pov_bench, ModeReport, PovBenchOpts, PovBenchReport, WorkloadReport};
 pub use progress::bar as progress_bar;
 pub use report::{
     BoundReport, HashClass, IncrementalReport, InputReport, ProofReport, RootReport,

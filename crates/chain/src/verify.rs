@@ -38,7 +38,7 @@ pub enum VerifyError {
     #[error(
         "witness incomplete: node {hash} at path {path} is missing{}",
         if *orphans > 0 {
-            format!(" ({orphans} witness node(s) are referenced by no other node: altered?)")
+            format!(" ({orphans} witness node(s) are referenced by no other witness node)")
         } else {
             String::new()
         }

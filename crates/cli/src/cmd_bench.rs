@@ -28,6 +28,31 @@ enum BenchCommand {
     Trie(TrieArgs),
     /// The RocksDB store vs plain RocksDB on the same blocks: time, size, memory, caches.
     Store(StoreArgs),
+    /// Block production with proof recording: exact per-transaction proof size and root.
+    Pov(PovArgs),
+}
+
+/// Arguments of `arbor bench pov`.
+#[derive(Debug, Args)]
+struct PovArgs {
+    /// Funded accounts (half send, half receive).
+    #[arg(long, default_value_t = 10_000)]
+    accounts: u64,
+    /// Timed builds per mode and workload (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Block sizes in transactions, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [544usize, 1500])]
+    sizes: Vec<usize>,
+    /// Create the temporary database under DIR [default: the system temp directory].
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Print the JSON report (and draw no progress bars).
+    #[arg(long)]
+    json: bool,
+    /// Also write the JSON report to FILE.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
 }
 
 /// Arguments of `arbor bench store`.
@@ -93,7 +118,21 @@ pub(crate) fn run(args: &BenchArgs) -> Result<ExitCode> {
     match &args.which {
         BenchCommand::Trie(t) => trie(t),
         BenchCommand::Store(s) => store(s),
+        BenchCommand::Pov(p) => pov(p),
     }
+}
+
+fn pov(args: &PovArgs) -> Result<ExitCode> {
+    let opts = bench::PovBenchOpts {
+        accounts: args.accounts,
+        runs: args.runs,
+        sizes: args.sizes.clone(),
+        dir: args.dir.clone(),
+    };
+    warn_if_debug();
+    let report = bench::pov_bench(&opts, !args.json).context("pov benchmark failed")?;
+    let json = serde_json::to_string_pretty(&report)?;
+    emit(&json, &report.render(), args.json, args.out.as_deref())
 }
 
 fn store(args: &StoreArgs) -> Result<ExitCode> {

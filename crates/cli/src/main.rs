@@ -12,11 +12,13 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod cmd_bench;
+mod cmd_block;
 mod cmd_db;
 mod cmd_demo;
 mod cmd_load;
 mod cmd_proof;
 mod cmd_root;
+mod demo_chain;
 mod demo_store;
 mod input;
 
@@ -52,6 +54,10 @@ enum Command {
     Revert(cmd_db::RevertArgs),
     /// Print the store's head, layers, cache counters and sizes.
     Stats(cmd_db::StatsArgs),
+    /// Build a transfer block with its witness (PoV-limited) on an in-memory chain genesis.
+    BuildBlock(cmd_block::BuildArgs),
+    /// Re-execute a block from its witness alone: `ok <root>` or `invalid: …` (exit 1).
+    VerifyBlock(cmd_block::VerifyBlockArgs),
 }
 
 fn main() -> ExitCode {
@@ -71,6 +77,8 @@ fn main() -> ExitCode {
         Command::Get(args) => cmd_db::get(&args),
         Command::Revert(args) => cmd_db::revert(&args),
         Command::Stats(args) => cmd_db::stats(&args),
+        Command::BuildBlock(args) => cmd_block::build(&args),
+        Command::VerifyBlock(args) => cmd_block::verify(&args),
     };
     match result {
         Ok(code) => code,

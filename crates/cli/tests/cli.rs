@@ -460,3 +460,64 @@ fn bench_store_smoke() {
     assert_eq!(v["root_verified"], true);
     assert!(v["ratios"]["merkle_overhead"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn build_block_then_verify_block_statelessly() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let block = dir.join("cli-block.bin");
+    let witness = dir.join("cli-witness.bin");
+    let (b, w) = (block.to_str().unwrap(), witness.to_str().unwrap());
+    let out = ok(&[
+        "build-block",
+        "--accounts",
+        "200",
+        "--transfers",
+        "60",
+        "--allow-death",
+        "--block",
+        b,
+        "--witness",
+        w,
+    ]);
+    let parent = out.lines().next().unwrap().strip_prefix("parent ").unwrap().trim().to_string();
+    let post = out.lines().nth(1).unwrap().strip_prefix("post   ").unwrap().trim().to_string();
+    assert_eq!(ok(&["verify-block", "--parent-root", &parent, b, w]).trim(), format!("ok {post}"));
+
+    // Another parent, a truncated witness, an altered block: exit 1 with a reason.
+    let other = format!("0x{}", "11".repeat(32));
+    let o = arbor(&["verify-block", "--parent-root", &other, b, w]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).starts_with("invalid: "), "{}", stdout(&o));
+
+    let bytes = std::fs::read(&witness).unwrap();
+    let cut = dir.join("cli-witness-cut.bin");
+    std::fs::write(&cut, &bytes[..bytes.len() - 7]).unwrap();
+    let o = arbor(&["verify-block", "--parent-root", &parent, b, cut.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("truncated"), "{}", stdout(&o));
+
+    // Drop the witness's last node (rewrite the count): "witness incomplete".
+    let mut fewer = bytes.clone();
+    let count = u32::from_be_bytes(fewer[5..9].try_into().unwrap());
+    fewer[5..9].copy_from_slice(&(count - 1).to_be_bytes());
+    let mut at = 9;
+    for _ in 0..count - 1 {
+        let len = u32::from_be_bytes(fewer[at..at + 4].try_into().unwrap()) as usize;
+        at += 4 + len;
+    }
+    fewer.truncate(at);
+    let dropped = dir.join("cli-witness-dropped.bin");
+    std::fs::write(&dropped, &fewer).unwrap();
+    let o = arbor(&["verify-block", "--parent-root", &parent, b, dropped.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("witness incomplete"), "{}", stdout(&o));
+
+    let mut bad = std::fs::read(&block).unwrap();
+    let last = bad.len() - 20;
+    bad[last] ^= 0x40;
+    let altered = dir.join("cli-block-altered.bin");
+    std::fs::write(&altered, &bad).unwrap();
+    let o = arbor(&["verify-block", "--parent-root", &parent, altered.to_str().unwrap(), w]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(!stderr(&o).contains("panicked"));
+}

@@ -14,8 +14,11 @@
 //! - Deletion in the trie is lazy (see the trie's `remove.rs`): a branch left with one
 //!   entry stays until a root is needed, so the sibling a collapse needs depends on the
 //!   current state only. The session keeps those loads out of the recorder (they may stop
-//!   being needed when a later transaction re-fills the branch) and adds the ones the
-//!   current state needs at each call ([`Trie::collapse_nodes`], O(single branches)).
+//!   being needed when a later transaction re-fills the branch) and counts the ones the
+//!   current state needs: a reference count per collapse node, updated from the single
+//!   branches that changed since the last call ([`Trie::collapse_delta`]), and the bytes
+//!   of those the recorder lacks, updated from the nodes it recorded since the last call.
+//!   A call costs O(keys changed + nodes recorded + branches changed) since the last one.
 //!
 //! So `proof_size()` equals the size of the witness that executing the same transactions
 //! from the parent on a fresh recorder and then computing the root records, and its cost
@@ -63,6 +66,12 @@ struct Inner<S: NodeSource> {
     trie: Option<Trie<S>>,
     /// The parent's value of every key applied to the trie.
     pre: HashMap<Vec<u8>, Option<Vec<u8>>>,
+    /// Collapse nodes the current state needs: hash → (single branches needing it, length).
+    collapse: HashMap<H256, (u32, usize)>,
+    /// Bytes of the collapse nodes the recorder does not hold.
+    extra: usize,
+    /// The recorder's journal length when `extra` was last brought up to date.
+    seen: usize,
 }
 
 impl<S: NodeSource> Inner<S> {
@@ -109,8 +118,15 @@ impl<S: NodeSource> PovSession<S> {
         let mut t = Trie::from_root(source, root);
         t.start_recording();
         t.set_record_collapse_loads(false);
-        let backend =
-            RecordingBackend { inner: RefCell::new(Inner { trie: Some(t), pre: HashMap::new() }) };
+        let backend = RecordingBackend {
+            inner: RefCell::new(Inner {
+                trie: Some(t),
+                pre: HashMap::new(),
+                collapse: HashMap::new(),
+                extra: 0,
+                seen: 0,
+            }),
+        };
         PovSession {
             overlay: Overlay::new(backend),
             parent_root: root,
@@ -164,17 +180,40 @@ impl<S: NodeSource> PovSession<S> {
     pub fn proof_size(&mut self) -> Result<usize, PovError> {
         self.sync()?;
         let mut inner = self.overlay.backend().inner.borrow_mut();
-        let t = inner.trie();
-        let extra = t.collapse_nodes()?;
+        let inner = &mut *inner;
+        let t = inner.trie.as_mut().expect("present outside discard");
+        // Invariant: extra = Σ length over `collapse` hashes the recorder lacks. Nodes the
+        // walks recorded since the last call first, then the changed singles.
         let rec = t.recorder().expect("the session always records");
-        let mut seen = HashSet::new();
-        let mut size = rec.encoded_bytes();
-        for (h, enc) in &extra {
-            if !rec.contains(h) && seen.insert(*h) {
-                size += enc.len();
+        for h in rec.recorded_since(inner.seen) {
+            if let Some((_, len)) = inner.collapse.get(h) {
+                inner.extra -= len;
             }
         }
-        Ok(size)
+        inner.seen = rec.journal_len();
+        for d in t.collapse_delta()? {
+            let rec = t.recorder().expect("the session always records");
+            if let Some((h, len)) = d.before {
+                if let Some(e) = inner.collapse.get_mut(&h) {
+                    e.0 -= 1;
+                    if e.0 == 0 {
+                        inner.collapse.remove(&h);
+                        if !rec.contains(&h) {
+                            inner.extra -= len;
+                        }
+                    }
+                }
+            }
+            if let Some((h, len)) = d.now {
+                let e = inner.collapse.entry(h).or_insert((0, len));
+                e.0 += 1;
+                if e.0 == 1 && !rec.contains(&h) {
+                    inner.extra += len;
+                }
+            }
+        }
+        let rec = t.recorder().expect("the session always records");
+        Ok(rec.encoded_bytes() + inner.extra)
     }
 
     /// The exact post-state root of the main trie now. Rehashes only the paths changed
@@ -264,7 +303,10 @@ impl<S: NodeSource> PovSession<S> {
         let mut t = Trie::from_root(old.into_source(), self.parent_root);
         t.set_recorder(recorder);
         t.set_record_collapse_loads(false);
+        inner.seen = t.recorder().map_or(0, |r| r.journal_len());
         inner.trie = Some(t);
+        inner.collapse.clear();
+        inner.extra = 0;
         // Re-apply every kept write, in key order.
         let mut keys: Vec<&Vec<u8>> = self.applied.iter().collect();
         keys.sort_unstable();

@@ -168,6 +168,13 @@ impl StateDb {
         }
     }
 
+    /// The latest state of `trie` as a node source (nodes through the caches, leaves
+    /// rebuilt from `flat`), for a trie the caller drives: a block builder recording a
+    /// witness, say.
+    pub fn node_source(&self, trie: TrieId) -> StoreSource<'_> {
+        StoreSource { reader: &self.shared.reader, trie }
+    }
+
     /// A trie over the latest state, loading nodes from this store (for proofs and reads).
     pub fn with_trie<T>(
         &self,

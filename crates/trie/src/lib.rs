@@ -26,4 +26,4 @@ pub use nibbles::{NibbleSlice, Nibbles};
 pub use node::{ChildKind, ChildRef, DecodedNode, EthLayout, Layout, NodeError};
 pub use recorder::Recorder;
 pub use source::{MemoryNodeSource, NodeSource, SourceError, StateReader, TrieId};
-pub use trie::{CommittedNode, RemovedNode, Trie, TrieError, TrieUpdates};
+pub use trie::{CollapseDelta, CommittedNode, RemovedNode, Trie, TrieError, TrieUpdates};

@@ -16,7 +16,10 @@ use crate::hash::H256;
 #[derive(Debug, Default, Clone)]
 pub struct Recorder {
     nodes: HashMap<H256, Vec<u8>>,
-    scopes: Vec<Vec<H256>>,
+    /// Every recorded hash in first-record order; a scope is the journal length at its
+    /// start, so the nodes first recorded inside the innermost scope are the journal's tail.
+    journal: Vec<H256>,
+    scopes: Vec<usize>,
     bytes: usize,
 }
 
@@ -39,32 +42,38 @@ impl Recorder {
         }
         self.bytes += encoded.len();
         self.nodes.insert(hash, encoded.to_vec());
-        if let Some(scope) = self.scopes.last_mut() {
-            scope.push(hash);
-        }
+        self.journal.push(hash);
     }
 
     /// Open a nested scope.
     pub fn start(&mut self) {
-        self.scopes.push(Vec::new());
+        self.scopes.push(self.journal.len());
     }
 
     /// Close the innermost scope, keeping what it recorded.
     pub fn commit(&mut self) {
-        let scope = self.scopes.pop().expect("Recorder::commit without an open scope");
-        if let Some(parent) = self.scopes.last_mut() {
-            parent.extend(scope);
-        }
+        self.scopes.pop().expect("Recorder::commit without an open scope");
     }
 
     /// Close the innermost scope, forgetting the nodes first recorded inside it.
     pub fn rollback(&mut self) {
-        let scope = self.scopes.pop().expect("Recorder::rollback without an open scope");
-        for h in scope {
+        let start = self.scopes.pop().expect("Recorder::rollback without an open scope");
+        for h in self.journal.drain(start..) {
             if let Some(n) = self.nodes.remove(&h) {
                 self.bytes -= n.len();
             }
         }
+    }
+
+    /// Number of first records so far (rolled-back ones excluded): a mark for
+    /// [`Recorder::recorded_since`].
+    pub fn journal_len(&self) -> usize {
+        self.journal.len()
+    }
+
+    /// The hashes first recorded after `mark` (a [`Recorder::journal_len`] value), in order.
+    pub fn recorded_since(&self, mark: usize) -> &[H256] {
+        self.journal.get(mark..).unwrap_or(&[])
     }
 
     /// Depth of open scopes.
@@ -97,6 +106,7 @@ impl Recorder {
     /// Take the recorded nodes, leaving the recorder empty.
     pub fn take(&mut self) -> HashMap<H256, Vec<u8>> {
         self.scopes.clear();
+        self.journal.clear();
         self.bytes = 0;
         std::mem::take(&mut self.nodes)
     }

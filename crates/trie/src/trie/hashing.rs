@@ -5,6 +5,15 @@ use crate::hash::H256;
 use crate::nibbles::Nibbles;
 use crate::node::{ChildKind, ChildRef, Layout, INLINE_MAX};
 
+/// One change of the collapse node set (see [`Trie::collapse_delta`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CollapseDelta {
+    /// The node a single branch's collapse needed before, as (hash, encoded length).
+    pub before: Option<(H256, usize)>,
+    /// The node it needs now.
+    pub now: Option<(H256, usize)>,
+}
+
 /// A node's canonical form where it stands, computed without changing the structure: a
 /// single branch (see `remove.rs`) collapses into its remaining entry, and an extension
 /// over one absorbs the result.
@@ -79,10 +88,15 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
     /// Load the remaining child of every single branch whose child is not loaded yet, so
     /// that hashing can collapse it. Recorded unless `record_collapse_loads` is off.
     fn load_collapse_children(&mut self) -> Result<(), TrieError> {
-        let pending: Vec<(NodeId, Vec<u8>)> = self
-            .singles
-            .iter()
-            .filter_map(|(&id, path)| {
+        // Only branches that became single since the last root can have an unloaded
+        // child: a single's child stays loaded (and a changed child is loaded anyway).
+        let mut fresh = std::mem::take(&mut self.new_singles);
+        fresh.sort_unstable();
+        fresh.dedup();
+        let pending: Vec<(NodeId, NodeId, Vec<u8>)> = fresh
+            .into_iter()
+            .filter_map(|id| {
+                let path = self.singles.get(&id)?;
                 let Kind::Branch { children, value: None } = &self.slots[id as usize].kind else {
                     return None;
                 };
@@ -91,21 +105,25 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                 (matches!(stub.kind, Kind::Hashed(_)) && !stub.known_branch).then(|| {
                     let mut p = path.clone();
                     p.push(i as u8);
-                    (c, p)
+                    (id, c, p)
                 })
             })
             .collect();
-        for (c, path) in pending {
-            self.resolve_for_collapse(c, &path)?;
+        for (n, (_, c, path)) in pending.iter().enumerate() {
+            if let Err(e) = self.resolve_for_collapse(*c, path) {
+                // Try again at the next root.
+                self.new_singles.extend(pending[n..].iter().map(|(id, _, _)| *id));
+                return Err(e);
+            }
         }
         Ok(())
     }
 
     /// The pre-state nodes that collapsing the current single branches needs and that no
     /// operation has visited otherwise: for each single branch whose remaining child is an
-    /// unchanged pre-state node referenced by hash, that child (hash and encoding). Loads
-    /// the children not loaded yet (recorded only if `record_collapse_loads` is on).
-    /// Costs O(single branches); hashes nothing.
+    /// unchanged pre-state node referenced by hash and not known to be a branch, that child
+    /// (hash and encoding). Loads the children not loaded yet (recorded only if
+    /// `record_collapse_loads` is on). Costs O(single branches); hashes nothing.
     pub fn collapse_nodes(&mut self) -> Result<Vec<(H256, Vec<u8>)>, TrieError> {
         self.load_collapse_children()?;
         let mut out = Vec::new();
@@ -128,6 +146,61 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
             }
         }
         Ok(out)
+    }
+
+    /// How the set of collapse nodes (see [`Trie::collapse_nodes`]) changed since the last
+    /// call: for each single branch whose shape or subtree changed, the node its collapse
+    /// needed before (if any) and the one it needs now (if any), as (hash, encoded length).
+    /// Costs O(branches changed since the last call), loading children as needed.
+    pub fn collapse_delta(&mut self) -> Result<Vec<CollapseDelta>, TrieError> {
+        let mut dirty = std::mem::take(&mut self.dirty_singles);
+        dirty.sort_unstable();
+        dirty.dedup();
+        let mut out = Vec::new();
+        for id in dirty {
+            let now = match self.singles.get(&id).cloned() {
+                Some(path) => self.collapse_need(id, &path)?,
+                None => None,
+            };
+            let before = match now {
+                Some(n) => self.collapse_of.insert(id, n),
+                None => self.collapse_of.remove(&id),
+            };
+            if before != now {
+                out.push(CollapseDelta { before, now });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The unchanged pre-state node the collapse of single branch `id` (at `path`) needs.
+    fn collapse_need(
+        &mut self,
+        id: NodeId,
+        path: &[u8],
+    ) -> Result<Option<(H256, usize)>, TrieError> {
+        let Kind::Branch { children, value: None } = &self.slots[id as usize].kind else {
+            return Ok(None);
+        };
+        let Some((i, &c)) = children.iter().enumerate().find(|(_, c)| **c != NONE) else {
+            return Ok(None);
+        };
+        let slot = &self.slots[c as usize];
+        if slot.fresh || slot.origin.is_none() {
+            return Ok(None);
+        }
+        if matches!(slot.kind, Kind::Hashed(_)) {
+            if slot.known_branch {
+                return Ok(None);
+            }
+            let mut child_path = path.to_vec();
+            child_path.push(i as u8);
+            self.resolve_for_collapse(c, &child_path)?;
+        }
+        let origin = self.slots[c as usize].origin.expect("checked above");
+        let mut enc = Vec::new();
+        self.encode_clean(c, &mut enc);
+        Ok(Some((origin, enc.len())))
     }
 
     /// Resolve a node needed only to collapse its single parent.
@@ -250,6 +323,9 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
     pub fn commit(&mut self) -> Result<TrieUpdates, TrieError> {
         self.normalize()?;
         self.singles.clear();
+        self.collapse_of.clear();
+        self.dirty_singles.clear();
+        self.new_singles.clear();
         let root = self.root()?;
         let mut new = Vec::new();
         if self.root != NONE {

@@ -26,6 +26,7 @@ mod hashing;
 mod remove;
 mod seek;
 
+pub use hashing::CollapseDelta;
 pub use seek::Entry;
 
 pub(crate) type NodeId = u32;
@@ -162,6 +163,13 @@ pub struct Trie<S: NodeSource, L: Layout = EthLayout> {
     pub(crate) singles: HashMap<NodeId, Vec<u8>>,
     /// Whether loads made only to collapse a single branch are recorded (the default).
     pub(crate) record_collapse_loads: bool,
+    /// Branches whose single-ness or subtree changed since the last [`Trie::collapse_delta`].
+    pub(crate) dirty_singles: Vec<NodeId>,
+    /// Branches that became single since the last root: their remaining child may need
+    /// loading before hashing.
+    pub(crate) new_singles: Vec<NodeId>,
+    /// For each single branch, the pre-state node its collapse needs (as last reported).
+    pub(crate) collapse_of: HashMap<NodeId, (H256, usize)>,
     _layout: PhantomData<L>,
 }
 
@@ -181,6 +189,9 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
             key_hint: None,
             singles: HashMap::new(),
             record_collapse_loads: true,
+            dirty_singles: Vec::new(),
+            new_singles: Vec::new(),
+            collapse_of: HashMap::new(),
             _layout: PhantomData,
         }
     }
@@ -311,7 +322,11 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
 
     /// Keep [`Trie::singles`] up to date after branch `id` (at `path`) changed.
     pub(crate) fn note_shape(&mut self, id: NodeId, path: &[u8]) {
+        if self.is_single(id) || self.singles.contains_key(&id) {
+            self.dirty_singles.push(id);
+        }
         if self.is_single(id) {
+            self.new_singles.push(id);
             self.singles.entry(id).or_insert_with(|| path.to_vec());
         } else {
             self.singles.remove(&id);
@@ -331,7 +346,9 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
 
     /// Touch and release a slot.
     pub(crate) fn free_node(&mut self, id: NodeId, path: &[u8]) {
-        self.singles.remove(&id);
+        if self.singles.remove(&id).is_some() {
+            self.dirty_singles.push(id);
+        }
         self.touch(id, path);
         self.slots[id as usize].kind = Kind::Hashed(H256::ZERO);
         self.free.push(id);

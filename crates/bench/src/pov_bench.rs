@@ -1,0 +1,327 @@
+//! `arbor bench pov`: block production with proof-of-validity recording, mirroring the
+//! block-production benchmark of Substrate's seed 1.
+//!
+//! State: `accounts` funded accounts (default 10,000) plus the block author, bulk-loaded
+//! into a RocksDB store in a temporary directory. Senders `0..accounts/2` pay receivers
+//! `accounts/2..`. Workloads: blocks of 544 and of 1,500 `transfer_keep_alive`, and the
+//! same with `transfer_allow_death` moving a sender's whole balance (so the sender's
+//! account is deleted and branches collapse). Every block is built from the same parent
+//! (nothing is committed) in each mode:
+//!
+//! - (a) no proof recording: reads from flat state, one root at the end;
+//! - (b) recording, witness at the block's end;
+//! - (c) (b) plus the exact `proof_size()` after every transaction (and the PoV limit);
+//! - (d) (b) plus the exact `storage_root()` after every transaction;
+//! - (e) (b) plus a from-scratch root after every transaction (544-transaction blocks only).
+//!
+//! One unmeasured build per mode and workload warms the caches; then `runs` rounds of
+//! builds are timed, the modes interleaved within each round, and the median reported, with the ratios c/b, d/b, e/b, keccak calls per block
+//! and the final proof size. Every build's post-state root is checked against mode (a)'s,
+//! and the (b) witness of each workload is verified statelessly.
+
+use std::time::Instant;
+
+use anyhow::{ensure, Context, Result};
+use chain::runtime::{account_id, genesis, EXISTENTIAL_DEPOSIT, FEE};
+use chain::{
+    build_block, build_block_unrecorded, decode_witness, encode_witness, verify_block,
+    BlockContext, BuildConfig, Built, PerTx, Transfer, TransferKind,
+};
+use serde::Serialize;
+use store::{StateDb, StoreConfig};
+use trie::{TrieId, H256};
+
+use crate::machine::MachineInfo;
+use crate::timing::{median_sorted, ratio, sorted};
+
+/// Options of `arbor bench pov`.
+#[derive(Debug, Clone)]
+pub struct PovBenchOpts {
+    /// Funded accounts (half send, half receive).
+    pub accounts: u64,
+    /// Timed builds per mode and workload.
+    pub runs: usize,
+    /// Block sizes (transactions).
+    pub sizes: Vec<usize>,
+    /// Create the temporary database under this directory.
+    pub dir: Option<std::path::PathBuf>,
+}
+
+impl Default for PovBenchOpts {
+    fn default() -> Self {
+        Self { accounts: 10_000, runs: 5, sizes: vec![544, 1_500], dir: None }
+    }
+}
+
+/// Largest acceptable c/b (exact proof size after every transaction).
+pub(crate) const PROOF_SIZE_TARGET: f64 = 1.02;
+/// Largest acceptable d/b (exact root after every transaction).
+pub(crate) const ROOT_TARGET: f64 = 1.5;
+/// Blocks larger than this skip mode (e): its cost grows with the square of the size.
+const NAIVE_MAX_TXS: usize = 544;
+
+/// One mode of one workload.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModeReport {
+    /// "a" … "e".
+    pub mode: &'static str,
+    /// What it does.
+    pub label: &'static str,
+    /// Median block production time, milliseconds.
+    pub median_ms: f64,
+    /// Every timed run, milliseconds.
+    pub runs_ms: Vec<f64>,
+    /// Keccak calls per block.
+    pub hashes: u64,
+    /// Witness bytes (0 without recording).
+    pub proof_size: usize,
+}
+
+/// One workload (size × transfer kind).
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkloadReport {
+    /// Transactions per block.
+    pub transactions: usize,
+    /// "keep-alive" or "allow-death".
+    pub kind: &'static str,
+    /// Post-state root (equal in every mode).
+    pub post_root: String,
+    /// The (b) witness verified statelessly.
+    pub witness_verified: bool,
+    /// Per mode.
+    pub modes: Vec<ModeReport>,
+    /// c / b.
+    pub c_over_b: f64,
+    /// d / b.
+    pub d_over_b: f64,
+    /// e / b (absent for blocks over 544 transactions).
+    pub e_over_b: Option<f64>,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, Serialize)]
+pub struct PovBenchReport {
+    /// The machine.
+    pub machine: MachineInfo,
+    /// Funded accounts.
+    pub accounts: u64,
+    /// Timed runs per mode.
+    pub runs: usize,
+    /// Parent state root.
+    pub parent_root: String,
+    /// Per workload.
+    pub workloads: Vec<WorkloadReport>,
+    /// c/b target.
+    pub proof_size_target: f64,
+    /// d/b target.
+    pub root_target: f64,
+    /// Every workload's c/b within target.
+    pub proof_size_met: bool,
+    /// Every workload's d/b within target.
+    pub root_met: bool,
+}
+
+const MODES: [(&str, &str); 5] = [
+    ("a", "no proof recording"),
+    ("b", "recording, witness at block end"),
+    ("c", "(b) + exact proof_size() after every tx"),
+    ("d", "(b) + exact storage_root() after every tx"),
+    ("e", "(b) + from-scratch root after every tx"),
+];
+
+/// The pool of one workload: `n` transfers from sender i to receiver half + i.
+fn pool(accounts: u64, n: usize, kind: TransferKind, balance: u128) -> Vec<Transfer> {
+    let half = accounts / 2;
+    (0..n as u64)
+        .map(|i| {
+            let s = i % half;
+            let amount = match kind {
+                TransferKind::KeepAlive => EXISTENTIAL_DEPOSIT,
+                // The whole balance after the fee: the sender's account goes.
+                TransferKind::AllowDeath => balance - FEE,
+            };
+            Transfer {
+                from: account_id(s),
+                to: account_id(half + s),
+                amount,
+                nonce: i / half,
+                kind,
+            }
+        })
+        .collect()
+}
+
+fn build(db: &StateDb, mode: &str, pool: &[Transfer], ctx: BlockContext) -> Result<Built> {
+    let root = db.head_root();
+    let source = db.node_source(TrieId::Main);
+    let per_tx = match mode {
+        "a" => return Ok(build_block_unrecorded(db, source, root, ctx, pool)?),
+        "b" => PerTx::Nothing,
+        "c" => PerTx::ProofSize,
+        "d" => PerTx::Root,
+        _ => PerTx::NaiveRoot,
+    };
+    let config = BuildConfig { per_tx, ..BuildConfig::default() };
+    Ok(build_block(&source, root, ctx, pool, &config)?)
+}
+
+/// Run the benchmark.
+pub fn pov_bench(opts: &PovBenchOpts, progress: bool) -> Result<PovBenchReport> {
+    ensure!(opts.accounts >= 2, "--accounts must be at least 2");
+    ensure!(opts.runs >= 1, "--runs must be at least 1");
+    let tmp = match &opts.dir {
+        Some(d) => tempfile::Builder::new().prefix("arbor-pov-").tempdir_in(d),
+        None => tempfile::Builder::new().prefix("arbor-pov-").tempdir(),
+    }
+    .context("cannot create a temporary directory")?;
+    let mut db = StateDb::open(tmp.path(), StoreConfig::default())?;
+    let balance = EXISTENTIAL_DEPOSIT * 1_000;
+    let author = account_id(u64::MAX);
+    let ids: Vec<_> = (0..opts.accounts).map(account_id).chain([author]).collect();
+    db.bulk_load(genesis(&ids, balance).into_iter().map(|(k, v)| (TrieId::Main, k, v)))?;
+    let parent: H256 = db.finish_bulk_load(&[])?;
+    // No background compaction from the load during the timed builds.
+    db.compact()?;
+
+    let mut jobs = Vec::new();
+    for &n in &opts.sizes {
+        for kind in [TransferKind::KeepAlive, TransferKind::AllowDeath] {
+            jobs.push((n, kind));
+        }
+    }
+    let total: u64 = jobs
+        .iter()
+        .map(|(n, _)| if *n <= NAIVE_MAX_TXS { 5 } else { 4 } * (opts.runs as u64 + 1))
+        .sum();
+    let pb = crate::progress::bar(progress, total, "building blocks");
+    let ctx = BlockContext { number: 1, author };
+    let mut workloads = Vec::new();
+    for (n, kind) in jobs {
+        let txs = pool(opts.accounts, n, kind, balance);
+        let active: Vec<(&'static str, &'static str)> =
+            MODES.into_iter().filter(|(m, _)| *m != "e" || n <= NAIVE_MAX_TXS).collect();
+        // Warm-up build per mode (caches), checked: same root, every transaction in.
+        let mut post_root = None;
+        let mut witness_verified = false;
+        let mut last: Vec<Built> = Vec::with_capacity(active.len());
+        for (mode, _) in &active {
+            let warm = build(&db, mode, &txs, ctx)?;
+            pb.inc(1);
+            let root = *post_root.get_or_insert(warm.block.state_root);
+            ensure!(warm.block.state_root == root, "mode {mode} ends at another root");
+            let got = warm.block.transfers.len();
+            ensure!(got == n, "mode {mode} included {got} of {n} transactions");
+            if *mode == "b" {
+                let w = decode_witness(&encode_witness(&warm.witness))?;
+                verify_block(parent, &warm.block, w).context("the (b) witness does not verify")?;
+                witness_verified = true;
+            }
+            last.push(warm);
+        }
+        // Timed runs, the modes interleaved so that drift (background compaction, cache
+        // state) falls on all of them alike.
+        let mut runs_ms: Vec<Vec<f64>> = vec![Vec::with_capacity(opts.runs); active.len()];
+        for _ in 0..opts.runs {
+            for (i, (mode, _)) in active.iter().enumerate() {
+                let start = Instant::now();
+                let built = build(&db, mode, &txs, ctx)?;
+                runs_ms[i].push(start.elapsed().as_secs_f64() * 1e3);
+                ensure!(
+                    Some(built.block.state_root) == post_root,
+                    "mode {mode} ends at another root"
+                );
+                last[i] = built;
+                pb.inc(1);
+            }
+        }
+        let modes: Vec<ModeReport> = active
+            .iter()
+            .zip(runs_ms)
+            .zip(&last)
+            .map(|(((mode, label), runs_ms), built)| ModeReport {
+                mode,
+                label,
+                median_ms: median_sorted(&sorted(&runs_ms)),
+                runs_ms,
+                hashes: built.hashes,
+                proof_size: built.proof_size,
+            })
+            .collect();
+        let t = |m: &str| modes.iter().find(|r| r.mode == m).map(|r| r.median_ms);
+        let b = t("b").unwrap_or(0.0);
+        workloads.push(WorkloadReport {
+            transactions: n,
+            kind: match kind {
+                TransferKind::KeepAlive => "keep-alive",
+                TransferKind::AllowDeath => "allow-death",
+            },
+            post_root: post_root.map(|r| r.to_string()).unwrap_or_default(),
+            witness_verified,
+            c_over_b: ratio(t("c").unwrap_or(0.0), b),
+            d_over_b: ratio(t("d").unwrap_or(0.0), b),
+            e_over_b: t("e").map(|e| ratio(e, b)),
+            modes,
+        });
+    }
+    pb.finish_and_clear();
+    db.close()?;
+    let proof_size_met = workloads.iter().all(|w| w.c_over_b <= PROOF_SIZE_TARGET);
+    let root_met = workloads.iter().all(|w| w.d_over_b <= ROOT_TARGET);
+    Ok(PovBenchReport {
+        machine: MachineInfo::detect(),
+        accounts: opts.accounts,
+        runs: opts.runs,
+        parent_root: parent.to_string(),
+        workloads,
+        proof_size_target: PROOF_SIZE_TARGET,
+        root_target: ROOT_TARGET,
+        proof_size_met,
+        root_met,
+    })
+}
+
+impl PovBenchReport {
+    /// The human-readable summary.
+    pub fn render(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "arbor bench pov: {} funded accounts in RocksDB, median of {} runs per mode ({} cores)",
+            self.accounts, self.runs, self.machine.logical_cores
+        );
+        for w in &self.workloads {
+            let _ = writeln!(
+                out,
+                "\n{} × transfer_{}: post root {} (witness verified statelessly: {})",
+                w.transactions,
+                w.kind.replace('-', "_"),
+                w.post_root,
+                if w.witness_verified { "yes" } else { "no" }
+            );
+            for m in &w.modes {
+                let _ = writeln!(
+                    out,
+                    "  ({}) {:<44} {:>9.1} ms  {:>8} keccak  proof {:>9} bytes",
+                    m.mode, m.label, m.median_ms, m.hashes, m.proof_size
+                );
+            }
+            let e = w.e_over_b.map_or(String::from("n/a"), |e| format!("{e:.2}"));
+            let _ = writeln!(
+                out,
+                "  c/b {:.3} (target <= {}), d/b {:.3} (target <= {}), e/b {}",
+                w.c_over_b, PROOF_SIZE_TARGET, w.d_over_b, ROOT_TARGET, e
+            );
+        }
+        let verdict = |met: bool| if met { "met" } else { "NOT met" };
+        let _ = writeln!(
+            out,
+            "\nexact proof size per tx (c/b <= {}): {}; exact root per tx (d/b <= {}): {}",
+            PROOF_SIZE_TARGET,
+            verdict(self.proof_size_met),
+            ROOT_TARGET,
+            verdict(self.root_met)
+        );
+        out
+    }
+}

@@ -1,0 +1,156 @@
+//! The chain part of `arbor demo`: three transfer blocks built with proof recording on an
+//! in-memory genesis of 2,000 accounts, each sent through its block and witness encodings
+//! and verified statelessly from the witness alone; the first block's witness with one
+//! node dropped must be refused as incomplete; the third block is filled up to a 64 KiB
+//! proof-of-validity limit.
+
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use chain::runtime::{account_id, EXISTENTIAL_DEPOSIT, FEE};
+use chain::{
+    build_block, decode_witness, encode_witness, verify_block, Block, BlockContext, BuildConfig,
+    Stop, Transfer, TransferKind, VerifyError,
+};
+use serde::Serialize;
+use trie::{MemoryNodeSource, Trie, TrieId, H256};
+
+const ACCOUNTS: u64 = 2_000;
+const BALANCE: u128 = EXISTENTIAL_DEPOSIT * 1_000;
+const LIMITED_POV: usize = 64 * 1024;
+
+/// One block of the demo.
+#[derive(Debug, Serialize)]
+pub(crate) struct ChainBlock {
+    pub(crate) label: &'static str,
+    pub(crate) offered: usize,
+    pub(crate) included: usize,
+    pub(crate) stop: String,
+    pub(crate) witness_nodes: usize,
+    pub(crate) proof_size: usize,
+    pub(crate) pov_limit: usize,
+    pub(crate) build_ms: f64,
+    pub(crate) verify_ms: f64,
+    pub(crate) post_root: String,
+    pub(crate) verified: bool,
+    pub(crate) reason: Option<String>,
+}
+
+/// What the chain part of the demo did and found.
+#[derive(Debug, Serialize)]
+pub(crate) struct ChainDemo {
+    pub(crate) blocks: Vec<ChainBlock>,
+    pub(crate) dropped_node_refused: bool,
+    pub(crate) dropped_node_reason: String,
+    pub(crate) limit_respected: bool,
+}
+
+impl ChainDemo {
+    /// Every pass/fail outcome, in report order.
+    pub(crate) fn outcomes(&self) -> Vec<bool> {
+        let mut v: Vec<bool> = self.blocks.iter().map(|b| b.verified).collect();
+        v.push(self.dropped_node_refused);
+        v.push(self.limit_respected);
+        v
+    }
+}
+
+fn pool(first: u64, n: u64, kind: TransferKind) -> Vec<Transfer> {
+    let half = ACCOUNTS / 2;
+    (first..first + n)
+        .map(|i| Transfer {
+            from: account_id(i % half),
+            to: account_id(half + i % half),
+            amount: match kind {
+                TransferKind::KeepAlive => EXISTENTIAL_DEPOSIT,
+                TransferKind::AllowDeath => BALANCE - FEE,
+            },
+            nonce: 0,
+            kind,
+        })
+        .collect()
+}
+
+/// Apply a block's changes to the in-memory state; returns the new root.
+fn apply(src: &mut MemoryNodeSource, root: H256, changes: &chain::builder::Built) -> Result<H256> {
+    let mut t: Trie<&MemoryNodeSource> = Trie::from_root(&*src, root);
+    for (k, v) in changes.changes.get(&TrieId::Main).into_iter().flatten() {
+        match v {
+            Some(v) => t.insert(k, v)?,
+            None => {
+                t.remove(k)?;
+            }
+        }
+    }
+    let u = t.commit()?;
+    drop(t);
+    for n in u.new {
+        src.insert_hashed(n.hash, n.encoded);
+    }
+    Ok(u.root)
+}
+
+pub(crate) fn run() -> Result<ChainDemo> {
+    let (mut src, mut root) = crate::cmd_block::chain_genesis(ACCOUNTS, BALANCE)?;
+    let author = account_id(u64::MAX);
+    let plan = [
+        ("300 x transfer_keep_alive", pool(0, 300, TransferKind::KeepAlive), usize::MAX),
+        ("300 x transfer_allow_death", pool(300, 300, TransferKind::AllowDeath), usize::MAX),
+        ("keep-alive up to a 64 KiB PoV", pool(600, 400, TransferKind::KeepAlive), LIMITED_POV),
+    ];
+    let mut blocks = Vec::new();
+    let (mut dropped_node_refused, mut dropped_node_reason) = (false, String::new());
+    let mut limit_respected = false;
+    for (number, (label, txs, limit)) in (1u64..).zip(plan) {
+        let ctx = BlockContext { number, author };
+        let config = BuildConfig {
+            pov_limit: limit.min(chain::builder::DEFAULT_POV_LIMIT),
+            ..BuildConfig::default()
+        };
+        let start = Instant::now();
+        let built = build_block(&src, root, ctx, &txs, &config).context("demo block production")?;
+        let build_ms = start.elapsed().as_secs_f64() * 1e3;
+        let block_bytes = built.block.encode();
+        let witness_bytes = encode_witness(&built.witness);
+        let start = Instant::now();
+        let result = Block::decode(&block_bytes)
+            .map_err(VerifyError::from)
+            .and_then(|b| verify_block(root, &b, decode_witness(&witness_bytes)?));
+        let verify_ms = start.elapsed().as_secs_f64() * 1e3;
+        if number == 1 {
+            let mut w = decode_witness(&witness_bytes)?;
+            w.remove(w.len() / 2);
+            match verify_block(root, &built.block, w) {
+                Err(e @ VerifyError::Incomplete { .. }) => {
+                    dropped_node_refused = true;
+                    dropped_node_reason = e.to_string();
+                }
+                Err(e) => dropped_node_reason = format!("wrong error: {e}"),
+                Ok(_) => dropped_node_reason = "accepted (bug)".into(),
+            }
+        }
+        if limit == LIMITED_POV {
+            limit_respected = built.proof_size <= LIMITED_POV && built.stop == Stop::PovLimit;
+        }
+        blocks.push(ChainBlock {
+            label,
+            offered: txs.len(),
+            included: built.block.transfers.len(),
+            stop: format!("{:?}", built.stop),
+            witness_nodes: built.witness.len(),
+            proof_size: built.proof_size,
+            pov_limit: config.pov_limit,
+            build_ms,
+            verify_ms,
+            post_root: built.block.state_root.to_string(),
+            verified: matches!(result, Ok(r) if r == built.block.state_root),
+            reason: result.err().map(|e| e.to_string()),
+        });
+        root = apply(&mut src, root, &built)?;
+        anyhow::ensure!(
+            root == built.block.state_root,
+            "applying block {number} gave another root"
+        );
+    }
+    Ok(ChainDemo { blocks, dropped_node_refused, dropped_node_reason, limit_respected })
+}
