@@ -152,8 +152,9 @@ impl<S: NodeSource> PovSession<S> {
             if trie_id != TrieId::Main {
                 return Err(PovError::UnsupportedTrie(trie_id));
             }
-            let write = self.overlay.newest_write(&trie_id, &key).map(|v| v.map(<[u8]>::to_vec));
+            let write = self.overlay.newest_write(&trie_id, &key);
             let mut inner = self.overlay.backend().inner.borrow_mut();
+            let inner = &mut *inner;
             if !self.applied.contains(&key) {
                 let parent = inner.trie().get(&key)?;
                 inner.pre.insert(key.clone(), parent);
@@ -161,11 +162,11 @@ impl<S: NodeSource> PovSession<S> {
             }
             let value = match write {
                 Some(v) => v,
-                None => inner.pre.get(&key).cloned().flatten(),
+                None => inner.pre.get(&key).and_then(|v| v.as_deref()),
             };
-            let t = inner.trie();
+            let t = inner.trie.as_mut().expect("present outside discard");
             match value {
-                Some(v) => t.insert(&key, &v)?,
+                Some(v) => t.insert(&key, v)?,
                 None => {
                     t.remove(&key)?;
                 }

@@ -157,7 +157,9 @@ pub struct Trie<S: NodeSource, L: Layout = EthLayout> {
     stats: HashStats,
     buf: Vec<u8>,
     /// The key the current operation looks up (a hint for leaf-by-key sources).
-    key_hint: Option<Vec<u8>>,
+    key_hint: Vec<u8>,
+    /// Whether `key_hint` is set (the buffer is kept to avoid an allocation per operation).
+    has_hint: bool,
     /// Branches left with a single entry (one child and no value, or a value and no
     /// child) by deletions; collapsed by hashing (virtually) and by commit (for real).
     pub(crate) singles: HashMap<NodeId, Vec<u8>>,
@@ -186,7 +188,8 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
             root_hash: Some(L::empty_root()),
             stats: HashStats::default(),
             buf: Vec::with_capacity(600),
-            key_hint: None,
+            key_hint: Vec::new(),
+            has_hint: false,
             singles: HashMap::new(),
             record_collapse_loads: true,
             dirty_singles: Vec::new(),
@@ -198,9 +201,11 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
 
     /// Run `f` with `key` as the lookup hint for the node source.
     pub(crate) fn with_hint<T>(&mut self, key: &[u8], f: impl FnOnce(&mut Self) -> T) -> T {
-        self.key_hint = Some(key.to_vec());
+        self.key_hint.clear();
+        self.key_hint.extend_from_slice(key);
+        self.has_hint = true;
         let out = f(self);
-        self.key_hint = None;
+        self.has_hint = false;
         out
     }
 
@@ -357,9 +362,10 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
     /// Make sure `id` is loaded (decoding a `Hashed` stub) and record it if recording.
     pub(crate) fn resolve(&mut self, id: NodeId, path: &[u8]) -> Result<(), TrieError> {
         if let Kind::Hashed(hash) = self.slots[id as usize].kind {
-            let loaded = match &self.key_hint {
-                Some(key) => self.source.load_for_key(path, &hash, key)?,
-                None => self.source.load(path, &hash)?,
+            let loaded = if self.has_hint {
+                self.source.load_for_key(path, &hash, &self.key_hint)?
+            } else {
+                self.source.load(path, &hash)?
             };
             let bytes =
                 loaded.ok_or_else(|| TrieError::MissingNode { path: path_hex(path), hash })?;
