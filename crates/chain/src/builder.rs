@@ -176,12 +176,7 @@ fn naive_root<S: NodeSource>(
         if trie_id != TrieId::Main {
             continue;
         }
-        match v {
-            Some(v) => t.insert(k, v)?,
-            None => {
-                t.remove(k)?;
-            }
-        }
+        t.write(k, v)?;
     }
     t.root()?;
     Ok(t.hash_stats().hashes)
@@ -220,12 +215,7 @@ pub fn build_block_unrecorded<R: StateReader, S: NodeSource>(
         .map_err(|e| BuildError::Runtime(format!("cannot take the block's changes: {e}")))?;
     let mut t: Trie<_> = Trie::from_root(source, root);
     for (k, v) in changes.get(&TrieId::Main).into_iter().flatten() {
-        match v {
-            Some(v) => t.insert(k, v)?,
-            None => {
-                t.remove(k)?;
-            }
-        }
+        t.write(k, v.as_deref())?;
     }
     let state_root = t.root()?;
     let hashes = t.hash_stats().hashes;

@@ -13,7 +13,8 @@ use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
 use overlay::Overlay;
-use trie::{NodeSource, SourceError, StateReader, Trie, TrieError, TrieId, H256};
+use trie::proof::UsedNodes;
+use trie::{StateReader, Trie, TrieError, TrieId, H256};
 
 use crate::block::{Block, CodecError};
 use crate::runtime::{self, ApplyError, BlockContext};
@@ -89,24 +90,8 @@ pub enum VerifyError {
     Unused(usize),
 }
 
-/// Witness nodes by hash, remembering which were used.
-struct WitnessSource {
-    nodes: HashMap<H256, Vec<u8>>,
-    used: RefCell<HashSet<H256>>,
-}
-
-impl NodeSource for WitnessSource {
-    fn load(&self, _path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, SourceError> {
-        let n = self.nodes.get(hash).cloned();
-        if n.is_some() {
-            self.used.borrow_mut().insert(*hash);
-        }
-        Ok(n)
-    }
-}
-
 /// Reads through the partial trie.
-struct TrieReader<'a>(RefCell<Trie<&'a WitnessSource>>);
+struct TrieReader<'a>(RefCell<Trie<&'a UsedNodes>>);
 
 impl StateReader for TrieReader<'_> {
     type Error = TrieError;
@@ -129,15 +114,15 @@ pub fn verify_block(
     if block.parent_root != parent_root {
         return Err(VerifyError::Parent { block: block.parent_root, expected: parent_root });
     }
-    let source = WitnessSource { nodes: witness.into_iter().collect(), used: RefCell::default() };
+    let source = UsedNodes::new(witness.into_iter().collect());
     let result = execute(&source, parent_root, block);
     let computed = result.map_err(|e| match e {
         VerifyError::Incomplete { path, hash, .. } => {
-            VerifyError::Incomplete { path, hash, orphans: orphans(&source.nodes, parent_root) }
+            VerifyError::Incomplete { path, hash, orphans: orphans(source.nodes(), parent_root) }
         }
         e => e,
     })?;
-    let stray = source.nodes.len() - source.used.borrow().len();
+    let stray = source.unused();
     if computed != block.state_root {
         return Err(VerifyError::Root { block: block.state_root, computed });
     }
@@ -147,7 +132,7 @@ pub fn verify_block(
     Ok(computed)
 }
 
-fn execute(source: &WitnessSource, root: H256, block: &Block) -> Result<H256, VerifyError> {
+fn execute(source: &UsedNodes, root: H256, block: &Block) -> Result<H256, VerifyError> {
     let t = Trie::from_root(source, root);
     let mut o = Overlay::new(TrieReader(RefCell::new(t)));
     let ctx = BlockContext { number: block.number, author: block.author };
@@ -167,11 +152,7 @@ fn execute(source: &WitnessSource, root: H256, block: &Block) -> Result<H256, Ve
     })?;
     let mut t = o.into_backend().0.into_inner();
     for (k, v) in changes.get(&TrieId::Main).into_iter().flatten() {
-        let r = match v {
-            Some(v) => t.insert(k, v),
-            None => t.remove(k).map(|_| ()),
-        };
-        r.map_err(trie_error)?;
+        t.write(k, v.as_deref()).map_err(trie_error)?;
     }
     t.root().map_err(trie_error)
 }

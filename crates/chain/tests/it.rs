@@ -32,16 +32,8 @@ fn parent(balances: &[u128]) -> (BTreeMap<Vec<u8>, Vec<u8>>, MemoryNodeSource, H
             map.insert(k, v);
         }
     }
-    let mut t: Trie<MemoryNodeSource> = Trie::new(MemoryNodeSource::new());
-    for (k, v) in &map {
-        t.insert(k, v).unwrap();
-    }
-    let u = t.commit().unwrap();
-    let mut src = t.into_source();
-    for n in u.new {
-        src.insert_hashed(n.hash, n.encoded);
-    }
-    (map, src, u.root)
+    let (src, root) = MemoryNodeSource::committed(&map).unwrap();
+    (map, src, root)
 }
 
 const AUTHOR: u64 = 1_000_000;
@@ -117,16 +109,11 @@ fn reference(
     let mut t = o.into_backend().0.into_inner();
     let mut post = parent.clone();
     for (k, v) in cs.get(&TrieId::Main).into_iter().flatten() {
+        t.write(k, v.as_deref()).unwrap();
         match v {
-            Some(v) => {
-                t.insert(k, v).unwrap();
-                post.insert(k.clone(), v.clone());
-            }
-            None => {
-                t.remove(k).unwrap();
-                post.remove(k);
-            }
-        }
+            Some(v) => post.insert(k.clone(), v.clone()),
+            None => post.remove(k),
+        };
     }
     t.root().unwrap();
     let items: Vec<(&Vec<u8>, &Vec<u8>)> = post.iter().collect();

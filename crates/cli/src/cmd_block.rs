@@ -11,7 +11,7 @@ use chain::{
     Transfer, TransferKind,
 };
 use clap::Args;
-use trie::{MemoryNodeSource, Trie, H256};
+use trie::{MemoryNodeSource, H256};
 
 /// Arguments of `arbor build-block`.
 #[derive(Debug, Args)]
@@ -51,16 +51,7 @@ pub(crate) struct VerifyBlockArgs {
 /// The genesis of `accounts` funded accounts plus the author, in memory.
 pub(crate) fn chain_genesis(accounts: u64, balance: u128) -> Result<(MemoryNodeSource, H256)> {
     let ids: Vec<_> = (0..accounts).map(account_id).chain([account_id(u64::MAX)]).collect();
-    let mut t: Trie<MemoryNodeSource> = Trie::new(MemoryNodeSource::new());
-    for (k, v) in genesis(&ids, balance) {
-        t.insert(&k, &v)?;
-    }
-    let u = t.commit()?;
-    let mut src = t.into_source();
-    for n in u.new {
-        src.insert_hashed(n.hash, n.encoded);
-    }
-    Ok((src, u.root))
+    Ok(MemoryNodeSource::committed(genesis(&ids, balance))?)
 }
 
 /// Transfers from sender i to receiver accounts/2 + i.

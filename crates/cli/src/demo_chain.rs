@@ -75,19 +75,13 @@ fn pool(first: u64, n: u64, kind: TransferKind) -> Vec<Transfer> {
 fn apply(src: &mut MemoryNodeSource, root: H256, changes: &chain::builder::Built) -> Result<H256> {
     let mut t: Trie<&MemoryNodeSource> = Trie::from_root(&*src, root);
     for (k, v) in changes.changes.get(&TrieId::Main).into_iter().flatten() {
-        match v {
-            Some(v) => t.insert(k, v)?,
-            None => {
-                t.remove(k)?;
-            }
-        }
+        t.write(k, v.as_deref())?;
     }
     let u = t.commit()?;
     drop(t);
-    for n in u.new {
-        src.insert_hashed(n.hash, n.encoded);
-    }
-    Ok(u.root)
+    let root = u.root;
+    src.apply(u);
+    Ok(root)
 }
 
 pub(crate) fn run() -> Result<ChainDemo> {

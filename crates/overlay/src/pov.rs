@@ -164,13 +164,7 @@ impl<S: NodeSource> PovSession<S> {
                 Some(v) => v,
                 None => inner.pre.get(&key).and_then(|v| v.as_deref()),
             };
-            let t = inner.trie.as_mut().expect("present outside discard");
-            match value {
-                Some(v) => t.insert(&key, v)?,
-                None => {
-                    t.remove(&key)?;
-                }
-            }
+            inner.trie.as_mut().expect("present outside discard").write(&key, value)?;
         }
         Ok(())
     }
@@ -313,13 +307,7 @@ impl<S: NodeSource> PovSession<S> {
         keys.sort_unstable();
         for key in keys {
             let Some(value) = self.overlay.newest_write(&TrieId::Main, key) else { continue };
-            let t = inner.trie();
-            match value {
-                Some(v) => t.insert(key, v)?,
-                None => {
-                    t.remove(key)?;
-                }
-            }
+            inner.trie().write(key, value)?;
         }
         Ok(())
     }

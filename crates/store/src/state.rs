@@ -260,7 +260,7 @@ impl StateDb {
             if old.as_ref() == new {
                 continue;
             }
-            write_to_trie(&mut t, k, new.map(Vec::as_slice))?;
+            t.write(k, new.map(Vec::as_slice))?;
             rev.record(Column::Flat, fk.clone(), old);
             layer.flat.insert(fk, new.cloned());
         }
@@ -319,7 +319,7 @@ impl StateDb {
             let current = self.trie_root(trie_id)?;
             let mut t: Trie<StoreSource<'_>> = Trie::from_root(source, current);
             for (k, v) in kv {
-                write_to_trie(&mut t, k, v.as_deref().filter(|v| !v.is_empty()))?;
+                t.write(k, v.as_deref().filter(|v| !v.is_empty()))?;
             }
             let updates = t.commit()?;
             // A storage trie whose root record the block did not change keeps its root.
@@ -613,18 +613,6 @@ fn writer_loop(shared: Arc<Shared>, rx: Receiver<Arc<Layer>>) {
             Err(e) => p.poisoned = Some(format!("writing block {}: {e}", layer.number)),
         }
         shared.changed.notify_all();
-    }
-}
-
-/// Insert (`Some`) or remove (`None`) `key` in `t`.
-fn write_to_trie(
-    t: &mut Trie<StoreSource<'_>>,
-    key: &[u8],
-    value: Option<&[u8]>,
-) -> Result<(), trie::TrieError> {
-    match value {
-        Some(v) => t.insert(key, v),
-        None => t.remove(key).map(|_| ()),
     }
 }
 

@@ -279,13 +279,32 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
     }
 }
 
-/// Proof nodes by hash, remembering which ones the rebuild loaded.
-struct ProofSource {
+/// Untrusted nodes (a proof, a block witness) served by hash, remembering which ones were
+/// loaded, so that a verifier can refuse nodes nothing needed.
+#[derive(Debug, Default)]
+pub struct UsedNodes {
     nodes: HashMap<H256, Vec<u8>>,
     used: RefCell<HashSet<H256>>,
 }
 
-impl NodeSource for ProofSource {
+impl UsedNodes {
+    /// Serve `nodes` (keyed by their hash).
+    pub fn new(nodes: HashMap<H256, Vec<u8>>) -> Self {
+        Self { nodes, used: RefCell::default() }
+    }
+
+    /// The nodes held, by hash.
+    pub fn nodes(&self) -> &HashMap<H256, Vec<u8>> {
+        &self.nodes
+    }
+
+    /// How many distinct nodes were never loaded.
+    pub fn unused(&self) -> usize {
+        self.nodes.len() - self.used.borrow().len()
+    }
+}
+
+impl NodeSource for UsedNodes {
     fn load(&self, _path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, SourceError> {
         let n = self.nodes.get(hash).cloned();
         if n.is_some() {
@@ -339,8 +358,7 @@ pub fn verify_range_proof<L: Layout>(
             return Err(ProofError::DuplicateNode(i));
         }
     }
-    let source = ProofSource { nodes, used: RefCell::new(HashSet::new()) };
-    let mut trie: Trie<ProofSource, L> = Trie::from_root(source, *root);
+    let mut trie: Trie<UsedNodes, L> = Trie::from_root(UsedNodes::new(nodes), *root);
     let left = Nibbles::from_bytes(start).0;
     let right = entries.last().map(|(k, _)| Nibbles::from_bytes(k).0);
     let mut prefix = Vec::new();
@@ -355,9 +373,9 @@ pub fn verify_range_proof<L: Layout>(
     if computed != *root {
         return Err(ProofError::RootMismatch { expected: *root, computed });
     }
-    let used = trie.source().used.borrow().len();
-    if used != proof.len() {
-        return Err(ProofError::UnusedNodes(proof.len() - used));
+    let unused = trie.source().unused();
+    if unused > 0 {
+        return Err(ProofError::UnusedNodes(unused));
     }
     Ok(())
 }

@@ -153,6 +153,28 @@ impl MemoryNodeSource {
         self.nodes.insert(hash, encoded);
     }
 
+    /// Keep every node a commit wrote (nothing is deleted: see the type's docs).
+    pub fn apply(&mut self, updates: crate::trie::TrieUpdates) {
+        for n in updates.new {
+            self.nodes.insert(n.hash, n.encoded);
+        }
+    }
+
+    /// The committed state of `entries` (key, value): its nodes and its root.
+    pub fn committed<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+        entries: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<(MemoryNodeSource, H256), crate::trie::TrieError> {
+        let mut t: crate::trie::Trie<MemoryNodeSource> = crate::trie::Trie::new(Self::new());
+        for (k, v) in entries {
+            t.insert(k.as_ref(), v.as_ref())?;
+        }
+        let u = t.commit()?;
+        let root = u.root;
+        let mut src = t.into_source();
+        src.apply(u);
+        Ok((src, root))
+    }
+
     /// Number of nodes held.
     pub fn len(&self) -> usize {
         self.nodes.len()

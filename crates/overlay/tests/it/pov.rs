@@ -71,16 +71,7 @@ fn case() -> impl Strategy<Value = (BTreeMap<Vec<u8>, Vec<u8>>, Vec<Tx>)> {
 }
 
 fn committed(parent: &BTreeMap<Vec<u8>, Vec<u8>>) -> (MemoryNodeSource, H256) {
-    let mut t: Trie<MemoryNodeSource> = Trie::new(MemoryNodeSource::new());
-    for (k, v) in parent {
-        t.insert(k, v).unwrap();
-    }
-    let u = t.commit().unwrap();
-    let mut src = t.into_source();
-    for n in u.new {
-        src.insert_hashed(n.hash, n.encoded);
-    }
-    (src, u.root)
+    MemoryNodeSource::committed(parent).unwrap()
 }
 
 /// Run ops on an overlay; the model tracks the visible values.
@@ -147,12 +138,7 @@ fn reference_witness(
     let cs = o.drain_changes().unwrap();
     let mut t = o.into_backend().0.into_inner();
     for (k, v) in cs.get(&TrieId::Main).into_iter().flatten() {
-        match v {
-            Some(v) => t.insert(k, v).unwrap(),
-            None => {
-                t.remove(k).unwrap();
-            }
-        }
+        t.write(k, v.as_deref()).unwrap();
     }
     t.root().unwrap();
     t.take_recorder().unwrap().take()

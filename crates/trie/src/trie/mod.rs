@@ -531,6 +531,14 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         Ok(None)
     }
 
+    /// Set `key` to `value`, or remove it when `value` is `None` (or empty).
+    pub fn write(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<(), TrieError> {
+        match value {
+            Some(v) => self.insert(key, v),
+            None => self.remove(key).map(|_| ()),
+        }
+    }
+
     /// Insert or replace `key`; an empty value removes the key (Ethereum semantics).
     pub fn insert(&mut self, key: &[u8], value: &[u8]) -> Result<(), TrieError> {
         if value.is_empty() {

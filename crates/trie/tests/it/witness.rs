@@ -37,16 +37,7 @@ fn apply(t: &mut Trie<MemoryNodeSource>, op: &Op) -> Result<(), TrieError> {
 }
 
 fn committed(base: &BTreeMap<Vec<u8>, Vec<u8>>) -> (MemoryNodeSource, trie::H256) {
-    let mut t: Trie<MemoryNodeSource> = Trie::new(MemoryNodeSource::new());
-    for (k, v) in base {
-        t.insert(k, v).unwrap();
-    }
-    let u = t.commit().unwrap();
-    let mut src = MemoryNodeSource::new();
-    for n in u.new {
-        src.insert_hashed(n.hash, n.encoded);
-    }
-    (src, u.root)
+    MemoryNodeSource::committed(base).unwrap()
 }
 
 proptest! {
