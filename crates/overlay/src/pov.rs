@@ -107,8 +107,13 @@ impl<S: NodeSource> StateReader for RecordingBackend<S> {
 pub struct PovSession<S: NodeSource> {
     overlay: Overlay<RecordingBackend<S>>,
     parent_root: H256,
-    /// Keys applied to the trie (kept in sync with `Inner::pre`'s keys).
-    applied: HashSet<Vec<u8>>,
+    /// Keys applied to the trie (the keys of `Inner::pre`), each with whether the trie
+    /// holds it now.
+    applied: HashMap<Vec<u8>, bool>,
+    /// Keys whose newest value is not in the trie yet: value changes of keys the trie holds
+    /// and keeps holding. They change no structure, so the witness does not depend on them;
+    /// they are applied before a root or a witness is computed.
+    deferred: HashSet<Vec<u8>>,
     candidate_open: bool,
 }
 
@@ -130,7 +135,8 @@ impl<S: NodeSource> PovSession<S> {
         PovSession {
             overlay: Overlay::new(backend),
             parent_root: root,
-            applied: HashSet::new(),
+            applied: HashMap::new(),
+            deferred: HashSet::new(),
             candidate_open: false,
         }
     }
@@ -146,7 +152,9 @@ impl<S: NodeSource> PovSession<S> {
     }
 
     /// Apply the keys changed since the last call to the trie, with their current values.
-    fn sync(&mut self) -> Result<(), PovError> {
+    /// With `structure_only`, value changes of keys the trie holds and keeps holding are
+    /// deferred instead (see `deferred`).
+    fn sync(&mut self, structure_only: bool) -> Result<(), PovError> {
         let changed = self.overlay.take_changed();
         for (trie_id, key) in changed {
             if trie_id != TrieId::Main {
@@ -155,16 +163,45 @@ impl<S: NodeSource> PovSession<S> {
             let write = self.overlay.newest_write(&trie_id, &key);
             let mut inner = self.overlay.backend().inner.borrow_mut();
             let inner = &mut *inner;
-            if !self.applied.contains(&key) {
-                let parent = inner.trie().get(&key)?;
-                inner.pre.insert(key.clone(), parent);
-                self.applied.insert(key.clone());
-            }
+            let held = match self.applied.get(&key) {
+                Some(&held) => held,
+                None => {
+                    let parent = inner.trie().get(&key)?;
+                    let held = parent.is_some();
+                    inner.pre.insert(key.clone(), parent);
+                    self.applied.insert(key.clone(), held);
+                    held
+                }
+            };
             let value = match write {
                 Some(v) => v,
                 None => inner.pre.get(&key).and_then(|v| v.as_deref()),
             };
+            if structure_only && held && value.is_some() {
+                self.deferred.insert(key);
+                continue;
+            }
             inner.trie.as_mut().expect("present outside discard").write(&key, value)?;
+            self.applied.insert(key.clone(), value.is_some());
+            self.deferred.remove(&key);
+        }
+        if !structure_only {
+            self.flush_deferred()?;
+        }
+        Ok(())
+    }
+
+    /// Apply the deferred value changes.
+    fn flush_deferred(&mut self) -> Result<(), PovError> {
+        let mut inner = self.overlay.backend().inner.borrow_mut();
+        let inner = &mut *inner;
+        for key in self.deferred.drain() {
+            let value = match self.overlay.newest_write(&TrieId::Main, &key) {
+                Some(v) => v,
+                None => inner.pre.get(&key).and_then(|v| v.as_deref()),
+            };
+            inner.trie.as_mut().expect("present outside discard").write(&key, value)?;
+            self.applied.insert(key, value.is_some());
         }
         Ok(())
     }
@@ -173,7 +210,7 @@ impl<S: NodeSource> PovSession<S> {
     /// reads so far and computing the current root need. Walks only the paths of keys
     /// changed since the last call; hashes nothing.
     pub fn proof_size(&mut self) -> Result<usize, PovError> {
-        self.sync()?;
+        self.sync(true)?;
         let mut inner = self.overlay.backend().inner.borrow_mut();
         let inner = &mut *inner;
         let t = inner.trie.as_mut().expect("present outside discard");
@@ -214,7 +251,7 @@ impl<S: NodeSource> PovSession<S> {
     /// The exact post-state root of the main trie now. Rehashes only the paths changed
     /// since the last call.
     pub fn storage_root(&mut self) -> Result<H256, PovError> {
-        self.sync()?;
+        self.sync(false)?;
         Ok(self.overlay.backend().inner.borrow_mut().trie().root()?)
     }
 
@@ -227,7 +264,7 @@ impl<S: NodeSource> PovSession<S> {
     /// The witness so far: every recorded node plus the collapse nodes the current state
     /// needs, deduplicated, sorted by hash.
     pub fn witness(&mut self) -> Result<Vec<Vec<u8>>, PovError> {
-        self.sync()?;
+        self.sync(false)?;
         let mut inner = self.overlay.backend().inner.borrow_mut();
         let t = inner.trie();
         let extra = t.collapse_nodes()?;
@@ -249,7 +286,7 @@ impl<S: NodeSource> PovSession<S> {
         }
         // Earlier changes go into the trie now, so that a discard only drops the
         // candidate's own.
-        self.sync()?;
+        self.sync(true)?;
         self.overlay.start_transaction();
         let mut inner = self.overlay.backend().inner.borrow_mut();
         if let Some(r) = inner.trie().recorder_mut() {
@@ -303,11 +340,18 @@ impl<S: NodeSource> PovSession<S> {
         inner.collapse.clear();
         inner.extra = 0;
         // Re-apply every kept write, in key order.
-        let mut keys: Vec<&Vec<u8>> = self.applied.iter().collect();
+        self.deferred.clear();
+        let mut keys: Vec<Vec<u8>> = self.applied.keys().cloned().collect();
         keys.sort_unstable();
         for key in keys {
-            let Some(value) = self.overlay.newest_write(&TrieId::Main, key) else { continue };
-            inner.trie().write(key, value)?;
+            let value = match self.overlay.newest_write(&TrieId::Main, &key) {
+                Some(v) => {
+                    inner.trie().write(&key, v)?;
+                    v.is_some()
+                }
+                None => inner.pre.get(&key).is_some_and(Option::is_some),
+            };
+            self.applied.insert(key, value);
         }
         Ok(())
     }
