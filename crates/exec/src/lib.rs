@@ -1,0 +1,100 @@
+//! Arbor's block executors: Block-STM (optimistic parallel execution over a multi-version
+//! memory, Gelashvili et al., PPoPP'23) and the sequential reference it must agree with.
+//!
+//! A block is a slice of [`Transaction`]s over a read-only [`Storage`]. Both executors
+//! return the same [`BlockOutput`]: every transaction's output and the block's final write
+//! set, exactly as running the transactions one after another would give.
+//!
+//! - [`execute_sequential`]: the reference.
+//! - [`execute_parallel`]: Block-STM with `workers` threads (see `mvmemory.rs` and
+//!   `scheduler.rs`); blocks smaller than [`PARALLEL_MIN_TXS`] or one worker fall back to
+//!   the sequential executor.
+//!
+//! Transactions read and write through a [`View`]. A read that meets an ESTIMATE (a write
+//! of a lower transaction that is being re-executed) returns [`Blocked`], which the
+//! transaction propagates with `?`; the executor then suspends it until the blocking
+//! transaction has run again.
+
+#![forbid(unsafe_code)]
+
+mod mvmemory;
+mod parallel;
+mod scheduler;
+mod sequential;
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+
+pub use parallel::execute_parallel;
+pub use sequential::execute_sequential;
+
+/// A state key.
+pub type Key = Vec<u8>;
+/// A state value.
+pub type Value = Vec<u8>;
+
+/// A read met the estimate of transaction `.0`'s write: stop and retry after it re-ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Blocked(pub usize);
+
+/// What a transaction sees: its own writes, then the writes of lower transactions, then
+/// storage.
+pub trait View {
+    /// The value of `key`, or `None`.
+    fn get(&mut self, key: &[u8]) -> Result<Option<Value>, Blocked>;
+    /// Write `value` under `key`.
+    fn set(&mut self, key: &[u8], value: Value);
+    /// Delete `key`.
+    fn delete(&mut self, key: &[u8]);
+}
+
+/// One transaction of a block. `execute` must be deterministic in what it reads: the
+/// executors may run it several times (only the last run counts).
+pub trait Transaction: Sync {
+    /// What the transaction returns (its receipt); failures are outputs too.
+    type Output: Clone + Debug + PartialEq + Send;
+    /// Run against `view`, propagating [`Blocked`] from reads.
+    fn execute(&self, view: &mut dyn View) -> Result<Self::Output, Blocked>;
+}
+
+/// The state a block starts from.
+pub trait Storage: Sync {
+    /// The value of `key` before the block.
+    fn get(&self, key: &[u8]) -> Option<Value>;
+}
+
+impl Storage for BTreeMap<Key, Value> {
+    fn get(&self, key: &[u8]) -> Option<Value> {
+        BTreeMap::get(self, key).cloned()
+    }
+}
+
+/// Counters of one parallel run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Executions started (first incarnations and re-executions).
+    pub executions: u64,
+    /// Executions beyond each transaction's first.
+    pub reexecutions: u64,
+    /// Read-set validations.
+    pub validations: u64,
+    /// Validations that aborted their transaction.
+    pub aborts: u64,
+    /// Executions suspended on an estimate.
+    pub suspensions: u64,
+}
+
+/// A block's result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockOutput<O> {
+    /// Per transaction, in block order.
+    pub outputs: Vec<O>,
+    /// The final value of every key the block wrote (`None` = deleted).
+    pub writes: BTreeMap<Key, Option<Value>>,
+    /// Work counters (zero but `executions` for the sequential executor).
+    pub counters: Counters,
+}
+
+/// Blocks with fewer transactions run sequentially: thread start-up costs more than they
+/// can gain.
+pub const PARALLEL_MIN_TXS: usize = 16;

@@ -1,0 +1,160 @@
+//! The Block-STM worker loop (the paper's Algorithm 1 and 2) over the multi-version
+//! memory and the scheduler.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use parking_lot::Mutex;
+
+use crate::mvmemory::{MvMemory, ReadOrigin, ReadResult, Version};
+use crate::scheduler::{Scheduler, Task};
+use crate::{
+    execute_sequential, BlockOutput, Blocked, Counters, Key, Storage, Transaction, Value, View,
+    PARALLEL_MIN_TXS,
+};
+
+/// One incarnation's view: its own writes, then the multi-version memory, then storage.
+struct MvView<'a, S: Storage> {
+    txn: usize,
+    memory: &'a MvMemory,
+    storage: &'a S,
+    reads: Vec<(Key, ReadOrigin)>,
+    writes: BTreeMap<Key, Option<Value>>,
+}
+
+impl<S: Storage> View for MvView<'_, S> {
+    fn get(&mut self, key: &[u8]) -> Result<Option<Value>, Blocked> {
+        if let Some(v) = self.writes.get(key) {
+            return Ok(v.clone());
+        }
+        match self.memory.read(key, self.txn) {
+            ReadResult::Blocked(blocking) => Err(Blocked(blocking)),
+            ReadResult::Version(version, value) => {
+                self.reads.push((key.to_vec(), ReadOrigin::Version(version)));
+                Ok(value)
+            }
+            ReadResult::Storage => {
+                self.reads.push((key.to_vec(), ReadOrigin::Storage));
+                Ok(self.storage.get(key))
+            }
+        }
+    }
+
+    fn set(&mut self, key: &[u8], value: Value) {
+        self.writes.insert(key.to_vec(), Some(value));
+    }
+
+    fn delete(&mut self, key: &[u8]) {
+        self.writes.insert(key.to_vec(), None);
+    }
+}
+
+#[derive(Default)]
+struct AtomicCounters {
+    executions: AtomicU64,
+    validations: AtomicU64,
+    aborts: AtomicU64,
+    suspensions: AtomicU64,
+}
+
+struct Shared<'a, T: Transaction, S: Storage> {
+    txs: &'a [T],
+    storage: &'a S,
+    memory: MvMemory,
+    scheduler: Scheduler,
+    outputs: Vec<Mutex<Option<T::Output>>>,
+    counters: AtomicCounters,
+}
+
+impl<T: Transaction, S: Storage> Shared<'_, T, S> {
+    fn worker(&self) {
+        let mut task: Option<Task> = None;
+        while !self.scheduler.done() {
+            task = match task {
+                Some(Task::Execute(v)) => self.try_execute(v),
+                Some(Task::Validate(v)) => self.needs_reexecution(v),
+                None => self.scheduler.next_task(),
+            };
+        }
+    }
+
+    fn try_execute(&self, (txn, incarnation): Version) -> Option<Task> {
+        loop {
+            self.counters.executions.fetch_add(1, Relaxed);
+            let mut view = MvView {
+                txn,
+                memory: &self.memory,
+                storage: self.storage,
+                reads: Vec::new(),
+                writes: BTreeMap::new(),
+            };
+            match self.txs[txn].execute(&mut view) {
+                Err(Blocked(blocking)) => {
+                    self.counters.suspensions.fetch_add(1, Relaxed);
+                    if self.scheduler.add_dependency(txn, blocking) {
+                        return None;
+                    }
+                    // The blocker finished meanwhile: run again at once.
+                }
+                Ok(output) => {
+                    let wrote_new = self.memory.record((txn, incarnation), view.reads, view.writes);
+                    *self.outputs[txn].lock() = Some(output);
+                    return self.scheduler.finish_execution(txn, incarnation, wrote_new);
+                }
+            }
+        }
+    }
+
+    fn needs_reexecution(&self, (txn, incarnation): Version) -> Option<Task> {
+        self.counters.validations.fetch_add(1, Relaxed);
+        let valid = self.memory.validate_read_set(txn);
+        let aborted = !valid && self.scheduler.try_validation_abort(txn, incarnation);
+        if aborted {
+            self.counters.aborts.fetch_add(1, Relaxed);
+            self.memory.convert_writes_to_estimates(txn);
+        }
+        self.scheduler.finish_validation(txn, aborted)
+    }
+}
+
+/// Run `txs` over `storage` with Block-STM on `workers` threads. The result equals
+/// [`execute_sequential`]'s (outputs and writes); small blocks and one worker run
+/// sequentially.
+pub fn execute_parallel<T: Transaction, S: Storage>(
+    txs: &[T],
+    storage: &S,
+    workers: usize,
+) -> BlockOutput<T::Output> {
+    if workers <= 1 || txs.len() < PARALLEL_MIN_TXS {
+        return execute_sequential(txs, storage);
+    }
+    let shared = Shared {
+        txs,
+        storage,
+        memory: MvMemory::new(txs.len()),
+        scheduler: Scheduler::new(txs.len()),
+        outputs: (0..txs.len()).map(|_| Mutex::new(None)).collect(),
+        counters: AtomicCounters::default(),
+    };
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| shared.worker());
+        }
+    });
+    let writes = shared.memory.snapshot();
+    let outputs = shared
+        .outputs
+        .into_iter()
+        .map(|o| o.into_inner().expect("every transaction executed before the scheduler is done"))
+        .collect();
+    let c = &shared.counters;
+    let executions = c.executions.load(Relaxed);
+    let counters = Counters {
+        executions,
+        reexecutions: executions.saturating_sub(txs.len() as u64),
+        validations: c.validations.load(Relaxed),
+        aborts: c.aborts.load(Relaxed),
+        suspensions: c.suspensions.load(Relaxed),
+    };
+    BlockOutput { outputs, writes, counters }
+}

@@ -1,0 +1,50 @@
+//! The sequential reference executor: each transaction sees the writes of every earlier
+//! one.
+
+use std::collections::BTreeMap;
+
+use crate::{BlockOutput, Blocked, Counters, Key, Storage, Transaction, Value, View};
+
+struct SeqView<'a, S: Storage> {
+    storage: &'a S,
+    block: &'a BTreeMap<Key, Option<Value>>,
+    own: BTreeMap<Key, Option<Value>>,
+}
+
+impl<S: Storage> View for SeqView<'_, S> {
+    fn get(&mut self, key: &[u8]) -> Result<Option<Value>, Blocked> {
+        if let Some(v) = self.own.get(key) {
+            return Ok(v.clone());
+        }
+        if let Some(v) = self.block.get(key) {
+            return Ok(v.clone());
+        }
+        Ok(self.storage.get(key))
+    }
+
+    fn set(&mut self, key: &[u8], value: Value) {
+        self.own.insert(key.to_vec(), Some(value));
+    }
+
+    fn delete(&mut self, key: &[u8]) {
+        self.own.insert(key.to_vec(), None);
+    }
+}
+
+/// Run `txs` one after another over `storage`.
+pub fn execute_sequential<T: Transaction, S: Storage>(
+    txs: &[T],
+    storage: &S,
+) -> BlockOutput<T::Output> {
+    let mut writes = BTreeMap::new();
+    let mut outputs = Vec::with_capacity(txs.len());
+    for tx in txs {
+        let mut view = SeqView { storage, block: &writes, own: BTreeMap::new() };
+        let out = tx.execute(&mut view).expect("sequential reads never block");
+        let own = view.own;
+        outputs.push(out);
+        writes.extend(own);
+    }
+    let counters = Counters { executions: txs.len() as u64, ..Counters::default() };
+    BlockOutput { outputs, writes, counters }
+}
