@@ -46,6 +46,27 @@ pub trait View {
     fn set(&mut self, key: &[u8], value: Value);
     /// Delete `key`.
     fn delete(&mut self, key: &[u8]);
+    /// Add `amount` to the counter under `key` (see [`apply_delta`]) without reading it:
+    /// a delta creates no read dependency, so transactions that only bump the same counter
+    /// (a fee collector, a block-level count) do not conflict. A later plain read of the
+    /// key resolves it in block order.
+    fn add_delta(&mut self, key: &[u8], amount: i64);
+}
+
+/// A counter value after adding `amount`: counters are `u64` big-endian; an absent value
+/// (or one that is not 8 bytes) counts as 0, and the sum wraps.
+pub fn apply_delta(base: Option<&[u8]>, amount: i64) -> Value {
+    let n = base.and_then(|b| <[u8; 8]>::try_from(b).ok()).map_or(0, u64::from_be_bytes);
+    n.wrapping_add_signed(amount).to_be_bytes().to_vec()
+}
+
+/// A transaction's pending write to one key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Write {
+    /// A value (`None` = delete).
+    Value(Option<Value>),
+    /// A sum to add to whatever the key holds before this transaction.
+    Delta(i64),
 }
 
 /// One transaction of a block. `execute` must be deterministic in what it reads: the

@@ -12,7 +12,7 @@ use std::hash::{Hash, Hasher};
 
 use parking_lot::Mutex;
 
-use crate::{Key, Value};
+use crate::{apply_delta, Key, Storage, Value, Write};
 
 /// A transaction incarnation: (block index, incarnation number).
 pub(crate) type Version = (usize, u32);
@@ -20,6 +20,7 @@ pub(crate) type Version = (usize, u32);
 #[derive(Debug, Clone)]
 enum Entry {
     Written { incarnation: u32, value: Option<Value> },
+    Delta { amount: i64 },
     Estimate,
 }
 
@@ -32,6 +33,27 @@ pub(crate) enum ReadResult {
     Storage,
     /// A lower transaction's write is being re-executed.
     Blocked(usize),
+    /// Lower transactions added deltas (summed) on top of `base`: a lower write, or
+    /// storage (`None`).
+    Deltas { base: Option<Option<Value>>, sum: i64 },
+}
+
+impl ReadResult {
+    /// The value read, resolving deltas on storage; `None` when blocked.
+    pub(crate) fn resolve<S: Storage>(&self, key: &[u8], storage: &S) -> Option<Option<Value>> {
+        match self {
+            ReadResult::Version(_, v) => Some(v.clone()),
+            ReadResult::Storage => Some(storage.get(key)),
+            ReadResult::Blocked(_) => None,
+            ReadResult::Deltas { base, sum } => {
+                let base = match base {
+                    Some(b) => b.clone(),
+                    None => storage.get(key),
+                };
+                Some(Some(apply_delta(base.as_deref(), *sum)))
+            }
+        }
+    }
 }
 
 /// Where a read's value came from, for validation.
@@ -39,6 +61,8 @@ pub(crate) enum ReadResult {
 pub(crate) enum ReadOrigin {
     Version(Version),
     Storage,
+    /// A value resolved from deltas: validated by value.
+    Resolved(Option<Value>),
 }
 
 const SHARDS: usize = 64;
@@ -70,17 +94,18 @@ impl MvMemory {
         &self,
         (txn, incarnation): Version,
         reads: Vec<(Key, ReadOrigin)>,
-        writes: BTreeMap<Key, Option<Value>>,
+        writes: BTreeMap<Key, Write>,
     ) -> bool {
         *self.last_reads[txn].lock() = reads;
         let mut prev = self.last_written[txn].lock();
         let mut wrote_new = false;
         for (k, v) in &writes {
             let mut shard = self.shards[shard_of(k)].lock();
-            shard
-                .entry(k.clone())
-                .or_default()
-                .insert(txn, Entry::Written { incarnation, value: v.clone() });
+            let entry = match v {
+                Write::Value(value) => Entry::Written { incarnation, value: value.clone() },
+                Write::Delta(amount) => Entry::Delta { amount: *amount },
+            };
+            shard.entry(k.clone()).or_default().insert(txn, entry);
             if !prev.contains(k) {
                 wrote_new = true;
             }
@@ -107,32 +132,61 @@ impl MvMemory {
     pub(crate) fn read(&self, key: &[u8], txn: usize) -> ReadResult {
         let shard = self.shards[shard_of(key)].lock();
         let Some(versions) = shard.get(key) else { return ReadResult::Storage };
-        match versions.range(..txn).next_back() {
-            None => ReadResult::Storage,
-            Some((&idx, Entry::Estimate)) => ReadResult::Blocked(idx),
-            Some((&idx, Entry::Written { incarnation, value })) => {
-                ReadResult::Version((idx, *incarnation), value.clone())
+        let mut sum: Option<i64> = None;
+        for (&idx, entry) in versions.range(..txn).rev() {
+            match entry {
+                Entry::Estimate => return ReadResult::Blocked(idx),
+                Entry::Delta { amount } => sum = Some(sum.unwrap_or(0).wrapping_add(*amount)),
+                Entry::Written { incarnation, value } => {
+                    return match sum {
+                        None => ReadResult::Version((idx, *incarnation), value.clone()),
+                        Some(sum) => ReadResult::Deltas { base: Some(value.clone()), sum },
+                    }
+                }
             }
+        }
+        match sum {
+            None => ReadResult::Storage,
+            Some(sum) => ReadResult::Deltas { base: None, sum },
         }
     }
 
-    /// Whether every read of `txn`'s last incarnation would still see the same origin.
-    pub(crate) fn validate_read_set(&self, txn: usize) -> bool {
+    /// Whether every read of `txn`'s last incarnation would still see the same thing.
+    pub(crate) fn validate_read_set<S: Storage>(&self, txn: usize, storage: &S) -> bool {
         let reads = self.last_reads[txn].lock();
         reads.iter().all(|(k, origin)| match (self.read(k, txn), origin) {
             (ReadResult::Storage, ReadOrigin::Storage) => true,
             (ReadResult::Version(v, _), ReadOrigin::Version(w)) => v == *w,
+            (r @ ReadResult::Deltas { .. }, ReadOrigin::Resolved(value)) => {
+                r.resolve(k, storage).as_ref() == Some(value)
+            }
             _ => false,
         })
     }
 
-    /// The final value of every written key: the entry of the highest writer.
-    pub(crate) fn snapshot(&self) -> BTreeMap<Key, Option<Value>> {
+    /// The final value of every written key, deltas resolved in block order.
+    pub(crate) fn snapshot<S: Storage>(&self, storage: &S) -> BTreeMap<Key, Option<Value>> {
         let mut out = BTreeMap::new();
         for shard in &self.shards {
             for (k, versions) in shard.lock().iter() {
-                if let Some((_, Entry::Written { value, .. })) = versions.iter().next_back() {
-                    out.insert(k.clone(), value.clone());
+                if versions.is_empty() {
+                    continue;
+                }
+                let mut value: Option<Option<Value>> = None;
+                for entry in versions.values() {
+                    value = Some(match entry {
+                        Entry::Written { value, .. } => value.clone(),
+                        Entry::Delta { amount } => {
+                            let base = value.unwrap_or_else(|| storage.get(k));
+                            Some(apply_delta(base.as_deref(), *amount))
+                        }
+                        Entry::Estimate => {
+                            unreachable!("no estimates remain once the block is done")
+                        }
+                    });
+                }
+                if let Some(v) = value {
+                    out.insert(k.clone(), v);
                 }
             }
         }

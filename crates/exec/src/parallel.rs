@@ -9,8 +9,8 @@ use parking_lot::Mutex;
 use crate::mvmemory::{MvMemory, ReadOrigin, ReadResult, Version};
 use crate::scheduler::{Scheduler, Task};
 use crate::{
-    execute_sequential, BlockOutput, Blocked, Counters, Key, Storage, Transaction, Value, View,
-    PARALLEL_MIN_TXS,
+    apply_delta, execute_sequential, BlockOutput, Blocked, Counters, Key, Storage, Transaction,
+    Value, View, Write, PARALLEL_MIN_TXS,
 };
 
 /// One incarnation's view: its own writes, then the multi-version memory, then storage.
@@ -19,33 +19,56 @@ struct MvView<'a, S: Storage> {
     memory: &'a MvMemory,
     storage: &'a S,
     reads: Vec<(Key, ReadOrigin)>,
-    writes: BTreeMap<Key, Option<Value>>,
+    writes: BTreeMap<Key, Write>,
+}
+
+impl<S: Storage> MvView<'_, S> {
+    /// The value below this transaction (lower writes, then storage), recording the read.
+    fn read_below(&mut self, key: &[u8]) -> Result<Option<Value>, Blocked> {
+        let r = self.memory.read(key, self.txn);
+        let value = r.resolve(key, self.storage);
+        let origin = match r {
+            ReadResult::Blocked(blocking) => return Err(Blocked(blocking)),
+            ReadResult::Version(version, _) => ReadOrigin::Version(version),
+            ReadResult::Storage => ReadOrigin::Storage,
+            ReadResult::Deltas { .. } => ReadOrigin::Resolved(value.clone().flatten()),
+        };
+        self.reads.push((key.to_vec(), origin));
+        Ok(value.flatten())
+    }
 }
 
 impl<S: Storage> View for MvView<'_, S> {
     fn get(&mut self, key: &[u8]) -> Result<Option<Value>, Blocked> {
-        if let Some(v) = self.writes.get(key) {
-            return Ok(v.clone());
-        }
-        match self.memory.read(key, self.txn) {
-            ReadResult::Blocked(blocking) => Err(Blocked(blocking)),
-            ReadResult::Version(version, value) => {
-                self.reads.push((key.to_vec(), ReadOrigin::Version(version)));
-                Ok(value)
+        match self.writes.get(key) {
+            Some(Write::Value(v)) => Ok(v.clone()),
+            Some(Write::Delta(d)) => {
+                let d = *d;
+                let below = self.read_below(key)?;
+                let v = apply_delta(below.as_deref(), d);
+                // From here on the transaction holds the value itself.
+                self.writes.insert(key.to_vec(), Write::Value(Some(v.clone())));
+                Ok(Some(v))
             }
-            ReadResult::Storage => {
-                self.reads.push((key.to_vec(), ReadOrigin::Storage));
-                Ok(self.storage.get(key))
-            }
+            None => self.read_below(key),
         }
     }
 
     fn set(&mut self, key: &[u8], value: Value) {
-        self.writes.insert(key.to_vec(), Some(value));
+        self.writes.insert(key.to_vec(), Write::Value(Some(value)));
     }
 
     fn delete(&mut self, key: &[u8]) {
-        self.writes.insert(key.to_vec(), None);
+        self.writes.insert(key.to_vec(), Write::Value(None));
+    }
+
+    fn add_delta(&mut self, key: &[u8], amount: i64) {
+        let w = match self.writes.get(key) {
+            Some(Write::Value(v)) => Write::Value(Some(apply_delta(v.as_deref(), amount))),
+            Some(Write::Delta(d)) => Write::Delta(d.wrapping_add(amount)),
+            None => Write::Delta(amount),
+        };
+        self.writes.insert(key.to_vec(), w);
     }
 }
 
@@ -107,7 +130,7 @@ impl<T: Transaction, S: Storage> Shared<'_, T, S> {
 
     fn needs_reexecution(&self, (txn, incarnation): Version) -> Option<Task> {
         self.counters.validations.fetch_add(1, Relaxed);
-        let valid = self.memory.validate_read_set(txn);
+        let valid = self.memory.validate_read_set(txn, self.storage);
         let aborted = !valid && self.scheduler.try_validation_abort(txn, incarnation);
         if aborted {
             self.counters.aborts.fetch_add(1, Relaxed);
@@ -141,7 +164,7 @@ pub fn execute_parallel<T: Transaction, S: Storage>(
             s.spawn(|| shared.worker());
         }
     });
-    let writes = shared.memory.snapshot();
+    let writes = shared.memory.snapshot(storage);
     let outputs = shared
         .outputs
         .into_iter()

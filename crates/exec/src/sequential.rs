@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::{BlockOutput, Blocked, Counters, Key, Storage, Transaction, Value, View};
+use crate::{apply_delta, BlockOutput, Blocked, Counters, Key, Storage, Transaction, Value, View};
 
 struct SeqView<'a, S: Storage> {
     storage: &'a S,
@@ -28,6 +28,11 @@ impl<S: Storage> View for SeqView<'_, S> {
 
     fn delete(&mut self, key: &[u8]) {
         self.own.insert(key.to_vec(), None);
+    }
+
+    fn add_delta(&mut self, key: &[u8], amount: i64) {
+        let current = self.get(key).expect("sequential reads never block");
+        self.own.insert(key.to_vec(), Some(apply_delta(current.as_deref(), amount)));
     }
 }
 
