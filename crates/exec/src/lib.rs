@@ -46,6 +46,15 @@ pub trait View {
     fn set(&mut self, key: &[u8], value: Value);
     /// Delete `key`.
     fn delete(&mut self, key: &[u8]);
+    /// Up to `limit` live entries in key order: keys at or after `from` ascending, or with
+    /// `reverse` keys at or before `from` descending. Parallel execution validates a scan by
+    /// replaying the range it covered (up to where it stopped) and comparing the entries.
+    fn scan(
+        &mut self,
+        from: &[u8],
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(Key, Value)>, Blocked>;
     /// Add `amount` to the counter under `key` (see [`apply_delta`]) without reading it:
     /// a delta creates no read dependency, so transactions that only bump the same counter
     /// (a fee collector, a block-level count) do not conflict. A later plain read of the
@@ -82,11 +91,67 @@ pub trait Transaction: Sync {
 pub trait Storage: Sync {
     /// The value of `key` before the block.
     fn get(&self, key: &[u8]) -> Option<Value>;
+    /// The next key of a scan: the first key within `bounds` in scan order (ascending, or
+    /// descending with `reverse`).
+    fn next_key(&self, bounds: &ScanBounds<'_>) -> Option<Key>;
 }
 
 impl Storage for BTreeMap<Key, Value> {
     fn get(&self, key: &[u8]) -> Option<Value> {
         BTreeMap::get(self, key).cloned()
+    }
+
+    fn next_key(&self, bounds: &ScanBounds<'_>) -> Option<Key> {
+        bounds.first_of(self.range::<[u8], _>(bounds.range()).map(|(k, _)| k)).cloned()
+    }
+}
+
+/// The part of a scan still to go: from `from` (inclusive) in scan order, past `last`.
+#[derive(Debug, Clone, Copy)]
+pub struct ScanBounds<'a> {
+    /// Where the scan starts (inclusive).
+    pub from: &'a [u8],
+    /// The last key already visited, if any (exclusive).
+    pub last: Option<&'a [u8]>,
+    /// Descending order.
+    pub reverse: bool,
+}
+
+impl<'a> ScanBounds<'a> {
+    /// The key range still to visit.
+    pub fn range(&self) -> (std::ops::Bound<&'a [u8]>, std::ops::Bound<&'a [u8]>) {
+        use std::ops::Bound::{Excluded, Included, Unbounded};
+        let edge = self.last.map_or(Included(self.from), Excluded);
+        if self.reverse {
+            (Unbounded, edge)
+        } else {
+            (edge, Unbounded)
+        }
+    }
+
+    /// The first item of an ordered iterator in scan order.
+    pub fn first_of<T>(&self, mut it: impl DoubleEndedIterator<Item = T>) -> Option<T> {
+        if self.reverse {
+            it.next_back()
+        } else {
+            it.next()
+        }
+    }
+
+    /// The earlier of two candidate keys in scan order.
+    pub(crate) fn earlier(&self, a: Option<Key>, b: Option<Key>) -> Option<Key> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(if (a < b) != self.reverse { a } else { b }),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Whether `key` lies within the covered part of a scan that stopped at `stop`.
+    pub(crate) fn covers(&self, key: &[u8], stop: Option<&[u8]>) -> bool {
+        match stop {
+            None => true,
+            Some(s) => (key <= s) != self.reverse || key == s,
+        }
     }
 }
 

@@ -10,9 +10,11 @@ use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
 
-use parking_lot::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 
-use crate::{apply_delta, Key, Storage, Value, Write};
+use parking_lot::{Mutex, RwLock};
+
+use crate::{apply_delta, Key, ScanBounds, Storage, Value, Write};
 
 /// A transaction incarnation: (block index, incarnation number).
 pub(crate) type Version = (usize, u32);
@@ -67,10 +69,33 @@ pub(crate) enum ReadOrigin {
 
 const SHARDS: usize = 64;
 
+/// A range scan of one incarnation: what lay below the transaction in the range it
+/// covered (`from` up to `stop` inclusive; `None`: to the end of the key space).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ScanRecord {
+    pub(crate) from: Key,
+    pub(crate) reverse: bool,
+    pub(crate) stop: Option<Key>,
+    /// The live entries below the transaction in that range, in scan order.
+    pub(crate) below: Vec<(Key, Value)>,
+}
+
+/// One key's versions, and the highest transaction that read it from below.
+#[derive(Debug, Default)]
+struct KeyState {
+    versions: BTreeMap<usize, Entry>,
+    max_reader: Option<usize>,
+}
+
 pub(crate) struct MvMemory {
-    shards: Vec<Mutex<HashMap<Key, BTreeMap<usize, Entry>>>>,
+    shards: Vec<Mutex<HashMap<Key, KeyState>>>,
+    /// One more than the highest transaction that started a scan (0: none).
+    max_scanner: AtomicUsize,
+    /// Every key any incarnation wrote during the block (for scans).
+    keys: RwLock<std::collections::BTreeSet<Key>>,
     last_written: Vec<Mutex<Vec<Key>>>,
     last_reads: Vec<Mutex<Vec<(Key, ReadOrigin)>>>,
+    last_scans: Vec<Mutex<Vec<ScanRecord>>>,
 }
 
 fn shard_of(key: &[u8]) -> usize {
@@ -83,57 +108,95 @@ impl MvMemory {
     pub(crate) fn new(block_size: usize) -> Self {
         MvMemory {
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            max_scanner: AtomicUsize::new(0),
+            keys: RwLock::new(std::collections::BTreeSet::new()),
             last_written: (0..block_size).map(|_| Mutex::new(Vec::new())).collect(),
             last_reads: (0..block_size).map(|_| Mutex::new(Vec::new())).collect(),
+            last_scans: (0..block_size).map(|_| Mutex::new(Vec::new())).collect(),
         }
     }
 
-    /// Record an incarnation's reads and writes; true when it wrote a key its previous
-    /// incarnation did not (later transactions must then be validated again).
+    /// Record an incarnation's reads, scans and writes. Returns true when a higher
+    /// transaction may have read a key this incarnation writes and its previous one did
+    /// not (the higher ones must then be validated again): a higher reader of that key is
+    /// recorded, or a higher transaction has started a scan.
+    /// This is the paper's "wrote a new location", narrowed by read markers so that a
+    /// conflict-free block is not re-validated after every first execution.
     pub(crate) fn record(
         &self,
         (txn, incarnation): Version,
         reads: Vec<(Key, ReadOrigin)>,
+        scans: Vec<ScanRecord>,
         writes: BTreeMap<Key, Write>,
     ) -> bool {
         *self.last_reads[txn].lock() = reads;
+        *self.last_scans[txn].lock() = scans;
+        let mut affects = false;
+        let unseen: Vec<&Key> = {
+            let keys = self.keys.read();
+            writes.keys().filter(|k| !keys.contains(*k)).collect()
+        };
+        if !unseen.is_empty() {
+            let mut keys = self.keys.write();
+            keys.extend(unseen.into_iter().cloned());
+            // Under the index's write lock: a scan registers under its read lock before
+            // it walks the index, so it either is seen here or sees these keys.
+            affects |= self.max_scanner.load(SeqCst) > txn + 1;
+        }
         let mut prev = self.last_written[txn].lock();
-        let mut wrote_new = false;
         for (k, v) in &writes {
-            let mut shard = self.shards[shard_of(k)].lock();
             let entry = match v {
                 Write::Value(value) => Entry::Written { incarnation, value: value.clone() },
                 Write::Delta(amount) => Entry::Delta { amount: *amount },
             };
-            shard.entry(k.clone()).or_default().insert(txn, entry);
-            if !prev.contains(k) {
-                wrote_new = true;
+            let new_here = !prev.contains(k);
+            {
+                let mut shard = self.shards[shard_of(k)].lock();
+                let state = shard.entry(k.clone()).or_default();
+                state.versions.insert(txn, entry);
+                affects |= new_here && state.max_reader.is_some_and(|r| r > txn);
             }
+            // A higher scan may have passed this key's place before the key entered the
+            // index (another transaction put it there later): checked after the entry is
+            // in place, so a scan registered later reads the entry instead.
+            affects |= new_here && self.max_scanner.load(SeqCst) > txn + 1;
         }
         for k in prev.iter().filter(|k| !writes.contains_key(*k)) {
-            if let Some(versions) = self.shards[shard_of(k)].lock().get_mut(k) {
-                versions.remove(&txn);
+            if let Some(state) = self.shards[shard_of(k)].lock().get_mut(k) {
+                state.versions.remove(&txn);
             }
         }
         *prev = writes.into_keys().collect();
-        wrote_new
+        affects
+    }
+
+    /// Note that `txn` starts a scan (see [`MvMemory::record`]).
+    pub(crate) fn note_scan(&self, txn: usize) {
+        let _index = self.keys.read();
+        self.max_scanner.fetch_max(txn + 1, SeqCst);
     }
 
     /// Mark every write of `txn`'s last incarnation as an estimate.
     pub(crate) fn convert_writes_to_estimates(&self, txn: usize) {
         for k in self.last_written[txn].lock().iter() {
-            if let Some(versions) = self.shards[shard_of(k)].lock().get_mut(k) {
-                versions.insert(txn, Entry::Estimate);
+            if let Some(state) = self.shards[shard_of(k)].lock().get_mut(k) {
+                state.versions.insert(txn, Entry::Estimate);
             }
         }
     }
 
     /// What transaction `txn` reads under `key`.
+    /// The read is marked on the key (under the same lock), so that a lower transaction
+    /// writing the key later knows a higher one may have read past it.
     pub(crate) fn read(&self, key: &[u8], txn: usize) -> ReadResult {
-        let shard = self.shards[shard_of(key)].lock();
-        let Some(versions) = shard.get(key) else { return ReadResult::Storage };
+        let mut shard = self.shards[shard_of(key)].lock();
+        let state = match shard.get_mut(key) {
+            Some(s) => s,
+            None => shard.entry(key.to_vec()).or_default(),
+        };
+        state.max_reader = Some(state.max_reader.map_or(txn, |r| r.max(txn)));
         let mut sum: Option<i64> = None;
-        for (&idx, entry) in versions.range(..txn).rev() {
+        for (&idx, entry) in state.versions.range(..txn).rev() {
             match entry {
                 Entry::Estimate => return ReadResult::Blocked(idx),
                 Entry::Delta { amount } => sum = Some(sum.unwrap_or(0).wrapping_add(*amount)),
@@ -151,8 +214,44 @@ impl MvMemory {
         }
     }
 
-    /// Whether every read of `txn`'s last incarnation would still see the same thing.
+    /// The next key written during the block within `bounds`, in scan order.
+    pub(crate) fn next_key(&self, bounds: &ScanBounds<'_>) -> Option<Key> {
+        bounds.first_of(self.keys.read().range::<[u8], _>(bounds.range())).cloned()
+    }
+
+    /// The live entries below `txn` in the part of a scan from `from` up to `stop`, or
+    /// `None` if a lower transaction's write in it is an estimate.
+    fn replay<S: Storage>(
+        &self,
+        txn: usize,
+        scan: &ScanRecord,
+        storage: &S,
+    ) -> Option<Vec<(Key, Value)>> {
+        let mut got = Vec::new();
+        let mut last: Option<Key> = None;
+        loop {
+            let b = ScanBounds { from: &scan.from, last: last.as_deref(), reverse: scan.reverse };
+            let Some(k) = b.earlier(self.next_key(&b), storage.next_key(&b)) else { break };
+            if !b.covers(&k, scan.stop.as_deref()) {
+                break;
+            }
+            if let Some(v) = self.read(&k, txn).resolve(&k, storage)? {
+                got.push((k.clone(), v));
+            }
+            last = Some(k);
+        }
+        Some(got)
+    }
+
+    /// Whether every read and scan of `txn`'s last incarnation would still see the same.
     pub(crate) fn validate_read_set<S: Storage>(&self, txn: usize, storage: &S) -> bool {
+        let scans_ok = self.last_scans[txn]
+            .lock()
+            .iter()
+            .all(|scan| self.replay(txn, scan, storage).as_ref() == Some(&scan.below));
+        if !scans_ok {
+            return false;
+        }
         let reads = self.last_reads[txn].lock();
         reads.iter().all(|(k, origin)| match (self.read(k, txn), origin) {
             (ReadResult::Storage, ReadOrigin::Storage) => true,
@@ -168,12 +267,9 @@ impl MvMemory {
     pub(crate) fn snapshot<S: Storage>(&self, storage: &S) -> BTreeMap<Key, Option<Value>> {
         let mut out = BTreeMap::new();
         for shard in &self.shards {
-            for (k, versions) in shard.lock().iter() {
-                if versions.is_empty() {
-                    continue;
-                }
+            for (k, state) in shard.lock().iter() {
                 let mut value: Option<Option<Value>> = None;
-                for entry in versions.values() {
+                for entry in state.versions.values() {
                     value = Some(match entry {
                         Entry::Written { value, .. } => value.clone(),
                         Entry::Delta { amount } => {

@@ -6,11 +6,11 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use parking_lot::Mutex;
 
-use crate::mvmemory::{MvMemory, ReadOrigin, ReadResult, Version};
+use crate::mvmemory::{MvMemory, ReadOrigin, ReadResult, ScanRecord, Version};
 use crate::scheduler::{Scheduler, Task};
 use crate::{
-    apply_delta, execute_sequential, BlockOutput, Blocked, Counters, Key, Storage, Transaction,
-    Value, View, Write, PARALLEL_MIN_TXS,
+    apply_delta, execute_sequential, BlockOutput, Blocked, Counters, Key, ScanBounds, Storage,
+    Transaction, Value, View, Write, PARALLEL_MIN_TXS,
 };
 
 /// One incarnation's view: its own writes, then the multi-version memory, then storage.
@@ -19,6 +19,7 @@ struct MvView<'a, S: Storage> {
     memory: &'a MvMemory,
     storage: &'a S,
     reads: Vec<(Key, ReadOrigin)>,
+    scans: Vec<ScanRecord>,
     writes: BTreeMap<Key, Write>,
 }
 
@@ -60,6 +61,51 @@ impl<S: Storage> View for MvView<'_, S> {
 
     fn delete(&mut self, key: &[u8]) {
         self.writes.insert(key.to_vec(), Write::Value(None));
+    }
+
+    fn scan(
+        &mut self,
+        from: &[u8],
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(Key, Value)>, Blocked> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        self.memory.note_scan(self.txn);
+        let (mut out, mut below) = (Vec::new(), Vec::new());
+        let mut last: Option<Key> = None;
+        let mut stop = None;
+        loop {
+            if out.len() == limit {
+                stop = last;
+                break;
+            }
+            let b = ScanBounds { from, last: last.as_deref(), reverse };
+            let own = b.first_of(self.writes.range::<[u8], _>(b.range()).map(|(k, _)| k)).cloned();
+            let next =
+                b.earlier(b.earlier(own, self.memory.next_key(&b)), self.storage.next_key(&b));
+            let Some(k) = next else { break };
+            let r = self.memory.read(&k, self.txn);
+            if let ReadResult::Blocked(blocking) = r {
+                return Err(Blocked(blocking));
+            }
+            let under = r.resolve(&k, self.storage).flatten();
+            if let Some(v) = &under {
+                below.push((k.clone(), v.clone()));
+            }
+            let visible = match self.writes.get(&k) {
+                Some(Write::Value(v)) => v.clone(),
+                Some(Write::Delta(d)) => Some(apply_delta(under.as_deref(), *d)),
+                None => under,
+            };
+            if let Some(v) = visible {
+                out.push((k.clone(), v));
+            }
+            last = Some(k);
+        }
+        self.scans.push(ScanRecord { from: from.to_vec(), reverse, stop, below });
+        Ok(out)
     }
 
     fn add_delta(&mut self, key: &[u8], amount: i64) {
@@ -109,6 +155,7 @@ impl<T: Transaction, S: Storage> Shared<'_, T, S> {
                 memory: &self.memory,
                 storage: self.storage,
                 reads: Vec::new(),
+                scans: Vec::new(),
                 writes: BTreeMap::new(),
             };
             match self.txs[txn].execute(&mut view) {
@@ -120,7 +167,8 @@ impl<T: Transaction, S: Storage> Shared<'_, T, S> {
                     // The blocker finished meanwhile: run again at once.
                 }
                 Ok(output) => {
-                    let wrote_new = self.memory.record((txn, incarnation), view.reads, view.writes);
+                    let wrote_new =
+                        self.memory.record((txn, incarnation), view.reads, view.scans, view.writes);
                     *self.outputs[txn].lock() = Some(output);
                     return self.scheduler.finish_execution(txn, incarnation, wrote_new);
                 }

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::{apply_delta, BlockOutput, Blocked, Counters, Key, Storage, Transaction, Value, View};
+use crate::{
+    apply_delta, BlockOutput, Blocked, Counters, Key, ScanBounds, Storage, Transaction, Value, View,
+};
 
 struct SeqView<'a, S: Storage> {
     storage: &'a S,
@@ -28,6 +30,28 @@ impl<S: Storage> View for SeqView<'_, S> {
 
     fn delete(&mut self, key: &[u8]) {
         self.own.insert(key.to_vec(), None);
+    }
+
+    fn scan(
+        &mut self,
+        from: &[u8],
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(Key, Value)>, Blocked> {
+        let mut out = Vec::new();
+        let mut last: Option<Key> = None;
+        while out.len() < limit {
+            let b = ScanBounds { from, last: last.as_deref(), reverse };
+            let own = b.first_of(self.own.range::<[u8], _>(b.range()).map(|(k, _)| k)).cloned();
+            let block = b.first_of(self.block.range::<[u8], _>(b.range()).map(|(k, _)| k)).cloned();
+            let next = b.earlier(b.earlier(own, block), self.storage.next_key(&b));
+            let Some(k) = next else { break };
+            if let Some(v) = self.get(&k)? {
+                out.push((k.clone(), v));
+            }
+            last = Some(k);
+        }
+        Ok(out)
     }
 
     fn add_delta(&mut self, key: &[u8], amount: i64) {

@@ -24,6 +24,7 @@ struct Tx {
     writes: Vec<(u8, u8)>,
     deletes: Vec<u8>,
     deltas: Vec<(u8, i8)>,
+    scans: Vec<(u8, bool, usize)>,
     yields: bool,
 }
 
@@ -51,6 +52,12 @@ impl Transaction for Tx {
                 .wrapping_mul(31)
                 .wrapping_add(v.map_or(7, |v| v.iter().map(|b| u64::from(*b)).sum()));
         }
+        for (k, reverse, limit) in &self.scans {
+            for (key, v) in view.scan(&key(*k), *reverse, *limit)? {
+                acc = acc.wrapping_mul(17).wrapping_add(u64::from(key[1]));
+                acc = acc.wrapping_add(v.iter().map(|b| u64::from(*b)).sum());
+            }
+        }
         if self.fail_if == Some(acc % 3) {
             return Ok(Receipt::Failed(acc));
         }
@@ -74,13 +81,15 @@ fn tx(keys: u8) -> impl Strategy<Value = Tx> {
         prop::collection::vec((0..keys, any::<u8>()), 0..4),
         prop::collection::vec(0..keys, 0..2),
         prop::collection::vec((0..keys, any::<i8>()), 0..3),
+        prop::collection::vec((0..keys, any::<bool>(), 0usize..7), 0..2),
     )
-        .prop_map(|(reads, fail_if, writes, deletes, deltas)| Tx {
+        .prop_map(|(reads, fail_if, writes, deletes, deltas, scans)| Tx {
             reads,
             fail_if,
             writes,
             deletes,
             deltas,
+            scans,
             yields: false,
         })
 }
@@ -144,6 +153,7 @@ fn conflict_free_block_validates_a_bounded_number_of_times() {
             writes: vec![(i, 1)],
             deletes: vec![],
             deltas: vec![],
+            scans: vec![],
             yields: false,
         })
         .collect();
@@ -168,6 +178,7 @@ fn hot_counter_through_deltas_does_not_conflict() {
             writes: vec![(i, 1)],
             deletes: vec![],
             deltas: vec![(0, 3)],
+            scans: vec![],
             yields: false,
         })
         .collect();
