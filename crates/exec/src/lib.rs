@@ -25,7 +25,7 @@ mod sequential;
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 
-pub use parallel::execute_parallel;
+pub use parallel::{execute_parallel, execute_parallel_with, ParallelOptions};
 pub use sequential::execute_sequential;
 
 /// A state key.

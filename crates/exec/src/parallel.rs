@@ -126,6 +126,32 @@ struct AtomicCounters {
     suspensions: AtomicU64,
 }
 
+/// Options of [`execute_parallel_with`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ParallelOptions {
+    /// Stress mode: with a seed, every worker yields or sleeps a few microseconds at random
+    /// points of its loop (before tasks, between a read-set validation and its abort), to
+    /// shake out interleavings that plain runs rarely hit. For tests.
+    pub stress_seed: Option<u64>,
+}
+
+/// A worker's random pauses in stress mode (xorshift; no dependency).
+struct Jitter(Option<u64>);
+
+impl Jitter {
+    fn pause(&mut self) {
+        let Some(x) = self.0.as_mut() else { return };
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        match *x % 8 {
+            0 | 1 => std::thread::yield_now(),
+            2 => std::thread::sleep(std::time::Duration::from_micros(*x % 50)),
+            _ => {}
+        }
+    }
+}
+
 struct Shared<'a, T: Transaction, S: Storage> {
     txs: &'a [T],
     storage: &'a S,
@@ -136,12 +162,13 @@ struct Shared<'a, T: Transaction, S: Storage> {
 }
 
 impl<T: Transaction, S: Storage> Shared<'_, T, S> {
-    fn worker(&self) {
+    fn worker(&self, mut jitter: Jitter) {
         let mut task: Option<Task> = None;
         while !self.scheduler.done() {
+            jitter.pause();
             task = match task {
                 Some(Task::Execute(v)) => self.try_execute(v),
-                Some(Task::Validate(v)) => self.needs_reexecution(v),
+                Some(Task::Validate(v)) => self.needs_reexecution(v, &mut jitter),
                 None => self.scheduler.next_task(),
             };
         }
@@ -176,9 +203,10 @@ impl<T: Transaction, S: Storage> Shared<'_, T, S> {
         }
     }
 
-    fn needs_reexecution(&self, (txn, incarnation): Version) -> Option<Task> {
+    fn needs_reexecution(&self, (txn, incarnation): Version, jitter: &mut Jitter) -> Option<Task> {
         self.counters.validations.fetch_add(1, Relaxed);
         let valid = self.memory.validate_read_set(txn, self.storage);
+        jitter.pause();
         let aborted = !valid && self.scheduler.try_validation_abort(txn, incarnation);
         if aborted {
             self.counters.aborts.fetch_add(1, Relaxed);
@@ -196,6 +224,16 @@ pub fn execute_parallel<T: Transaction, S: Storage>(
     storage: &S,
     workers: usize,
 ) -> BlockOutput<T::Output> {
+    execute_parallel_with(txs, storage, workers, ParallelOptions::default())
+}
+
+/// [`execute_parallel`] with options (stress mode).
+pub fn execute_parallel_with<T: Transaction, S: Storage>(
+    txs: &[T],
+    storage: &S,
+    workers: usize,
+    options: ParallelOptions,
+) -> BlockOutput<T::Output> {
     if workers <= 1 || txs.len() < PARALLEL_MIN_TXS {
         return execute_sequential(txs, storage);
     }
@@ -208,8 +246,11 @@ pub fn execute_parallel<T: Transaction, S: Storage>(
         counters: AtomicCounters::default(),
     };
     std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| shared.worker());
+        for w in 0..workers as u64 {
+            // Non-zero xorshift state per worker.
+            let jitter = Jitter(options.stress_seed.map(|seed| (seed ^ (w + 1) << 32) | 1));
+            let shared = &shared;
+            s.spawn(move || shared.worker(jitter));
         }
     });
     let writes = shared.memory.snapshot(storage);

@@ -10,7 +10,10 @@
 
 use std::collections::BTreeMap;
 
-use exec::{execute_parallel, execute_sequential, Blocked, Storage, Transaction, View};
+use exec::{
+    execute_parallel, execute_parallel_with, execute_sequential, Blocked, ParallelOptions, Storage,
+    Transaction, View,
+};
 use proptest::prelude::*;
 
 fn cases(default: u32) -> u32 {
@@ -108,9 +111,14 @@ fn block() -> impl Strategy<Value = (BTreeMap<Vec<u8>, Vec<u8>>, Vec<Tx>, usize)
     })
 }
 
-fn check<S: Storage>(txs: &[Tx], storage: &S, workers: usize) -> Result<(), TestCaseError> {
+fn check<S: Storage>(
+    txs: &[Tx],
+    storage: &S,
+    workers: usize,
+    stress_seed: Option<u64>,
+) -> Result<(), TestCaseError> {
     let seq = execute_sequential(txs, storage);
-    let par = execute_parallel(txs, storage, workers);
+    let par = execute_parallel_with(txs, storage, workers, ParallelOptions { stress_seed });
     prop_assert_eq!(&par.outputs, &seq.outputs);
     prop_assert_eq!(&par.writes, &seq.writes);
     Ok(())
@@ -121,23 +129,24 @@ proptest! {
 
     #[test]
     fn parallel_equals_sequential((storage, txs, workers) in block()) {
-        check(&txs, &storage, workers)?;
+        check(&txs, &storage, workers, None)?;
     }
 }
 
-/// Random blocks again with yields inside the transactions, many times: interleavings the
-/// plain runs rarely hit.
+/// Random blocks again in stress mode — random yields and short sleeps inside the
+/// executor's loop and inside the transactions — many times: interleavings the plain runs
+/// rarely hit.
 #[test]
 fn stress_with_yields() {
     let iterations: u32 =
         std::env::var("ARBOR_BLOCKSTM_STRESS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(iterations));
     runner
-        .run(&block(), |(storage, mut txs, workers)| {
+        .run(&(block(), any::<u64>()), |((storage, mut txs, workers), seed)| {
             for t in &mut txs {
                 t.yields = true;
             }
-            check(&txs, &storage, workers.max(2))
+            check(&txs, &storage, workers.max(2), Some(seed))
         })
         .unwrap();
 }
