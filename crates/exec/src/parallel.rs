@@ -169,7 +169,16 @@ impl<T: Transaction, S: Storage> Shared<'_, T, S> {
             task = match task {
                 Some(Task::Execute(v)) => self.try_execute(v),
                 Some(Task::Validate(v)) => self.needs_reexecution(v, &mut jitter),
-                None => self.scheduler.next_task(),
+                None => {
+                    let next = self.scheduler.next_task();
+                    if next.is_none() {
+                        // Nothing to do until another worker finishes or lowers an index:
+                        // give the core away instead of spinning (matters with more
+                        // workers than cores).
+                        std::thread::yield_now();
+                    }
+                    next
+                }
             };
         }
     }
