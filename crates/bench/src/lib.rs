@@ -15,6 +15,7 @@
 
 #![forbid(unsafe_code)]
 
+mod blockstm_bench;
 mod bound;
 mod incremental;
 mod input;
@@ -33,6 +34,7 @@ mod store_report;
 mod timing;
 pub mod workload;
 
+pub use blockstm_bench::{blockstm_bench, AllocCounter, BlockStmOpts, BlockStmReport, BlockStmRow};
 pub use machine::MachineInfo;
 pub use pov_bench::{pov_bench, ModeReport, PovBenchOpts, PovBenchReport, WorkloadReport};
 pub use progress::bar as progress_bar;

@@ -30,6 +30,31 @@ enum BenchCommand {
     Store(StoreArgs),
     /// Block production with proof recording: exact per-transaction proof size and root.
     Pov(PovArgs),
+    /// Block-STM vs the sequential executor on the Cosmos SDK workloads.
+    Blockstm(BlockStmArgs),
+}
+
+/// Arguments of `arbor bench blockstm`.
+#[derive(Debug, Args)]
+struct BlockStmArgs {
+    /// Worker counts, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 2, 4, 8])]
+    workers: Vec<usize>,
+    /// Skip the secp256k1 signature check (the engine's own overhead).
+    #[arg(long)]
+    no_sig: bool,
+    /// Timed runs per workload and worker count (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Transactions per block.
+    #[arg(long, default_value_t = 10_000)]
+    txs: usize,
+    /// Print the JSON report (and draw no progress bars).
+    #[arg(long)]
+    json: bool,
+    /// Also write the JSON report to FILE.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
 }
 
 /// Arguments of `arbor bench pov`.
@@ -119,7 +144,22 @@ pub(crate) fn run(args: &BenchArgs) -> Result<ExitCode> {
         BenchCommand::Trie(t) => trie(t),
         BenchCommand::Store(s) => store(s),
         BenchCommand::Pov(p) => pov(p),
+        BenchCommand::Blockstm(b) => blockstm(b),
     }
+}
+
+fn blockstm(args: &BlockStmArgs) -> Result<ExitCode> {
+    let opts = bench::BlockStmOpts {
+        workers: args.workers.clone(),
+        no_sig: args.no_sig,
+        runs: args.runs,
+        txs: args.txs,
+    };
+    warn_if_debug();
+    let report = bench::blockstm_bench(&opts, crate::alloc_totals, !args.json)
+        .context("blockstm benchmark failed")?;
+    let json = serde_json::to_string_pretty(&report)?;
+    emit(&json, &report.render(), args.json, args.out.as_deref())
 }
 
 fn pov(args: &PovArgs) -> Result<ExitCode> {

@@ -60,6 +60,16 @@ enum Command {
     VerifyBlock(cmd_block::VerifyBlockArgs),
 }
 
+/// Counts allocations for `arbor bench blockstm` (a relaxed add per allocation).
+#[global_allocator]
+static ALLOC: &stats_alloc::StatsAlloc<std::alloc::System> = &stats_alloc::INSTRUMENTED_SYSTEM;
+
+/// (allocations including reallocations, bytes allocated) so far.
+pub(crate) fn alloc_totals() -> (u64, u64) {
+    let s = ALLOC.stats();
+    ((s.allocations + s.reallocations) as u64, s.bytes_allocated as u64)
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

@@ -521,3 +521,24 @@ fn build_block_then_verify_block_statelessly() {
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     assert!(!stderr(&o).contains("panicked"));
 }
+
+#[test]
+fn bench_blockstm_smoke() {
+    let o = arbor(&[
+        "bench",
+        "blockstm",
+        "--txs",
+        "300",
+        "--runs",
+        "1",
+        "--workers",
+        "1,2",
+        "--no-sig",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["signatures"], false);
+    assert_eq!(v["rows"].as_array().unwrap().len(), 5 * 2);
+    assert!(v["rows"][1]["allocations"].as_u64().unwrap() > 0);
+}
