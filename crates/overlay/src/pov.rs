@@ -80,6 +80,15 @@ impl<S: NodeSource> Inner<S> {
     }
 }
 
+/// A key's current value: its newest surviving write, else its parent value (`pre`).
+fn current<'a>(
+    write: Option<Option<&'a [u8]>>,
+    pre: &'a HashMap<Vec<u8>, Option<Vec<u8>>>,
+    key: &[u8],
+) -> Option<&'a [u8]> {
+    write.unwrap_or_else(|| pre.get(key).and_then(|v| v.as_deref()))
+}
+
 /// The overlay's backend: reads walk the recording trie, values come from the parent.
 pub struct RecordingBackend<S: NodeSource> {
     inner: RefCell<Inner<S>>,
@@ -173,10 +182,7 @@ impl<S: NodeSource> PovSession<S> {
                     held
                 }
             };
-            let value = match write {
-                Some(v) => v,
-                None => inner.pre.get(&key).and_then(|v| v.as_deref()),
-            };
+            let value = current(write, &inner.pre, &key);
             if structure_only && held && value.is_some() {
                 self.deferred.insert(key);
                 continue;
@@ -196,10 +202,7 @@ impl<S: NodeSource> PovSession<S> {
         let mut inner = self.overlay.backend().inner.borrow_mut();
         let inner = &mut *inner;
         for key in self.deferred.drain() {
-            let value = match self.overlay.newest_write(&TrieId::Main, &key) {
-                Some(v) => v,
-                None => inner.pre.get(&key).and_then(|v| v.as_deref()),
-            };
+            let value = current(self.overlay.newest_write(&TrieId::Main, &key), &inner.pre, &key);
             inner.trie.as_mut().expect("present outside discard").write(&key, value)?;
             self.applied.insert(key, value.is_some());
         }
@@ -269,14 +272,14 @@ impl<S: NodeSource> PovSession<S> {
         let t = inner.trie();
         let extra = t.collapse_nodes()?;
         let rec = t.recorder().expect("the session always records");
-        let mut nodes: HashMap<H256, Vec<u8>> =
-            rec.witness().into_iter().map(|n| (trie::keccak256(&n), n)).collect();
-        for (h, enc) in extra {
-            nodes.entry(h).or_insert(enc);
+        // The recorder keys its nodes by hash already: no re-hashing.
+        let mut nodes: HashMap<H256, &[u8]> = rec.nodes().map(|(h, n)| (*h, n)).collect();
+        for (h, enc) in &extra {
+            nodes.entry(*h).or_insert(enc);
         }
-        let mut v: Vec<(H256, Vec<u8>)> = nodes.into_iter().collect();
+        let mut v: Vec<(H256, &[u8])> = nodes.into_iter().collect();
         v.sort_unstable_by_key(|(h, _)| *h);
-        Ok(v.into_iter().map(|(_, n)| n).collect())
+        Ok(v.into_iter().map(|(_, n)| n.to_vec()).collect())
     }
 
     /// Start a transaction the caller may still drop ([`PovSession::discard`]).
@@ -344,14 +347,12 @@ impl<S: NodeSource> PovSession<S> {
         let mut keys: Vec<Vec<u8>> = self.applied.keys().cloned().collect();
         keys.sort_unstable();
         for key in keys {
-            let value = match self.overlay.newest_write(&TrieId::Main, &key) {
-                Some(v) => {
-                    inner.trie().write(&key, v)?;
-                    v.is_some()
-                }
-                None => inner.pre.get(&key).is_some_and(Option::is_some),
-            };
-            self.applied.insert(key, value);
+            let write = self.overlay.newest_write(&TrieId::Main, &key);
+            if let Some(v) = write {
+                inner.trie().write(&key, v)?;
+            }
+            let held = current(write, &inner.pre, &key).is_some();
+            self.applied.insert(key, held);
         }
         Ok(())
     }

@@ -242,16 +242,23 @@ impl StoreSource<'_> {
     }
 }
 
-impl NodeSource for StoreSource<'_> {
-    fn load(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, SourceError> {
-        if let Some(n) = self.node(path, hash)? {
-            return Ok(Some(n));
-        }
+impl StoreSource<'_> {
+    /// The leaf under `path` when no node is stored there: the one live flat key under it.
+    fn leaf_by_scan(&self, path: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
         let prefix_len = self.trie.prefix_len();
         Ok(self
             .reader
             .leaf_under(&self.trie, path)?
             .map(|(k, v)| self.leaf(path, &k[prefix_len..], &v)))
+    }
+}
+
+impl NodeSource for StoreSource<'_> {
+    fn load(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, SourceError> {
+        if let Some(n) = self.node(path, hash)? {
+            return Ok(Some(n));
+        }
+        Ok(self.leaf_by_scan(path)?)
     }
 
     fn load_for_key(
@@ -261,34 +268,40 @@ impl NodeSource for StoreSource<'_> {
         key: &[u8],
     ) -> Result<Option<Vec<u8>>, SourceError> {
         let nk = node_key(&self.trie, path);
-        if let Some(known) = self.reader.node_in_memory(&nk) {
-            if let Some(n) = self.checked_node(known, path, hash)? {
-                return Ok(Some(n));
+        // The looked-up key's value, when the walk is on its path (read only if needed).
+        let value = || -> Result<Option<Arc<[u8]>>, StoreError> {
+            if Self::key_has_path(key, path) {
+                self.reader.get(&self.trie, key)
+            } else {
+                Ok(None)
             }
-        } else if Self::key_has_path(key, path) {
-            // Before probing `nodes` on disk: if the key exists and its leaf, rebuilt from
-            // its flat value, hashes to what the parent holds, the node is that leaf (a
-            // stored node with the same hash would be a keccak collision). Most walks end
-            // at a leaf, so this saves a disk probe per key for one short hash.
-            if let Some(v) = self.reader.get(&self.trie, key)? {
-                let leaf = self.leaf(path, key, &v);
-                if leaf.len() >= 32 && EthLayout::hash(&leaf) == *hash {
-                    return Ok(Some(leaf));
+        };
+        let stored = match self.reader.node_in_memory(&nk) {
+            Some(known) => known,
+            None => {
+                // Before probing `nodes` on disk: if the key exists and its leaf, rebuilt
+                // from its flat value, hashes to what the parent holds, the node is that
+                // leaf (a stored node with the same hash would be a keccak collision).
+                // Most walks end at a leaf, so this saves a disk probe per key for one
+                // short hash.
+                if let Some(v) = value()? {
+                    let leaf = self.leaf(path, key, &v);
+                    if leaf.len() >= 32 && EthLayout::hash(&leaf) == *hash {
+                        return Ok(Some(leaf));
+                    }
                 }
+                self.reader.read(Column::Nodes, &nk)?
             }
-            if let Some(n) = self.node(path, hash)? {
-                return Ok(Some(n));
-            }
-        } else if let Some(n) = self.node(path, hash)? {
+        };
+        if let Some(n) = self.checked_node(stored, path, hash)? {
             return Ok(Some(n));
         }
-        // A leaf: if the key being looked up exists, it is the only key under this path.
-        if Self::key_has_path(key, path) {
-            if let Some(v) = self.reader.get(&self.trie, key)? {
-                return Ok(Some(self.leaf(path, key, &v)));
-            }
+        // No node is stored here, so it is a leaf: if the key being looked up exists, it
+        // is the only key under this path.
+        match value()? {
+            Some(v) => Ok(Some(self.leaf(path, key, &v))),
+            None => Ok(self.leaf_by_scan(path)?),
         }
-        self.load(path, hash)
     }
 
     fn trusted(&self) -> bool {

@@ -96,6 +96,11 @@ impl Recorder {
         self.bytes
     }
 
+    /// The recorded nodes by hash, in no particular order.
+    pub fn nodes(&self) -> impl Iterator<Item = (&H256, &[u8])> {
+        self.nodes.iter().map(|(h, n)| (h, n.as_slice()))
+    }
+
     /// The recorded nodes, sorted by hash (a deterministic witness).
     pub fn witness(&self) -> Vec<Vec<u8>> {
         let mut v: Vec<(&H256, &Vec<u8>)> = self.nodes.iter().collect();

@@ -125,25 +125,11 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
     /// (hash and encoding). Loads the children not loaded yet (recorded only if
     /// `record_collapse_loads` is on). Costs O(single branches); hashes nothing.
     pub fn collapse_nodes(&mut self) -> Result<Vec<(H256, Vec<u8>)>, TrieError> {
-        self.load_collapse_children()?;
+        let singles: Vec<(NodeId, Vec<u8>)> =
+            self.singles.iter().map(|(&id, path)| (id, path.clone())).collect();
         let mut out = Vec::new();
-        let ids: Vec<NodeId> = self.singles.keys().copied().collect();
-        for id in ids {
-            let Kind::Branch { children, value: None } = &self.slots[id as usize].kind else {
-                continue;
-            };
-            let Some(&c) = children.iter().find(|c| **c != NONE) else { continue };
-            let slot = &self.slots[c as usize];
-            // A changed child is known in full; an unloaded one is a branch by its
-            // parent's shape, and the collapse needs only its hash.
-            if slot.fresh || matches!(slot.kind, Kind::Hashed(_)) {
-                continue;
-            }
-            if let Some(origin) = slot.origin {
-                let mut enc = Vec::new();
-                self.encode_clean(c, &mut enc);
-                out.push((origin, enc));
-            }
+        for (id, path) in singles {
+            out.extend(self.collapse_need(id, &path)?);
         }
         Ok(out)
     }
@@ -159,7 +145,7 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         let mut out = Vec::new();
         for id in dirty {
             let now = match self.singles.get(&id).cloned() {
-                Some(path) => self.collapse_need(id, &path)?,
+                Some(path) => self.collapse_need(id, &path)?.map(|(h, enc)| (h, enc.len())),
                 None => None,
             };
             let before = match now {
@@ -173,12 +159,13 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         Ok(out)
     }
 
-    /// The unchanged pre-state node the collapse of single branch `id` (at `path`) needs.
+    /// The unchanged pre-state node (hash, encoding) the collapse of single branch `id`
+    /// (at `path`) needs, loading it if it is not loaded yet.
     fn collapse_need(
         &mut self,
         id: NodeId,
         path: &[u8],
-    ) -> Result<Option<(H256, usize)>, TrieError> {
+    ) -> Result<Option<(H256, Vec<u8>)>, TrieError> {
         let Kind::Branch { children, value: None } = &self.slots[id as usize].kind else {
             return Ok(None);
         };
@@ -200,7 +187,7 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         let origin = self.slots[c as usize].origin.expect("checked above");
         let mut enc = Vec::new();
         self.encode_clean(c, &mut enc);
-        Ok(Some((origin, enc.len())))
+        Ok(Some((origin, enc)))
     }
 
     /// Resolve a node needed only to collapse its single parent.
