@@ -22,7 +22,9 @@
 use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
-use chain::runtime::{account_id, genesis, EXISTENTIAL_DEPOSIT, FEE};
+use chain::runtime::{
+    default_author, funded_accounts, genesis, paired_transfers, EXISTENTIAL_DEPOSIT,
+};
 use chain::{
     build_block, build_block_unrecorded, decode_witness, encode_witness, verify_block,
     BlockContext, BuildConfig, Built, PerTx, Transfer, TransferKind,
@@ -141,28 +143,6 @@ const MODES: [(&str, &str); 5] = [
     ("e", "(b) + from-scratch root after every tx"),
 ];
 
-/// The pool of one workload: `n` transfers from sender i to receiver half + i.
-fn pool(accounts: u64, n: usize, kind: TransferKind, balance: u128) -> Vec<Transfer> {
-    let half = accounts / 2;
-    (0..n as u64)
-        .map(|i| {
-            let s = i % half;
-            let amount = match kind {
-                TransferKind::KeepAlive => EXISTENTIAL_DEPOSIT,
-                // The whole balance after the fee: the sender's account goes.
-                TransferKind::AllowDeath => balance - FEE,
-            };
-            Transfer {
-                from: account_id(s),
-                to: account_id(half + s),
-                amount,
-                nonce: i / half,
-                kind,
-            }
-        })
-        .collect()
-}
-
 fn build(db: &StateDb, mode: &str, pool: &[Transfer], ctx: BlockContext) -> Result<Built> {
     let root = db.head_root();
     let source = db.node_source(TrieId::Main);
@@ -188,8 +168,8 @@ pub fn pov_bench(opts: &PovBenchOpts, progress: bool) -> Result<PovBenchReport> 
     .context("cannot create a temporary directory")?;
     let mut db = StateDb::open(tmp.path(), StoreConfig::default())?;
     let balance = EXISTENTIAL_DEPOSIT * 1_000;
-    let author = account_id(u64::MAX);
-    let ids: Vec<_> = (0..opts.accounts).map(account_id).chain([author]).collect();
+    let author = default_author();
+    let ids = funded_accounts(opts.accounts);
     db.bulk_load(genesis(&ids, balance).into_iter().map(|(k, v)| (TrieId::Main, k, v)))?;
     let parent: H256 = db.finish_bulk_load(&[])?;
     // No background compaction from the load during the timed builds.
@@ -209,7 +189,7 @@ pub fn pov_bench(opts: &PovBenchOpts, progress: bool) -> Result<PovBenchReport> 
     let ctx = BlockContext { number: 1, author };
     let mut workloads = Vec::new();
     for (n, kind) in jobs {
-        let txs = pool(opts.accounts, n, kind, balance);
+        let txs = paired_transfers(opts.accounts, 0, n as u64, kind, balance);
         let active: Vec<(&'static str, &'static str)> =
             MODES.into_iter().filter(|(m, _)| *m != "e" || n <= NAIVE_MAX_TXS).collect();
         // Warm-up build per mode (caches), checked: same root, every transaction in.

@@ -370,3 +370,39 @@ pub fn account_id(i: u64) -> AccountId {
     input.extend_from_slice(&i.to_be_bytes());
     keccak256(&input).0
 }
+
+/// The block author the tools, the demo and the benchmarks use.
+pub fn default_author() -> AccountId {
+    account_id(u64::MAX)
+}
+
+/// Accounts `0..n` plus [`default_author`]: the ones a tool's genesis funds.
+pub fn funded_accounts(n: u64) -> Vec<AccountId> {
+    (0..n).map(account_id).chain([default_author()]).collect()
+}
+
+/// `count` transfers numbered from `first` among `accounts` funded accounts: transfer `i`
+/// goes from account `i mod half` to account `half + i mod half` (`half = accounts / 2`)
+/// with nonce `i / half`. Keep-alive moves the existential deposit; allow-death moves the
+/// sender's whole `balance` after the fee, so the sender's account is deleted.
+pub fn paired_transfers(
+    accounts: u64,
+    first: u64,
+    count: u64,
+    kind: TransferKind,
+    balance: u128,
+) -> Vec<Transfer> {
+    let half = (accounts / 2).max(1);
+    (first..first + count)
+        .map(|i| Transfer {
+            from: account_id(i % half),
+            to: account_id(half + i % half),
+            amount: match kind {
+                TransferKind::KeepAlive => EXISTENTIAL_DEPOSIT,
+                TransferKind::AllowDeath => balance - FEE,
+            },
+            nonce: i / half,
+            kind,
+        })
+        .collect()
+}

@@ -5,10 +5,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use chain::runtime::{account_id, genesis, EXISTENTIAL_DEPOSIT};
+use chain::runtime::{
+    default_author, funded_accounts, genesis, paired_transfers, EXISTENTIAL_DEPOSIT,
+};
 use chain::{
     build_block, decode_witness, encode_witness, verify_block, Block, BlockContext, BuildConfig,
-    Transfer, TransferKind,
+    TransferKind,
 };
 use clap::Args;
 use trie::{MemoryNodeSource, H256};
@@ -50,22 +52,7 @@ pub(crate) struct VerifyBlockArgs {
 
 /// The genesis of `accounts` funded accounts plus the author, in memory.
 pub(crate) fn chain_genesis(accounts: u64, balance: u128) -> Result<(MemoryNodeSource, H256)> {
-    let ids: Vec<_> = (0..accounts).map(account_id).chain([account_id(u64::MAX)]).collect();
-    Ok(MemoryNodeSource::committed(genesis(&ids, balance))?)
-}
-
-/// Transfers from sender i to receiver accounts/2 + i.
-pub(crate) fn transfers(accounts: u64, n: u64, allow_death: bool, balance: u128) -> Vec<Transfer> {
-    let half = (accounts / 2).max(1);
-    (0..n)
-        .map(|i| Transfer {
-            from: account_id(i % half),
-            to: account_id(half + i % half),
-            amount: if allow_death { balance - chain::runtime::FEE } else { EXISTENTIAL_DEPOSIT },
-            nonce: i / half,
-            kind: if allow_death { TransferKind::AllowDeath } else { TransferKind::KeepAlive },
-        })
-        .collect()
+    Ok(MemoryNodeSource::committed(genesis(&funded_accounts(accounts), balance))?)
 }
 
 /// Run `arbor build-block`.
@@ -75,8 +62,9 @@ pub(crate) fn build(args: &BuildArgs) -> Result<ExitCode> {
     }
     let balance = EXISTENTIAL_DEPOSIT * 1_000;
     let (src, root) = chain_genesis(args.accounts, balance)?;
-    let pool = transfers(args.accounts, args.transfers, args.allow_death, balance);
-    let ctx = BlockContext { number: 1, author: account_id(u64::MAX) };
+    let kind = if args.allow_death { TransferKind::AllowDeath } else { TransferKind::KeepAlive };
+    let pool = paired_transfers(args.accounts, 0, args.transfers, kind, balance);
+    let ctx = BlockContext { number: 1, author: default_author() };
     let config = BuildConfig { pov_limit: args.pov_limit, ..BuildConfig::default() };
     let built = build_block(&src, root, ctx, &pool, &config).context("block production failed")?;
     std::fs::write(&args.block, built.block.encode())

@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use chain::runtime::{account_id, EXISTENTIAL_DEPOSIT, FEE};
+use chain::runtime::{default_author, paired_transfers, EXISTENTIAL_DEPOSIT};
 use chain::{
     build_block, decode_witness, encode_witness, verify_block, Block, BlockContext, BuildConfig,
     Stop, Transfer, TransferKind, VerifyError,
@@ -56,19 +56,7 @@ impl ChainDemo {
 }
 
 fn pool(first: u64, n: u64, kind: TransferKind) -> Vec<Transfer> {
-    let half = ACCOUNTS / 2;
-    (first..first + n)
-        .map(|i| Transfer {
-            from: account_id(i % half),
-            to: account_id(half + i % half),
-            amount: match kind {
-                TransferKind::KeepAlive => EXISTENTIAL_DEPOSIT,
-                TransferKind::AllowDeath => BALANCE - FEE,
-            },
-            nonce: 0,
-            kind,
-        })
-        .collect()
+    paired_transfers(ACCOUNTS, first, n, kind, BALANCE)
 }
 
 /// Apply a block's changes to the in-memory state; returns the new root.
@@ -86,7 +74,7 @@ fn apply(src: &mut MemoryNodeSource, root: H256, changes: &chain::builder::Built
 
 pub(crate) fn run() -> Result<ChainDemo> {
     let (mut src, mut root) = crate::cmd_block::chain_genesis(ACCOUNTS, BALANCE)?;
-    let author = account_id(u64::MAX);
+    let author = default_author();
     let plan = [
         ("300 x transfer_keep_alive", pool(0, 300, TransferKind::KeepAlive), usize::MAX),
         ("300 x transfer_allow_death", pool(300, 300, TransferKind::AllowDeath), usize::MAX),
