@@ -23,7 +23,10 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use anyhow::{ensure, Result};
-use exec::{execute_parallel, execute_sequential, Blocked, Transaction, View};
+use exec::{
+    execute_parallel_with, execute_sequential, Blocked, Counters, ParallelOptions, Storage,
+    Transaction, View,
+};
 use k256::ecdsa::signature::{Signer, Verifier};
 use k256::ecdsa::{Signature, SigningKey, VerifyingKey};
 use rand::{Rng, RngCore, SeedableRng};
@@ -44,11 +47,13 @@ pub struct BlockStmOpts {
     pub runs: usize,
     /// Transactions per block.
     pub txs: usize,
+    /// Run only the workloads whose name contains one of these (empty: all).
+    pub only: Vec<String>,
 }
 
 impl Default for BlockStmOpts {
     fn default() -> Self {
-        Self { workers: vec![1, 2, 4, 8], no_sig: false, runs: 5, txs: 10_000 }
+        Self { workers: vec![1, 2, 4, 8], no_sig: false, runs: 5, txs: 10_000, only: Vec::new() }
     }
 }
 
@@ -221,14 +226,20 @@ fn genesis(accounts: u32) -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
 pub struct BlockStmRow {
     /// Workload.
     pub workload: &'static str,
-    /// Workers (1 = the sequential fallback).
+    /// Workers (0: the sequential executor).
     pub workers: usize,
+    /// Block-STM ran even with one worker (where the executor would fall back to
+    /// sequential execution): the engine's own overhead.
+    pub forced_engine: bool,
     /// Median block time, ms.
     pub median_ms: f64,
     /// Transactions per second at the median.
     pub tps: f64,
-    /// Sequential median / this median.
+    /// Speed-up over the sequential executor: the median of the per-round ratios.
     pub speedup: f64,
+    /// (this median - sequential median) / transactions, in µs: with `forced_engine`, the
+    /// engine's own cost per transaction.
+    pub over_sequential_us_per_tx: f64,
     /// Allocations per block (median run).
     pub allocations: u64,
     /// Bytes allocated per block (median run).
@@ -250,10 +261,12 @@ pub struct BlockStmReport {
     pub txs: usize,
     /// Timed runs per row.
     pub runs: usize,
-    /// Sequential executor median per workload, ms.
-    pub sequential_ms: Vec<(&'static str, f64)>,
-    /// Rows.
+    /// Rows: per workload the sequential executor (`workers` 0) then each variant.
     pub rows: Vec<BlockStmRow>,
+    /// Per workload, the throughput of two sequential blocks run at once on two threads
+    /// over one (median of the rounds): what this machine gives two independent threads
+    /// on that workload, the ceiling for a 2-worker speed-up.
+    pub ceilings: Vec<(&'static str, f64)>,
 }
 
 fn make_txs(w: &Workload, sigs: &[Option<Arc<Sig>>]) -> Vec<CosmosTx> {
@@ -278,8 +291,13 @@ pub fn blockstm_bench(
 ) -> Result<BlockStmReport> {
     ensure!(opts.runs >= 1, "--runs must be at least 1");
     ensure!(opts.txs >= 1, "the block needs transactions");
-    let loads = workloads(opts.txs);
-    let total = (loads.len() * (opts.workers.len() + 1) * opts.runs) as u64;
+    let loads: Vec<Workload> = workloads(opts.txs)
+        .into_iter()
+        .filter(|w| opts.only.is_empty() || opts.only.iter().any(|o| w.name.contains(o.as_str())))
+        .collect();
+    ensure!(!loads.is_empty(), "no workload matches --only {:?}", opts.only);
+    let forced = usize::from(opts.workers.contains(&1));
+    let total = (loads.len() * (opts.workers.len() + 2 + forced) * opts.runs) as u64;
     let pb = crate::progress::bar(progress, total, "executing blocks");
     let mut rng = ChaCha8Rng::seed_from_u64(44);
     // One key, message and signature per transaction slot, made before any timing.
@@ -294,54 +312,19 @@ pub fn blockstm_bench(
             })
         })
         .collect();
+    let variants: Vec<(usize, bool)> = opts
+        .workers
+        .iter()
+        .flat_map(|&w| std::iter::once((w, false)).chain((w == 1).then_some((1, true))))
+        .collect();
     let mut rows = Vec::new();
-    let mut sequential_ms = Vec::new();
+    let mut ceilings = Vec::new();
     for w in &loads {
         let storage = genesis(w.accounts);
-        let reference = execute_sequential(&make_txs(w, &sigs), &storage);
-        let mut seq_runs = Vec::new();
-        for _ in 0..opts.runs {
-            let txs = make_txs(w, &sigs);
-            let start = Instant::now();
-            let out = execute_sequential(&txs, &storage);
-            seq_runs.push(start.elapsed().as_secs_f64() * 1e3);
-            ensure!(out.writes == reference.writes, "{}: sequential runs differ", w.name);
-            pb.inc(1);
-        }
-        let seq = median_sorted(&sorted(&seq_runs));
-        sequential_ms.push((w.name, seq));
-        for &workers in &opts.workers {
-            let mut samples = Vec::new();
-            for _ in 0..opts.runs {
-                let txs = make_txs(w, &sigs);
-                let (a0, b0) = allocs();
-                let start = Instant::now();
-                let out = execute_parallel(&txs, &storage, workers);
-                let ms = start.elapsed().as_secs_f64() * 1e3;
-                let (a1, b1) = allocs();
-                ensure!(
-                    out.writes == reference.writes && out.outputs == reference.outputs,
-                    "{} with {workers} workers differs from the sequential result",
-                    w.name
-                );
-                samples.push((ms, a1 - a0, b1 - b0, out.counters));
-                pb.inc(1);
-            }
-            samples.sort_by(|x, y| x.0.total_cmp(&y.0));
-            let (ms, a, b, c) = samples[samples.len() / 2];
-            let n = opts.txs as f64;
-            rows.push(BlockStmRow {
-                workload: w.name,
-                workers,
-                median_ms: ms,
-                tps: ratio(n, ms / 1e3),
-                speedup: ratio(seq, ms),
-                allocations: a,
-                bytes: b,
-                reexecutions_per_tx: c.reexecutions as f64 / n,
-                validations_per_tx: c.validations as f64 / n,
-            });
-        }
+        let m = Measure { name: w.name, runs: opts.runs, variants: &variants, allocs, pb: &pb };
+        let (mut r, ceiling) = m.run(&storage, || make_txs(w, &sigs))?;
+        rows.append(&mut r);
+        ceilings.push((w.name, ceiling));
     }
     pb.finish_and_clear();
     Ok(BlockStmReport {
@@ -349,9 +332,112 @@ pub fn blockstm_bench(
         signatures: !opts.no_sig,
         txs: opts.txs,
         runs: opts.runs,
-        sequential_ms,
         rows,
+        ceilings,
     })
+}
+
+/// One workload's measurement: every round runs the sequential executor, then each
+/// variant (workers, forced engine), then two sequential blocks at once, so that host
+/// noise hits all of them alike; speed-ups are the median of the per-round ratios.
+struct Measure<'a> {
+    name: &'static str,
+    runs: usize,
+    variants: &'a [(usize, bool)],
+    allocs: AllocCounter,
+    pb: &'a indicatif::ProgressBar,
+}
+
+/// One timed run: ms, allocations, bytes, counters.
+type Sample = (f64, u64, u64, Counters);
+
+impl Measure<'_> {
+    fn timed<O>(&self, f: impl FnOnce() -> Result<O>) -> Result<(f64, u64, u64, O)> {
+        let (a0, b0) = (self.allocs)();
+        let start = Instant::now();
+        let out = f()?;
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        let (a1, b1) = (self.allocs)();
+        self.pb.inc(1);
+        Ok((ms, a1 - a0, b1 - b0, out))
+    }
+
+    /// The rows (sequential first, `workers` 0) and the two-blocks-at-once throughput
+    /// ceiling.
+    fn run<T, S>(
+        &self,
+        storage: &S,
+        make: impl Fn() -> Vec<T> + Sync,
+    ) -> Result<(Vec<BlockStmRow>, f64)>
+    where
+        T: Transaction,
+        S: Storage,
+    {
+        let reference = execute_sequential(&make(), storage);
+        let n = reference.outputs.len().max(1) as f64;
+        let mut seq: Vec<Sample> = Vec::new();
+        let mut var: Vec<Vec<Sample>> = vec![Vec::new(); self.variants.len()];
+        let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); self.variants.len()];
+        let mut ceiling = Vec::new();
+        for _ in 0..self.runs {
+            let txs = make();
+            let (ms, a, b, out) = self.timed(|| Ok(execute_sequential(&txs, storage)))?;
+            ensure!(out.writes == reference.writes, "{}: sequential runs differ", self.name);
+            seq.push((ms, a, b, out.counters));
+            for (i, &(workers, forced)) in self.variants.iter().enumerate() {
+                let txs = make();
+                let options = ParallelOptions { always_parallel: forced, ..Default::default() };
+                let (pms, a, b, out) =
+                    self.timed(|| Ok(execute_parallel_with(&txs, storage, workers, options)?))?;
+                ensure!(
+                    out.writes == reference.writes && out.outputs == reference.outputs,
+                    "{} with {workers} workers differs from the sequential result",
+                    self.name
+                );
+                var[i].push((pms, a, b, out.counters));
+                ratios[i].push(ratio(ms, pms));
+            }
+            // The machine's own ceiling: two independent sequential blocks on two threads.
+            let (a, b) = (make(), make());
+            let (both, ..) = self.timed(|| {
+                std::thread::scope(|s| {
+                    let other = s.spawn(|| execute_sequential(&b, storage).outputs.len());
+                    let mine = execute_sequential(&a, storage).outputs.len();
+                    ensure!(
+                        other.join().ok() == Some(mine),
+                        "{}: a sequential run failed",
+                        self.name
+                    );
+                    Ok(())
+                })
+            })?;
+            ceiling.push(ratio(2.0 * ms, both));
+        }
+        let seq_ms = median_sorted(&sorted(&seq.iter().map(|s| s.0).collect::<Vec<_>>()));
+        let row = |workers: usize, forced_engine: bool, samples: &mut Vec<Sample>, speedup: f64| {
+            samples.sort_by(|x, y| x.0.total_cmp(&y.0));
+            let (ms, a, b, c) = samples[samples.len() / 2];
+            BlockStmRow {
+                workload: self.name,
+                workers,
+                forced_engine,
+                median_ms: ms,
+                tps: ratio(n, ms / 1e3),
+                speedup,
+                over_sequential_us_per_tx: (ms - seq_ms) * 1e3 / n,
+                allocations: a,
+                bytes: b,
+                reexecutions_per_tx: c.reexecutions as f64 / n,
+                validations_per_tx: c.validations as f64 / n,
+            }
+        };
+        let mut rows = vec![row(0, false, &mut seq, 1.0)];
+        for (i, &(workers, forced)) in self.variants.iter().enumerate() {
+            let speedup = median_sorted(&sorted(&ratios[i]));
+            rows.push(row(workers, forced, &mut var[i], speedup));
+        }
+        Ok((rows, median_sorted(&sorted(&ceiling))))
+    }
 }
 
 impl BlockStmReport {
@@ -369,50 +455,50 @@ impl BlockStmReport {
         );
         let _ = writeln!(
             out,
-            "{:<20} {:>7} {:>10} {:>10} {:>8} {:>10} {:>12} {:>8} {:>8}",
+            "{:<20} {:>7} {:>10} {:>10} {:>8} {:>9} {:>10} {:>12} {:>8} {:>8}",
             "workload",
             "workers",
             "ms/block",
             "tx/s",
             "speedup",
+            "+µs/tx",
             "allocs",
             "bytes",
             "reexec",
             "valid"
         );
-        for (name, seq) in &self.sequential_ms {
-            let _ = writeln!(
-                out,
-                "{:<20} {:>7} {:>10.1} {:>10.0} {:>8} {:>10} {:>12} {:>8} {:>8}",
-                name,
-                "seq",
-                seq,
-                ratio(self.txs as f64, seq / 1e3),
-                "1.00",
-                "",
-                "",
-                "",
-                ""
-            );
+        for (name, ceiling) in &self.ceilings {
             for r in self.rows.iter().filter(|r| r.workload == *name) {
+                let workers = match (r.workers, r.forced_engine) {
+                    (0, _) => "seq".to_string(),
+                    (_, true) => "1 (stm)".to_string(),
+                    (w, false) => w.to_string(),
+                };
                 let _ = writeln!(
                     out,
-                    "{:<20} {:>7} {:>10.1} {:>10.0} {:>8.2} {:>10} {:>12} {:>8.3} {:>8.3}",
-                    "",
-                    r.workers,
+                    "{:<20} {:>7} {:>10.1} {:>10.0} {:>8.2} {:>9.2} {:>10} {:>12} {:>8.3} {:>8.3}",
+                    if r.workers == 0 { name } else { "" },
+                    workers,
                     r.median_ms,
                     r.tps,
                     r.speedup,
+                    r.over_sequential_us_per_tx,
                     r.allocations,
                     r.bytes,
                     r.reexecutions_per_tx,
                     r.validations_per_tx
                 );
             }
+            let _ = writeln!(
+                out,
+                "{:<20} two sequential blocks at once on two threads: {ceiling:.2}x one block's throughput",
+                ""
+            );
         }
         let _ = writeln!(
             out,
-            "(1 worker runs the sequential fallback; chain-transfers on RocksDB: not yet)"
+            "(1 worker runs the sequential fallback; \"1 (stm)\" forces Block-STM on one worker: \
+             its time over the sequential executor's is the engine's own overhead)"
         );
         out
     }

@@ -49,6 +49,9 @@ struct BlockStmArgs {
     /// Transactions per block.
     #[arg(long, default_value_t = 10_000)]
     txs: usize,
+    /// Run only the workloads whose name contains one of these (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
     /// Print the JSON report (and draw no progress bars).
     #[arg(long)]
     json: bool,
@@ -154,6 +157,7 @@ fn blockstm(args: &BlockStmArgs) -> Result<ExitCode> {
         no_sig: args.no_sig,
         runs: args.runs,
         txs: args.txs,
+        only: args.only.clone(),
     };
     warn_if_debug();
     let report = bench::blockstm_bench(&opts, crate::alloc_totals, !args.json)

@@ -33,6 +33,18 @@ pub type Key = Vec<u8>;
 /// A state value.
 pub type Value = Vec<u8>;
 
+/// A parallel run stopped by its cancel flag ([`ParallelOptions::cancel`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cancelled;
+
+impl std::fmt::Display for Cancelled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("block execution cancelled")
+    }
+}
+
+impl std::error::Error for Cancelled {}
+
 /// A read met the estimate of transaction `.0`'s write: stop and retry after it re-ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Blocked(pub usize);

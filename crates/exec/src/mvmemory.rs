@@ -2,22 +2,56 @@
 //! index), with the incarnation that wrote them, or an ESTIMATE marker while the writer is
 //! being re-executed. Reads by transaction `j` see the entry of the highest index below `j`.
 //!
-//! Sharded by key hash: each shard is a mutex over `key → (index → entry)`. Per
-//! transaction the memory keeps the keys it last wrote (to replace them atomically and to
-//! turn them into estimates on abort) and the reads of its last incarnation (to validate).
+//! Layout, chosen for few allocations and no key copies on the hot path (measured: the
+//! first version, a `HashMap<Key, BTreeMap<txn, entry>>` per shard with the read set as
+//! `Vec<(Key, origin)>`, spent more time allocating, hashing and comparing keys than
+//! executing a transfer):
+//! - Keys are interned once per block: each of 64 shards maps a key to a slot, and a
+//!   [`KeyId`] names (shard, slot). The first touch of a key (read or write) copies it;
+//!   afterwards reads, writes, read sets, write sets and validation work with ids, and
+//!   validation reaches a key's versions without hashing or comparing it.
+//! - A slot's versions are a vector sorted by transaction index (most keys have one or two
+//!   writers; a binary search finds the entries below a reader).
+//! - Per transaction one record: the ids its last incarnation wrote, its reads (id and
+//!   where the value came from) and its scans.
+//! - An ordered index of every key written during the block serves scans; a key enters
+//!   it once, the first time it is written.
 
-use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeMap, HashMap};
-use std::hash::{Hash, Hasher};
-
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 
 use parking_lot::{Mutex, RwLock};
+use rustc_hash::{FxBuildHasher, FxHashMap};
+use smallvec::SmallVec;
 
 use crate::{apply_delta, Key, ScanBounds, Storage, Value, Write};
 
 /// A transaction incarnation: (block index, incarnation number).
 pub(crate) type Version = (usize, u32);
+
+/// An interned key: shard in the top bits, slot below.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct KeyId(u32);
+
+const SHARD_BITS: u32 = 6;
+const SHARDS: usize = 1 << SHARD_BITS;
+const SLOT_BITS: u32 = 32 - SHARD_BITS;
+
+impl KeyId {
+    fn new(shard: usize, slot: usize) -> Self {
+        assert!(slot < 1 << SLOT_BITS, "more than 2^26 keys in one shard of a block");
+        KeyId(((shard as u32) << SLOT_BITS) | slot as u32)
+    }
+
+    fn shard(self) -> usize {
+        (self.0 >> SLOT_BITS) as usize
+    }
+
+    fn slot(self) -> usize {
+        (self.0 & ((1 << SLOT_BITS) - 1)) as usize
+    }
+}
 
 #[derive(Debug, Clone)]
 enum Entry {
@@ -42,17 +76,17 @@ pub(crate) enum ReadResult {
 
 impl ReadResult {
     /// The value read, resolving deltas on storage; `None` when blocked.
-    pub(crate) fn resolve<S: Storage>(&self, key: &[u8], storage: &S) -> Option<Option<Value>> {
+    pub(crate) fn resolve<S: Storage>(self, key: &[u8], storage: &S) -> Option<Option<Value>> {
         match self {
-            ReadResult::Version(_, v) => Some(v.clone()),
+            ReadResult::Version(_, v) => Some(v),
             ReadResult::Storage => Some(storage.get(key)),
             ReadResult::Blocked(_) => None,
             ReadResult::Deltas { base, sum } => {
                 let base = match base {
-                    Some(b) => b.clone(),
+                    Some(b) => b,
                     None => storage.get(key),
                 };
-                Some(Some(apply_delta(base.as_deref(), *sum)))
+                Some(Some(apply_delta(base.as_deref(), sum)))
             }
         }
     }
@@ -63,11 +97,13 @@ impl ReadResult {
 pub(crate) enum ReadOrigin {
     Version(Version),
     Storage,
-    /// A value resolved from deltas: validated by value.
-    Resolved(Option<Value>),
+    /// A value resolved from deltas: validated by value (the key is kept to resolve a
+    /// delta on storage again).
+    Resolved {
+        key: Key,
+        value: Option<Value>,
+    },
 }
-
-const SHARDS: usize = 64;
 
 /// A range scan of one incarnation: what lay below the transaction in the range it
 /// covered (`from` up to `stop` inclusive; `None`: to the end of the key space).
@@ -80,39 +116,151 @@ pub(crate) struct ScanRecord {
     pub(crate) below: Vec<(Key, Value)>,
 }
 
-/// One key's versions, and the highest transaction that read it from below.
+/// One key's versions (sorted by transaction), the highest transaction that read it from
+/// below, and whether it is in the ordered index yet.
 #[derive(Debug, Default)]
-struct KeyState {
-    versions: BTreeMap<usize, Entry>,
+struct Slot {
+    versions: Vec<(usize, Entry)>,
     max_reader: Option<usize>,
+    indexed: bool,
+}
+
+impl Slot {
+    fn position(&self, txn: usize) -> Result<usize, usize> {
+        self.versions.binary_search_by_key(&txn, |(t, _)| *t)
+    }
+
+    fn put(&mut self, txn: usize, entry: Entry) {
+        match self.position(txn) {
+            Ok(i) => self.versions[i].1 = entry,
+            Err(i) => self.versions.insert(i, (txn, entry)),
+        }
+    }
+
+    fn remove(&mut self, txn: usize) {
+        if let Ok(i) = self.position(txn) {
+            self.versions.remove(i);
+        }
+    }
+
+    /// What `txn` reads here.
+    fn read(&self, txn: usize) -> ReadResult {
+        let below = self.versions.partition_point(|(t, _)| *t < txn);
+        let mut sum: Option<i64> = None;
+        for (idx, entry) in self.versions[..below].iter().rev() {
+            match entry {
+                Entry::Estimate => return ReadResult::Blocked(*idx),
+                Entry::Delta { amount } => sum = Some(sum.unwrap_or(0).wrapping_add(*amount)),
+                Entry::Written { incarnation, value } => {
+                    return match sum {
+                        None => ReadResult::Version((*idx, *incarnation), value.clone()),
+                        Some(sum) => ReadResult::Deltas { base: Some(value.clone()), sum },
+                    }
+                }
+            }
+        }
+        match sum {
+            None => ReadResult::Storage,
+            Some(sum) => ReadResult::Deltas { base: None, sum },
+        }
+    }
+
+    /// The value after the whole block (`None`: no write left), consuming the versions.
+    fn final_value<S: Storage>(self, key: &[u8], storage: &S) -> Option<Option<Value>> {
+        let mut value: Option<Option<Value>> = None;
+        for (_, entry) in self.versions {
+            value = Some(match entry {
+                Entry::Written { value, .. } => value,
+                Entry::Delta { amount } => {
+                    let base = value.unwrap_or_else(|| storage.get(key));
+                    Some(apply_delta(base.as_deref(), amount))
+                }
+                Entry::Estimate => unreachable!("no estimates remain once the block is done"),
+            });
+        }
+        value
+    }
+}
+
+#[derive(Default)]
+struct Shard {
+    ids: FxHashMap<Key, u32>,
+    slots: Vec<Slot>,
+}
+
+impl Shard {
+    fn with_capacity(n: usize) -> Self {
+        Shard {
+            ids: FxHashMap::with_capacity_and_hasher(n, FxBuildHasher),
+            slots: Vec::with_capacity(n),
+        }
+    }
+
+    /// The slot of `key`, interning it (one copy) on first sight.
+    fn intern(&mut self, key: &[u8]) -> usize {
+        if let Some(&slot) = self.ids.get(key) {
+            return slot as usize;
+        }
+        self.insert(key.to_vec())
+    }
+
+    fn insert(&mut self, key: Key) -> usize {
+        let slot = self.slots.len();
+        self.slots.push(Slot::default());
+        self.ids.insert(key, slot as u32);
+        slot
+    }
+}
+
+/// Final writes in key order.
+type SortedWrites = Vec<(Key, Option<Value>)>;
+
+/// What the memory keeps of a transaction's last incarnation.
+#[derive(Default)]
+struct TxnRecord {
+    written: Vec<KeyId>,
+    reads: Vec<(KeyId, ReadOrigin)>,
+    scans: Vec<ScanRecord>,
+}
+
+/// The keys written during the block, in order, for scans. Writers only append to
+/// `pending` (no ordering work on the hot path, where most blocks never scan); a scan
+/// first sorts what is pending into `sorted`.
+#[derive(Default)]
+struct OrderedIndex {
+    sorted: BTreeSet<Key>,
+    pending: Vec<Key>,
 }
 
 pub(crate) struct MvMemory {
-    shards: Vec<Mutex<HashMap<Key, KeyState>>>,
+    shards: Vec<Mutex<Shard>>,
     /// One more than the highest transaction that started a scan (0: none).
     max_scanner: AtomicUsize,
     /// Every key any incarnation wrote during the block (for scans).
-    keys: RwLock<std::collections::BTreeSet<Key>>,
-    last_written: Vec<Mutex<Vec<Key>>>,
-    last_reads: Vec<Mutex<Vec<(Key, ReadOrigin)>>>,
-    last_scans: Vec<Mutex<Vec<ScanRecord>>>,
+    ordered: RwLock<OrderedIndex>,
+    txns: Vec<Mutex<TxnRecord>>,
+    /// Per shard, its final writes in key order (see [`MvMemory::finish`]).
+    finished: Vec<Mutex<SortedWrites>>,
+    finished_shards: AtomicUsize,
+    released_txns: AtomicUsize,
 }
 
 fn shard_of(key: &[u8]) -> usize {
-    let mut h = DefaultHasher::new();
-    key.hash(&mut h);
-    (h.finish() as usize) % SHARDS
+    (FxBuildHasher.hash_one(key) >> (64 - SHARD_BITS)) as usize
 }
 
 impl MvMemory {
     pub(crate) fn new(block_size: usize) -> Self {
+        // Room for about two keys per transaction without rehashing.
+        let per_shard = (2 * block_size / SHARDS).max(4);
         MvMemory {
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::with_capacity(per_shard))).collect(),
             max_scanner: AtomicUsize::new(0),
-            keys: RwLock::new(std::collections::BTreeSet::new()),
-            last_written: (0..block_size).map(|_| Mutex::new(Vec::new())).collect(),
-            last_reads: (0..block_size).map(|_| Mutex::new(Vec::new())).collect(),
-            last_scans: (0..block_size).map(|_| Mutex::new(Vec::new())).collect(),
+            ordered: RwLock::new(OrderedIndex::default()),
+            txns: (0..block_size).map(|_| Mutex::new(TxnRecord::default())).collect(),
+            finished: (0..SHARDS).map(|_| Mutex::new(Vec::new())).collect(),
+            finished_shards: AtomicUsize::new(0),
+            released_txns: AtomicUsize::new(0),
         }
     }
 
@@ -125,98 +273,109 @@ impl MvMemory {
     pub(crate) fn record(
         &self,
         (txn, incarnation): Version,
-        reads: Vec<(Key, ReadOrigin)>,
+        reads: Vec<(KeyId, ReadOrigin)>,
         scans: Vec<ScanRecord>,
         writes: BTreeMap<Key, Write>,
     ) -> bool {
-        *self.last_reads[txn].lock() = reads;
-        *self.last_scans[txn].lock() = scans;
+        let mut rec = self.txns[txn].lock();
+        rec.reads = reads;
+        rec.scans = scans;
         let mut affects = false;
-        let unseen: Vec<&Key> = {
-            let keys = self.keys.read();
-            writes.keys().filter(|k| !keys.contains(*k)).collect()
-        };
-        if !unseen.is_empty() {
-            let mut keys = self.keys.write();
-            keys.extend(unseen.into_iter().cloned());
-            // Under the index's write lock: a scan registers under its read lock before
-            // it walks the index, so it either is seen here or sees these keys.
-            affects |= self.max_scanner.load(SeqCst) > txn + 1;
-        }
-        let mut prev = self.last_written[txn].lock();
-        for (k, v) in &writes {
-            let entry = match v {
-                Write::Value(value) => Entry::Written { incarnation, value: value.clone() },
-                Write::Delta(amount) => Entry::Delta { amount: *amount },
+        let mut ids: SmallVec<[KeyId; 8]> = SmallVec::with_capacity(writes.len());
+        // Keys not yet in the ordered index: entered after their entries are in place,
+        // and flagged as indexed only once they are in.
+        let mut unindexed: SmallVec<[(KeyId, Key); 4]> = SmallVec::new();
+        for (key, write) in writes {
+            let entry = match write {
+                Write::Value(value) => Entry::Written { incarnation, value },
+                Write::Delta(amount) => Entry::Delta { amount },
             };
-            let new_here = !prev.contains(k);
-            {
-                let mut shard = self.shards[shard_of(k)].lock();
-                let state = shard.entry(k.clone()).or_default();
-                state.versions.insert(txn, entry);
-                affects |= new_here && state.max_reader.is_some_and(|r| r > txn);
+            let shard_no = shard_of(&key);
+            let mut shard = self.shards[shard_no].lock();
+            let slot_no = match shard.ids.get(&key) {
+                Some(&slot) => slot as usize,
+                None => shard.insert(key.clone()),
+            };
+            let id = KeyId::new(shard_no, slot_no);
+            let new_here = !rec.written.contains(&id);
+            let slot = &mut shard.slots[slot_no];
+            slot.put(txn, entry);
+            affects |= new_here && slot.max_reader.is_some_and(|r| r > txn);
+            let indexed = slot.indexed;
+            drop(shard);
+            if !indexed {
+                unindexed.push((id, key));
             }
-            // A higher scan may have passed this key's place before the key entered the
-            // index (another transaction put it there later): checked after the entry is
-            // in place, so a scan registered later reads the entry instead.
+            // A higher scan may have passed this key's place before this entry was there:
+            // checked after the entry is in place, so a scan registered later reads it.
             affects |= new_here && self.max_scanner.load(SeqCst) > txn + 1;
+            ids.push(id);
         }
-        for k in prev.iter().filter(|k| !writes.contains_key(*k)) {
-            if let Some(state) = self.shards[shard_of(k)].lock().get_mut(k) {
-                state.versions.remove(&txn);
+        if !unindexed.is_empty() {
+            {
+                let mut ordered = self.ordered.write();
+                ordered.pending.extend(unindexed.iter_mut().map(|(_, k)| std::mem::take(k)));
+                // Under the index's write lock: a scan registers under its read lock
+                // before it walks the index, so it either is seen here or sees these keys
+                // (whose entries are already in place).
+                affects |= self.max_scanner.load(SeqCst) > txn + 1;
+            }
+            for (id, _) in &unindexed {
+                self.shards[id.shard()].lock().slots[id.slot()].indexed = true;
             }
         }
-        *prev = writes.into_keys().collect();
+        for &old in &rec.written {
+            if !ids.contains(&old) {
+                self.shards[old.shard()].lock().slots[old.slot()].remove(txn);
+            }
+        }
+        rec.written.clear();
+        rec.written.extend_from_slice(&ids);
         affects
     }
 
     /// Note that `txn` starts a scan (see [`MvMemory::record`]).
     pub(crate) fn note_scan(&self, txn: usize) {
-        let _index = self.keys.read();
+        let _index = self.ordered.read();
         self.max_scanner.fetch_max(txn + 1, SeqCst);
     }
 
     /// Mark every write of `txn`'s last incarnation as an estimate.
     pub(crate) fn convert_writes_to_estimates(&self, txn: usize) {
-        for k in self.last_written[txn].lock().iter() {
-            if let Some(state) = self.shards[shard_of(k)].lock().get_mut(k) {
-                state.versions.insert(txn, Entry::Estimate);
-            }
+        for id in &self.txns[txn].lock().written {
+            self.shards[id.shard()].lock().slots[id.slot()].put(txn, Entry::Estimate);
         }
     }
 
-    /// What transaction `txn` reads under `key`.
+    /// What transaction `txn` reads under `key`, and the key's id.
     /// The read is marked on the key (under the same lock), so that a lower transaction
     /// writing the key later knows a higher one may have read past it.
-    pub(crate) fn read(&self, key: &[u8], txn: usize) -> ReadResult {
-        let mut shard = self.shards[shard_of(key)].lock();
-        let state = match shard.get_mut(key) {
-            Some(s) => s,
-            None => shard.entry(key.to_vec()).or_default(),
-        };
-        state.max_reader = Some(state.max_reader.map_or(txn, |r| r.max(txn)));
-        let mut sum: Option<i64> = None;
-        for (&idx, entry) in state.versions.range(..txn).rev() {
-            match entry {
-                Entry::Estimate => return ReadResult::Blocked(idx),
-                Entry::Delta { amount } => sum = Some(sum.unwrap_or(0).wrapping_add(*amount)),
-                Entry::Written { incarnation, value } => {
-                    return match sum {
-                        None => ReadResult::Version((idx, *incarnation), value.clone()),
-                        Some(sum) => ReadResult::Deltas { base: Some(value.clone()), sum },
-                    }
-                }
-            }
-        }
-        match sum {
-            None => ReadResult::Storage,
-            Some(sum) => ReadResult::Deltas { base: None, sum },
-        }
+    pub(crate) fn read(&self, key: &[u8], txn: usize) -> (KeyId, ReadResult) {
+        let shard_no = shard_of(key);
+        let mut shard = self.shards[shard_no].lock();
+        let slot_no = shard.intern(key);
+        let slot = &mut shard.slots[slot_no];
+        slot.max_reader = Some(slot.max_reader.map_or(txn, |r| r.max(txn)));
+        (KeyId::new(shard_no, slot_no), slot.read(txn))
+    }
+
+    /// What `txn` reads under an interned key (validation: the marker is already set).
+    fn read_id(&self, id: KeyId, txn: usize) -> ReadResult {
+        self.shards[id.shard()].lock().slots[id.slot()].read(txn)
     }
 
     /// The next key written during the block within `bounds`, in scan order.
     pub(crate) fn next_key(&self, bounds: &ScanBounds<'_>) -> Option<Key> {
-        bounds.first_of(self.keys.read().range::<[u8], _>(bounds.range())).cloned()
+        {
+            let ordered = self.ordered.read();
+            if ordered.pending.is_empty() {
+                return bounds.first_of(ordered.sorted.range::<[u8], _>(bounds.range())).cloned();
+            }
+        }
+        let mut ordered = self.ordered.write();
+        let pending = std::mem::take(&mut ordered.pending);
+        ordered.sorted.extend(pending);
+        bounds.first_of(ordered.sorted.range::<[u8], _>(bounds.range())).cloned()
     }
 
     /// The live entries below `txn` in the part of a scan from `from` up to `stop`, or
@@ -235,7 +394,7 @@ impl MvMemory {
             if !b.covers(&k, scan.stop.as_deref()) {
                 break;
             }
-            if let Some(v) = self.read(&k, txn).resolve(&k, storage)? {
+            if let Some(v) = self.read(&k, txn).1.resolve(&k, storage)? {
                 got.push((k.clone(), v));
             }
             last = Some(k);
@@ -245,47 +404,57 @@ impl MvMemory {
 
     /// Whether every read and scan of `txn`'s last incarnation would still see the same.
     pub(crate) fn validate_read_set<S: Storage>(&self, txn: usize, storage: &S) -> bool {
-        let scans_ok = self.last_scans[txn]
-            .lock()
+        let rec = self.txns[txn].lock();
+        let scans_ok = rec
+            .scans
             .iter()
             .all(|scan| self.replay(txn, scan, storage).as_ref() == Some(&scan.below));
-        if !scans_ok {
-            return false;
-        }
-        let reads = self.last_reads[txn].lock();
-        reads.iter().all(|(k, origin)| match (self.read(k, txn), origin) {
-            (ReadResult::Storage, ReadOrigin::Storage) => true,
-            (ReadResult::Version(v, _), ReadOrigin::Version(w)) => v == *w,
-            (r @ ReadResult::Deltas { .. }, ReadOrigin::Resolved(value)) => {
-                r.resolve(k, storage).as_ref() == Some(value)
-            }
-            _ => false,
-        })
+        scans_ok
+            && rec.reads.iter().all(|(id, origin)| match (self.read_id(*id, txn), origin) {
+                (ReadResult::Storage, ReadOrigin::Storage) => true,
+                (ReadResult::Version(v, _), ReadOrigin::Version(w)) => v == *w,
+                (r @ ReadResult::Deltas { .. }, ReadOrigin::Resolved { key, value }) => {
+                    r.resolve(key, storage).as_ref() == Some(value)
+                }
+                _ => false,
+            })
     }
 
-    /// The final value of every written key, deltas resolved in block order.
-    pub(crate) fn snapshot<S: Storage>(&self, storage: &S) -> BTreeMap<Key, Option<Value>> {
-        let mut out = BTreeMap::new();
-        for shard in &self.shards {
-            for (k, state) in shard.lock().iter() {
-                let mut value: Option<Option<Value>> = None;
-                for entry in state.versions.values() {
-                    value = Some(match entry {
-                        Entry::Written { value, .. } => value.clone(),
-                        Entry::Delta { amount } => {
-                            let base = value.unwrap_or_else(|| storage.get(k));
-                            Some(apply_delta(base.as_deref(), *amount))
-                        }
-                        Entry::Estimate => {
-                            unreachable!("no estimates remain once the block is done")
-                        }
-                    });
-                }
-                if let Some(v) = value {
-                    out.insert(k.clone(), v);
+    /// Once the block is done, each worker calls this: it claims shards one at a time and
+    /// turns each into its sorted final writes (deltas resolved in block order), then
+    /// releases transaction records in chunks — so the teardown runs on every worker
+    /// instead of after the join.
+    pub(crate) fn finish<S: Storage>(&self, storage: &S) {
+        loop {
+            let i = self.finished_shards.fetch_add(1, SeqCst);
+            let Some(target) = self.finished.get(i) else { break };
+            let Shard { ids, slots } = std::mem::take(&mut *self.shards[i].lock());
+            let mut slots: Vec<Option<Slot>> = slots.into_iter().map(Some).collect();
+            let mut out = Vec::with_capacity(ids.len());
+            for (key, slot) in ids {
+                let slot = slots[slot as usize].take().unwrap_or_default();
+                if let Some(v) = slot.final_value(&key, storage) {
+                    out.push((key, v));
                 }
             }
+            out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            *target.lock() = out;
         }
-        out
+        const CHUNK: usize = 512;
+        loop {
+            let start = self.released_txns.fetch_add(CHUNK, SeqCst);
+            let Some(chunk) = self.txns.get(start..(start + CHUNK).min(self.txns.len())) else {
+                break;
+            };
+            for rec in chunk {
+                *rec.lock() = TxnRecord::default();
+            }
+        }
+    }
+
+    /// The final value of every written key, after [`MvMemory::finish`].
+    pub(crate) fn into_writes(self) -> BTreeMap<Key, Option<Value>> {
+        // Sorted runs, one per shard: the sort inside `collect` merges them.
+        self.finished.into_iter().flat_map(Mutex::into_inner).collect()
     }
 }

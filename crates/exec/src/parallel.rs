@@ -2,15 +2,15 @@
 //! memory and the scheduler.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 use parking_lot::Mutex;
 
-use crate::mvmemory::{MvMemory, ReadOrigin, ReadResult, ScanRecord, Version};
+use crate::mvmemory::{KeyId, MvMemory, ReadOrigin, ReadResult, ScanRecord, Version};
 use crate::scheduler::{Scheduler, Task};
 use crate::{
-    apply_delta, execute_sequential, BlockOutput, Blocked, Counters, Key, ScanBounds, Storage,
-    Transaction, Value, View, Write, PARALLEL_MIN_TXS,
+    apply_delta, BlockOutput, Blocked, Cancelled, Counters, Key, ScanBounds, Storage, Transaction,
+    Value, View, Write, PARALLEL_MIN_TXS,
 };
 
 /// One incarnation's view: its own writes, then the multi-version memory, then storage.
@@ -18,7 +18,7 @@ struct MvView<'a, S: Storage> {
     txn: usize,
     memory: &'a MvMemory,
     storage: &'a S,
-    reads: Vec<(Key, ReadOrigin)>,
+    reads: Vec<(KeyId, ReadOrigin)>,
     scans: Vec<ScanRecord>,
     writes: BTreeMap<Key, Write>,
 }
@@ -26,16 +26,18 @@ struct MvView<'a, S: Storage> {
 impl<S: Storage> MvView<'_, S> {
     /// The value below this transaction (lower writes, then storage), recording the read.
     fn read_below(&mut self, key: &[u8]) -> Result<Option<Value>, Blocked> {
-        let r = self.memory.read(key, self.txn);
-        let value = r.resolve(key, self.storage);
-        let origin = match r {
+        let (id, r) = self.memory.read(key, self.txn);
+        let (origin, value) = match r {
             ReadResult::Blocked(blocking) => return Err(Blocked(blocking)),
-            ReadResult::Version(version, _) => ReadOrigin::Version(version),
-            ReadResult::Storage => ReadOrigin::Storage,
-            ReadResult::Deltas { .. } => ReadOrigin::Resolved(value.clone().flatten()),
+            ReadResult::Version(version, value) => (ReadOrigin::Version(version), value),
+            ReadResult::Storage => (ReadOrigin::Storage, self.storage.get(key)),
+            r @ ReadResult::Deltas { .. } => {
+                let value = r.resolve(key, self.storage).flatten();
+                (ReadOrigin::Resolved { key: key.to_vec(), value: value.clone() }, value)
+            }
         };
-        self.reads.push((key.to_vec(), origin));
-        Ok(value.flatten())
+        self.reads.push((id, origin));
+        Ok(value)
     }
 }
 
@@ -86,7 +88,7 @@ impl<S: Storage> View for MvView<'_, S> {
             let next =
                 b.earlier(b.earlier(own, self.memory.next_key(&b)), self.storage.next_key(&b));
             let Some(k) = next else { break };
-            let r = self.memory.read(&k, self.txn);
+            let (_, r) = self.memory.read(&k, self.txn);
             if let ReadResult::Blocked(blocking) = r {
                 return Err(Blocked(blocking));
             }
@@ -127,18 +129,30 @@ struct AtomicCounters {
 }
 
 /// Options of [`execute_parallel_with`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ParallelOptions {
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ParallelOptions<'a> {
     /// Stress mode: with a seed, every worker yields or sleeps a few microseconds at random
     /// points of its loop (before tasks, between a read-set validation and its abort), to
     /// shake out interleavings that plain runs rarely hit. For tests.
     pub stress_seed: Option<u64>,
+    /// Cancellation: once set, every worker stops at its next step (a transaction being
+    /// executed finishes that execution first; suspended transactions hold no thread) and
+    /// the call returns [`Cancelled`].
+    pub cancel: Option<&'a AtomicBool>,
+    /// Run Block-STM even where the sequential fallback would (one worker, blocks under
+    /// [`PARALLEL_MIN_TXS`]): for tests and to measure the engine's own overhead.
+    pub always_parallel: bool,
 }
 
 /// A worker's random pauses in stress mode (xorshift; no dependency).
 struct Jitter(Option<u64>);
 
 impl Jitter {
+    /// Worker `w`'s generator: a non-zero state per worker.
+    fn new(seed: Option<u64>, w: u64) -> Self {
+        Jitter(seed.map(|seed| (seed ^ (w + 1) << 32) | 1))
+    }
+
     fn pause(&mut self) {
         let Some(x) = self.0.as_mut() else { return };
         *x ^= *x << 13;
@@ -162,24 +176,43 @@ struct Shared<'a, T: Transaction, S: Storage> {
 }
 
 impl<T: Transaction, S: Storage> Shared<'_, T, S> {
-    fn worker(&self, mut jitter: Jitter) {
+    fn worker(&self, mut jitter: Jitter, cancel: Option<&AtomicBool>) {
+        // A panicking transaction stops every worker (the panic then propagates from the
+        // scope) instead of leaving the others waiting for it forever.
+        let _halt = HaltOnPanic(&self.scheduler);
         let mut task: Option<Task> = None;
+        let mut idle = 0u32;
         while !self.scheduler.done() {
+            if cancel.is_some_and(|c| c.load(Relaxed)) {
+                self.scheduler.halt();
+                break;
+            }
             jitter.pause();
             task = match task {
                 Some(Task::Execute(v)) => self.try_execute(v),
                 Some(Task::Validate(v)) => self.needs_reexecution(v, &mut jitter),
                 None => {
                     let next = self.scheduler.next_task();
-                    if next.is_none() {
-                        // Nothing to do until another worker finishes or lowers an index:
-                        // give the core away instead of spinning (matters with more
-                        // workers than cores).
-                        std::thread::yield_now();
+                    if next.is_some() {
+                        idle = 0;
+                    } else {
+                        // Nothing to do until another worker finishes or lowers an index.
+                        // Usually a moment (the other worker is finishing the transaction
+                        // this one would validate): spin; after a while give the core away
+                        // (matters with more workers than cores).
+                        idle += 1;
+                        if idle < IDLE_SPINS {
+                            std::hint::spin_loop();
+                        } else {
+                            std::thread::yield_now();
+                        }
                     }
                     next
                 }
             };
+        }
+        if !self.scheduler.halted() {
+            self.memory.finish(self.storage);
         }
     }
 
@@ -225,26 +258,44 @@ impl<T: Transaction, S: Storage> Shared<'_, T, S> {
     }
 }
 
-/// Run `txs` over `storage` with Block-STM on `workers` threads. The result equals
-/// [`execute_sequential`]'s (outputs and writes); small blocks and one worker run
+/// Empty polls of the scheduler a worker spins through before it starts yielding.
+const IDLE_SPINS: u32 = 64;
+
+/// Halts the scheduler when its worker unwinds.
+struct HaltOnPanic<'a>(&'a Scheduler);
+
+impl Drop for HaltOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.halt();
+        }
+    }
+}
+
+/// Run `txs` over `storage` with Block-STM on `workers` threads (the calling thread is one
+/// of them). The result equals [`crate::execute_sequential`]'s (outputs and writes); small blocks and one worker run
 /// sequentially.
 pub fn execute_parallel<T: Transaction, S: Storage>(
     txs: &[T],
     storage: &S,
     workers: usize,
 ) -> BlockOutput<T::Output> {
-    execute_parallel_with(txs, storage, workers, ParallelOptions::default())
+    match execute_parallel_with(txs, storage, workers, ParallelOptions::default()) {
+        Ok(out) => out,
+        Err(Cancelled) => unreachable!("nothing can cancel a run without a cancel flag"),
+    }
 }
 
-/// [`execute_parallel`] with options (stress mode).
+/// [`execute_parallel`] with options (stress mode, cancellation, no fallback).
 pub fn execute_parallel_with<T: Transaction, S: Storage>(
     txs: &[T],
     storage: &S,
     workers: usize,
-    options: ParallelOptions,
-) -> BlockOutput<T::Output> {
-    if workers <= 1 || txs.len() < PARALLEL_MIN_TXS {
-        return execute_sequential(txs, storage);
+    options: ParallelOptions<'_>,
+) -> Result<BlockOutput<T::Output>, Cancelled> {
+    let workers = workers.max(1);
+    if !options.always_parallel && (workers == 1 || txs.len() < PARALLEL_MIN_TXS) {
+        return crate::sequential::run(txs, storage, options.cancel);
     }
     let shared = Shared {
         txs,
@@ -255,20 +306,22 @@ pub fn execute_parallel_with<T: Transaction, S: Storage>(
         counters: AtomicCounters::default(),
     };
     std::thread::scope(|s| {
-        for w in 0..workers as u64 {
-            // Non-zero xorshift state per worker.
-            let jitter = Jitter(options.stress_seed.map(|seed| (seed ^ (w + 1) << 32) | 1));
+        for w in 1..workers as u64 {
             let shared = &shared;
-            s.spawn(move || shared.worker(jitter));
+            s.spawn(move || shared.worker(Jitter::new(options.stress_seed, w), options.cancel));
         }
+        // The calling thread is a worker too.
+        shared.worker(Jitter::new(options.stress_seed, 0), options.cancel);
     });
-    let writes = shared.memory.snapshot(storage);
-    let outputs = shared
-        .outputs
+    if shared.scheduler.halted() {
+        return Err(Cancelled);
+    }
+    let Shared { memory, outputs, counters: c, .. } = shared;
+    let writes = memory.into_writes();
+    let outputs = outputs
         .into_iter()
         .map(|o| o.into_inner().expect("every transaction executed before the scheduler is done"))
         .collect();
-    let c = &shared.counters;
     let executions = c.executions.load(Relaxed);
     let counters = Counters {
         executions,
@@ -277,5 +330,5 @@ pub fn execute_parallel_with<T: Transaction, S: Storage>(
         aborts: c.aborts.load(Relaxed),
         suspensions: c.suspensions.load(Relaxed),
     };
-    BlockOutput { outputs, writes, counters }
+    Ok(BlockOutput { outputs, writes, counters })
 }

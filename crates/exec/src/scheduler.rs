@@ -41,6 +41,7 @@ pub(crate) struct Scheduler {
     decrease_cnt: AtomicUsize,
     num_active_tasks: AtomicUsize,
     done_marker: AtomicBool,
+    halted: AtomicBool,
     dependencies: Vec<Mutex<Vec<usize>>>,
     status: Vec<Mutex<(u32, Status)>>,
 }
@@ -54,6 +55,7 @@ impl Scheduler {
             decrease_cnt: AtomicUsize::new(0),
             num_active_tasks: AtomicUsize::new(0),
             done_marker: AtomicBool::new(false),
+            halted: AtomicBool::new(false),
             dependencies: (0..block_size).map(|_| Mutex::new(Vec::new())).collect(),
             status: (0..block_size).map(|_| Mutex::new((0, Status::ReadyToExecute))).collect(),
         }
@@ -61,6 +63,17 @@ impl Scheduler {
 
     pub(crate) fn done(&self) -> bool {
         self.done_marker.load(SeqCst)
+    }
+
+    /// Stop every worker now (cancellation, or a worker panicked): the block is not done.
+    pub(crate) fn halt(&self) {
+        self.halted.store(true, SeqCst);
+        self.done_marker.store(true, SeqCst);
+    }
+
+    /// Whether [`Scheduler::halt`] stopped the run.
+    pub(crate) fn halted(&self) -> bool {
+        self.halted.load(SeqCst)
     }
 
     fn decrease_execution_idx(&self, target: usize) {

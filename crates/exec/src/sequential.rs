@@ -2,9 +2,11 @@
 //! one.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use crate::{
-    apply_delta, BlockOutput, Blocked, Counters, Key, ScanBounds, Storage, Transaction, Value, View,
+    apply_delta, BlockOutput, Blocked, Cancelled, Counters, Key, ScanBounds, Storage, Transaction,
+    Value, View,
 };
 
 struct SeqView<'a, S: Storage> {
@@ -65,9 +67,24 @@ pub fn execute_sequential<T: Transaction, S: Storage>(
     txs: &[T],
     storage: &S,
 ) -> BlockOutput<T::Output> {
+    match run(txs, storage, None) {
+        Ok(out) => out,
+        Err(Cancelled) => unreachable!("nothing can cancel a run without a cancel flag"),
+    }
+}
+
+/// [`execute_sequential`], checking `cancel` before each transaction.
+pub(crate) fn run<T: Transaction, S: Storage>(
+    txs: &[T],
+    storage: &S,
+    cancel: Option<&AtomicBool>,
+) -> Result<BlockOutput<T::Output>, Cancelled> {
     let mut writes = BTreeMap::new();
     let mut outputs = Vec::with_capacity(txs.len());
     for tx in txs {
+        if cancel.is_some_and(|c| c.load(Relaxed)) {
+            return Err(Cancelled);
+        }
         let mut view = SeqView { storage, block: &writes, own: BTreeMap::new() };
         let out = tx.execute(&mut view).expect("sequential reads never block");
         let own = view.own;
@@ -75,5 +92,5 @@ pub fn execute_sequential<T: Transaction, S: Storage>(
         writes.extend(own);
     }
     let counters = Counters { executions: txs.len() as u64, ..Counters::default() };
-    BlockOutput { outputs, writes, counters }
+    Ok(BlockOutput { outputs, writes, counters })
 }

@@ -10,9 +10,11 @@
 
 use std::collections::BTreeMap;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use exec::{
-    execute_parallel, execute_parallel_with, execute_sequential, Blocked, ParallelOptions, Storage,
-    Transaction, View,
+    execute_parallel, execute_parallel_with, execute_sequential, Blocked, Cancelled,
+    ParallelOptions, Storage, Transaction, View,
 };
 use proptest::prelude::*;
 
@@ -97,7 +99,11 @@ fn tx(keys: u8) -> impl Strategy<Value = Tx> {
         })
 }
 
-fn block() -> impl Strategy<Value = (BTreeMap<Vec<u8>, Vec<u8>>, Vec<Tx>, usize)> {
+type Block = (BTreeMap<Vec<u8>, Vec<u8>>, Vec<Tx>, usize, bool);
+
+/// Storage, transactions, workers, and whether Block-STM runs even where the sequential
+/// fallback would (one worker, small blocks).
+fn block() -> impl Strategy<Value = Block> {
     (1u8..24).prop_flat_map(|keys| {
         (
             prop::collection::btree_map(
@@ -107,6 +113,7 @@ fn block() -> impl Strategy<Value = (BTreeMap<Vec<u8>, Vec<u8>>, Vec<Tx>, usize)
             ),
             prop::collection::vec(tx(keys), 0..80),
             1usize..=16,
+            any::<bool>(),
         )
     })
 }
@@ -115,10 +122,10 @@ fn check<S: Storage>(
     txs: &[Tx],
     storage: &S,
     workers: usize,
-    stress_seed: Option<u64>,
+    options: ParallelOptions<'_>,
 ) -> Result<(), TestCaseError> {
     let seq = execute_sequential(txs, storage);
-    let par = execute_parallel_with(txs, storage, workers, ParallelOptions { stress_seed });
+    let par = execute_parallel_with(txs, storage, workers, options).unwrap();
     prop_assert_eq!(&par.outputs, &seq.outputs);
     prop_assert_eq!(&par.writes, &seq.writes);
     Ok(())
@@ -128,8 +135,9 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(cases(64)))]
 
     #[test]
-    fn parallel_equals_sequential((storage, txs, workers) in block()) {
-        check(&txs, &storage, workers, None)?;
+    fn parallel_equals_sequential((storage, txs, workers, always_parallel) in block()) {
+        let options = ParallelOptions { always_parallel, ..ParallelOptions::default() };
+        check(&txs, &storage, workers, options)?;
     }
 }
 
@@ -142,11 +150,13 @@ fn stress_with_yields() {
         std::env::var("ARBOR_BLOCKSTM_STRESS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(iterations));
     runner
-        .run(&(block(), any::<u64>()), |((storage, mut txs, workers), seed)| {
+        .run(&(block(), any::<u64>()), |((storage, mut txs, workers, always_parallel), seed)| {
             for t in &mut txs {
                 t.yields = true;
             }
-            check(&txs, &storage, workers.max(2), Some(seed))
+            let options =
+                ParallelOptions { stress_seed: Some(seed), always_parallel, cancel: None };
+            check(&txs, &storage, workers.max(2), options)
         })
         .unwrap();
 }
@@ -200,5 +210,88 @@ fn hot_counter_through_deltas_does_not_conflict() {
         assert_eq!(out.outputs, seq.outputs);
         assert_eq!(out.counters.executions, 200, "{:?}", out.counters);
         assert_eq!(out.counters.aborts, 0, "{:?}", out.counters);
+    }
+}
+
+/// Reads and writes one hot key, so every transaction depends on the one before; the
+/// transaction at `trigger` sets the cancel flag, the one at `panic_at` panics.
+struct Chain<'a> {
+    index: usize,
+    trigger: Option<(usize, &'a AtomicBool)>,
+    panic_at: Option<usize>,
+}
+
+impl Transaction for Chain<'_> {
+    type Output = u64;
+
+    fn execute(&self, view: &mut dyn View) -> Result<u64, Blocked> {
+        if self.panic_at == Some(self.index) {
+            panic!("transaction {} fails on purpose", self.index);
+        }
+        if let Some((at, flag)) = self.trigger {
+            if at == self.index {
+                flag.store(true, Ordering::SeqCst);
+            }
+        }
+        let n = view.get(b"hot")?.map_or(0, |v| u64::from(v[0])) + 1;
+        view.set(b"hot", vec![n as u8]);
+        Ok(n)
+    }
+}
+
+/// Runs `f` on its own thread and fails the test if it has not finished within a minute.
+fn within_a_minute<R: Send + 'static>(
+    f: impl FnOnce() -> R + Send + 'static,
+) -> std::thread::Result<R> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let handle = std::thread::spawn(move || {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        let _ = tx.send(());
+        r
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(60)).expect("the executor hung");
+    handle.join().unwrap()
+}
+
+/// A cancel flag set mid-block stops every worker, including those whose transactions are
+/// parked on a dependency, and the call reports the cancellation.
+#[test]
+fn cancellation_stops_every_worker() {
+    for workers in [1, 2, 4, 8] {
+        for always_parallel in [false, true] {
+            let result = within_a_minute(move || {
+                let flag = AtomicBool::new(false);
+                let txs: Vec<Chain<'_>> = (0..300)
+                    .map(|index| Chain { index, trigger: Some((40, &flag)), panic_at: None })
+                    .collect();
+                let storage = BTreeMap::new();
+                let options =
+                    ParallelOptions { cancel: Some(&flag), always_parallel, stress_seed: None };
+                execute_parallel_with(&txs, &storage, workers, options).map(|o| o.outputs.len())
+            });
+            assert_eq!(result.unwrap(), Err(Cancelled), "{workers} workers");
+        }
+    }
+    // An unset flag changes nothing.
+    let flag = AtomicBool::new(false);
+    let txs: Vec<Chain<'_>> =
+        (0..100).map(|index| Chain { index, trigger: None, panic_at: None }).collect();
+    let storage = BTreeMap::new();
+    let options = ParallelOptions { cancel: Some(&flag), ..ParallelOptions::default() };
+    let out = execute_parallel_with(&txs, &storage, 4, options).unwrap();
+    assert_eq!(out.outputs, (1..=100).collect::<Vec<u64>>());
+}
+
+/// A panicking transaction halts the other workers and the panic reaches the caller; no
+/// worker waits forever for the transaction that never finishes.
+#[test]
+fn a_panicking_transaction_does_not_hang_the_block() {
+    for workers in [2, 4] {
+        let result = within_a_minute(move || {
+            let txs: Vec<Chain<'_>> =
+                (0..300).map(|index| Chain { index, trigger: None, panic_at: Some(150) }).collect();
+            execute_parallel(&txs, &BTreeMap::new(), workers).outputs.len()
+        });
+        assert!(result.is_err(), "{workers} workers: the panic was swallowed");
     }
 }
