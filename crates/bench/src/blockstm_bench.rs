@@ -15,14 +15,26 @@
 //! `iterate-10000/100` (each transaction also scans the `acc` store from its sender's
 //! nonce key, forward or in reverse, takes the sixth key and, if present, makes an extra
 //! transfer from that account), and `hot-fee-10000` (no-conflict transfers that also pay a
-//! fee into one collector and bump a block counter, both through deltas). `--no-sig`
-//! drops the signature check. The chain-runtime workload on RocksDB is not in this report
-//! yet.
+//! fee into one collector and bump a block counter, both through deltas), and
+//! `chain-transfers`: a block of the chain runtime's keep-alive transfers (through
+//! `chain::parallel`) read from a compacted RocksDB store of 10,000 accounts (no signature
+//! check: the runtime has none). `--no-sig` drops the signature check.
+//!
+//! Every round runs the sequential executor, each worker count (with one worker also
+//! Block-STM forced, to show the engine's own cost) and two sequential blocks at once on
+//! two threads (what the machine gives two independent threads); every parallel result is
+//! checked against the sequential one.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use anyhow::{ensure, Result};
+use anyhow::{anyhow, ensure, Context, Result};
+use chain::parallel::{block_txs, ChainReceipt};
+use chain::runtime::{
+    default_author, funded_accounts, genesis as chain_genesis, paired_transfers,
+    EXISTENTIAL_DEPOSIT,
+};
+use chain::{BlockContext, Outcome, TransferKind};
 use exec::{
     execute_parallel_with, execute_sequential, Blocked, Counters, ParallelOptions, Storage,
     Transaction, View,
@@ -32,6 +44,8 @@ use k256::ecdsa::{Signature, SigningKey, VerifyingKey};
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
+use store::{StateDb, StoreConfig};
+use trie::TrieId;
 
 use crate::machine::MachineInfo;
 use crate::timing::{median_sorted, ratio, sorted};
@@ -291,13 +305,15 @@ pub fn blockstm_bench(
 ) -> Result<BlockStmReport> {
     ensure!(opts.runs >= 1, "--runs must be at least 1");
     ensure!(opts.txs >= 1, "the block needs transactions");
-    let loads: Vec<Workload> = workloads(opts.txs)
-        .into_iter()
-        .filter(|w| opts.only.is_empty() || opts.only.iter().any(|o| w.name.contains(o.as_str())))
-        .collect();
-    ensure!(!loads.is_empty(), "no workload matches --only {:?}", opts.only);
+    let selected =
+        |name: &str| opts.only.is_empty() || opts.only.iter().any(|o| name.contains(o.as_str()));
+    let loads: Vec<Workload> =
+        workloads(opts.txs).into_iter().filter(|w| selected(w.name)).collect();
+    let run_chain = selected(CHAIN_TRANSFERS);
+    ensure!(!loads.is_empty() || run_chain, "no workload matches --only {:?}", opts.only);
     let forced = usize::from(opts.workers.contains(&1));
-    let total = (loads.len() * (opts.workers.len() + 2 + forced) * opts.runs) as u64;
+    let blocks = loads.len() + usize::from(run_chain);
+    let total = (blocks * (opts.workers.len() + 2 + forced) * opts.runs) as u64;
     let pb = crate::progress::bar(progress, total, "executing blocks");
     let mut rng = ChaCha8Rng::seed_from_u64(44);
     // One key, message and signature per transaction slot, made before any timing.
@@ -326,6 +342,18 @@ pub fn blockstm_bench(
         rows.append(&mut r);
         ceilings.push((w.name, ceiling));
     }
+    if run_chain {
+        let m = Measure {
+            name: CHAIN_TRANSFERS,
+            runs: opts.runs,
+            variants: &variants,
+            allocs,
+            pb: &pb,
+        };
+        let (mut r, ceiling) = chain_transfers(&m, opts.txs)?;
+        rows.append(&mut r);
+        ceilings.push((CHAIN_TRANSFERS, ceiling));
+    }
     pb.finish_and_clear();
     Ok(BlockStmReport {
         machine: MachineInfo::detect(),
@@ -335,6 +363,72 @@ pub fn blockstm_bench(
         rows,
         ceilings,
     })
+}
+
+const CHAIN_TRANSFERS: &str = "chain-transfers";
+/// Funded accounts of the chain-transfers state (plus the block author).
+const CHAIN_ACCOUNTS: u64 = 10_000;
+
+/// The state a block starts from, read from the RocksDB store. Read errors cannot travel
+/// through the executor's infallible `Storage`, so the first one is kept and the benchmark
+/// fails on it after the block; the runtime never scans, and a scan is reported the same
+/// way rather than answered wrongly.
+struct StoreState<'a> {
+    db: &'a StateDb,
+    failure: Mutex<Option<String>>,
+}
+
+impl StoreState<'_> {
+    fn fail(&self, why: String) {
+        self.failure.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(why);
+    }
+
+    fn check(&self) -> Result<()> {
+        match self.failure.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            Some(why) => Err(anyhow!("chain-transfers: {why}")),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Storage for StoreState<'_> {
+    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.db.get(&TrieId::Main, key).unwrap_or_else(|e| {
+            self.fail(format!("store read failed: {e}"));
+            None
+        })
+    }
+
+    fn next_key(&self, _bounds: &exec::ScanBounds<'_>) -> Option<Vec<u8>> {
+        self.fail("the runtime scanned, and the store adapter has no ordered iteration".into());
+        None
+    }
+}
+
+/// A block of the chain runtime's keep-alive transfers (block-start hook first) executed
+/// against a RocksDB store of 10,000 funded accounts, compacted before timing.
+fn chain_transfers(m: &Measure<'_>, txs: usize) -> Result<(Vec<BlockStmRow>, f64)> {
+    let tmp = tempfile::Builder::new()
+        .prefix("arbor-blockstm-")
+        .tempdir()
+        .context("cannot create a temporary directory")?;
+    let mut db = StateDb::open(tmp.path(), StoreConfig::default())?;
+    let balance = EXISTENTIAL_DEPOSIT * 1_000;
+    let ids = funded_accounts(CHAIN_ACCOUNTS);
+    db.bulk_load(chain_genesis(&ids, balance).into_iter().map(|(k, v)| (TrieId::Main, k, v)))?;
+    db.finish_bulk_load(&[])?;
+    db.compact()?;
+    let ctx = BlockContext { number: 1, author: default_author() };
+    let transfers =
+        paired_transfers(CHAIN_ACCOUNTS, 0, txs as u64, TransferKind::KeepAlive, balance);
+    let state = StoreState { db: &db, failure: Mutex::new(None) };
+    let check = execute_sequential(&block_txs(ctx, &transfers), &state);
+    state.check()?;
+    let moved = check.outputs.iter().filter(|r| **r == ChainReceipt::Applied(Outcome::Transferred));
+    ensure!(moved.count() == txs, "chain-transfers: not every transfer went through");
+    let out = m.run(&state, || block_txs(ctx, &transfers))?;
+    state.check()?;
+    Ok(out)
 }
 
 /// One workload's measurement: every round runs the sequential executor, then each

@@ -6,6 +6,7 @@
 //!   per-block bookkeeping, failing transfers rolled back through nested transactions.
 //! - [`builder`]: [`build_block`] (with proof recording) and [`build_block_unrecorded`].
 //! - [`block`]: [`Block`] and witness encodings with typed decode errors.
+//! - [`parallel`]: the runtime's transactions for `exec`'s executors (Block-STM).
 //! - [`verify`]: [`verify_block`] re-executes a block on a partial trie built from its
 //!   witness alone and checks the post-state root.
 
@@ -13,6 +14,7 @@
 
 pub mod block;
 pub mod builder;
+pub mod parallel;
 pub mod runtime;
 pub mod verify;
 

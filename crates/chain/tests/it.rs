@@ -9,7 +9,10 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
-use chain::runtime::{account_id, apply, genesis, start_block, EXISTENTIAL_DEPOSIT, FEE};
+use chain::parallel::{block_txs, ChainReceipt};
+use chain::runtime::{
+    account_id, apply, genesis, start_block, ApplyError, EXISTENTIAL_DEPOSIT, FEE,
+};
 use chain::{
     build_block, decode_witness, encode_witness, verify_block, Block, BlockContext, BuildConfig,
     PerTx, Stop, Transfer, TransferKind, VerifyError,
@@ -242,5 +245,72 @@ fn builder_fills_to_the_pov_limit() {
             decode_witness(&encode_witness(&built.witness)).unwrap()
         )
         .is_ok());
+    }
+}
+
+/// The parent state as a plain map, for the overlay path.
+struct MapReader<'a>(&'a BTreeMap<Vec<u8>, Vec<u8>>);
+
+impl StateReader for MapReader<'_> {
+    type Error = std::convert::Infallible;
+    fn get(&self, _trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, Self::Error> {
+        Ok(self.0.get(key).cloned())
+    }
+}
+
+/// `parent` with `writes` applied.
+fn post_state<'a>(
+    parent: &BTreeMap<Vec<u8>, Vec<u8>>,
+    writes: impl IntoIterator<Item = (&'a Vec<u8>, &'a Option<Vec<u8>>)>,
+) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut post = parent.clone();
+    for (k, v) in writes {
+        match v {
+            Some(v) => post.insert(k.clone(), v.clone()),
+            None => post.remove(k),
+        };
+    }
+    post
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases(48)))]
+
+    /// The runtime run as Block-STM transactions (sequentially and with 2-4 workers, the
+    /// engine forced even for small blocks) writes exactly what applying the same block to
+    /// an overlay writes, with the same outcome per transaction (invalid ones included).
+    #[test]
+    fn block_stm_execution_matches_the_overlay_runtime(
+        balances in prop::collection::vec(prop_oneof![Just(FEE), 0u128..EXISTENTIAL_DEPOSIT * 4], 2..24),
+        raw in transfers(24, 40),
+        workers in 2usize..=4,
+    ) {
+        let n = balances.len();
+        let raw: Vec<_> = raw.into_iter().map(|(f, t, a, d, r)| (f % n, t % (n + 2), a, d, r)).collect();
+        let (map, _, _) = parent(&balances);
+        let txs = with_nonces(&raw);
+        let mut o = Overlay::new(MapReader(&map));
+        start_block(&mut o);
+        let mut expected = vec![ChainReceipt::Started];
+        for tx in &txs {
+            expected.push(match apply(&mut o, &ctx(), tx) {
+                Ok(outcome) => ChainReceipt::Applied(outcome),
+                Err(ApplyError::Invalid(i)) => ChainReceipt::Invalid(i),
+                Err(e) => panic!("{e}"),
+            });
+        }
+        let cs = o.drain_changes().unwrap();
+        let expected_state = post_state(&map, cs.get(&TrieId::Main).into_iter().flatten());
+
+        // The executors also report deletes of keys that were never there (the block-start
+        // hook's); the post-states must be equal.
+        let block = block_txs(ctx(), &txs);
+        let seq = exec::execute_sequential(&block, &map);
+        prop_assert_eq!(&seq.outputs, &expected);
+        prop_assert_eq!(&post_state(&map, &seq.writes), &expected_state);
+        let options = exec::ParallelOptions { always_parallel: true, ..Default::default() };
+        let par = exec::execute_parallel_with(&block, &map, workers, options).unwrap();
+        prop_assert_eq!(&par.outputs, &expected);
+        prop_assert_eq!(&par.writes, &seq.writes);
     }
 }

@@ -356,8 +356,14 @@ fn json_type(value: &Value) -> &'static str {
 mod tests {
     use super::*;
 
-    const TESTDATA: &str =
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/testdata/ethereum");
+    /// The vectors beside the checkout. `cargo test` sets `CARGO_MANIFEST_DIR` when it runs
+    /// the tests too: read at run time, it stays right when a shared target directory holds
+    /// a test binary first built from another checkout of the same sources.
+    fn testdata() -> String {
+        let dir = std::env::var("CARGO_MANIFEST_DIR")
+            .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string());
+        format!("{dir}/../../../shared/testdata/ethereum")
+    }
 
     fn addr(s: &str) -> Address {
         parse_address(s).unwrap()
@@ -562,7 +568,7 @@ mod tests {
     }
 
     fn read(rel: &str) -> String {
-        let path = format!("{TESTDATA}/{rel}");
+        let path = format!("{}/{rel}", testdata());
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}"))
     }
 

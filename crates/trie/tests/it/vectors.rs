@@ -13,7 +13,11 @@ use trie::{keccak256, root_from_sorted, EthLayout, MemoryNodeSource, Trie, H256}
 use crate::reference::reference_root;
 
 fn testdata(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/testdata/ethereum").join(rel)
+    // Run-time `CARGO_MANIFEST_DIR` (cargo sets it for tests): right even when a shared
+    // target directory holds a binary first built from another checkout.
+    let dir = std::env::var("CARGO_MANIFEST_DIR")
+        .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string());
+    PathBuf::from(dir).join("../../../shared/testdata/ethereum").join(rel)
 }
 
 fn read_json(rel: &str) -> Value {
