@@ -63,6 +63,19 @@ fn transfers(
     )
 }
 
+/// Starting balances of 2 to 23 accounts, some only able to pay the fee.
+fn balances() -> impl Strategy<Value = Vec<u128>> {
+    prop::collection::vec(prop_oneof![Just(FEE), 0u128..EXISTENTIAL_DEPOSIT * 4], 2..24)
+}
+
+/// Drawn transfers restricted to `n` senders (receivers may be up to two unknown accounts).
+fn among(
+    raw: Vec<(usize, usize, u128, bool, bool)>,
+    n: usize,
+) -> Vec<(usize, usize, u128, bool, bool)> {
+    raw.into_iter().map(|(f, t, a, d, r)| (f % n, t % (n + 2), a, d, r)).collect()
+}
+
 /// Turn drawn transfers into transactions with the right nonces (most of the time).
 fn with_nonces(raw: &[(usize, usize, u128, bool, bool)]) -> Vec<Transfer> {
     let mut nonces: BTreeMap<usize, u64> = BTreeMap::new();
@@ -131,11 +144,11 @@ proptest! {
     /// for transactions 1..k plus the root, and storage_root() the root from scratch.
     #[test]
     fn per_transaction_size_and_root_are_exact(
-        balances in prop::collection::vec(prop_oneof![Just(FEE), 0u128..EXISTENTIAL_DEPOSIT * 4], 2..24),
+        balances in balances(),
         raw in transfers(24, 30),
     ) {
         let n = balances.len();
-        let raw: Vec<_> = raw.into_iter().map(|(f, t, a, d, r)| (f % n, t % (n + 2), a, d, r)).collect();
+        let raw = among(raw, n);
         let (map, src, root) = parent(&balances);
         let mut s = PovSession::new(&src, root);
         start_block(s.overlay());
@@ -168,7 +181,7 @@ proptest! {
         flip in any::<(usize, usize, u8)>(),
     ) {
         let n = balances.len();
-        let raw: Vec<_> = raw.into_iter().map(|(f, t, a, d, r)| (f % n, t % (n + 2), a, d, r)).collect();
+        let raw = among(raw, n);
         let (_, src, root) = parent(&balances);
         let built = build_block(&src, root, ctx(), &with_nonces(&raw), &BuildConfig::default()).unwrap();
         let block_bytes = built.block.encode();
@@ -281,12 +294,12 @@ proptest! {
     /// an overlay writes, with the same outcome per transaction (invalid ones included).
     #[test]
     fn block_stm_execution_matches_the_overlay_runtime(
-        balances in prop::collection::vec(prop_oneof![Just(FEE), 0u128..EXISTENTIAL_DEPOSIT * 4], 2..24),
+        balances in balances(),
         raw in transfers(24, 40),
         workers in 2usize..=4,
     ) {
         let n = balances.len();
-        let raw: Vec<_> = raw.into_iter().map(|(f, t, a, d, r)| (f % n, t % (n + 2), a, d, r)).collect();
+        let raw = among(raw, n);
         let (map, _, _) = parent(&balances);
         let txs = with_nonces(&raw);
         let mut o = Overlay::new(MapReader(&map));
