@@ -432,4 +432,15 @@ fn print_chain(c: &crate::demo_chain::ChainDemo) {
         c.dropped_node_reason
     );
     println!("  PoV limit respected and filled: {}", ok(c.limit_respected));
+    let b = &c.block_stm;
+    println!(
+        "  block 1 by Block-STM on {} workers ({} txs, {} executions, {} validations, {:.1} ms): \
+         same post-state root: {}",
+        b.workers,
+        b.transactions,
+        b.executions,
+        b.validations,
+        b.ms,
+        ok(b.same_root)
+    );
 }

@@ -2,12 +2,17 @@
 //! in-memory genesis of 2,000 accounts, each sent through its block and witness encodings
 //! and verified statelessly from the witness alone; the first block's witness with one
 //! node dropped must be refused as incomplete; the third block is filled up to a 64 KiB
-//! proof-of-validity limit.
+//! proof-of-validity limit. The first block is also executed by Block-STM on two workers
+//! from the genesis state: its writes must lead to the builder's post-state root.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use chain::runtime::{default_author, paired_transfers, EXISTENTIAL_DEPOSIT};
+use chain::parallel::block_txs;
+use chain::runtime::{
+    default_author, funded_accounts, genesis, paired_transfers, EXISTENTIAL_DEPOSIT,
+};
 use chain::{
     build_block, decode_witness, encode_witness, verify_block, Block, BlockContext, BuildConfig,
     Stop, Transfer, TransferKind, VerifyError,
@@ -43,6 +48,19 @@ pub(crate) struct ChainDemo {
     pub(crate) dropped_node_refused: bool,
     pub(crate) dropped_node_reason: String,
     pub(crate) limit_respected: bool,
+    pub(crate) block_stm: BlockStmCheck,
+}
+
+/// Block 1 executed by Block-STM.
+#[derive(Debug, Serialize)]
+pub(crate) struct BlockStmCheck {
+    pub(crate) workers: usize,
+    pub(crate) transactions: usize,
+    pub(crate) executions: u64,
+    pub(crate) validations: u64,
+    pub(crate) ms: f64,
+    /// The post-state root of Block-STM's writes equals the built block's.
+    pub(crate) same_root: bool,
 }
 
 impl ChainDemo {
@@ -51,8 +69,35 @@ impl ChainDemo {
         let mut v: Vec<bool> = self.blocks.iter().map(|b| b.verified).collect();
         v.push(self.dropped_node_refused);
         v.push(self.limit_respected);
+        v.push(self.block_stm.same_root);
         v
     }
+}
+
+/// Execute `block`'s transfers with Block-STM on two workers over the genesis entries and
+/// compare the post-state root with the block's.
+fn block_stm_check(src: &MemoryNodeSource, root: H256, block: &Block) -> Result<BlockStmCheck> {
+    let state: BTreeMap<Vec<u8>, Vec<u8>> =
+        genesis(&funded_accounts(ACCOUNTS), BALANCE).into_iter().collect();
+    let txs =
+        block_txs(BlockContext { number: block.number, author: block.author }, &block.transfers);
+    let workers = 2;
+    let start = Instant::now();
+    let options = exec::ParallelOptions { always_parallel: true, ..Default::default() };
+    let out = exec::execute_parallel_with(&txs, &state, workers, options)?;
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    let mut t: Trie<&MemoryNodeSource> = Trie::from_root(src, root);
+    for (k, v) in &out.writes {
+        t.write(k, v.as_deref())?;
+    }
+    Ok(BlockStmCheck {
+        workers,
+        transactions: txs.len(),
+        executions: out.counters.executions,
+        validations: out.counters.validations,
+        ms,
+        same_root: t.root()? == block.state_root,
+    })
 }
 
 fn pool(first: u64, n: u64, kind: TransferKind) -> Vec<Transfer> {
@@ -83,6 +128,7 @@ pub(crate) fn run() -> Result<ChainDemo> {
     let mut blocks = Vec::new();
     let (mut dropped_node_refused, mut dropped_node_reason) = (false, String::new());
     let mut limit_respected = false;
+    let mut block_stm = None;
     for (number, (label, txs, limit)) in (1u64..).zip(plan) {
         let ctx = BlockContext { number, author };
         let config = BuildConfig {
@@ -100,6 +146,7 @@ pub(crate) fn run() -> Result<ChainDemo> {
             .and_then(|b| verify_block(root, &b, decode_witness(&witness_bytes)?));
         let verify_ms = start.elapsed().as_secs_f64() * 1e3;
         if number == 1 {
+            block_stm = Some(block_stm_check(&src, root, &built.block)?);
             let mut w = decode_witness(&witness_bytes)?;
             w.remove(w.len() / 2);
             match verify_block(root, &built.block, w) {
@@ -134,5 +181,6 @@ pub(crate) fn run() -> Result<ChainDemo> {
             "applying block {number} gave another root"
         );
     }
-    Ok(ChainDemo { blocks, dropped_node_refused, dropped_node_reason, limit_respected })
+    let block_stm = block_stm.context("the demo plan has a first block")?;
+    Ok(ChainDemo { blocks, dropped_node_refused, dropped_node_reason, limit_respected, block_stm })
 }
