@@ -74,17 +74,20 @@ impl ChainDemo {
     }
 }
 
-/// Execute `block`'s transfers with Block-STM on two workers over the genesis entries and
-/// compare the post-state root with the block's.
-fn block_stm_check(src: &MemoryNodeSource, root: H256, block: &Block) -> Result<BlockStmCheck> {
-    let state: BTreeMap<Vec<u8>, Vec<u8>> =
-        genesis(&funded_accounts(ACCOUNTS), BALANCE).into_iter().collect();
+/// Execute `block`'s transfers with Block-STM on two workers over `state` (the entries of
+/// the trie at `root`) and compare the post-state root with the block's.
+fn block_stm_check(
+    state: &BTreeMap<Vec<u8>, Vec<u8>>,
+    src: &MemoryNodeSource,
+    root: H256,
+    block: &Block,
+) -> Result<BlockStmCheck> {
     let txs =
         block_txs(BlockContext { number: block.number, author: block.author }, &block.transfers);
     let workers = 2;
     let start = Instant::now();
     let options = exec::ParallelOptions { always_parallel: true, ..Default::default() };
-    let out = exec::execute_parallel_with(&txs, &state, workers, options)?;
+    let out = exec::execute_parallel_with(&txs, state, workers, options)?;
     let ms = start.elapsed().as_secs_f64() * 1e3;
     let mut t: Trie<&MemoryNodeSource> = Trie::from_root(src, root);
     for (k, v) in &out.writes {
@@ -118,7 +121,9 @@ fn apply(src: &mut MemoryNodeSource, root: H256, changes: &chain::builder::Built
 }
 
 pub(crate) fn run() -> Result<ChainDemo> {
-    let (mut src, mut root) = crate::cmd_block::chain_genesis(ACCOUNTS, BALANCE)?;
+    let state: BTreeMap<Vec<u8>, Vec<u8>> =
+        genesis(&funded_accounts(ACCOUNTS), BALANCE).into_iter().collect();
+    let (mut src, mut root) = MemoryNodeSource::committed(&state)?;
     let author = default_author();
     let plan = [
         ("300 x transfer_keep_alive", pool(0, 300, TransferKind::KeepAlive), usize::MAX),
@@ -146,7 +151,7 @@ pub(crate) fn run() -> Result<ChainDemo> {
             .and_then(|b| verify_block(root, &b, decode_witness(&witness_bytes)?));
         let verify_ms = start.elapsed().as_secs_f64() * 1e3;
         if number == 1 {
-            block_stm = Some(block_stm_check(&src, root, &built.block)?);
+            block_stm = Some(block_stm_check(&state, &src, root, &built.block)?);
             let mut w = decode_witness(&witness_bytes)?;
             w.remove(w.len() / 2);
             match verify_block(root, &built.block, w) {

@@ -114,7 +114,7 @@ impl Storage for BTreeMap<Key, Value> {
     }
 
     fn next_key(&self, bounds: &ScanBounds<'_>) -> Option<Key> {
-        bounds.first_of(self.range::<[u8], _>(bounds.range()).map(|(k, _)| k)).cloned()
+        bounds.first_key_in(self)
     }
 }
 
@@ -148,6 +148,11 @@ impl<'a> ScanBounds<'a> {
         } else {
             it.next()
         }
+    }
+
+    /// The first key of `map` within these bounds, in scan order.
+    pub fn first_key_in<V>(&self, map: &BTreeMap<Key, V>) -> Option<Key> {
+        self.first_of(map.range::<[u8], _>(self.range()).map(|(k, _)| k)).cloned()
     }
 
     /// The earlier of two candidate keys in scan order.

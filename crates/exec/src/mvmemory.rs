@@ -428,11 +428,10 @@ impl MvMemory {
         loop {
             let i = self.finished_shards.fetch_add(1, SeqCst);
             let Some(target) = self.finished.get(i) else { break };
-            let Shard { ids, slots } = std::mem::take(&mut *self.shards[i].lock());
-            let mut slots: Vec<Option<Slot>> = slots.into_iter().map(Some).collect();
+            let Shard { ids, mut slots } = std::mem::take(&mut *self.shards[i].lock());
             let mut out = Vec::with_capacity(ids.len());
             for (key, slot) in ids {
-                let slot = slots[slot as usize].take().unwrap_or_default();
+                let slot = std::mem::take(&mut slots[slot as usize]);
                 if let Some(v) = slot.final_value(&key, storage) {
                     out.push((key, v));
                 }

@@ -84,7 +84,7 @@ impl<S: Storage> View for MvView<'_, S> {
                 break;
             }
             let b = ScanBounds { from, last: last.as_deref(), reverse };
-            let own = b.first_of(self.writes.range::<[u8], _>(b.range()).map(|(k, _)| k)).cloned();
+            let own = b.first_key_in(&self.writes);
             let next =
                 b.earlier(b.earlier(own, self.memory.next_key(&b)), self.storage.next_key(&b));
             let Some(k) = next else { break };

@@ -44,9 +44,8 @@ impl<S: Storage> View for SeqView<'_, S> {
         let mut last: Option<Key> = None;
         while out.len() < limit {
             let b = ScanBounds { from, last: last.as_deref(), reverse };
-            let own = b.first_of(self.own.range::<[u8], _>(b.range()).map(|(k, _)| k)).cloned();
-            let block = b.first_of(self.block.range::<[u8], _>(b.range()).map(|(k, _)| k)).cloned();
-            let next = b.earlier(b.earlier(own, block), self.storage.next_key(&b));
+            let own_and_block = b.earlier(b.first_key_in(&self.own), b.first_key_in(self.block));
+            let next = b.earlier(own_and_block, self.storage.next_key(&b));
             let Some(k) = next else { break };
             if let Some(v) = self.get(&k)? {
                 out.push((k.clone(), v));
