@@ -415,8 +415,8 @@ fn chain_transfers(m: &Measure<'_>, txs: usize) -> Result<(Vec<BlockStmRow>, f64
     let mut db = StateDb::open(tmp.path(), StoreConfig::default())?;
     let balance = EXISTENTIAL_DEPOSIT * 1_000;
     let ids = funded_accounts(CHAIN_ACCOUNTS);
-    db.bulk_load(chain_genesis(&ids, balance).into_iter().map(|(k, v)| (TrieId::Main, k, v)))?;
-    db.finish_bulk_load(&[])?;
+    let genesis = chain_genesis(&ids, balance).into_iter().map(|(k, v)| (TrieId::Main, k, v));
+    db.bulk_load("bench blockstm chain genesis", genesis)?;
     db.compact()?;
     let ctx = BlockContext { number: 1, author: default_author() };
     let transfers =

@@ -2,9 +2,10 @@
 //! family) that receives the same keys and values as the Arbor store, without any Merkle
 //! work, through the same kind of writes.
 //!
-//! Options are the store's own (`store::db::base_options`, `block_cache`,
-//! `memtable_manager`): one LRU block cache of the configured size, bloom filters, index
-//! and filter blocks in the cache, the same file, memtable, WAL and compression settings. Bulk loads write batches of about 8 MiB, like `StateDb::bulk_load`;
+//! Options are the store's own (`store::rocksdb_options`): one LRU block cache of the
+//! configured size, bloom filters, index and filter blocks in the cache, the same file,
+//! memtable, WAL and compression settings. Bulk loads write batches of about 8 MiB, like
+//! `StateDb::bulk_load`;
 //! a block is one `WriteBatch` written with default (non-syncing, WAL-on) options, like the
 //! store's background writer; `flush` syncs the WAL, like `StateDb::flush`.
 
@@ -24,9 +25,8 @@ pub(crate) struct PlainDb {
 }
 
 fn options(config: &StoreConfig) -> Options {
-    let mut o = store::db::base_options(config, store::db::block_cache(config).as_ref());
+    let mut o = store::rocksdb_options(config);
     o.create_if_missing(true);
-    o.set_write_buffer_manager(&store::db::memtable_manager(config));
     o
 }
 

@@ -145,7 +145,7 @@ const MODES: [(&str, &str); 5] = [
 
 fn build(db: &StateDb, mode: &str, pool: &[Transfer], ctx: BlockContext) -> Result<Built> {
     let root = db.head_root();
-    let source = db.node_source(TrieId::Main);
+    let source = db.node_source(TrieId::Main)?;
     let per_tx = match mode {
         "a" => return Ok(build_block_unrecorded(db, source, root, ctx, pool)?),
         "b" => PerTx::Nothing,
@@ -170,8 +170,8 @@ pub fn pov_bench(opts: &PovBenchOpts, progress: bool) -> Result<PovBenchReport> 
     let balance = EXISTENTIAL_DEPOSIT * 1_000;
     let author = default_author();
     let ids = funded_accounts(opts.accounts);
-    db.bulk_load(genesis(&ids, balance).into_iter().map(|(k, v)| (TrieId::Main, k, v)))?;
-    let parent: H256 = db.finish_bulk_load(&[])?;
+    let entries = genesis(&ids, balance).into_iter().map(|(k, v)| (TrieId::Main, k, v));
+    let parent: H256 = db.bulk_load("bench pov genesis", entries)?.root;
     // No background compaction from the load during the timed builds.
     db.compact()?;
 

@@ -187,13 +187,13 @@ fn run_arbor(
     let mut db = StateDb::open(dir, config.clone()).context("cannot open the Arbor store")?;
     let pb = bar(progress, opts.keys, "arbor: bulk load");
     let start = Instant::now();
-    let entries = workload.initial_entries().enumerate().map(|(i, (k, v))| {
+    let mut load = db.begin_bulk_load("bench store").context("Arbor bulk load refused")?;
+    for (i, (k, v)) in workload.initial_entries().enumerate() {
         tick(&pb, i);
-        (TrieId::Main, k.to_vec(), v.to_vec())
-    });
-    let bulk_keys = db.bulk_load(entries).context("Arbor bulk load failed")?;
+        load.put(&TrieId::Main, &k, &v).context("Arbor bulk load failed")?;
+    }
     pb.set_message("arbor: bulk load, node rebuild");
-    db.finish_bulk_load(&[]).context("Arbor bulk load failed")?;
+    let bulk_keys = load.finish().context("Arbor bulk load failed")?.entries;
     let bulk_seconds = start.elapsed().as_secs_f64();
     pb.finish();
     let rss = RssPhases::start_blocks();

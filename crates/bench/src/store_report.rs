@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use serde::Serialize;
-use store::cache::CacheStats;
+use store::CacheStats;
 use store::StoreConfig;
 
 use crate::machine::MachineInfo;

@@ -13,8 +13,9 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
 use store::{StateDb, StoreConfig, StoreStats};
-use trie::{TrieId, EMPTY_ROOT};
+use trie::TrieId;
 
+use crate::genesis_load::load_genesis;
 use crate::input::read_genesis;
 
 /// `--db` and `--config`, shared by every database command.
@@ -115,11 +116,6 @@ pub(crate) fn open_or_create(args: &DbArgs) -> Result<StateDb> {
     StateDb::open(dir, config).with_context(|| format!("cannot open {}", dir.display()))
 }
 
-/// True for a database with no state and no blocks.
-pub(crate) fn is_empty(db: &StateDb) -> bool {
-    db.head_number() == 0 && db.head_root() == EMPTY_ROOT
-}
-
 /// Parse a hex key (0x optional).
 pub(crate) fn parse_key(s: &str) -> Result<Vec<u8>> {
     trie::hash::decode_hex(s).with_context(|| format!("invalid KEY {s:?}: expected hex digits"))
@@ -138,7 +134,9 @@ pub(crate) fn init(args: &InitArgs) -> Result<ExitCode> {
     // Parse first: a bad genesis must not leave a new database directory behind.
     let genesis = read_genesis(&args.genesis)?;
     let mut db = open_or_create(&args.db)?;
-    if !is_empty(&db) {
+    // An unfinished load is finished by the same genesis and refused for another one
+    // (the store checks the label).
+    if db.unfinished_bulk_load().is_none() && !db.is_empty()? {
         bail!(
             "the database at {} is not empty (head block {}, root {}); init needs a new directory",
             args.db.db.display(),
@@ -146,7 +144,8 @@ pub(crate) fn init(args: &InitArgs) -> Result<ExitCode> {
             db.head_root()
         );
     }
-    let root = db.init_genesis(&genesis).context("cannot initialise the database")?;
+    let root = load_genesis(&mut db, &genesis)
+        .with_context(|| format!("cannot initialise {}", args.db.db.display()))?;
     db.close().context("cannot close the database")?;
     if args.json {
         let v = serde_json::json!({ "number": 0, "root": root.to_string(), "accounts": genesis.alloc.len() });
@@ -191,10 +190,10 @@ pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
             trie_mismatches: r
                 .trie_mismatches
                 .iter()
-                .map(|(t, s, c)| TrieMismatch {
-                    trie: trie_name(t),
-                    stored: s.to_string(),
-                    computed: c.to_string(),
+                .map(|m| TrieMismatch {
+                    trie: trie_name(&m.trie),
+                    stored: m.stored.to_string(),
+                    computed: m.computed.to_string(),
                 })
                 .collect(),
         };
@@ -208,8 +207,14 @@ pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
     if r.stored_root != r.computed_root {
         println!("mismatch {}: stored {} computed {}", r.number, r.stored_root, r.computed_root);
     }
-    for (t, stored, computed) in &r.trie_mismatches {
-        println!("mismatch {} {}: stored {stored} computed {computed}", r.number, trie_name(t));
+    for m in &r.trie_mismatches {
+        println!(
+            "mismatch {} {}: stored {} computed {}",
+            r.number,
+            trie_name(&m.trie),
+            m.stored,
+            m.computed
+        );
     }
     Ok(code)
 }
@@ -229,9 +234,6 @@ pub(crate) fn get(args: &GetArgs) -> Result<ExitCode> {
 pub(crate) fn revert(args: &RevertArgs) -> Result<ExitCode> {
     let mut db = open_existing(&args.db)?;
     let head = db.head_number();
-    if args.blocks > head {
-        bail!("cannot revert {} blocks: the head is block {head}", args.blocks);
-    }
     db.revert(args.blocks)
         .with_context(|| format!("cannot revert {} blocks from block {head}", args.blocks))?;
     let (number, root) = (db.head_number(), db.head_root());
@@ -264,6 +266,12 @@ pub(crate) fn stats(args: &StatsArgs) -> Result<ExitCode> {
         };
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(label) = &s.unfinished_bulk_load {
+        writeln!(
+            out,
+            "bulk load      UNFINISHED ({label}): the state is partial; run the same load again"
+        )?;
     }
     writeln!(out, "head           {} {}", s.head_number, s.head_root)?;
     writeln!(out, "persisted      {}", s.persisted_number)?;

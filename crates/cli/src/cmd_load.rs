@@ -18,7 +18,7 @@ use indicatif::ProgressBar;
 use store::StateDb;
 use trie::H256;
 
-use crate::cmd_db::{is_empty, open_or_create, DbArgs};
+use crate::cmd_db::{open_or_create, DbArgs};
 
 /// Runs with more blocks than this draw a progress bar.
 const PROGRESS_BLOCKS_MIN: u64 = 50;
@@ -87,7 +87,9 @@ pub(crate) fn run(args: &LoadArgs) -> Result<ExitCode> {
         out: std::io::BufWriter::new(stdout.lock()),
         quiet: args.quiet,
     };
-    let bulk_seconds = if is_empty(&db) {
+    // An empty database gets the initial keys; one holding an unfinished bulk load gets
+    // them again, if it was this workload's (the store checks the label).
+    let bulk_seconds = if db.unfinished_bulk_load().is_some() || db.is_empty()? {
         let start = Instant::now();
         bulk_load(&mut db, &workload)?;
         lines.emit(&ProgressBar::hidden(), 0, &db.head_root())?;
@@ -95,10 +97,21 @@ pub(crate) fn run(args: &LoadArgs) -> Result<ExitCode> {
     } else {
         None
     };
-    let first = db.head_number() + 1;
+    // Overflow-free: a head near u64::MAX (a corrupted record) or a block count past the
+    // end of the number space is an error, never a wrapped range.
+    let first = db.head_number().checked_add(1);
+    let last = first.and_then(|f| f.checked_add(args.blocks.saturating_sub(1)));
+    let (Some(first), Some(last)) = (first, last) else {
+        anyhow::bail!(
+            "cannot commit {} blocks after head {}: block numbers would pass {}",
+            args.blocks,
+            db.head_number(),
+            u64::MAX
+        );
+    };
     let pb = bar(args.blocks > PROGRESS_BLOCKS_MIN, args.blocks, "committing blocks");
     let start = Instant::now();
-    for b in first..first + args.blocks {
+    for b in first..=last {
         let info = db
             .commit(&workload.change_set(b))
             .with_context(|| format!("cannot commit block {b}"))?;
@@ -119,19 +132,26 @@ pub(crate) fn run(args: &LoadArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The workload's initial keys, then the bottom-up node rebuild.
+/// The bulk-load label of a workload's initial state (it depends on the seed and the
+/// key count only).
+fn workload_label(workload: &Workload) -> String {
+    format!("load --seed {} --keys {}", workload.seed, workload.keys_initial)
+}
+
+/// The workload's initial keys, then the bottom-up node rebuild (crash-safe: see
+/// `StateDb::begin_bulk_load`).
 fn bulk_load(db: &mut StateDb, workload: &Workload) -> Result<()> {
     let pb =
         bar(workload.keys_initial > PROGRESS_KEYS_MIN, workload.keys_initial, "bulk loading keys");
-    let entries = workload.initial_entries().enumerate().map(|(i, (k, v))| {
+    let mut load = db.begin_bulk_load(&workload_label(workload)).context("bulk load refused")?;
+    for (i, (k, v)) in workload.initial_entries().enumerate() {
         if i.is_multiple_of(65_536) {
             pb.set_position(i as u64);
         }
-        (trie::TrieId::Main, k.to_vec(), v.to_vec())
-    });
-    db.bulk_load(entries).context("bulk load failed")?;
+        load.put(&trie::TrieId::Main, &k, &v).context("bulk load failed")?;
+    }
     pb.set_message("rebuilding nodes");
-    db.finish_bulk_load(&[]).context("bulk load failed")?;
+    load.finish().context("bulk load failed")?;
     pb.finish_and_clear();
     Ok(())
 }

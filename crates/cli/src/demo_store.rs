@@ -73,7 +73,8 @@ pub(crate) fn run(genesis: &Genesis, expected_root: &H256) -> Result<StoreDemo> 
     let mut db = StateDb::open(dir.path(), StoreConfig::default())
         .context("cannot create the demo database")?;
     let start = Instant::now();
-    let genesis_root = db.init_genesis(genesis).context("cannot initialise the demo database")?;
+    let genesis_root = crate::genesis_load::load_genesis(&mut db, genesis)
+        .context("cannot initialise the demo database")?;
     let init_ms = ms_since(start);
     let mut verify_ms = 0.0;
     let mut verified = |db: &StateDb| -> Result<bool> {

@@ -20,6 +20,7 @@ mod cmd_proof;
 mod cmd_root;
 mod demo_chain;
 mod demo_store;
+mod genesis_load;
 mod input;
 
 /// Arbor: an authenticated state engine (Ethereum-compatible Merkle-Patricia trie).

@@ -1,13 +1,179 @@
-//! Bulk loading (into an empty database), genesis initialisation, rebuild and verify.
+//! Bulk loading into an empty database, crash-safe, and `verify`.
+//!
+//! A bulk load writes `flat` directly in large batches, then rebuilds every touched trie's
+//! nodes bottom-up from `flat` and makes block 0 the head. It is made crash-safe by a
+//! marker in `meta` (the load's label): written and synced before the first entry, and
+//! deleted in the same synced batch that sets the head. A database with the marker is an
+//! unfinished bulk load whatever else it holds: it opens, names the load
+//! ([`StateDb::unfinished_bulk_load`]), refuses reads, commits and reverts, and only a bulk
+//! load with the same label may proceed, which clears the partial state and starts over.
+//! Everything a load writes precedes its final batch in RocksDB's write order, so a
+//! recovered database that has the head has all of it.
 
-use rocksdb::WriteBatch;
-use trie::eth::{Account, Genesis};
-use trie::{keccak256, TrieId, EMPTY_CODE_HASH, EMPTY_ROOT, H256};
+use std::collections::BTreeSet;
 
-use crate::error::StoreError;
-use crate::keys::{flat_key, root_key, CF_FLAT, CF_META};
-use crate::rebuild::{rebuild, Rebuilt};
+use rocksdb::{IteratorMode, WriteBatch, WriteOptions, DB};
+use trie::{TrieId, EMPTY_ROOT, H256};
+
+use crate::error::{BulkError, Corruption, StoreError};
+use crate::keys::{
+    decode_root, encode_head, flat_key, root_key, split_trie_prefix, CF_FLAT, CF_HISTORY, CF_META,
+    CF_NODES, KEY_BYTES_MAX, META_BULK, META_HEAD, META_ROOT,
+};
+use crate::rebuild::rebuild;
 use crate::state::{cf, StateDb};
+
+/// Longest label a bulk load may carry.
+pub const BULK_LABEL_BYTES_MAX: usize = 1024;
+
+/// Flat writes are flushed in batches of about this size.
+const BATCH_BYTES_TARGET: usize = 8 << 20;
+
+/// A bulk load in progress; see the module docs. Dropping it without [`BulkLoad::finish`]
+/// leaves the database marked unfinished.
+pub struct BulkLoad<'a> {
+    db: &'a mut StateDb,
+    batch: WriteBatch,
+    entries: u64,
+    /// Non-main tries that received entries: their roots are rebuilt and recorded.
+    tries: BTreeSet<TrieId>,
+}
+
+/// What a finished bulk load produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BulkSummary {
+    /// The main root (the head of block 0).
+    pub root: H256,
+    /// Entries written (empty values are skipped).
+    pub entries: u64,
+    /// The root of every non-main trie that received entries.
+    pub roots: Vec<(TrieId, H256)>,
+}
+
+impl StateDb {
+    /// Start a bulk load labelled `label` (say, the genesis it loads). On an empty database
+    /// the marker is written first; on a database holding an unfinished load with the same
+    /// label, its partial state is cleared and the load starts over; anything else is
+    /// refused.
+    pub fn begin_bulk_load(&mut self, label: &str) -> Result<BulkLoad<'_>, BulkError> {
+        if label.len() > BULK_LABEL_BYTES_MAX {
+            return Err(BulkError::LabelTooLong { len: label.len(), max: BULK_LABEL_BYTES_MAX });
+        }
+        self.check_poison()?;
+        match self.bulk.as_deref() {
+            Some(found) if found == label => self.clear_partial_state()?,
+            Some(found) => {
+                return Err(BulkError::OtherUnfinished {
+                    found: found.to_owned(),
+                    requested: label.to_owned(),
+                })
+            }
+            None => {
+                if !self.is_empty()? {
+                    return Err(BulkError::NotEmpty { head: self.head_number() });
+                }
+                let db = &self.reader().db;
+                let mut sync = WriteOptions::default();
+                sync.set_sync(true);
+                db.put_cf_opt(cf(db, CF_META)?, META_BULK, label.as_bytes(), &sync)
+                    .map_err(StoreError::from)?;
+                self.bulk = Some(label.to_owned());
+            }
+        }
+        Ok(BulkLoad { db: self, batch: WriteBatch::default(), entries: 0, tries: BTreeSet::new() })
+    }
+
+    /// Run a whole bulk load of `entries` (see [`StateDb::begin_bulk_load`]).
+    pub fn bulk_load<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &mut self,
+        label: &str,
+        entries: impl IntoIterator<Item = (TrieId, K, V)>,
+    ) -> Result<BulkSummary, BulkError> {
+        let mut load = self.begin_bulk_load(label)?;
+        for (trie, k, v) in entries {
+            load.put(&trie, k.as_ref(), v.as_ref())?;
+        }
+        load.finish()
+    }
+
+    /// True for a database with no blocks, no state and no unfinished bulk load.
+    pub fn is_empty(&self) -> Result<bool, StoreError> {
+        if self.bulk.is_some() || self.head_number() != 0 || self.head_root() != EMPTY_ROOT {
+            return Ok(false);
+        }
+        let db = &self.reader().db;
+        let first = db.iterator_cf(cf(db, CF_FLAT)?, IteratorMode::Start).next().transpose()?;
+        Ok(first.is_none())
+    }
+
+    /// Delete everything an interrupted bulk load may have written (`flat`, `nodes`,
+    /// root records, history), keeping its marker.
+    fn clear_partial_state(&mut self) -> Result<(), StoreError> {
+        let db = &self.reader().db;
+        // Flat and node keys start with a trie prefix byte (0x00 or 0x01) and are shorter
+        // than this bound; history keys are 8 bytes.
+        let end = vec![0xff; 2 * KEY_BYTES_MAX + 64];
+        for name in [CF_FLAT, CF_NODES, CF_HISTORY] {
+            db.delete_range_cf(cf(db, name)?, [].as_slice(), end.as_slice())?;
+        }
+        let mut roots_end = META_ROOT.to_vec();
+        roots_end.extend_from_slice(&end);
+        db.delete_range_cf(cf(db, CF_META)?, META_ROOT, roots_end.as_slice())?;
+        self.reader().clear_caches();
+        Ok(())
+    }
+}
+
+impl BulkLoad<'_> {
+    /// Write one entry (an empty value is no entry). Keys may come in any order.
+    pub fn put(&mut self, trie: &TrieId, key: &[u8], value: &[u8]) -> Result<(), BulkError> {
+        if value.is_empty() {
+            return Ok(());
+        }
+        let db = &self.db.reader().db;
+        self.batch.put_cf(cf(db, CF_FLAT)?, flat_key(trie, key)?, value);
+        self.entries += 1;
+        if *trie != TrieId::Main {
+            self.tries.insert(*trie);
+        }
+        if self.batch.size_in_bytes() >= BATCH_BYTES_TARGET {
+            db.write(std::mem::take(&mut self.batch)).map_err(StoreError::from)?;
+        }
+        Ok(())
+    }
+
+    /// Entries written so far.
+    pub fn entries(&self) -> u64 {
+        self.entries
+    }
+
+    /// Rebuild the nodes of every trie that received entries, record their roots, and in
+    /// one synced batch make block 0 the head and delete the marker.
+    pub fn finish(self) -> Result<BulkSummary, BulkError> {
+        let BulkLoad { db: state, batch, entries, tries } = self;
+        let db = state.reader().db.clone();
+        db.write(batch).map_err(StoreError::from)?;
+        let mut last = WriteBatch::default();
+        let mut roots = Vec::with_capacity(tries.len());
+        for t in &tries {
+            let root = rebuild(&db, t, true)?.root;
+            last.put_cf(cf(&db, CF_META)?, root_key(t), root.0);
+            roots.push((*t, root));
+        }
+        let root = rebuild(&db, &TrieId::Main, true)?.root;
+        let meta = cf(&db, CF_META)?;
+        last.put_cf(meta, META_HEAD, encode_head(0, &root));
+        last.delete_cf(meta, META_BULK);
+        let mut sync = WriteOptions::default();
+        sync.set_sync(true);
+        db.write_opt(last, &sync).map_err(StoreError::from)?;
+        // The rebuild wrote `nodes` behind the caches' back (absent entries may be cached).
+        state.reader().clear_caches();
+        state.bulk = None;
+        state.set_head(0, root);
+        Ok(BulkSummary { root, entries, roots })
+    }
+}
 
 /// The outcome of [`StateDb::verify`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,10 +186,21 @@ pub struct VerifyReport {
     pub computed_root: H256,
     /// Leaves scanned in the main trie.
     pub leaves: u64,
-    /// Other tries checked, and those whose recomputed root differs from the stored one.
+    /// Non-main tries checked: every trie with a root record or with flat entries.
     pub tries_checked: usize,
-    /// `(trie, stored, computed)` for every mismatch outside the main trie.
-    pub trie_mismatches: Vec<(TrieId, H256, H256)>,
+    /// Every non-main trie whose recomputed root differs from its stored one.
+    pub trie_mismatches: Vec<TrieMismatch>,
+}
+
+/// A non-main trie whose root, recomputed from `flat`, is not the recorded one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrieMismatch {
+    /// The trie.
+    pub trie: TrieId,
+    /// Its root record ([`EMPTY_ROOT`] when there is none).
+    pub stored: H256,
+    /// The root of its flat entries.
+    pub computed: H256,
 }
 
 impl VerifyReport {
@@ -34,129 +211,24 @@ impl VerifyReport {
 }
 
 impl StateDb {
-    /// Write entries straight into `flat` (empty database only); finish with
-    /// [`StateDb::finish_bulk_load`].
-    pub fn bulk_load(
-        &mut self,
-        entries: impl IntoIterator<Item = (TrieId, Vec<u8>, Vec<u8>)>,
-    ) -> Result<u64, StoreError> {
-        if self.head_number() != 0 || self.head_root() != EMPTY_ROOT {
-            return Err(StoreError::NotEmpty(self.head_number()));
-        }
-        let db = &self.reader().db;
-        let h = cf(db, CF_FLAT)?;
-        let mut batch = WriteBatch::default();
-        let mut n = 0;
-        for (trie, k, v) in entries {
-            if v.is_empty() {
-                continue;
-            }
-            batch.put_cf(h, flat_key(&trie, &k)?, v);
-            n += 1;
-            if batch.size_in_bytes() >= 8 << 20 {
-                db.write(std::mem::take(&mut batch))?;
-            }
-        }
-        db.write(batch)?;
-        Ok(n)
-    }
-
-    /// Rebuild the nodes of `storage_tries` and of the main trie from flat state, store
-    /// their roots and make block 0 the head.
-    pub fn finish_bulk_load(&mut self, storage_tries: &[TrieId]) -> Result<H256, StoreError> {
-        let db = self.reader().db.clone();
-        for t in storage_tries {
-            let r = rebuild(&db, t, true)?;
-            if r.root != EMPTY_ROOT {
-                db.put_cf(cf(&db, CF_META)?, root_key(t), r.root.0)?;
-            }
-        }
-        let main = rebuild(&db, &TrieId::Main, true)?;
-        // The rebuild wrote `nodes` behind the caches' back (absent entries may be cached).
-        self.reader().clear_caches();
-        self.set_head(0, main.root)?;
-        Ok(main.root)
-    }
-
-    /// Create the state of a genesis allocation (Ethereum model: account leaves under
-    /// keccak(address) in the main trie, slots under keccak(slot) in per-account tries).
-    pub fn init_genesis(&mut self, genesis: &Genesis) -> Result<H256, StoreError> {
-        let mut entries = Vec::new();
-        let mut storage_tries = Vec::new();
-        for (addr, acc) in &genesis.alloc {
-            let account_key = keccak256(addr);
-            let trie = TrieId::Storage(account_key);
-            let mut slots = 0;
-            for (slot, value) in acc.storage.iter().filter(|(_, v)| !v.is_zero()) {
-                let v = trie::eth::account::storage_value_rlp(value);
-                entries.push((trie, keccak256(&slot.0).0.to_vec(), v));
-                slots += 1;
-            }
-            if slots > 0 {
-                storage_tries.push(trie);
-            }
-        }
-        self.bulk_load(entries)?;
-        let db = self.reader().db.clone();
-        let mut accounts = Vec::with_capacity(genesis.alloc.len());
-        for (addr, acc) in &genesis.alloc {
-            let account_key = keccak256(addr);
-            let trie = TrieId::Storage(account_key);
-            let storage_root = if storage_tries.contains(&trie) {
-                rebuild(&db, &trie, true)?.root
-            } else {
-                EMPTY_ROOT
-            };
-            if storage_root != EMPTY_ROOT {
-                db.put_cf(cf(&db, CF_META)?, root_key(&trie), storage_root.0)?;
-            }
-            let code_hash =
-                if acc.code.is_empty() { EMPTY_CODE_HASH } else { keccak256(&acc.code) };
-            let account =
-                Account { nonce: acc.nonce, balance: acc.balance, storage_root, code_hash };
-            accounts.push((TrieId::Main, account_key.0.to_vec(), account.rlp()));
-        }
-        let h = cf(&db, CF_FLAT)?;
-        let mut batch = WriteBatch::default();
-        for (t, k, v) in accounts {
-            batch.put_cf(h, flat_key(&t, &k)?, v);
-        }
-        db.write(batch)?;
-        self.finish_bulk_load(&[])
-    }
-
-    /// Recompute the root of `trie` from flat state without writing anything.
-    pub fn recompute_root(&self, trie: &TrieId) -> Result<Rebuilt, StoreError> {
-        self.flush()?;
-        rebuild(&self.reader().db, trie, false)
-    }
-
-    /// Recompute the main root and every stored non-main root from flat state alone and
-    /// compare them with the stored ones.
+    /// Recompute the main root and the root of every other trie (each with a root record
+    /// or with flat entries) from flat state alone and compare them with the stored ones.
+    /// A database holding an unfinished bulk load is refused
+    /// ([`StoreError::UnfinishedBulkLoad`]): its state is partial by definition.
     pub fn verify(&self) -> Result<VerifyReport, StoreError> {
+        self.check_complete()?;
         self.flush()?;
         let db = &self.reader().db;
         let main = rebuild(db, &TrieId::Main, false)?;
-        let mut tries_checked = 0;
+        let mut tries = root_records(db)?;
+        for t in storage_tries_in_flat(db)? {
+            tries.entry(t).or_insert(EMPTY_ROOT);
+        }
         let mut trie_mismatches = Vec::new();
-        let meta = cf(db, CF_META)?;
-        for item in db.prefix_iterator_cf(meta, crate::keys::META_ROOT) {
-            let (k, v) = item?;
-            if !k.starts_with(crate::keys::META_ROOT) {
-                break;
-            }
-            let (trie, rest) = TrieId::split(&k[crate::keys::META_ROOT.len()..])
-                .filter(|(_, rest)| rest.is_empty())
-                .ok_or_else(|| {
-                    StoreError::CorruptMeta(format!("bad root key {}", hex::encode(&k)))
-                })?;
-            debug_assert!(rest.is_empty());
-            let stored =
-                H256::from_slice(&v).ok_or_else(|| StoreError::CorruptMeta("root value".into()))?;
-            let computed = rebuild(db, &trie, false)?.root;
-            tries_checked += 1;
-            if computed != stored {
-                trie_mismatches.push((trie, stored, computed));
+        for (trie, stored) in &tries {
+            let computed = rebuild(db, trie, false)?.root;
+            if computed != *stored {
+                trie_mismatches.push(TrieMismatch { trie: *trie, stored: *stored, computed });
             }
         }
         Ok(VerifyReport {
@@ -164,8 +236,77 @@ impl StateDb {
             stored_root: self.head_root(),
             computed_root: main.root,
             leaves: main.leaves,
-            tries_checked,
+            tries_checked: tries.len(),
             trie_mismatches,
         })
+    }
+}
+
+/// Every root record in `meta`: trie → stored root.
+fn root_records(db: &DB) -> Result<std::collections::BTreeMap<TrieId, H256>, StoreError> {
+    let mut out = std::collections::BTreeMap::new();
+    for item in db.prefix_iterator_cf(cf(db, CF_META)?, META_ROOT) {
+        let (k, v) = item?;
+        let Some(rest) = k.strip_prefix(META_ROOT) else { break };
+        let trie = split_trie_prefix(rest).ok_or_else(|| Corruption::RootKey { key: k.to_vec() })?;
+        out.insert(trie, decode_root(&trie, &v)?);
+    }
+    Ok(out)
+}
+
+/// Every storage trie with at least one `flat` entry, found by seeking from one trie's
+/// prefix to the next (one seek per trie, not a scan of the entries).
+fn storage_tries_in_flat(db: &DB) -> Result<Vec<TrieId>, StoreError> {
+    let h = cf(db, CF_FLAT)?;
+    let mut out = Vec::new();
+    let mut iter = db.raw_iterator_cf(h);
+    let mut from = vec![0x01];
+    loop {
+        iter.seek(&from);
+        let Some(key) = iter.key() else { break };
+        if key.first() != Some(&0x01) {
+            break;
+        }
+        let Some((trie @ TrieId::Storage(account), _)) = TrieId::split(key) else {
+            return Err(Corruption::FlatKey { key: key.to_vec() }.into());
+        };
+        out.push(trie);
+        match next_account(&account.0) {
+            Some(next) => {
+                from.truncate(1);
+                from.extend_from_slice(&next);
+            }
+            None => break,
+        }
+    }
+    iter.status()?;
+    Ok(out)
+}
+
+/// The 32-byte big-endian successor of `account`, or `None` after `0xff…ff`.
+fn next_account(account: &[u8; 32]) -> Option<[u8; 32]> {
+    let mut next = *account;
+    for b in next.iter_mut().rev() {
+        let (v, carry) = b.overflowing_add(1);
+        *b = v;
+        if !carry {
+            return Some(next);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_account;
+
+    #[test]
+    fn account_successor_carries() {
+        let mut a = [0u8; 32];
+        a[31] = 0xff;
+        a[30] = 0x01;
+        let n = next_account(&a).unwrap();
+        assert_eq!((n[30], n[31]), (0x02, 0x00));
+        assert_eq!(next_account(&[0xff; 32]), None);
     }
 }

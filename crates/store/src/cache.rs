@@ -38,7 +38,7 @@ use serde::Serialize;
 /// Measured (glibc malloc, 16 and 64 MiB caches filled well past capacity): the memory a
 /// full cache holds is 0.94-1.12 × `bytes_max` for 20-40 byte keys and 0-500 byte
 /// values; with an overhead of 64 it was 1.27-1.48 ×.
-pub const ENTRY_OVERHEAD_BYTES: u64 = 128;
+pub(crate) const ENTRY_OVERHEAD_BYTES: u64 = 128;
 
 /// Typical entry size used to estimate the entry count (sizes shards and the ghost ring).
 const ESTIMATED_ENTRY_BYTES: u64 = ENTRY_OVERHEAD_BYTES + 64;
@@ -54,7 +54,7 @@ const STRIPES: usize = 16;
 ///
 /// Invariant: a value's weight never changes while it is cached (quick_cache's accounting
 /// relies on it); immutable values such as `Arc<[u8]>` satisfy this trivially.
-pub trait Weigh {
+pub(crate) trait Weigh {
     /// Bytes this value keeps alive, excluding the entry overhead
     /// ([`ENTRY_OVERHEAD_BYTES`]) that the cache adds itself.
     fn weight_bytes(&self) -> u64;
@@ -131,7 +131,7 @@ pub struct CacheTotals {
 
 impl CacheTotals {
     /// Bytes of the encoded record.
-    pub const ENCODED_BYTES: usize = 48;
+    pub(crate) const ENCODED_BYTES: usize = 48;
 
     fn fields(&self) -> [u64; 6] {
         [
@@ -145,12 +145,12 @@ impl CacheTotals {
     }
 
     /// The six counters as `u64` BE, in field order.
-    pub fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         self.fields().iter().flat_map(|v| v.to_be_bytes()).collect()
     }
 
     /// Decode [`CacheTotals::encode`]'s output; `None` for any other length.
-    pub fn decode(bytes: &[u8]) -> Option<CacheTotals> {
+    pub(crate) fn decode(bytes: &[u8]) -> Option<CacheTotals> {
         if bytes.len() != Self::ENCODED_BYTES {
             return None;
         }
@@ -169,7 +169,7 @@ impl CacheTotals {
     }
 
     /// These totals plus one session's counters (saturating).
-    pub fn plus(&self, node: &CacheStats, flat: &CacheStats) -> CacheTotals {
+    pub(crate) fn plus(&self, node: &CacheStats, flat: &CacheStats) -> CacheTotals {
         CacheTotals {
             node_hits: self.node_hits.saturating_add(node.hits),
             node_misses: self.node_misses.saturating_add(node.misses),
@@ -203,7 +203,7 @@ fn rate(hits: u64, misses: u64) -> f64 {
 /// A thread-safe cache from byte keys to values of type `V`, bounded by bytes.
 ///
 /// A capacity of 0 disables it: every `get` is a miss and `admit` does nothing.
-pub struct ByteCache<V: Weigh + Clone> {
+pub(crate) struct ByteCache<V: Weigh + Clone> {
     /// `None` when the cache is disabled.
     inner: Option<Inner<V>>,
     bytes_max: u64,
@@ -215,7 +215,7 @@ pub struct ByteCache<V: Weigh + Clone> {
 
 impl<V: Weigh + Clone> ByteCache<V> {
     /// A cache holding at most `bytes_max` bytes of entries; 0 disables it.
-    pub fn new(bytes_max: u64) -> Self {
+    pub(crate) fn new(bytes_max: u64) -> Self {
         let stripes = (0..STRIPES).map(|_| Stripe::default()).collect();
         if bytes_max == 0 {
             return Self { inner: None, bytes_max, entry_bytes_max: 0, stripes };
@@ -231,7 +231,7 @@ impl<V: Weigh + Clone> ByteCache<V> {
     }
 
     /// The cached value for `key`, counting a hit or a miss.
-    pub fn get(&self, key: &[u8]) -> Option<V> {
+    pub(crate) fn get(&self, key: &[u8]) -> Option<V> {
         let found = self.inner.as_ref().and_then(|c| c.get(key));
         let stripe = self.stripe();
         if found.is_some() {
@@ -243,7 +243,7 @@ impl<V: Weigh + Clone> ByteCache<V> {
     }
 
     /// Whether `key` is cached, without counting a lookup or touching its recency.
-    pub fn contains(&self, key: &[u8]) -> bool {
+    pub(crate) fn contains(&self, key: &[u8]) -> bool {
         self.inner.as_ref().is_some_and(|c| c.contains_key(key))
     }
 
@@ -253,7 +253,7 @@ impl<V: Weigh + Clone> ByteCache<V> {
     /// that is being written, and not after an `invalidate` of `key` that ran during the
     /// disk read (see the module docs). An entry too large for the cache is refused (and
     /// any older value for the key dropped).
-    pub fn admit(&self, key: &[u8], value: V) {
+    pub(crate) fn admit(&self, key: &[u8], value: V) {
         let Some(cache) = &self.inner else { return };
         let weight = entry_weight(key, &value);
         let stripe = self.stripe();
@@ -276,7 +276,7 @@ impl<V: Weigh + Clone> ByteCache<V> {
     }
 
     /// Drops any cached value for `key`; call for every key a write changes.
-    pub fn invalidate(&self, key: &[u8]) {
+    pub(crate) fn invalidate(&self, key: &[u8]) {
         if let Some(cache) = &self.inner {
             if cache.remove(key).is_some() {
                 self.stripe().invalidations.fetch_add(1, Ordering::Relaxed);
@@ -285,7 +285,7 @@ impl<V: Weigh + Clone> ByteCache<V> {
     }
 
     /// Drops every entry (counted as invalidations); counters are kept.
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         if let Some(cache) = &self.inner {
             let dropped = cache.drain().count() as u64;
             self.stripe().invalidations.fetch_add(dropped, Ordering::Relaxed);
@@ -293,7 +293,7 @@ impl<V: Weigh + Clone> ByteCache<V> {
     }
 
     /// Current counters and size.
-    pub fn stats(&self) -> CacheStats {
+    pub(crate) fn stats(&self) -> CacheStats {
         let mut stats = CacheStats { bytes_max: self.bytes_max, ..CacheStats::default() };
         for s in self.stripes.iter() {
             stats.hits += s.hits.load(Ordering::Relaxed);
@@ -308,16 +308,6 @@ impl<V: Weigh + Clone> ByteCache<V> {
             stats.bytes = cache.weight();
         }
         stats
-    }
-
-    /// `hits / (hits + misses)` so far, or 0.0 before the first lookup.
-    pub fn hit_rate(&self) -> f64 {
-        self.stats().hit_rate()
-    }
-
-    /// The configured byte bound (0 when disabled).
-    pub fn bytes_max(&self) -> u64 {
-        self.bytes_max
     }
 
     /// This thread's counter stripe.

@@ -4,16 +4,16 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rocksdb::{
-    BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompressionType, Options,
-    WriteBufferManager, DB,
+    BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompressionType, IteratorMode, Options,
+    WriteBatch, WriteBufferManager, WriteOptions, DB,
 };
 
 use crate::config::{Compression, StoreConfig};
-use crate::error::StoreError;
+use crate::error::{Corruption, OpenError, StoreError};
 use crate::keys::{encode_head, CF_META, COLUMN_FAMILIES, META_HEAD, META_SCHEMA, SCHEMA_VERSION};
 
 /// The configured LRU block cache, or `None` when `block_cache_bytes` is 0.
-pub fn block_cache(config: &StoreConfig) -> Option<Cache> {
+pub(crate) fn block_cache(config: &StoreConfig) -> Option<Cache> {
     let bytes = config.rocksdb.block_cache_bytes;
     (bytes > 0).then(|| Cache::new_lru_cache(usize::try_from(bytes).unwrap_or(usize::MAX)))
 }
@@ -22,7 +22,7 @@ pub fn block_cache(config: &StoreConfig) -> Option<Cache> {
 /// compression, background threads), with `cache` as the block cache or none. Used for
 /// the store's database and column families, and by the benchmark's plain baseline so
 /// that both run on the same settings.
-pub fn base_options(config: &StoreConfig, cache: Option<&Cache>) -> Options {
+pub(crate) fn base_options(config: &StoreConfig, cache: Option<&Cache>) -> Options {
     let r = &config.rocksdb;
     let mut table = BlockBasedOptions::default();
     match cache {
@@ -48,7 +48,7 @@ pub fn base_options(config: &StoreConfig, cache: Option<&Cache>) -> Options {
 /// The shared bound on all memtables of a database ([`RocksConfig::memtable_budget_bytes`]).
 ///
 /// [`RocksConfig::memtable_budget_bytes`]: crate::config::RocksConfig::memtable_budget_bytes
-pub fn memtable_manager(config: &StoreConfig) -> WriteBufferManager {
+pub(crate) fn memtable_manager(config: &StoreConfig) -> WriteBufferManager {
     let bytes = usize::try_from(config.rocksdb.memtable_budget_bytes()).unwrap_or(usize::MAX);
     WriteBufferManager::new_write_buffer_manager(bytes, false)
 }
@@ -62,7 +62,13 @@ fn compression(c: Compression) -> DBCompressionType {
 }
 
 /// Open the database at `path`, creating it (with schema and an empty head) if absent.
-pub fn open_db(path: &Path, config: &StoreConfig) -> Result<DB, StoreError> {
+///
+/// Creation is crash-safe: RocksDB creates its files and column families first, and the
+/// schema and head records follow in one synced batch. A kill in between leaves a database
+/// whose every column family is empty and which has no schema record; such a database is
+/// an interrupted creation and is finished here, while one that holds any data without a
+/// schema record is not an Arbor database and is refused.
+pub(crate) fn open_db(path: &Path, config: &StoreConfig) -> Result<DB, OpenError> {
     config.validate()?;
     let cache = block_cache(config);
     let mut opts = base_options(config, cache.as_ref());
@@ -70,56 +76,90 @@ pub fn open_db(path: &Path, config: &StoreConfig) -> Result<DB, StoreError> {
     let exists = path.join("CURRENT").exists();
     if exists {
         let present = DB::list_cf(&opts, path)?;
-        for name in COLUMN_FAMILIES {
-            if !present.iter().any(|p| p == name) {
-                return Err(StoreError::MissingColumnFamily {
-                    path: path.display().to_string(),
-                    name,
-                });
+        if let Some(name) = COLUMN_FAMILIES.into_iter().find(|n| !present.iter().any(|p| p == n)) {
+            if !unborn(path, &present)? {
+                return Err(OpenError::MissingColumnFamily { path: path.to_path_buf(), name });
             }
         }
     } else {
-        std::fs::create_dir_all(path).map_err(|source| StoreError::Io {
-            context: format!("create {}", path.display()),
-            source,
-        })?;
-        opts.create_if_missing(true);
-        opts.create_missing_column_families(true);
+        std::fs::create_dir_all(path)
+            .map_err(|source| OpenError::CreateDir { path: path.to_path_buf(), source })?;
     }
+    opts.create_if_missing(true);
+    opts.create_missing_column_families(true);
     let cfs = COLUMN_FAMILIES
         .iter()
         .map(|name| ColumnFamilyDescriptor::new(*name, base_options(config, cache.as_ref())));
     let db = DB::open_cf_descriptors(&opts, path, cfs)?;
-    let meta = db.cf_handle(CF_META).ok_or_else(|| StoreError::MissingColumnFamily {
-        path: path.display().to_string(),
+    let meta = db.cf_handle(CF_META).ok_or_else(|| OpenError::MissingColumnFamily {
+        path: path.to_path_buf(),
         name: CF_META,
     })?;
-    if exists {
-        let v = db.get_cf(meta, META_SCHEMA)?.ok_or_else(|| {
-            StoreError::CorruptMeta("no schema version; not an Arbor database".into())
-        })?;
-        let found =
-            u32::from_be_bytes(v.as_slice().try_into().map_err(|_| {
-                StoreError::CorruptMeta(format!("schema record of {} bytes", v.len()))
-            })?);
-        if found != SCHEMA_VERSION {
-            return Err(StoreError::SchemaMismatch { found, expected: SCHEMA_VERSION });
+    match db.get_cf(meta, META_SCHEMA)? {
+        Some(v) => {
+            let bytes: [u8; 4] = v
+                .as_slice()
+                .try_into()
+                .map_err(|_| Corruption::SchemaRecord { len: v.len() })?;
+            let found = u32::from_be_bytes(bytes);
+            if found != SCHEMA_VERSION {
+                return Err(OpenError::SchemaMismatch { found, expected: SCHEMA_VERSION });
+            }
         }
-    } else {
-        db.put_cf(meta, META_SCHEMA, SCHEMA_VERSION.to_be_bytes())?;
-        db.put_cf(meta, META_HEAD, encode_head(0, &trie::EMPTY_ROOT))?;
-        db.flush_wal(true)?;
+        None if every_family_empty(&db)? => {
+            let mut batch = WriteBatch::default();
+            batch.put_cf(meta, META_SCHEMA, SCHEMA_VERSION.to_be_bytes());
+            batch.put_cf(meta, META_HEAD, encode_head(0, &trie::EMPTY_ROOT));
+            let mut sync = WriteOptions::default();
+            sync.set_sync(true);
+            db.write_opt(batch, &sync)?;
+        }
+        None => return Err(OpenError::NotArbor { path: path.to_path_buf() }),
     }
     Ok(db)
 }
 
+/// True when the database at `path`, which lacks some of Arbor's column families, is an
+/// interrupted creation: only RocksDB's `default` family and Arbor's own exist, and all of
+/// them are empty. Checked read-only, so that a foreign database is never modified.
+fn unborn(path: &Path, present: &[String]) -> Result<bool, OpenError> {
+    let ours = |name: &String| name == "default" || COLUMN_FAMILIES.contains(&name.as_str());
+    if !present.iter().all(ours) {
+        return Ok(false);
+    }
+    let db = DB::open_cf_for_read_only(&Options::default(), path, present, false)?;
+    Ok(every_family_empty(&db)?)
+}
+
+/// True when no column family of `db` (Arbor's and `default`) holds a key.
+fn every_family_empty(db: &DB) -> Result<bool, rocksdb::Error> {
+    let mut empty = db.iterator(IteratorMode::Start).next().transpose()?.is_none();
+    for name in COLUMN_FAMILIES {
+        if let Some(h) = db.cf_handle(name) {
+            empty &= db.iterator_cf(h, IteratorMode::Start).next().transpose()?.is_none();
+        }
+    }
+    Ok(empty)
+}
+
+/// The RocksDB options the store opens its database with (table format, block cache,
+/// bloom filters, files, memtables and their shared budget, WAL, compression), for a
+/// comparison database that should run on the same settings as the store.
+pub fn rocksdb_options(config: &StoreConfig) -> Options {
+    let mut o = base_options(config, block_cache(config).as_ref());
+    o.set_write_buffer_manager(&memtable_manager(config));
+    o
+}
+
 /// Makes writes fail on command (tests of the failure path).
 #[derive(Debug, Default)]
+#[cfg_attr(not(feature = "test-hooks"), allow(unreachable_pub, dead_code))]
 pub struct FaultInjector {
     /// Fail the write of this block number and later ones (0 = never).
     fail_from: AtomicU64,
 }
 
+#[cfg_attr(not(feature = "test-hooks"), allow(unreachable_pub, dead_code))]
 impl FaultInjector {
     /// Make every write of block `number` or later fail.
     pub fn fail_writes_from(&self, number: u64) {
@@ -134,10 +174,7 @@ impl FaultInjector {
     pub(crate) fn check(&self, number: u64) -> Result<(), StoreError> {
         let from = self.fail_from.load(Ordering::SeqCst);
         if from != 0 && number >= from {
-            return Err(StoreError::Io {
-                context: format!("injected write failure at block {number}"),
-                source: std::io::Error::other("injected"),
-            });
+            return Err(StoreError::Injected { number });
         }
         Ok(())
     }

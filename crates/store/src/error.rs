@@ -1,19 +1,255 @@
-//! Store errors: one enum, messages a person can act on.
+//! Store errors, one enum per operation family: [`OpenError`] (opening a database),
+//! [`CommitError`], [`RevertError`], [`BulkError`] (bulk loads), [`HistoryError`]
+//! (decoding a reverse diff), and [`StoreError`], what every operation can meet below
+//! them (RocksDB, corruption, poisoning). Records that contradict themselves are a typed
+//! [`Corruption`]; sources are carried, never flattened into strings.
 
-/// Why a store operation failed.
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use trie::{TrieError, TrieId, H256};
+
+/// A nibble path as people read it (`0x` and one hex digit per nibble; `root` if empty).
+fn path_text(path: &[u8]) -> String {
+    if path.is_empty() {
+        return "root".to_owned();
+    }
+    let digits: String =
+        path.iter().map(|n| char::from_digit(u32::from(*n), 16).unwrap_or('?')).collect();
+    format!("0x{digits}")
+}
+
+/// Something on disk that contradicts the store's own invariants.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Corruption {
+    /// The `head` record is missing.
+    #[error("the head record is missing")]
+    NoHead,
+    /// The `head` record has the wrong size.
+    #[error("head record of {len} bytes (expected 40)")]
+    HeadRecord {
+        /// Its size.
+        len: usize,
+    },
+    /// The head block number has no successor (a corrupted head record).
+    #[error("head block number {number} leaves no room for another block")]
+    HeadNumber {
+        /// The stored number.
+        number: u64,
+    },
+    /// The `schema` record has the wrong size.
+    #[error("schema record of {len} bytes (expected 4)")]
+    SchemaRecord {
+        /// Its size.
+        len: usize,
+    },
+    /// A non-main trie's root record has the wrong size.
+    #[error("root record of {trie:?} holds {len} bytes (expected 32)")]
+    RootRecord {
+        /// The trie.
+        trie: TrieId,
+        /// Its size.
+        len: usize,
+    },
+    /// A root record's key names no trie.
+    #[error("root record key 0x{} names no trie", hex::encode(.key))]
+    RootKey {
+        /// The key.
+        key: Vec<u8>,
+    },
+    /// A `flat` key names no trie.
+    #[error("flat key 0x{} names no trie", hex::encode(.key))]
+    FlatKey {
+        /// The key.
+        key: Vec<u8>,
+    },
+    /// The cache-counter record has the wrong size.
+    #[error("cache totals record of {len} bytes (expected {expected})")]
+    CacheTotals {
+        /// Its size.
+        len: usize,
+        /// The expected size.
+        expected: usize,
+    },
+    /// The bulk-load marker is not a UTF-8 label.
+    #[error("bulk-load marker of {len} bytes is not a UTF-8 label")]
+    BulkMarker {
+        /// Its size.
+        len: usize,
+    },
+    /// A stored node does not carry the hash its parent refers to.
+    #[error("node at path {} of {trie:?} does not match its parent's hash {expected}", path_text(.path))]
+    NodeHash {
+        /// The trie.
+        trie: TrieId,
+        /// The node's nibble path.
+        path: Vec<u8>,
+        /// The parent's reference.
+        expected: H256,
+    },
+    /// A trie walk over stored nodes failed (a missing or malformed node).
+    #[error("trie {trie:?}: {source}")]
+    Trie {
+        /// The trie.
+        trie: TrieId,
+        /// What the trie found.
+        source: TrieError,
+    },
+    /// `flat` yielded keys out of order during a rebuild.
+    #[error("flat state of {trie:?} is out of key order: {source}")]
+    FlatOrder {
+        /// The trie.
+        trie: TrieId,
+        /// The builder's complaint.
+        source: trie::BuildError,
+    },
+    /// A reverse diff does not decode.
+    #[error("history record of block {number}: {source}")]
+    History {
+        /// The block.
+        number: u64,
+        /// What is wrong with it.
+        source: HistoryError,
+    },
+    /// A reverse diff lacks the head record every diff holds.
+    #[error("history record of block {number} has no head record")]
+    HistoryHead {
+        /// The block.
+        number: u64,
+    },
+    /// Applying a reverse diff does not give the roots it promises.
+    #[error(
+        "reverting block {number}: restoring {trie:?} gives root {computed}, the diff restores {expected}"
+    )]
+    RevertRoot {
+        /// The block.
+        number: u64,
+        /// The trie.
+        trie: TrieId,
+        /// Root of the restored values.
+        computed: H256,
+        /// Root the diff records.
+        expected: H256,
+    },
+}
+
+/// Why a store operation failed below its own rules: I/O, corruption, or an earlier
+/// write failure.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
     /// RocksDB reported an error.
     #[error("rocksdb: {0}")]
     Rocks(#[from] rocksdb::Error),
+    /// What the database holds is inconsistent.
+    #[error("corrupt store: {0}")]
+    Corrupt(#[source] Box<Corruption>),
+    /// A write failed earlier; the store refuses writes until it is reopened. What is on
+    /// disk is the last block written before it, whole.
+    #[error("store is poisoned: writing block {number} failed ({source}); reopen the database")]
+    Poisoned {
+        /// The block whose write failed.
+        number: u64,
+        /// Why.
+        source: Arc<StoreError>,
+    },
+    /// A write failed because a test asked it to ([`crate::StateDb`]'s fault injector).
+    #[error("injected write failure at block {number}")]
+    Injected {
+        /// The block whose write failed.
+        number: u64,
+    },
+    /// A column family the open database should have is not there.
+    #[error("column family {name:?} is missing from the open database")]
+    MissingColumnFamily {
+        /// The family.
+        name: &'static str,
+    },
+    /// The writer thread is gone (it panicked).
+    #[error("the store's writer thread has stopped")]
+    WriterStopped,
+    /// A key longer than the layout allows.
+    #[error("key of {len} bytes exceeds the {max}-byte limit")]
+    KeyTooLong {
+        /// Key length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The database holds an interrupted bulk load: its state is partial.
+    #[error(
+        "the database holds an unfinished bulk load ({label}): its state is partial; \
+         run the same load again to finish it, or start from a new directory"
+    )]
+    UnfinishedBulkLoad {
+        /// What was being loaded (the label given to [`crate::StateDb::begin_bulk_load`]).
+        label: String,
+    },
+    /// A trie operation over the store failed; a store failure inside it is its source.
+    #[error("trie: {0}")]
+    Trie(#[source] Box<TrieError>),
+}
+
+impl StoreError {
+    /// The corruption this error reports, if it is one.
+    pub fn corruption(&self) -> Option<&Corruption> {
+        match self {
+            StoreError::Corrupt(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+impl From<Corruption> for StoreError {
+    fn from(e: Corruption) -> Self {
+        StoreError::Corrupt(Box::new(e))
+    }
+}
+
+impl From<TrieError> for StoreError {
+    fn from(e: TrieError) -> Self {
+        StoreError::Trie(Box::new(e))
+    }
+}
+
+impl From<StoreError> for trie::SourceError {
+    fn from(e: StoreError) -> Self {
+        trie::SourceError::new(e)
+    }
+}
+
+/// Why [`crate::StateDb::open`] failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// The configuration is invalid.
+    #[error("config: {0}")]
+    Config(#[from] crate::config::ConfigError),
+    /// The directory could not be created.
+    #[error("cannot create {}: {source}", path.display())]
+    CreateDir {
+        /// The directory.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// RocksDB refused to open the database.
+    #[error("rocksdb: {0}")]
+    Rocks(#[from] rocksdb::Error),
     /// A column family the schema needs is missing.
-    #[error("database at {path} lacks column family {name:?}; it was not created by Arbor or is damaged")]
+    #[error("database at {} lacks column family {name:?}; it was not created by Arbor or is damaged", path.display())]
     MissingColumnFamily {
         /// Database directory.
-        path: String,
+        path: PathBuf,
         /// The missing family.
         name: &'static str,
+    },
+    /// The directory holds a RocksDB database with data but no Arbor schema record.
+    #[error("database at {} has no schema version record; it is not an Arbor database", path.display())]
+    NotArbor {
+        /// Database directory.
+        path: PathBuf,
     },
     /// The database has another schema version.
     #[error("database schema version {found}, this build reads version {expected}; use a matching arbor build")]
@@ -23,60 +259,162 @@ pub enum StoreError {
         /// Version this build supports.
         expected: u32,
     },
-    /// The meta column holds something unreadable.
-    #[error("corrupt meta record: {0}")]
-    CorruptMeta(String),
-    /// A reverse diff does not decode.
-    #[error("corrupt history record for block {number}: {reason}")]
-    CorruptHistory {
-        /// Block whose record is bad.
-        number: u64,
-        /// What is wrong.
-        reason: String,
-    },
-    /// A stored node is inconsistent with its parent's reference.
+    /// A bookkeeping record is unreadable.
     #[error("corrupt store: {0}")]
-    Corrupt(String),
-    /// A write failed earlier; the store refuses writes until reopened.
-    #[error("store is poisoned by an earlier write failure ({0}); reopen the database")]
-    Poisoned(String),
-    /// A key longer than the layout allows.
-    #[error("key of {len} bytes exceeds the {max}-byte limit")]
+    Corrupt(#[source] Box<Corruption>),
+    /// The background writer thread could not be started.
+    #[error("cannot start the writer thread: {0}")]
+    SpawnWriter(#[source] std::io::Error),
+}
+
+impl OpenError {
+    /// The corruption this error reports, if it is one.
+    pub fn corruption(&self) -> Option<&Corruption> {
+        match self {
+            OpenError::Corrupt(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+impl From<Corruption> for OpenError {
+    fn from(e: Corruption) -> Self {
+        OpenError::Corrupt(Box::new(e))
+    }
+}
+
+/// Why [`crate::StateDb::commit`] refused or failed a block. Nothing of the block is
+/// visible after an error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CommitError {
+    /// A key of the block is longer than the layout allows.
+    #[error("key of {len} bytes in {trie:?} exceeds the {max}-byte limit")]
     KeyTooLong {
+        /// The key's trie.
+        trie: TrieId,
         /// Key length.
         len: usize,
         /// The limit.
         max: usize,
     },
-    /// Reverting past the available history.
-    #[error("cannot revert block {number}: {reason}")]
-    Revert {
-        /// The block.
-        number: u64,
-        /// Why.
-        reason: String,
-    },
-    /// An operation that needs an empty database.
-    #[error("database is not empty (head block {0}); bulk loads need a fresh database")]
-    NotEmpty(u64),
-    /// Trie-level failure (missing node etc.).
-    #[error("trie: {0}")]
-    Trie(#[from] trie::TrieError),
-    /// Bad configuration.
-    #[error("config: {0}")]
-    Config(#[from] crate::config::ConfigError),
-    /// Filesystem error.
-    #[error("{context}: {source}")]
-    Io {
-        /// What was being done.
-        context: String,
-        /// The error.
-        source: std::io::Error,
-    },
+    /// The store failed (I/O, corruption, poisoned, unfinished bulk load).
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
-impl From<StoreError> for trie::SourceError {
-    fn from(e: StoreError) -> Self {
-        trie::SourceError(e.to_string())
+/// Why [`crate::StateDb::revert`] refused or failed. A refused revert writes nothing; a
+/// failed one leaves the store at a whole block (each reverted block is one batch).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RevertError {
+    /// More blocks than there are above genesis.
+    #[error("cannot revert {requested} blocks: the head is block {head}")]
+    TooFar {
+        /// Blocks asked for.
+        requested: u64,
+        /// The head block.
+        head: u64,
+    },
+    /// A block's reverse diff is no longer kept.
+    #[error("cannot revert block {number}: its history was pruned (raise layers.history_depth)")]
+    Pruned {
+        /// The block.
+        number: u64,
+    },
+    /// The store failed (I/O, corruption, poisoned, unfinished bulk load).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Why a bulk load was refused or failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BulkError {
+    /// Bulk loads write into an empty database only.
+    #[error("database is not empty (head block {head}); bulk loads need a new database")]
+    NotEmpty {
+        /// The head block.
+        head: u64,
+    },
+    /// The database holds an unfinished bulk load of something else.
+    #[error(
+        "the database holds an unfinished bulk load of {found}, not {requested}; \
+         finish that load or start from a new directory"
+    )]
+    OtherUnfinished {
+        /// The label on disk.
+        found: String,
+        /// The label asked for.
+        requested: String,
+    },
+    /// The label is longer than the marker allows.
+    #[error("bulk-load label of {len} bytes exceeds the {max}-byte limit")]
+    LabelTooLong {
+        /// Its length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Why a reverse diff does not decode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HistoryError {
+    /// An unknown format version.
+    #[error("unknown reverse-diff version {0}")]
+    Version(u8),
+    /// The input ends inside a field.
+    #[error("truncated: need {need} bytes at offset {offset}, have {have}")]
+    Truncated {
+        /// Bytes the field needs.
+        need: usize,
+        /// Where it starts.
+        offset: usize,
+        /// Bytes left.
+        have: usize,
+    },
+    /// More entries than the input could hold.
+    #[error("entry count {count} exceeds what {bytes} bytes can hold")]
+    Count {
+        /// The claimed count.
+        count: usize,
+        /// The input size.
+        bytes: usize,
+    },
+    /// An unknown column tag.
+    #[error("unknown column tag {0}")]
+    Column(u8),
+    /// A presence flag other than 0 or 1.
+    #[error("bad presence flag {0}")]
+    Presence(u8),
+    /// Bytes after the last entry.
+    #[error("{0} trailing bytes")]
+    Trailing(usize),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_are_small() {
+        // Results of these errors are returned on hot paths (every read).
+        assert!(std::mem::size_of::<StoreError>() <= 40, "{}", std::mem::size_of::<StoreError>());
+        assert!(std::mem::size_of::<BulkError>() <= 64, "{}", std::mem::size_of::<BulkError>());
+    }
+
+    #[test]
+    fn store_errors_travel_through_the_trie_as_their_type() {
+        let e = StoreError::KeyTooLong { len: 200, max: 127 };
+        let source: trie::SourceError = e.into();
+        let back = source.downcast_ref::<StoreError>();
+        assert!(matches!(back, Some(StoreError::KeyTooLong { len: 200, .. })), "{back:?}");
+        assert_eq!(path_text(&[0xa, 0x1]), "0xa1");
+        assert_eq!(path_text(&[]), "root");
     }
 }

@@ -5,10 +5,14 @@
 //! `column tag (u8) ‖ key length (u32 BE) ‖ key ‖ present (u8: 0 or 1) ‖ [value length
 //! (u32 BE) ‖ value]`. The decoder checks every length against the bytes present.
 
+// Public for the `test-hooks` re-export only.
+#![cfg_attr(not(feature = "test-hooks"), allow(unreachable_pub))]
+
+use crate::error::HistoryError;
 use crate::keys::Column;
 
 /// Format version of reverse diffs.
-pub const HISTORY_VERSION: u8 = 1;
+pub(crate) const HISTORY_VERSION: u8 = 1;
 
 /// One restored value: `None` means the key did not exist before the block.
 pub type ReverseEntry = (Column, Vec<u8>, Option<Vec<u8>>);
@@ -28,16 +32,6 @@ impl ReverseDiff {
     /// Record that `key` in `column` held `old` before the block.
     pub fn record(&mut self, column: Column, key: Vec<u8>, old: Option<Vec<u8>>) {
         self.entries.push((column, key, old));
-    }
-
-    /// Number of entries.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// True when empty.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 
     /// Serialize.
@@ -67,21 +61,21 @@ impl ReverseDiff {
     }
 
     /// Parse; the error says what is wrong.
-    pub fn decode(bytes: &[u8]) -> Result<Vec<ReverseEntry>, String> {
+    pub fn decode(bytes: &[u8]) -> Result<Vec<ReverseEntry>, HistoryError> {
         let mut r = Reader { bytes, pos: 0 };
         let version = r.u8()?;
         if version != HISTORY_VERSION {
-            return Err(format!("unknown reverse-diff version {version}"));
+            return Err(HistoryError::Version(version));
         }
         let count = r.u32()? as usize;
         // Each entry needs at least 6 bytes: refuse counts the input cannot hold.
         if count > bytes.len() / 6 {
-            return Err(format!("entry count {count} exceeds what {} bytes can hold", bytes.len()));
+            return Err(HistoryError::Count { count, bytes: bytes.len() });
         }
         let mut out = Vec::with_capacity(count);
         for _ in 0..count {
             let tag = r.u8()?;
-            let col = Column::from_tag(tag).ok_or_else(|| format!("unknown column tag {tag}"))?;
+            let col = Column::from_tag(tag).ok_or(HistoryError::Column(tag))?;
             let klen = r.u32()? as usize;
             let key = r.take(klen)?.to_vec();
             let old = match r.u8()? {
@@ -90,12 +84,12 @@ impl ReverseDiff {
                     let vlen = r.u32()? as usize;
                     Some(r.take(vlen)?.to_vec())
                 }
-                t => return Err(format!("bad presence flag {t}")),
+                t => return Err(HistoryError::Presence(t)),
             };
             out.push((col, key, old));
         }
         if r.pos != bytes.len() {
-            return Err(format!("{} trailing bytes", bytes.len() - r.pos));
+            return Err(HistoryError::Trailing(bytes.len() - r.pos));
         }
         Ok(out)
     }
@@ -107,25 +101,22 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len()).ok_or_else(|| {
-            format!(
-                "truncated: need {n} bytes at offset {}, have {}",
-                self.pos,
-                self.bytes.len() - self.pos
-            )
-        })?;
+    fn take(&mut self, n: usize) -> Result<&'a [u8], HistoryError> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len()).ok_or(
+            HistoryError::Truncated { need: n, offset: self.pos, have: self.bytes.len() - self.pos },
+        )?;
         let s = &self.bytes[self.pos..end];
         self.pos = end;
         Ok(s)
     }
 
-    fn u8(&mut self) -> Result<u8, String> {
+    fn u8(&mut self) -> Result<u8, HistoryError> {
         Ok(self.take(1)?[0])
     }
 
-    fn u32(&mut self) -> Result<u32, String> {
-        Ok(u32::from_be_bytes(self.take(4)?.try_into().expect("4 bytes")))
+    fn u32(&mut self) -> Result<u32, HistoryError> {
+        let b = self.take(4)?;
+        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
 }
 

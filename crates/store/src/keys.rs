@@ -3,31 +3,34 @@
 
 use trie::{TrieId, H256};
 
-use crate::error::StoreError;
+use crate::error::{Corruption, StoreError};
 
 /// Column family of the latest flat state: `trie prefix ‖ key → value`.
-pub const CF_FLAT: &str = "flat";
+pub(crate) const CF_FLAT: &str = "flat";
 /// Column family of branch and extension nodes: `trie prefix ‖ packed path ‖ nibble count → hash ‖ encoding`.
-pub const CF_NODES: &str = "nodes";
+pub(crate) const CF_NODES: &str = "nodes";
 /// Column family of per-block reverse diffs: `block number (u64 BE) → reverse diff`.
-pub const CF_HISTORY: &str = "history";
+pub(crate) const CF_HISTORY: &str = "history";
 /// Column family of bookkeeping: schema version, head, per-trie roots.
-pub const CF_META: &str = "meta";
+pub(crate) const CF_META: &str = "meta";
 /// Every column family the store needs.
-pub const COLUMN_FAMILIES: [&str; 4] = [CF_FLAT, CF_NODES, CF_HISTORY, CF_META];
+pub(crate) const COLUMN_FAMILIES: [&str; 4] = [CF_FLAT, CF_NODES, CF_HISTORY, CF_META];
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 /// Meta key of the schema version (`u32` BE).
-pub const META_SCHEMA: &[u8] = b"schema";
+pub(crate) const META_SCHEMA: &[u8] = b"schema";
 /// Meta key of the head: `number (u64 BE) ‖ root (32 bytes)`.
-pub const META_HEAD: &[u8] = b"head";
+pub(crate) const META_HEAD: &[u8] = b"head";
 /// Meta key prefix of a non-main trie's root: `b"root" ‖ trie prefix → root`.
-pub const META_ROOT: &[u8] = b"root";
+pub(crate) const META_ROOT: &[u8] = b"root";
+/// Meta key of the bulk-load marker: present (holding the load's UTF-8 label) from before
+/// a bulk load's first write until the batch that sets its head (see `bulk.rs`).
+pub(crate) const META_BULK: &[u8] = b"bulk_load";
 /// Meta key of the cache counters summed over every closed session
 /// ([`crate::cache::CacheTotals`], six `u64` BE).
-pub const META_CACHE_TOTALS: &[u8] = b"cache_totals";
+pub(crate) const META_CACHE_TOTALS: &[u8] = b"cache_totals";
 
 /// Longest key a trie may hold (its node paths must fit the one-byte nibble count).
 pub const KEY_BYTES_MAX: usize = 127;
@@ -35,6 +38,7 @@ pub const KEY_BYTES_MAX: usize = 127;
 /// The column a reverse-diff entry belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
+#[cfg_attr(not(feature = "test-hooks"), allow(unreachable_pub))]
 pub enum Column {
     /// `flat`.
     Flat = 0,
@@ -46,7 +50,7 @@ pub enum Column {
 
 impl Column {
     /// Decode the tag byte.
-    pub fn from_tag(tag: u8) -> Option<Column> {
+    pub(crate) fn from_tag(tag: u8) -> Option<Column> {
         match tag {
             0 => Some(Column::Flat),
             1 => Some(Column::Nodes),
@@ -56,7 +60,7 @@ impl Column {
     }
 
     /// The column family name.
-    pub fn cf(self) -> &'static str {
+    pub(crate) fn cf(self) -> &'static str {
         match self {
             Column::Flat => CF_FLAT,
             Column::Nodes => CF_NODES,
@@ -66,7 +70,7 @@ impl Column {
 }
 
 /// `trie prefix ‖ key`.
-pub fn flat_key(trie: &TrieId, key: &[u8]) -> Result<Vec<u8>, StoreError> {
+pub(crate) fn flat_key(trie: &TrieId, key: &[u8]) -> Result<Vec<u8>, StoreError> {
     if key.len() > KEY_BYTES_MAX {
         return Err(StoreError::KeyTooLong { len: key.len(), max: KEY_BYTES_MAX });
     }
@@ -77,12 +81,12 @@ pub fn flat_key(trie: &TrieId, key: &[u8]) -> Result<Vec<u8>, StoreError> {
 }
 
 /// The trie whose whole prefix `bytes` is (`0x00`, or `0x01 ‖ account key`).
-pub fn split_trie_prefix(bytes: &[u8]) -> Option<TrieId> {
+pub(crate) fn split_trie_prefix(bytes: &[u8]) -> Option<TrieId> {
     TrieId::split(bytes).filter(|(_, rest)| rest.is_empty()).map(|(trie, _)| trie)
 }
 
 /// `trie prefix ‖ packed nibbles (odd paths padded with a zero nibble) ‖ nibble count`.
-pub fn node_key(trie: &TrieId, path: &[u8]) -> Vec<u8> {
+pub(crate) fn node_key(trie: &TrieId, path: &[u8]) -> Vec<u8> {
     assert!(path.len() <= 2 * KEY_BYTES_MAX, "node path of {} nibbles", path.len());
     let mut k = Vec::with_capacity(trie.prefix_len() + path.len() / 2 + 2);
     trie.write_prefix(&mut k);
@@ -94,7 +98,7 @@ pub fn node_key(trie: &TrieId, path: &[u8]) -> Vec<u8> {
 }
 
 /// The flat-key range `[lo, hi]` holding every key of `trie` whose nibbles start with `path`.
-pub fn flat_range_for_path(trie: &TrieId, path: &[u8]) -> (Vec<u8>, Vec<u8>) {
+pub(crate) fn flat_range_for_path(trie: &TrieId, path: &[u8]) -> (Vec<u8>, Vec<u8>) {
     let mut lo = trie.prefix();
     for pair in path.chunks(2) {
         lo.push((pair[0] << 4) | pair.get(1).copied().unwrap_or(0));
@@ -110,39 +114,42 @@ pub fn flat_range_for_path(trie: &TrieId, path: &[u8]) -> (Vec<u8>, Vec<u8>) {
 }
 
 /// `block number` as a history key.
-pub fn history_key(number: u64) -> [u8; 8] {
+pub(crate) fn history_key(number: u64) -> [u8; 8] {
     number.to_be_bytes()
 }
 
 /// Meta key of a non-main trie's root.
-pub fn root_key(trie: &TrieId) -> Vec<u8> {
+pub(crate) fn root_key(trie: &TrieId) -> Vec<u8> {
     let mut k = META_ROOT.to_vec();
     trie.write_prefix(&mut k);
     k
 }
 
 /// Encode the head record.
-pub fn encode_head(number: u64, root: &H256) -> Vec<u8> {
+pub(crate) fn encode_head(number: u64, root: &H256) -> Vec<u8> {
     let mut v = number.to_be_bytes().to_vec();
     v.extend_from_slice(&root.0);
     v
 }
 
 /// Decode the head record.
-pub fn decode_head(bytes: &[u8]) -> Result<(u64, H256), StoreError> {
+pub(crate) fn decode_head(bytes: &[u8]) -> Result<(u64, H256), Corruption> {
+    let bad = || Corruption::HeadRecord { len: bytes.len() };
     if bytes.len() != 40 {
-        return Err(StoreError::CorruptMeta(format!(
-            "head record of {} bytes (expected 40)",
-            bytes.len()
-        )));
+        return Err(bad());
     }
-    let number = u64::from_be_bytes(bytes[..8].try_into().expect("8 bytes"));
-    let root = H256::from_slice(&bytes[8..]).expect("32 bytes");
+    let number = u64::from_be_bytes(bytes[..8].try_into().map_err(|_| bad())?);
+    let root = H256::from_slice(&bytes[8..]).ok_or_else(bad)?;
     Ok((number, root))
 }
 
+/// Decode a non-main trie's root record.
+pub(crate) fn decode_root(trie: &TrieId, bytes: &[u8]) -> Result<H256, Corruption> {
+    H256::from_slice(bytes).ok_or(Corruption::RootRecord { trie: *trie, len: bytes.len() })
+}
+
 /// Node value: `hash ‖ encoding`.
-pub fn encode_node_value(hash: &H256, encoding: &[u8]) -> Vec<u8> {
+pub(crate) fn encode_node_value(hash: &H256, encoding: &[u8]) -> Vec<u8> {
     let mut v = Vec::with_capacity(32 + encoding.len());
     v.extend_from_slice(&hash.0);
     v.extend_from_slice(encoding);

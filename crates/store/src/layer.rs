@@ -10,27 +10,27 @@ use std::collections::BTreeMap;
 use trie::H256;
 
 /// Changes of one column: key → new value (`None` = delete).
-pub type ChangeMap = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
+pub(crate) type ChangeMap = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
 
 /// One block's changes, waiting to be persisted.
 #[derive(Debug, Default)]
-pub struct Layer {
+pub(crate) struct Layer {
     /// Block number.
-    pub number: u64,
+    pub(crate) number: u64,
     /// State root after the block.
-    pub root: H256,
+    pub(crate) root: H256,
     /// `flat` changes.
-    pub flat: ChangeMap,
+    pub(crate) flat: ChangeMap,
     /// `nodes` changes.
-    pub nodes: ChangeMap,
+    pub(crate) nodes: ChangeMap,
     /// `meta` changes (head, per-trie roots).
-    pub meta: ChangeMap,
+    pub(crate) meta: ChangeMap,
     /// The encoded reverse diff, stored under the block number.
-    pub history: Vec<u8>,
+    pub(crate) history: Vec<u8>,
     /// A history entry old enough to prune in the same batch.
-    pub prune: Option<u64>,
+    pub(crate) prune: Option<u64>,
     /// Approximate heap bytes held (keys + values + history).
-    pub bytes: u64,
+    pub(crate) bytes: u64,
 }
 
 fn map_bytes(m: &ChangeMap) -> u64 {
@@ -39,7 +39,7 @@ fn map_bytes(m: &ChangeMap) -> u64 {
 
 impl Layer {
     /// Recompute [`Layer::bytes`].
-    pub fn measure(&mut self) {
+    pub(crate) fn measure(&mut self) {
         self.bytes = map_bytes(&self.flat)
             + map_bytes(&self.nodes)
             + map_bytes(&self.meta)

@@ -2,34 +2,58 @@
 //!
 //! - Column families `flat` (latest values), `nodes` (path-keyed branch and extension
 //!   nodes stored with their hash; leaves are rebuilt from `flat`), `history` (per-block
-//!   reverse diffs) and `meta` (schema, head, per-trie roots). Byte layout:
-//!   `docs/design.md`.
+//!   reverse diffs) and `meta` (schema, head, per-trie roots, the bulk-load marker). Byte
+//!   layout, the read order through caches, layers and RocksDB, and the commit path:
+//!   `docs/design.md`, "Store".
 //! - [`StateDb::commit`] applies a block through the mutable trie (only dirty paths are
 //!   hashed), turns it into an in-memory diff layer and returns; a background writer
 //!   persists layers in order, one atomic batch per block, with bounded unpersisted bytes.
-//! - Reads go layers → byte-bounded caches (which never admit fresh writes) → RocksDB.
-//! - [`StateDb::revert`] undoes blocks from reverse diffs; `verify` and bulk loads rebuild
-//!   roots bottom-up from `flat` in parallel.
+//! - [`StateDb::revert`] undoes blocks from reverse diffs; [`StateDb::verify`] and bulk
+//!   loads ([`StateDb::begin_bulk_load`], crash-safe) rebuild roots bottom-up from `flat`
+//!   in parallel.
+//!
+//! Errors come in one enum per operation family ([`OpenError`], [`CommitError`],
+//! [`RevertError`], [`BulkError`]) over [`StoreError`] and its typed [`Corruption`].
+//!
+//! The feature `test-hooks` exposes what tests and fuzzers need and users do not: the
+//! write-fault injector (`StateDb::faults`) and the reverse-diff codec.
 
 #![forbid(unsafe_code)]
 
-pub mod bulk;
-pub mod cache;
-pub mod config;
-pub mod db;
-pub mod error;
-pub mod history;
-pub mod keys;
-pub mod layer;
-pub mod rebuild;
-pub mod state;
+mod bulk;
+mod cache;
+mod config;
+mod db;
+mod error;
+mod history;
+mod keys;
+mod layer;
+mod rebuild;
+mod state;
 mod view;
 
-pub use bulk::VerifyReport;
-pub use config::StoreConfig;
-pub use error::StoreError;
+pub use bulk::{BulkLoad, BulkSummary, TrieMismatch, VerifyReport, BULK_LABEL_BYTES_MAX};
+pub use cache::{CacheStats, CacheTotals};
+pub use config::{
+    CacheConfig, Compression, ConfigError, LayerConfig, RocksConfig, StoreConfig,
+    DEFAULT_CONFIG_TOML,
+};
+pub use db::rocksdb_options;
+pub use error::{
+    BulkError, CommitError, Corruption, HistoryError, OpenError, RevertError, StoreError,
+};
+pub use keys::KEY_BYTES_MAX;
 pub use state::{ChangeSet, CommitInfo, CommitTimings, StateDb, StoreStats};
 pub use view::StoreSource;
+
+/// What tests and fuzz targets reach inside the store (feature `test-hooks`); not a
+/// stable interface.
+#[cfg(feature = "test-hooks")]
+pub mod test_hooks {
+    pub use crate::db::FaultInjector;
+    pub use crate::history::{ReverseDiff, ReverseEntry};
+    pub use crate::keys::Column;
+}
 
 impl trie::StateReader for StateDb {
     type Error = StoreError;

@@ -8,7 +8,7 @@ use rocksdb::{Direction, IteratorMode, ReadOptions, WriteBatch, DB};
 use trie::builder::EmittedKind;
 use trie::{ChildRef, EthLayout, Layout, NibbleSlice, NodeSink, RootBuilder, TrieId, H256};
 
-use crate::error::StoreError;
+use crate::error::{Corruption, StoreError};
 use crate::keys::{
     encode_node_value, flat_range_for_path, node_key, CF_FLAT, CF_NODES, KEY_BYTES_MAX,
 };
@@ -76,13 +76,13 @@ impl NodeSink for NodeWriter<'_> {
 
 /// Result of a rebuild.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rebuilt {
+pub(crate) struct Rebuilt {
     /// The recomputed root.
-    pub root: H256,
+    pub(crate) root: H256,
     /// Leaves scanned.
-    pub leaves: u64,
+    pub(crate) leaves: u64,
     /// Branch/extension nodes (stored by hash, or the root) emitted.
-    pub nodes: u64,
+    pub(crate) nodes: u64,
 }
 
 /// One `flat` entry as RocksDB's iterator yields it.
@@ -103,12 +103,13 @@ fn scan<'a>(
 fn feed<S: NodeSink>(
     b: &mut RootBuilder<EthLayout, S>,
     iter: impl Iterator<Item = Result<(Box<[u8]>, Box<[u8]>), rocksdb::Error>>,
-    prefix_len: usize,
+    trie: &TrieId,
 ) -> Result<(), StoreError> {
+    let prefix_len = trie.prefix_len();
     for item in iter {
         let (k, v) = item?;
         b.add(&k[prefix_len..], &v)
-            .map_err(|e| StoreError::Corrupt(format!("flat state out of order: {e}")))?;
+            .map_err(|source| Corruption::FlatOrder { trie: *trie, source })?;
     }
     Ok(())
 }
@@ -122,7 +123,6 @@ pub(crate) fn rebuild(db: &DB, trie: &TrieId, write: bool) -> Result<Rebuilt, St
         hi.extend(std::iter::repeat_n(0xff, KEY_BYTES_MAX + 2));
         db.delete_range_cf(cf(db, CF_NODES)?, &lo[..trie.prefix_len()], &hi)?;
     }
-    let prefix_len = trie.prefix_len();
     // An empty key sorts before every first-nibble range: the split cannot apply.
     let has_empty_key = db.get_cf(cf(db, CF_FLAT)?, trie.prefix())?.is_some();
     let parts: Vec<Result<(ChildRef, u64, u64), StoreError>> = if has_empty_key {
@@ -142,7 +142,7 @@ pub(crate) fn rebuild(db: &DB, trie: &TrieId, write: bool) -> Result<Rebuilt, St
                         error: None,
                     },
                 );
-                feed(&mut b, scan(db, trie, &[n])?, prefix_len)?;
+                feed(&mut b, scan(db, trie, &[n])?, trie)?;
                 let leaves = b.leaves();
                 let (r, sink, _) = b.finish_ref();
                 Ok((r, leaves, sink.finish()?))
@@ -180,7 +180,7 @@ fn rebuild_serial(db: &DB, trie: &TrieId, write: bool) -> Result<Rebuilt, StoreE
     let w =
         NodeWriter { db, trie: *trie, write, batch: WriteBatch::default(), nodes: 0, error: None };
     let mut b = RootBuilder::<EthLayout, _>::with_sink(w);
-    feed(&mut b, scan(db, trie, &[])?, trie.prefix_len())?;
+    feed(&mut b, scan(db, trie, &[])?, trie)?;
     let leaves = b.leaves();
     let (root, sink, _) = b.finish_with();
     let nodes = sink.finish()?;

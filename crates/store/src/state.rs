@@ -26,12 +26,12 @@ use trie::{Trie, TrieId, TrieUpdates, EMPTY_ROOT, H256};
 use crate::cache::{ByteCache, CacheTotals};
 use crate::config::StoreConfig;
 use crate::db::{open_db, FaultInjector};
-use crate::error::StoreError;
+use crate::error::{CommitError, Corruption, OpenError, RevertError, StoreError};
 use crate::history::{ReverseDiff, ReverseEntry};
 use crate::keys::{
-    decode_head, encode_head, encode_node_value, flat_key, history_key, node_key, root_key,
-    split_trie_prefix, Column, CF_FLAT, CF_HISTORY, CF_META, CF_NODES, META_CACHE_TOTALS,
-    META_HEAD, META_ROOT,
+    decode_head, decode_root, encode_head, encode_node_value, flat_key, history_key, node_key,
+    root_key, split_trie_prefix, Column, CF_FLAT, CF_HISTORY, CF_META, CF_NODES, KEY_BYTES_MAX,
+    META_BULK, META_CACHE_TOTALS, META_HEAD, META_ROOT,
 };
 use crate::layer::{ChangeMap, Layer};
 use crate::view::{Reader, StoreSource};
@@ -67,14 +67,27 @@ pub struct CommitTimings {
     pub publish: Duration,
 }
 
+/// The first failed write.
+#[derive(Debug, Clone)]
+struct Poison {
+    number: u64,
+    error: Arc<StoreError>,
+}
+
+impl Poison {
+    fn poisoned(&self) -> StoreError {
+        StoreError::Poisoned { number: self.number, source: self.error.clone() }
+    }
+}
+
 #[derive(Debug, Default)]
 struct Progress {
     /// Bytes in layers not yet persisted.
     pending_bytes: u64,
     /// Highest block number persisted.
     persisted: u64,
-    /// Set when a write failed.
-    poisoned: Option<String>,
+    /// Set when a write failed: the block and the error.
+    poisoned: Option<Poison>,
 }
 
 struct Shared {
@@ -93,15 +106,22 @@ struct Shared {
 pub struct StateDb {
     shared: Arc<Shared>,
     head: (u64, H256),
+    /// The label of an unfinished bulk load (its marker is on disk; see `bulk.rs`).
+    pub(crate) bulk: Option<String>,
     tx: Option<SyncSender<Arc<Layer>>>,
     writer: Option<JoinHandle<()>>,
 }
 
 impl StateDb {
     /// Open (or create) the database at `path`.
-    pub fn open(path: &Path, config: StoreConfig) -> Result<StateDb, StoreError> {
+    ///
+    /// A database holding an unfinished bulk load opens (so that it can be inspected, and
+    /// the load finished); [`StateDb::unfinished_bulk_load`] names it, and reads, commits
+    /// and reverts refuse it with [`StoreError::UnfinishedBulkLoad`].
+    pub fn open(path: &Path, config: StoreConfig) -> Result<StateDb, OpenError> {
         let db = Arc::new(open_db(path, &config)?);
         let head = read_head(&db)?;
+        let bulk = read_bulk_marker(&db)?;
         let totals_at_open = read_cache_totals(&db)?;
         let reader = Reader {
             db: db.clone(),
@@ -127,8 +147,8 @@ impl StateDb {
         let writer = std::thread::Builder::new()
             .name("arbor-writer".into())
             .spawn(move || writer_loop(s, rx))
-            .map_err(|source| StoreError::Io { context: "spawn writer thread".into(), source })?;
-        Ok(StateDb { shared, head, tx: Some(tx), writer: Some(writer) })
+            .map_err(OpenError::SpawnWriter)?;
+        Ok(StateDb { shared, head, bulk, tx: Some(tx), writer: Some(writer) })
     }
 
     /// Head block number.
@@ -146,33 +166,55 @@ impl StateDb {
         &self.shared.config
     }
 
-    /// Fault injection for tests: make the next write fail.
+    /// Fault injection for tests: make writes fail from a given block on.
+    #[cfg(feature = "test-hooks")]
     pub fn faults(&self) -> &FaultInjector {
         &self.shared.faults
     }
 
-    /// Latest value of `key` in `trie` (diff layers → cache → `flat`; never walks a trie).
+    /// The label of the bulk load this database holds unfinished, if any: its state is
+    /// partial until the same load runs again to its end.
+    pub fn unfinished_bulk_load(&self) -> Option<&str> {
+        self.bulk.as_deref()
+    }
+
+    /// Refuse to serve partial state.
+    pub(crate) fn check_complete(&self) -> Result<(), StoreError> {
+        match &self.bulk {
+            Some(label) => Err(StoreError::UnfinishedBulkLoad { label: label.clone() }),
+            None => Ok(()),
+        }
+    }
+
+    /// Latest value of `key` in `trie` (never walks a trie; the read order is in
+    /// `docs/design.md`, "Store").
     pub fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        self.check_complete()?;
         Ok(self.shared.reader.get(trie, key)?.map(|v| v.to_vec()))
     }
 
     /// Current root of `trie`.
     pub fn trie_root(&self, trie: &TrieId) -> Result<H256, StoreError> {
+        self.check_complete()?;
+        self.stored_root(trie)
+    }
+
+    fn stored_root(&self, trie: &TrieId) -> Result<H256, StoreError> {
         if *trie == TrieId::Main {
             return Ok(self.head.1);
         }
         match self.shared.reader.read(Column::Meta, &root_key(trie))? {
             None => Ok(EMPTY_ROOT),
-            Some(v) => H256::from_slice(&v)
-                .ok_or_else(|| StoreError::CorruptMeta(format!("root of {trie:?}"))),
+            Some(v) => Ok(decode_root(trie, &v)?),
         }
     }
 
     /// The latest state of `trie` as a node source (nodes through the caches, leaves
     /// rebuilt from `flat`), for a trie the caller drives: a block builder recording a
     /// witness, say.
-    pub fn node_source(&self, trie: TrieId) -> StoreSource<'_> {
-        StoreSource { reader: &self.shared.reader, trie }
+    pub fn node_source(&self, trie: TrieId) -> Result<StoreSource<'_>, StoreError> {
+        self.check_complete()?;
+        Ok(StoreSource { reader: &self.shared.reader, trie })
     }
 
     /// A trie over the latest state, loading nodes from this store (for proofs and reads).
@@ -186,18 +228,35 @@ impl StateDb {
         Ok(f(&mut t)?)
     }
 
-    fn check_poison(&self) -> Result<(), StoreError> {
+    pub(crate) fn check_poison(&self) -> Result<(), StoreError> {
         match &self.shared.progress.lock().poisoned {
-            Some(e) => Err(StoreError::Poisoned(e.clone())),
+            Some(e) => Err(e.poisoned()),
             None => Ok(()),
         }
     }
 
+    /// Refuse a block with an over-long key before any work is done.
+    fn check_keys(changes: &ChangeSet) -> Result<(), CommitError> {
+        for (trie, kv) in changes {
+            if let Some(k) = kv.keys().find(|k| k.len() > KEY_BYTES_MAX) {
+                return Err(CommitError::KeyTooLong {
+                    trie: *trie,
+                    len: k.len(),
+                    max: KEY_BYTES_MAX,
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Apply one block's changes, compute the new roots, and queue the block for
     /// persistence. Returns once the block is an in-memory layer (see [`StateDb::flush`]).
-    pub fn commit(&mut self, changes: &ChangeSet) -> Result<CommitInfo, StoreError> {
+    pub fn commit(&mut self, changes: &ChangeSet) -> Result<CommitInfo, CommitError> {
         self.check_poison()?;
-        let number = self.head.0 + 1;
+        self.check_complete()?;
+        Self::check_keys(changes)?;
+        let number = (self.head.0.checked_add(1))
+            .ok_or(StoreError::from(Corruption::HeadNumber { number: self.head.0 }))?;
         let mut layer = Layer { number, ..Layer::default() };
         let mut rev = ReverseDiff::new();
         let mut roots = Vec::new();
@@ -281,7 +340,6 @@ impl StateDb {
         entries: &[ReverseEntry],
     ) -> Result<(WriteBatch, (u64, H256)), StoreError> {
         let db = &self.shared.reader.db;
-        let corrupt = |reason: String| StoreError::CorruptHistory { number, reason };
         let mut batch = WriteBatch::default();
         let mut head = None;
         let mut old_roots: BTreeMap<TrieId, H256> = BTreeMap::new();
@@ -290,7 +348,7 @@ impl StateDb {
             match col {
                 Column::Flat => {
                     let (trie, k) = TrieId::split(key)
-                        .ok_or_else(|| corrupt(format!("flat key of {} bytes", key.len())))?;
+                        .ok_or_else(|| Corruption::FlatKey { key: key.clone() })?;
                     changes.entry(trie).or_default().insert(k.to_vec(), old.clone());
                 }
                 Column::Meta if key.as_slice() == META_HEAD => {
@@ -300,8 +358,7 @@ impl StateDb {
                     if let Some(trie) = key.strip_prefix(META_ROOT).and_then(split_trie_prefix) {
                         let root = match old {
                             None => EMPTY_ROOT,
-                            Some(v) => H256::from_slice(v)
-                                .ok_or_else(|| corrupt(format!("root of {} bytes", v.len())))?,
+                            Some(v) => decode_root(&trie, v)?,
                         };
                         old_roots.insert(trie, root);
                     }
@@ -311,7 +368,7 @@ impl StateDb {
             }
             stage_write(&mut batch, cf(db, col.cf())?, key, old.as_deref());
         }
-        let head = head.ok_or_else(|| corrupt("no head record".into()))?;
+        let head = head.ok_or(Corruption::HistoryHead { number })?;
         old_roots.insert(TrieId::Main, head.1);
         let mut nodes = ChangeMap::new();
         for (trie_id, kv) in &changes {
@@ -325,10 +382,13 @@ impl StateDb {
             // A storage trie whose root record the block did not change keeps its root.
             let expected = old_roots.get(trie_id).copied().unwrap_or(current);
             if updates.root != expected {
-                return Err(corrupt(format!(
-                    "restoring {trie_id:?} gives root {}, the diff restores {expected}",
-                    updates.root
-                )));
+                return Err(Corruption::RevertRoot {
+                    number,
+                    trie: *trie_id,
+                    computed: updates.root,
+                    expected,
+                }
+                .into());
             }
             stage_nodes(trie_id, &updates, &mut nodes);
         }
@@ -369,7 +429,7 @@ impl StateDb {
                 self.shared.changed.wait(&mut p);
             }
             if let Some(e) = &p.poisoned {
-                return Err(StoreError::Poisoned(e.clone()));
+                return Err(e.poisoned());
             }
             p.pending_bytes += layer.bytes;
         }
@@ -383,8 +443,8 @@ impl StateDb {
             self.shared.reader.publish_nodes(&layer);
             layers.push(layer.clone());
         }
-        let tx = self.tx.as_ref().expect("writer channel lives as long as the store");
-        tx.send(layer).map_err(|_| StoreError::Poisoned("writer thread has stopped".into()))
+        let tx = self.tx.as_ref().ok_or(StoreError::WriterStopped)?;
+        tx.send(layer).map_err(|_| StoreError::WriterStopped)
     }
 
     /// Wait until every committed block is on disk and the WAL is synced.
@@ -395,7 +455,7 @@ impl StateDb {
                 self.shared.changed.wait(&mut p);
             }
             if let Some(e) = &p.poisoned {
-                return Err(StoreError::Poisoned(e.clone()));
+                return Err(e.poisoned());
             }
         }
         self.shared.reader.db.flush_wal(true)?;
@@ -403,43 +463,51 @@ impl StateDb {
     }
 
     /// Undo the last `n` blocks from their reverse diffs, restoring the exact earlier roots
-    /// (each block one synced batch; the nodes are recomputed, see `revert_batch`).
-    pub fn revert(&mut self, n: u64) -> Result<(), StoreError> {
+    /// (each block one synced batch; the nodes are recomputed, see `revert_batch`). All or
+    /// nothing: a missing reverse diff is refused before anything is written.
+    pub fn revert(&mut self, n: u64) -> Result<(), RevertError> {
         self.check_poison()?;
+        self.check_complete()?;
         self.flush()?;
-        let db = &self.shared.reader.db;
-        // All or nothing: refuse before writing anything if any block lacks history.
-        if n > self.head.0 {
-            return Err(StoreError::Revert {
-                number: 0,
-                reason: format!("only {} blocks above genesis, cannot revert {n}", self.head.0),
-            });
+        let head = self.head.0;
+        if n > head {
+            return Err(RevertError::TooFar { requested: n, head });
         }
-        for number in (self.head.0 + 1 - n.max(1))..=self.head.0 {
-            if n > 0 && db.get_pinned_cf(cf(db, CF_HISTORY)?, history_key(number))?.is_none() {
-                return Err(StoreError::Revert { number, reason: "its history was pruned".into() });
+        if n == 0 {
+            return Ok(());
+        }
+        let db = self.shared.reader.db.clone();
+        let history = cf(&db, CF_HISTORY)?;
+        // `1 <= n <= head`, so `head - n + 1` neither underflows nor overflows.
+        for number in (head - n + 1)..=head {
+            if db.get_pinned_cf(history, history_key(number)).map_err(StoreError::from)?.is_none() {
+                return Err(RevertError::Pruned { number });
             }
         }
         for _ in 0..n {
-            let number = self.head.0;
-            if number == 0 {
-                return Err(StoreError::Revert { number, reason: "block 0 has no parent".into() });
-            }
-            let raw = db.get_cf(cf(db, CF_HISTORY)?, history_key(number))?.ok_or_else(|| {
-                StoreError::Revert { number, reason: "its history was pruned".into() }
-            })?;
-            let entries = ReverseDiff::decode(&raw)
-                .map_err(|reason| StoreError::CorruptHistory { number, reason })?;
-            let (batch, head) = self.revert_batch(number, &entries)?;
-            let mut opts = WriteOptions::default();
-            opts.set_sync(true);
-            self.shared.faults.check(number)?;
-            db.write_opt(batch, &opts)?;
-            // The batch went to disk behind the caches' back.
-            self.shared.reader.clear_caches();
-            self.head = head;
-            self.shared.progress.lock().persisted = head.0;
+            self.revert_head(&db)?;
         }
+        Ok(())
+    }
+
+    /// Undo the head block (which has a parent: the caller checked `n <= head`).
+    fn revert_head(&mut self, db: &DB) -> Result<(), RevertError> {
+        let number = self.head.0;
+        let raw = db
+            .get_cf(cf(db, CF_HISTORY)?, history_key(number))
+            .map_err(StoreError::from)?
+            .ok_or(RevertError::Pruned { number })?;
+        let entries = ReverseDiff::decode(&raw)
+            .map_err(|source| StoreError::from(Corruption::History { number, source }))?;
+        let (batch, head) = self.revert_batch(number, &entries)?;
+        let mut opts = WriteOptions::default();
+        opts.set_sync(true);
+        self.shared.faults.check(number)?;
+        db.write_opt(batch, &opts).map_err(StoreError::from)?;
+        // The batch went to disk behind the caches' back.
+        self.shared.reader.clear_caches();
+        self.head = head;
+        self.shared.progress.lock().persisted = head.0;
         Ok(())
     }
 
@@ -456,6 +524,7 @@ impl StateDb {
                 .sum()
         };
         StoreStats {
+            unfinished_bulk_load: self.bulk.clone(),
             head_number: self.head.0,
             head_root: self.head.1.to_string(),
             persisted_number: p.persisted,
@@ -488,15 +557,10 @@ impl StateDb {
         &self.shared.reader
     }
 
-    /// Set the head directly (bulk loads; the caller wrote the state).
-    pub(crate) fn set_head(&mut self, number: u64, root: H256) -> Result<(), StoreError> {
-        let db = &self.shared.reader.db;
-        let mut opts = WriteOptions::default();
-        opts.set_sync(true);
-        db.put_cf_opt(cf(db, CF_META)?, META_HEAD, encode_head(number, &root), &opts)?;
+    /// Adopt a head the caller has written to disk itself (a finished bulk load).
+    pub(crate) fn set_head(&mut self, number: u64, root: H256) {
         self.head = (number, root);
         self.shared.progress.lock().persisted = number;
-        Ok(())
     }
 
     /// Compact every column family (for size measurements).
@@ -524,7 +588,7 @@ impl StateDb {
             let _ = w.join();
         }
         if let Some(e) = &self.shared.progress.lock().poisoned {
-            return Err(StoreError::Poisoned(e.clone()));
+            return Err(e.poisoned());
         }
         let db = &self.shared.reader.db;
         db.put_cf(cf(db, CF_META)?, META_CACHE_TOTALS, self.cache_totals().encode())?;
@@ -563,29 +627,41 @@ pub(crate) fn cf<'a>(
     db: &'a DB,
     name: &'static str,
 ) -> Result<&'a rocksdb::ColumnFamily, StoreError> {
-    db.cf_handle(name).ok_or_else(|| StoreError::MissingColumnFamily {
-        path: db.path().display().to_string(),
-        name,
+    db.cf_handle(name).ok_or(StoreError::MissingColumnFamily { name })
+}
+
+/// The `meta` family of a database `open_db` opened (which checked that it exists).
+fn meta_cf(db: &DB) -> Result<&rocksdb::ColumnFamily, OpenError> {
+    db.cf_handle(CF_META).ok_or_else(|| OpenError::MissingColumnFamily {
+        path: db.path().to_path_buf(),
+        name: CF_META,
     })
 }
 
-fn read_head(db: &DB) -> Result<(u64, H256), StoreError> {
-    match db.get_cf(cf(db, CF_META)?, META_HEAD)? {
-        Some(v) => decode_head(&v),
-        None => Err(StoreError::CorruptMeta("no head record".into())),
+fn read_head(db: &DB) -> Result<(u64, H256), OpenError> {
+    match db.get_cf(meta_cf(db)?, META_HEAD)? {
+        Some(v) => Ok(decode_head(&v)?),
+        None => Err(Corruption::NoHead.into()),
     }
 }
 
-fn read_cache_totals(db: &DB) -> Result<CacheTotals, StoreError> {
-    match db.get_cf(cf(db, CF_META)?, META_CACHE_TOTALS)? {
+fn read_bulk_marker(db: &DB) -> Result<Option<String>, OpenError> {
+    match db.get_cf(meta_cf(db)?, META_BULK)? {
+        None => Ok(None),
+        Some(v) => {
+            let len = v.len();
+            Ok(Some(String::from_utf8(v).map_err(|_| Corruption::BulkMarker { len })?))
+        }
+    }
+}
+
+fn read_cache_totals(db: &DB) -> Result<CacheTotals, OpenError> {
+    match db.get_cf(meta_cf(db)?, META_CACHE_TOTALS)? {
         None => Ok(CacheTotals::default()),
-        Some(v) => CacheTotals::decode(&v).ok_or_else(|| {
-            StoreError::CorruptMeta(format!(
-                "cache totals record of {} bytes (expected {})",
-                v.len(),
-                CacheTotals::ENCODED_BYTES
-            ))
-        }),
+        Some(v) => Ok(CacheTotals::decode(&v).ok_or(Corruption::CacheTotals {
+            len: v.len(),
+            expected: CacheTotals::ENCODED_BYTES,
+        })?),
     }
 }
 
@@ -610,7 +686,7 @@ fn writer_loop(shared: Arc<Shared>, rx: Receiver<Arc<Layer>>) {
                 p.persisted = layer.number;
                 shared.layers_persisted.fetch_add(1, Ordering::Relaxed);
             }
-            Err(e) => p.poisoned = Some(format!("writing block {}: {e}", layer.number)),
+            Err(e) => p.poisoned = Some(Poison { number: layer.number, error: Arc::new(e) }),
         }
         shared.changed.notify_all();
     }
@@ -652,6 +728,9 @@ fn write_layer(shared: &Shared, layer: &Layer) -> Result<(), StoreError> {
 /// Store counters (see `arbor stats`).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct StoreStats {
+    /// The label of an unfinished bulk load, if the database holds one (its state is
+    /// partial).
+    pub unfinished_bulk_load: Option<String>,
     /// Head block.
     pub head_number: u64,
     /// Head root.

@@ -16,7 +16,7 @@ use rocksdb::{Direction, IteratorMode, ReadOptions, DB};
 use trie::{EthLayout, Layout, NodeSource, SourceError, TrieId, H256};
 
 use crate::cache::ByteCache;
-use crate::error::StoreError;
+use crate::error::{Corruption, StoreError};
 use crate::keys::{flat_key, flat_range_for_path, node_key, Column, CF_FLAT, CF_META, CF_NODES};
 use crate::layer::Layer;
 use crate::state::cf;
@@ -220,11 +220,10 @@ impl StoreSource<'_> {
         let Some(v) = v else { return Ok(None) };
         // Invariant: the stored hash is the one the parent refers to.
         if v.len() < 32 || &v[..32] != hash.as_bytes() {
-            return Err(StoreError::Corrupt(format!(
-                "node at path {} of {:?} does not match its parent's hash {hash}",
-                trie::trie::path_hex(path),
-                self.trie
-            )));
+            return Err(
+                Corruption::NodeHash { trie: self.trie, path: path.to_vec(), expected: *hash }
+                    .into(),
+            );
         }
         Ok(Some(v[32..].to_vec()))
     }

@@ -6,14 +6,39 @@
 //! never needs to verify: the trie checks every loaded node against the expected hash.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::hash::H256;
 use crate::node::Layout;
 
-/// A failure inside a node source (I/O, corruption).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// A failure inside a node source (I/O, corruption), carrying the source's own typed
+/// error: a store that gets one back from the trie can look inside with
+/// [`SourceError::downcast_ref`] instead of parsing text.
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("node source failed: {0}")]
-pub struct SourceError(pub String);
+pub struct SourceError(#[source] Arc<dyn std::error::Error + Send + Sync + 'static>);
+
+impl SourceError {
+    /// Wrap the source's error.
+    pub fn new(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        SourceError(Arc::new(error))
+    }
+
+    /// The wrapped error, if it is a `T`.
+    pub fn downcast_ref<T: std::error::Error + 'static>(&self) -> Option<&T> {
+        self.0.downcast_ref::<T>()
+    }
+}
+
+/// Two source errors are equal when they are the same error or read the same (errors from
+/// I/O have no structural equality; trie errors compare in tests).
+impl PartialEq for SourceError {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.to_string() == other.0.to_string()
+    }
+}
+
+impl Eq for SourceError {}
 
 /// Supplies encoded nodes to a [`crate::trie::Trie`].
 pub trait NodeSource {

@@ -6,7 +6,9 @@
 use std::path::Path;
 
 use rocksdb::{Options, DB};
-use store::{ChangeSet, StateDb, StoreError};
+use store::{
+    ChangeSet, CommitError, Corruption, OpenError, RevertError, StateDb, StoreError,
+};
 use trie::TrieId;
 
 use crate::common::{open, random_block, small_config};
@@ -32,7 +34,7 @@ fn healthy(path: &Path) {
     db.close().unwrap();
 }
 
-fn open_err(path: &Path) -> StoreError {
+fn open_err(path: &Path) -> OpenError {
     match StateDb::open(path, small_config()) {
         Ok(db) => panic!("opened {} at head {}", path.display(), db.head_number()),
         Err(e) => {
@@ -60,7 +62,7 @@ fn other_schema_version() {
     healthy(dir.path());
     poke_meta(dir.path(), b"schema", Some(&2u32.to_be_bytes()));
     match open_err(dir.path()) {
-        StoreError::SchemaMismatch { found: 2, expected: 1 } => {}
+        OpenError::SchemaMismatch { found: 2, expected: 1 } => {}
         e => panic!("expected SchemaMismatch, got {e:?}"),
     }
 
@@ -69,21 +71,28 @@ fn other_schema_version() {
     let db = raw(dir.path(), &FAMILIES);
     db.put_cf(db.cf_handle("meta").unwrap(), b"schema", 9u32.to_be_bytes()).unwrap();
     drop(db);
-    assert!(matches!(open_err(dir.path()), StoreError::SchemaMismatch { found: 9, .. }));
+    assert!(matches!(open_err(dir.path()), OpenError::SchemaMismatch { found: 9, .. }));
 }
 
 #[test]
 fn missing_column_family() {
-    for present in [&["flat", "meta"][..], &["flat", "nodes", "history"][..], &[][..]] {
+    // A database with data that lacks some of the families is refused.
+    for present in [&["flat", "meta"][..], &["flat", "nodes", "history"][..]] {
         let dir = tempfile::tempdir().unwrap();
-        drop(raw(dir.path(), present));
+        let db = raw(dir.path(), present);
+        db.put_cf(db.cf_handle("flat").unwrap(), b"\x00key", b"value").unwrap();
+        drop(db);
         match open_err(dir.path()) {
-            StoreError::MissingColumnFamily { name, .. } => {
+            OpenError::MissingColumnFamily { name, .. } => {
                 assert!(!present.contains(&name), "{name} is present")
             }
             e => panic!("{present:?}: expected MissingColumnFamily, got {e:?}"),
         }
     }
+    // So is a foreign database (a family Arbor does not know), even empty.
+    let dir = tempfile::tempdir().unwrap();
+    drop(raw(dir.path(), &["flat", "blobs"]));
+    assert!(matches!(open_err(dir.path()), OpenError::MissingColumnFamily { .. }));
 
     // A store that lost a family after it was written.
     let dir = tempfile::tempdir().unwrap();
@@ -93,8 +102,29 @@ fn missing_column_family() {
     drop(db);
     assert!(matches!(
         open_err(dir.path()),
-        StoreError::MissingColumnFamily { name: "history", .. }
+        OpenError::MissingColumnFamily { name: "history", .. }
     ));
+}
+
+#[test]
+fn interrupted_creation_is_finished() {
+    // What a kill during creation leaves: some or all of Arbor's families, all empty, no
+    // schema record. Opening finishes the creation.
+    for present in [&[][..], &["flat", "meta"][..], &FAMILIES[..]] {
+        let dir = tempfile::tempdir().unwrap();
+        drop(raw(dir.path(), present));
+        let mut db = open(dir.path(), &small_config());
+        assert!(db.is_empty().unwrap(), "{present:?}");
+        db.commit(&random_block(7, 1, 100, 10)).unwrap();
+        db.close().unwrap();
+        assert_eq!(open(dir.path(), &small_config()).head_number(), 1);
+    }
+    // Data without a schema record is not an Arbor database.
+    let dir = tempfile::tempdir().unwrap();
+    let db = raw(dir.path(), &FAMILIES);
+    db.put(b"someone else's", b"data").unwrap();
+    drop(db);
+    assert!(matches!(open_err(dir.path()), OpenError::NotArbor { .. }));
 }
 
 #[test]
@@ -112,10 +142,17 @@ fn garbage_in_meta() {
         healthy(dir.path());
         poke_meta(dir.path(), key, value);
         let e = open_err(dir.path());
-        assert!(
-            matches!(e, StoreError::CorruptMeta(_)),
-            "{key:?} = {value:?}: expected CorruptMeta, got {e:?}"
-        );
+        let expected = match (key, value) {
+            (b"head", Some(v)) => {
+                matches!(e.corruption(), Some(Corruption::HeadRecord { len }) if *len == v.len())
+            }
+            (b"head", None) => matches!(e.corruption(), Some(Corruption::NoHead)),
+            (_, Some(v)) => {
+                matches!(e.corruption(), Some(Corruption::SchemaRecord { len }) if *len == v.len())
+            }
+            (_, None) => matches!(e, OpenError::NotArbor { .. }),
+        };
+        assert!(expected, "{key:?} = {value:?}: got {e:?}");
     }
 
     // A storage-trie root of the wrong length is reported when that root is read.
@@ -126,7 +163,10 @@ fn garbage_in_meta() {
     poke_meta(dir.path(), &root_key, Some(&[7; 5]));
     let db = open(dir.path(), &small_config());
     let e = db.trie_root(&crate::common::STORAGE_A).unwrap_err();
-    assert!(matches!(e, StoreError::CorruptMeta(_)), "{e:?}");
+    assert!(
+        matches!(e.corruption(), Some(Corruption::RootRecord { len: 5, .. })),
+        "{e:?}"
+    );
     assert!(db.verify().is_err(), "verify with a corrupt root record");
 }
 
@@ -142,7 +182,11 @@ fn corrupt_history_fails_revert() {
     let mut db = open(dir.path(), &small_config());
     let root = db.head_root();
     let e = db.revert(1).unwrap_err();
-    assert!(matches!(e, StoreError::CorruptHistory { number: 3, .. }), "{e:?}");
+    assert!(
+        matches!(&e, RevertError::Store(s)
+            if matches!(s.corruption(), Some(Corruption::History { number: 3, .. }))),
+        "{e:?}"
+    );
     assert!(!e.to_string().is_empty());
     assert_eq!((db.head_number(), db.head_root()), (3, root));
     assert!(db.verify().unwrap().ok());
@@ -155,14 +199,14 @@ fn not_a_database() {
     let file = dir.path().join("file");
     std::fs::write(&file, b"not a database").unwrap();
     let e = open_err(&file);
-    assert!(matches!(e, StoreError::Io { .. } | StoreError::Rocks(_)), "{e:?}");
+    assert!(matches!(e, OpenError::CreateDir { .. } | OpenError::Rocks(_)), "{e:?}");
 
     // A directory whose CURRENT file is garbage.
     let garbage = dir.path().join("garbage");
     std::fs::create_dir(&garbage).unwrap();
     std::fs::write(garbage.join("CURRENT"), b"\x00\xffMANIFEST-garbage").unwrap();
     std::fs::write(garbage.join("MANIFEST-000001"), [0xa5; 300]).unwrap();
-    assert!(matches!(open_err(&garbage), StoreError::Rocks(_)));
+    assert!(matches!(open_err(&garbage), OpenError::Rocks(_)));
 
     // A healthy store whose manifest was overwritten: RocksDB may fail, or list only the
     // default family.
@@ -175,18 +219,18 @@ fn not_a_database() {
         }
     }
     let e = open_err(&damaged);
-    assert!(matches!(e, StoreError::Rocks(_) | StoreError::MissingColumnFamily { .. }), "{e:?}");
+    assert!(matches!(e, OpenError::Rocks(_) | OpenError::MissingColumnFamily { .. }), "{e:?}");
 
     // A path inside a file.
     let e = open_err(&file.join("db"));
-    assert!(matches!(e, StoreError::Io { .. } | StoreError::Rocks(_)), "{e:?}");
+    assert!(matches!(e, OpenError::CreateDir { .. } | OpenError::Rocks(_)), "{e:?}");
 }
 
 #[test]
 fn second_opener_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path(), &small_config());
-    assert!(matches!(open_err(dir.path()), StoreError::Rocks(_)));
+    assert!(matches!(open_err(dir.path()), OpenError::Rocks(_)));
     drop(db);
     open(dir.path(), &small_config());
 }
@@ -197,7 +241,7 @@ fn invalid_config_is_refused() {
     let mut config = small_config();
     config.layers.history_depth = 0;
     let e = StateDb::open(dir.path(), config).err().unwrap();
-    assert!(matches!(e, StoreError::Config(_)), "{e:?}");
+    assert!(matches!(e, OpenError::Config(_)), "{e:?}");
     assert!(e.to_string().contains("history_depth"), "{e}");
 }
 
@@ -227,7 +271,7 @@ fn over_long_keys_are_refused() {
     changes.entry(TrieId::Main).or_default().insert(vec![0x01], Some(vec![1]));
     changes.entry(TrieId::Main).or_default().insert(long.clone(), Some(vec![1]));
     let e = db.commit(&changes).unwrap_err();
-    assert!(matches!(e, StoreError::KeyTooLong { len: 128, .. }), "{e:?}");
+    assert!(matches!(e, CommitError::KeyTooLong { len: 128, .. }), "{e:?}");
     assert!(matches!(db.get(&TrieId::Main, &long), Err(StoreError::KeyTooLong { .. })));
     // Nothing of the refused block is visible, and the store still commits.
     assert_eq!((db.head_number(), db.head_root()), (1, root));
@@ -254,10 +298,10 @@ fn forged_history_value_fails_revert_and_changes_nothing() {
         let db = raw(dir.path(), &FAMILIES);
         let h = db.cf_handle("history").unwrap();
         let raw_diff = db.get_cf(h, 2u64.to_be_bytes()).unwrap().unwrap();
-        let mut forged = store::history::ReverseDiff::new();
+        let mut forged = store::test_hooks::ReverseDiff::new();
         let mut done = false;
-        for (col, key, old) in store::history::ReverseDiff::decode(&raw_diff).unwrap() {
-            let old = if !done && col == store::keys::Column::Flat {
+        for (col, key, old) in store::test_hooks::ReverseDiff::decode(&raw_diff).unwrap() {
+            let old = if !done && col == store::test_hooks::Column::Flat {
                 done = true;
                 Some(b"forged".to_vec())
             } else {
@@ -271,7 +315,11 @@ fn forged_history_value_fails_revert_and_changes_nothing() {
     let mut db = open(dir.path(), &small_config());
     let head = (db.head_number(), db.head_root());
     let e = db.revert(1).unwrap_err();
-    assert!(matches!(e, StoreError::CorruptHistory { number: 2, .. }), "{e:?}");
+    assert!(
+        matches!(&e, RevertError::Store(s)
+            if matches!(s.corruption(), Some(Corruption::RevertRoot { number: 2, .. }))),
+        "{e:?}"
+    );
     assert_eq!((db.head_number(), db.head_root()), head);
     assert!(db.verify().unwrap().ok());
 }

@@ -13,7 +13,7 @@ use proptest::sample::select;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use store::{ChangeSet, StateDb, StoreConfig, StoreError};
+use store::{ChangeSet, RevertError, StateDb, StoreConfig};
 use trie::proof::verify_proof;
 use trie::{EthLayout, TrieId};
 
@@ -258,7 +258,10 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                 } else {
                     // Past the history: an error, after undoing at most what was available.
                     prop_assert!(
-                        matches!(result, Err(StoreError::Revert { .. })),
+                        matches!(
+                            result,
+                            Err(RevertError::TooFar { .. } | RevertError::Pruned { .. })
+                        ),
                         "step {}: revert {} with {} available gave {:?}",
                         step,
                         n,

@@ -4,7 +4,7 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use store::{ChangeSet, StoreError};
+use store::{ChangeSet, CommitError, RevertError, StoreError};
 use trie::proof::verify_proof;
 use trie::{EthLayout, TrieId, EMPTY_ROOT};
 
@@ -24,9 +24,41 @@ fn all_keys() -> Vec<(TrieId, Vec<u8>)> {
         .collect()
 }
 
-fn poison_message_ok(e: &StoreError, block: u64) {
+/// The store-level error inside an operation's error, if it is one.
+trait AsStore: std::error::Error {
+    fn store(&self) -> Option<&StoreError>;
+}
+
+impl AsStore for StoreError {
+    fn store(&self) -> Option<&StoreError> {
+        Some(self)
+    }
+}
+
+impl AsStore for CommitError {
+    fn store(&self) -> Option<&StoreError> {
+        match self {
+            CommitError::Store(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl AsStore for RevertError {
+    fn store(&self) -> Option<&StoreError> {
+        match self {
+            RevertError::Store(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+fn poison_message_ok(e: &impl AsStore, block: u64) {
     let msg = e.to_string();
-    assert!(matches!(e, StoreError::Poisoned(_)), "expected Poisoned, got {e:?}");
+    assert!(
+        matches!(e.store(), Some(StoreError::Poisoned { number, .. }) if *number == block),
+        "expected Poisoned at block {block}, got {e:?}"
+    );
     assert!(
         msg.contains("poisoned")
             && msg.contains(&format!("block {block}"))

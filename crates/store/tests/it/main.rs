@@ -9,6 +9,7 @@
 
 mod backpressure;
 mod bad_db;
+mod bulk;
 mod common;
 mod crash;
 mod differential;
