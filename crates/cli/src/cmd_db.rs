@@ -9,11 +9,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use clap::Args;
+use eth::Genesis;
 use serde::Serialize;
 use store::{StateDb, StoreConfig, StoreStats};
-use trie::{TrieId, EMPTY_ROOT};
+use trie::{TrieId, EMPTY_ROOT, H256};
 
 use crate::input::read_genesis;
 
@@ -120,9 +121,24 @@ pub(crate) fn is_empty(db: &StateDb) -> bool {
     db.head_number() == 0 && db.head_root() == EMPTY_ROOT
 }
 
+/// Bulk-load the state of `genesis` into the empty `db` and make it block 0. The root the
+/// store rebuilds from the flat entries must be the one the entries commit to.
+pub(crate) fn load_genesis(db: &mut StateDb, genesis: &Genesis) -> Result<H256> {
+    let entries = eth::genesis_entries(genesis);
+    let storage_tries = entries.storage_tries();
+    let expected = entries.state_root;
+    db.bulk_load(entries.entries).context("cannot bulk-load the genesis entries")?;
+    let root = db.finish_bulk_load(&storage_tries).context("cannot rebuild the genesis tries")?;
+    ensure!(
+        root == expected,
+        "the store rebuilt root {root} from the genesis, expected {expected}"
+    );
+    Ok(root)
+}
+
 /// Parse a hex key (0x optional).
 pub(crate) fn parse_key(s: &str) -> Result<Vec<u8>> {
-    trie::hash::decode_hex(s).with_context(|| format!("invalid KEY {s:?}: expected hex digits"))
+    trie::decode_hex(s).with_context(|| format!("invalid KEY {s:?}: expected hex digits"))
 }
 
 /// A trie id as people read it.
@@ -146,7 +162,7 @@ pub(crate) fn init(args: &InitArgs) -> Result<ExitCode> {
             db.head_root()
         );
     }
-    let root = db.init_genesis(&genesis).context("cannot initialise the database")?;
+    let root = load_genesis(&mut db, &genesis).context("cannot initialise the database")?;
     db.close().context("cannot close the database")?;
     if args.json {
         let v = serde_json::json!({ "number": 0, "root": root.to_string(), "accounts": genesis.alloc.len() });

@@ -10,12 +10,14 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use eth::{Account, Genesis, U256};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use store::{ChangeSet, StateDb, StoreConfig};
-use trie::eth::{Account, Genesis, U256};
 use trie::{keccak256, TrieId, EMPTY_CODE_HASH, EMPTY_ROOT, H256};
+
+use crate::cmd_db::load_genesis;
 
 /// Blocks loaded after genesis.
 const BLOCKS: u64 = 20;
@@ -73,7 +75,8 @@ pub(crate) fn run(genesis: &Genesis, expected_root: &H256) -> Result<StoreDemo> 
     let mut db = StateDb::open(dir.path(), StoreConfig::default())
         .context("cannot create the demo database")?;
     let start = Instant::now();
-    let genesis_root = db.init_genesis(genesis).context("cannot initialise the demo database")?;
+    let genesis_root =
+        load_genesis(&mut db, genesis).context("cannot initialise the demo database")?;
     let init_ms = ms_since(start);
     let mut verify_ms = 0.0;
     let mut verified = |db: &StateDb| -> Result<bool> {

@@ -346,7 +346,7 @@ fn load_verify_revert_and_inspect() {
             .iter()
             .map(|n| hex::decode(&n.as_str().unwrap()[2..]).unwrap())
             .collect();
-        let proven = trie::proof::verify_proof::<EthLayout>(&root, &key, &nodes).unwrap();
+        let proven = trie::verify_proof::<EthLayout>(&root, &key, &nodes).unwrap();
         assert_eq!(
             proven.map(|v| format!("0x{}", hex::encode(v))).unwrap_or("absent".into()),
             got.trim()

@@ -1,8 +1,7 @@
-//! Bulk loading (into an empty database), genesis initialisation, rebuild and verify.
+//! Bulk loading (into an empty database), rebuild and verify.
 
 use rocksdb::WriteBatch;
-use trie::eth::{Account, Genesis};
-use trie::{keccak256, TrieId, EMPTY_CODE_HASH, EMPTY_ROOT, H256};
+use trie::{TrieId, EMPTY_ROOT, H256};
 
 use crate::error::StoreError;
 use crate::keys::{flat_key, root_key, CF_FLAT, CF_META};
@@ -76,53 +75,6 @@ impl StateDb {
         self.reader().clear_caches();
         self.set_head(0, main.root)?;
         Ok(main.root)
-    }
-
-    /// Create the state of a genesis allocation (Ethereum model: account leaves under
-    /// keccak(address) in the main trie, slots under keccak(slot) in per-account tries).
-    pub fn init_genesis(&mut self, genesis: &Genesis) -> Result<H256, StoreError> {
-        let mut entries = Vec::new();
-        let mut storage_tries = Vec::new();
-        for (addr, acc) in &genesis.alloc {
-            let account_key = keccak256(addr);
-            let trie = TrieId::Storage(account_key);
-            let mut slots = 0;
-            for (slot, value) in acc.storage.iter().filter(|(_, v)| !v.is_zero()) {
-                let v = trie::eth::account::storage_value_rlp(value);
-                entries.push((trie, keccak256(&slot.0).0.to_vec(), v));
-                slots += 1;
-            }
-            if slots > 0 {
-                storage_tries.push(trie);
-            }
-        }
-        self.bulk_load(entries)?;
-        let db = self.reader().db.clone();
-        let mut accounts = Vec::with_capacity(genesis.alloc.len());
-        for (addr, acc) in &genesis.alloc {
-            let account_key = keccak256(addr);
-            let trie = TrieId::Storage(account_key);
-            let storage_root = if storage_tries.contains(&trie) {
-                rebuild(&db, &trie, true)?.root
-            } else {
-                EMPTY_ROOT
-            };
-            if storage_root != EMPTY_ROOT {
-                db.put_cf(cf(&db, CF_META)?, root_key(&trie), storage_root.0)?;
-            }
-            let code_hash =
-                if acc.code.is_empty() { EMPTY_CODE_HASH } else { keccak256(&acc.code) };
-            let account =
-                Account { nonce: acc.nonce, balance: acc.balance, storage_root, code_hash };
-            accounts.push((TrieId::Main, account_key.0.to_vec(), account.rlp()));
-        }
-        let h = cf(&db, CF_FLAT)?;
-        let mut batch = WriteBatch::default();
-        for (t, k, v) in accounts {
-            batch.put_cf(h, flat_key(&t, &k)?, v);
-        }
-        db.write(batch)?;
-        self.finish_bulk_load(&[])
     }
 
     /// Recompute the root of `trie` from flat state without writing anything.

@@ -222,7 +222,7 @@ impl StoreSource<'_> {
         if v.len() < 32 || &v[..32] != hash.as_bytes() {
             return Err(StoreError::Corrupt(format!(
                 "node at path {} of {:?} does not match its parent's hash {hash}",
-                trie::trie::path_hex(path),
+                trie::path_hex(path),
                 self.trie
             )));
         }
@@ -238,7 +238,7 @@ impl StoreSource<'_> {
 
     fn key_has_path(key: &[u8], path: &[u8]) -> bool {
         path.len() <= key.len() * 2
-            && path.iter().enumerate().all(|(i, n)| trie::nibbles::nibble_at(key, i) == *n)
+            && path.iter().enumerate().all(|(i, n)| trie::nibble_at(key, i) == *n)
     }
 }
 
