@@ -5,6 +5,7 @@ use trie::{EthLayout, Layout};
 
 fuzz_target!(|data: &[u8]| {
     let _ = EthLayout::decode(data);
-    let _ = trie::rlp::decode_exact(data);
-    let _ = trie::eth::Account::decode(data);
+    let _ = trie::RlpItem::decode_exact(data);
+    let _ = eth::Account::decode(data);
+    let _ = eth::decode_storage_value(data);
 });

@@ -2,8 +2,7 @@
 //! Input: 32-byte root, 1-byte key length, key, then nodes as (2-byte length, bytes).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use trie::proof::{verify_multiproof, verify_proof};
-use trie::{EthLayout, H256};
+use trie::{verify_multiproof, verify_proof, EthLayout, H256};
 
 fn split(data: &[u8]) -> Option<(H256, &[u8], Vec<&[u8]>)> {
     let root = H256::from_slice(data.get(..32)?)?;

@@ -4,8 +4,7 @@
 //! the first node.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use trie::proof::verify_range_proof;
-use trie::EthLayout;
+use trie::{verify_range_proof, EthLayout};
 
 fn take<'a>(rest: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
     let out = rest.get(..n)?;

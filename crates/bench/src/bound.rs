@@ -16,9 +16,10 @@ use std::time::Instant;
 
 use rand::RngCore;
 use rand_chacha::ChaCha8Rng;
-use trie::builder::EmittedKind;
-use trie::node::INLINE_MAX;
-use trie::{ChildRef, EthLayout, HashStats, Layout, NibbleSlice, NodeSink, RootBuilder};
+use trie::{
+    ChildRef, EmittedKind, EthLayout, HashStats, Layout, NibbleSlice, NodeSink, RootBuilder,
+    INLINE_MAX,
+};
 
 use crate::input::{Item, KEY_BYTES};
 use crate::report::{BoundReport, HashClass};
@@ -57,7 +58,7 @@ impl NodeSink for LengthHistogram {
 fn leaf_lengths(items: &[Item]) -> LengthHistogram {
     let mut hist = LengthHistogram::default();
     let mut buf = Vec::with_capacity(256);
-    let cp = |a: &Item, b: &Item| trie::nibbles::common_prefix_nibbles(&a.0, &b.0);
+    let cp = |a: &Item, b: &Item| trie::common_prefix_nibbles(&a.0, &b.0);
     for (i, item) in items.iter().enumerate() {
         let prev = i.checked_sub(1).map(|p| cp(&items[p], item));
         let next = items.get(i + 1).map(|n| cp(item, n));

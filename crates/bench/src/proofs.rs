@@ -8,8 +8,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use rand_chacha::ChaCha8Rng;
-use trie::proof::verify_proof;
-use trie::EthLayout;
+use trie::{verify_proof, EthLayout};
 
 use crate::incremental::IncrementalState;
 use crate::input::{hex, random_index, Item};

@@ -13,8 +13,7 @@ use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
 use overlay::Overlay;
-use trie::proof::UsedNodes;
-use trie::{StateReader, Trie, TrieError, TrieId, H256};
+use trie::{StateReader, Trie, TrieError, TrieId, UsedNodes, H256};
 
 use crate::block::{Block, CodecError};
 use crate::runtime::{self, ApplyError, BlockContext};

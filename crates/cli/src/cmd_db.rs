@@ -118,7 +118,7 @@ pub(crate) fn open_or_create(args: &DbArgs) -> Result<StateDb> {
 
 /// Parse a hex key (0x optional).
 pub(crate) fn parse_key(s: &str) -> Result<Vec<u8>> {
-    trie::hash::decode_hex(s).with_context(|| format!("invalid KEY {s:?}: expected hex digits"))
+    trie::decode_hex(s).with_context(|| format!("invalid KEY {s:?}: expected hex digits"))
 }
 
 /// A trie id as people read it.

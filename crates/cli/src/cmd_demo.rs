@@ -16,9 +16,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use eth::{genesis_state_root, AccountProof, Address, EthState, Genesis, U256};
 use serde::Serialize;
-use trie::eth::genesis::Address;
-use trie::eth::{genesis_state_root, AccountProof, EthState, Genesis, U256};
 use trie::{keccak256, H256};
 
 use crate::demo_store::{self, StoreDemo};
@@ -277,15 +276,7 @@ fn tamper(genesis: &Genesis, state: &mut EthState, root: &H256) -> Result<Tamper
 
 /// `v + 1` (wrapping to zero at 2^256, which still differs from `v`).
 fn bump(v: U256) -> U256 {
-    let mut bytes = v.to_be_bytes();
-    for b in bytes.iter_mut().rev() {
-        let (sum, carry) = b.overflowing_add(1);
-        *b = sum;
-        if !carry {
-            break;
-        }
-    }
-    U256::from_be_bytes(bytes)
+    v.wrapping_add(U256::from(1u64))
 }
 
 /// The root of every genesis file but mainnet, against its known root if there is one.

@@ -11,12 +11,10 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::{ArgGroup, Args};
+use eth::{parse_address, parse_quantity, AccountProof, EthState};
 use serde::Serialize;
 use serde_json::Value;
-use trie::eth::genesis::parse_address;
-use trie::eth::{AccountProof, EthState, U256};
-use trie::proof::verify_proof;
-use trie::{EthLayout, TrieId, H256};
+use trie::{verify_proof, EthLayout, TrieId, H256};
 
 use crate::cmd_db::{open_existing, parse_key, DbArgs};
 use crate::input::{display_name, read_genesis, read_json};
@@ -117,7 +115,7 @@ fn prove_genesis(genesis: &Path, address: &str, slots: &[String]) -> Result<Exit
 
 /// A slot as JSON-RPC spells it: a quantity (`0x0`) or up to 32 bytes of hex.
 fn parse_slot(s: &str) -> Result<H256> {
-    let v = U256::parse_quantity(s).with_context(|| format!("invalid --slot {s:?}"))?;
+    let v = parse_quantity(s).with_context(|| format!("invalid --slot {s:?}"))?;
     Ok(H256(v.to_be_bytes()))
 }
 

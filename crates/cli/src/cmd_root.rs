@@ -14,8 +14,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::{ArgGroup, Args};
 use serde::de::{Deserializer, MapAccess, Visitor};
-use trie::hash::decode_hex;
-use trie::{keccak256, EthLayout, H256};
+use trie::{decode_hex, keccak256, EthLayout, H256};
 
 use crate::input::{display_name, read_genesis, read_text};
 
@@ -40,7 +39,7 @@ pub(crate) struct RootArgs {
 /// Run `arbor root`.
 pub(crate) fn run(args: &RootArgs) -> Result<ExitCode> {
     let root = match (&args.genesis, &args.kv) {
-        (Some(path), None) => trie::eth::genesis_state_root(&read_genesis(path)?),
+        (Some(path), None) => eth::genesis_state_root(&read_genesis(path)?),
         (None, Some(path)) => kv_root(path, args.secure)?,
         // clap's "input" group makes exactly one of them present.
         _ => bail!("give exactly one of --genesis FILE or --kv FILE"),

@@ -10,11 +10,11 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use eth::{Account, Genesis, U256};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use store::{ChangeSet, StateDb, StoreConfig};
-use trie::eth::{Account, Genesis, U256};
 use trie::{keccak256, TrieId, EMPTY_CODE_HASH, EMPTY_ROOT, H256};
 
 /// Blocks loaded after genesis.

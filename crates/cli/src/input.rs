@@ -7,7 +7,7 @@ use std::io::Read;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use trie::eth::Genesis;
+use eth::Genesis;
 
 /// The text of `path`, or of stdin when `path` is `-`.
 pub(crate) fn read_text(path: &Path) -> Result<String> {

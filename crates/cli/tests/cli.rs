@@ -13,6 +13,7 @@ use serde_json::Value;
 use trie::{keccak256, EthLayout, H256};
 
 /// SIGKILL during `init` and bulk loads.
+#[path = "cli/crash.rs"]
 mod crash;
 
 const MAINNET_ROOT: &str = "0xd7f8974fb5ac78d9ac099b9ad5018bedc2ce0a72dad1827a1709da30580f0544";
@@ -349,7 +350,7 @@ fn load_verify_revert_and_inspect() {
             .iter()
             .map(|n| hex::decode(&n.as_str().unwrap()[2..]).unwrap())
             .collect();
-        let proven = trie::proof::verify_proof::<EthLayout>(&root, &key, &nodes).unwrap();
+        let proven = trie::verify_proof::<EthLayout>(&root, &key, &nodes).unwrap();
         assert_eq!(
             proven.map(|v| format!("0x{}", hex::encode(v))).unwrap_or("absent".into()),
             got.trim()

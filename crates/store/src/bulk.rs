@@ -248,7 +248,8 @@ fn root_records(db: &DB) -> Result<std::collections::BTreeMap<TrieId, H256>, Sto
     for item in db.prefix_iterator_cf(cf(db, CF_META)?, META_ROOT) {
         let (k, v) = item?;
         let Some(rest) = k.strip_prefix(META_ROOT) else { break };
-        let trie = split_trie_prefix(rest).ok_or_else(|| Corruption::RootKey { key: k.to_vec() })?;
+        let trie =
+            split_trie_prefix(rest).ok_or_else(|| Corruption::RootKey { key: k.to_vec() })?;
         out.insert(trie, decode_root(&trie, &v)?);
     }
     Ok(out)

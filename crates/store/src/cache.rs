@@ -490,7 +490,7 @@ mod tests {
     #[test]
     fn counts_hits_and_misses() {
         let cache = ByteCache::<Arc<[u8]>>::new(1 << 20);
-        assert_eq!(cache.hit_rate(), 0.0);
+        assert_eq!(cache.stats().hit_rate(), 0.0);
         assert_eq!(cache.get(b"k"), None);
         cache.admit(b"k", bytes(b"v"));
         assert_eq!(cache.get(b"k").as_deref(), Some(&b"v"[..]));
@@ -500,7 +500,7 @@ mod tests {
         assert_eq!((stats.hits, stats.misses, stats.admissions, stats.entries), (2, 2, 1, 1));
         assert_eq!(stats.bytes, ENTRY_OVERHEAD_BYTES + 1 + 16 + 1);
         assert_eq!(stats.bytes_max, 1 << 20);
-        assert_eq!(cache.hit_rate(), 0.5);
+        assert_eq!(cache.stats().hit_rate(), 0.5);
         assert_balanced(&stats, "after hits and misses");
     }
 

@@ -413,7 +413,9 @@ mod tests {
         let via_serde: toml::Table =
             toml::from_str(&toml::to_string(&StoreConfig::default()).unwrap()).unwrap();
         assert_eq!(text, via_serde);
-        assert!(DEFAULT_CONFIG_TOML.contains("# Block compression: \"none\", \"lz4\" or \"zstd\".\n"));
+        assert!(
+            DEFAULT_CONFIG_TOML.contains("# Block compression: \"none\", \"lz4\" or \"zstd\".\n")
+        );
     }
 
     #[test]

@@ -97,10 +97,8 @@ pub(crate) fn open_db(path: &Path, config: &StoreConfig) -> Result<DB, OpenError
     })?;
     match db.get_cf(meta, META_SCHEMA)? {
         Some(v) => {
-            let bytes: [u8; 4] = v
-                .as_slice()
-                .try_into()
-                .map_err(|_| Corruption::SchemaRecord { len: v.len() })?;
+            let bytes: [u8; 4] =
+                v.as_slice().try_into().map_err(|_| Corruption::SchemaRecord { len: v.len() })?;
             let found = u32::from_be_bytes(bytes);
             if found != SCHEMA_VERSION {
                 return Err(OpenError::SchemaMismatch { found, expected: SCHEMA_VERSION });

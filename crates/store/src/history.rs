@@ -103,7 +103,11 @@ struct Reader<'a> {
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8], HistoryError> {
         let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len()).ok_or(
-            HistoryError::Truncated { need: n, offset: self.pos, have: self.bytes.len() - self.pos },
+            HistoryError::Truncated {
+                need: n,
+                offset: self.pos,
+                have: self.bytes.len() - self.pos,
+            },
         )?;
         let s = &self.bytes[self.pos..end];
         self.pos = end;

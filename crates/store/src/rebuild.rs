@@ -5,8 +5,9 @@
 
 use rayon::prelude::*;
 use rocksdb::{Direction, IteratorMode, ReadOptions, WriteBatch, DB};
-use trie::builder::EmittedKind;
-use trie::{ChildRef, EthLayout, Layout, NibbleSlice, NodeSink, RootBuilder, TrieId, H256};
+use trie::{
+    ChildRef, EmittedKind, EthLayout, Layout, NibbleSlice, NodeSink, RootBuilder, TrieId, H256,
+};
 
 use crate::error::{Corruption, StoreError};
 use crate::keys::{

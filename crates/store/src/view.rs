@@ -220,10 +220,12 @@ impl StoreSource<'_> {
         let Some(v) = v else { return Ok(None) };
         // Invariant: the stored hash is the one the parent refers to.
         if v.len() < 32 || &v[..32] != hash.as_bytes() {
-            return Err(
-                Corruption::NodeHash { trie: self.trie, path: path.to_vec(), expected: *hash }
-                    .into(),
-            );
+            return Err(Corruption::NodeHash {
+                trie: self.trie,
+                path: path.to_vec(),
+                expected: *hash,
+            }
+            .into());
         }
         Ok(Some(v[32..].to_vec()))
     }
@@ -237,7 +239,7 @@ impl StoreSource<'_> {
 
     fn key_has_path(key: &[u8], path: &[u8]) -> bool {
         path.len() <= key.len() * 2
-            && path.iter().enumerate().all(|(i, n)| trie::nibbles::nibble_at(key, i) == *n)
+            && path.iter().enumerate().all(|(i, n)| trie::nibble_at(key, i) == *n)
     }
 }
 

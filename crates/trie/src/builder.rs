@@ -29,13 +29,14 @@ pub struct HashStats {
 
 impl HashStats {
     /// Sum of two counters.
-    pub fn merged(self, other: HashStats) -> HashStats {
+    pub(crate) fn merged(self, other: HashStats) -> HashStats {
         HashStats { hashes: self.hashes + other.hashes, bytes: self.bytes + other.bytes }
     }
 }
 
 /// What kind of interior node a sink receives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum EmittedKind {
     /// A branch node.
     Branch,
@@ -378,7 +379,7 @@ pub fn parallel_root<L: Layout, K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync>(
 }
 
 /// [`parallel_root`] with one sink per subtree (plus one for the root branch, first).
-pub fn parallel_root_with_sinks<L, K, V, S>(
+pub(crate) fn parallel_root_with_sinks<L, K, V, S>(
     items: &[(K, V)],
     make_sink: impl Fn() -> S + Sync,
 ) -> Result<(H256, Vec<S>, HashStats), BuildError>

@@ -1,29 +1,42 @@
 //! Arbor's trie layer: no I/O, only the Merkle-Patricia trie and what is built from it.
 //!
-//! - [`node`]: node references, the [`Layout`] seam and the Ethereum codec.
-//! - [`builder`]: the streaming root builder (serial and parallel).
-//! - [`trie`]: the mutable trie over a [`NodeSource`], with cached hashes and dirty paths.
-//! - [`proof`]: inclusion/exclusion proofs, multiproofs and range proofs.
-//! - [`recorder`]: the witness recorder with nested scopes.
-//! - [`eth`]: secure keys, Ethereum accounts, genesis allocations.
+//! - Hashes and paths: [`H256`], [`keccak256`], [`Nibbles`], [`NibbleSlice`].
+//! - Nodes: [`ChildRef`], the [`Layout`] seam and the Ethereum codec [`EthLayout`], with the
+//!   minimal RLP it is written in ([`RlpItem`], [`rlp_encode_list`]).
+//! - [`RootBuilder`], [`root_from_sorted`], [`parallel_root`]: the streaming root builder.
+//! - [`Trie`]: the mutable trie over a [`NodeSource`], with cached hashes and dirty paths.
+//! - [`verify_proof`] and friends: inclusion/exclusion proofs, multiproofs, range proofs.
+//! - [`Recorder`]: the witness recorder with nested scopes.
+//! - [`TrieId`] and [`StateReader`]: the state seam every layer above reads through.
+//!
+//! Modules are private; this list is the whole public surface, one path per item. The
+//! Ethereum account model (accounts, genesis, eth_getProof JSON) lives in the `eth` crate.
 
 #![forbid(unsafe_code)]
 
-pub mod builder;
-pub mod eth;
-pub mod hash;
-pub mod nibbles;
-pub mod node;
-pub mod proof;
-pub mod recorder;
-pub mod rlp;
-pub mod source;
-pub mod trie;
+mod builder;
+mod hash;
+mod nibbles;
+mod node;
+mod proof;
+mod recorder;
+mod rlp;
+mod source;
+mod trie;
 
-pub use builder::{parallel_root, root_from_sorted, BuildError, HashStats, NodeSink, RootBuilder};
-pub use hash::{keccak256, EMPTY_CODE_HASH, EMPTY_ROOT, H256};
-pub use nibbles::{NibbleSlice, Nibbles};
-pub use node::{ChildKind, ChildRef, DecodedNode, EthLayout, Layout, NodeError};
+pub use builder::{
+    parallel_root, root_from_sorted, BuildError, EmittedKind, HashStats, NodeSink, RootBuilder,
+};
+pub use hash::{decode_hex, keccak256, HexError, EMPTY_CODE_HASH, EMPTY_ROOT, H256};
+pub use nibbles::{common_prefix_nibbles, nibble_at, NibbleSlice, Nibbles};
+pub use node::{ChildKind, ChildRef, DecodedNode, EthLayout, Layout, NodeError, INLINE_MAX};
+pub use proof::{
+    verify_multiproof, verify_proof, verify_range_proof, verify_value, ProofError, RangeProof,
+    UsedNodes,
+};
 pub use recorder::Recorder;
+pub use rlp::{rlp_encode_list, rlp_encode_string, RlpError, RlpItem, RlpListIter};
 pub use source::{MemoryNodeSource, NodeSource, SourceError, StateReader, TrieId};
-pub use trie::{CollapseDelta, CommittedNode, RemovedNode, Trie, TrieError, TrieUpdates};
+pub use trie::{
+    path_hex, CollapseDelta, CommittedNode, Entry, RemovedNode, Trie, TrieError, TrieUpdates,
+};

@@ -83,12 +83,12 @@ impl<'a> NibbleSlice<'a> {
 
     /// Length of the hex-prefix encoding.
     #[inline]
-    pub fn hp_len(&self) -> usize {
+    pub(crate) fn hp_len(&self) -> usize {
         self.len() / 2 + 1
     }
 
     /// Append the hex-prefix encoding (flag 2 for a leaf, 0 for an extension).
-    pub fn write_hp(&self, leaf: bool, out: &mut Vec<u8>) {
+    pub(crate) fn write_hp(&self, leaf: bool, out: &mut Vec<u8>) {
         let flag = if leaf { 0x20 } else { 0x00 };
         let odd = self.len() % 2 == 1;
         let mut pos = self.start;
@@ -148,13 +148,8 @@ impl Nibbles {
         &self.0
     }
 
-    /// Length of the hex-prefix encoding.
-    pub fn hp_len(&self) -> usize {
-        self.0.len() / 2 + 1
-    }
-
     /// Append the hex-prefix encoding of `path`.
-    pub fn write_hp_of(path: &[u8], leaf: bool, out: &mut Vec<u8>) {
+    pub(crate) fn write_hp_of(path: &[u8], leaf: bool, out: &mut Vec<u8>) {
         let flag = if leaf { 0x20 } else { 0x00 };
         let (first, rest) =
             if path.len() % 2 == 1 { (flag | 0x10 | path[0], &path[1..]) } else { (flag, path) };
@@ -165,7 +160,7 @@ impl Nibbles {
     }
 
     /// Decode a hex-prefix encoded path; returns the nibbles and the leaf flag.
-    pub fn from_hp(hp: &[u8]) -> Option<(Nibbles, bool)> {
+    pub(crate) fn from_hp(hp: &[u8]) -> Option<(Nibbles, bool)> {
         let first = *hp.first()?;
         let flag = first >> 4;
         if flag > 3 {
@@ -189,7 +184,7 @@ impl Nibbles {
 
 /// Length of the common prefix of two unpacked paths.
 #[inline]
-pub fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 

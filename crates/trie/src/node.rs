@@ -9,7 +9,7 @@
 
 use crate::hash::{keccak256, EMPTY_ROOT, H256};
 use crate::nibbles::{NibbleSlice, Nibbles};
-use crate::rlp::{self, Item, ListIter, RlpError};
+use crate::rlp::{self, RlpError, RlpItem, RlpListIter};
 
 /// Longest node encoding that is inlined in its parent instead of hashed.
 pub const INLINE_MAX: usize = 31;
@@ -38,6 +38,8 @@ impl std::fmt::Debug for ChildRef {
 }
 
 /// A borrowed view of a [`ChildRef`].
+// Exhaustive on purpose: by `ChildRef`'s invariant a reference is empty, inline or a hash,
+// and walkers must not skip a new kind of child through a wildcard arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChildKind<'a> {
     /// No child.
@@ -60,7 +62,7 @@ impl ChildRef {
 
     /// An inline reference; `bytes` must be a node encoding of at most [`INLINE_MAX`] bytes.
     #[inline]
-    pub fn inline(bytes: &[u8]) -> Self {
+    pub(crate) fn inline(bytes: &[u8]) -> Self {
         assert!(
             !bytes.is_empty() && bytes.len() <= INLINE_MAX,
             "inline node of {} bytes",
@@ -95,7 +97,7 @@ impl ChildRef {
 
     /// Bytes this reference occupies inside its parent's encoding.
     #[inline]
-    pub fn encoded_len(&self) -> usize {
+    pub(crate) fn encoded_len(&self) -> usize {
         match self.len {
             0 => 1,
             32 => 33,
@@ -149,6 +151,8 @@ pub enum NodeError {
 
 /// A decoded node borrowing from its encoding.
 // Decoded nodes are short-lived stack values; boxing the branch would allocate per decode.
+// Exhaustive on purpose: walkers (proof checks, stateless replay) must reach every child of
+// every node kind, so a layout with another kind has to break their matches at compile time.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DecodedNode<'a> {
@@ -283,14 +287,14 @@ impl Layout for EthLayout {
     }
 
     fn decode(bytes: &[u8]) -> Result<DecodedNode<'_>, NodeError> {
-        let payload = match rlp::decode_exact(bytes)? {
-            Item::String([]) => return Ok(DecodedNode::Empty),
-            Item::String(_) => return Err(NodeError::NotAList),
-            Item::List(p) => p,
+        let payload = match RlpItem::decode_exact(bytes)? {
+            RlpItem::String([]) => return Ok(DecodedNode::Empty),
+            RlpItem::String(_) => return Err(NodeError::NotAList),
+            RlpItem::List(p) => p,
         };
-        let mut items: [Item<'_>; 17] = [Item::String(&[]); 17];
+        let mut items: [RlpItem<'_>; 17] = [RlpItem::String(&[]); 17];
         let mut count = 0;
-        for item in ListIter::new(payload) {
+        for item in RlpListIter::new(payload) {
             let item = item?;
             if count == 17 {
                 return Err(NodeError::ItemCount(18));
@@ -325,14 +329,14 @@ impl Layout for EthLayout {
     }
 }
 
-fn decode_child(item: Item<'_>) -> Result<ChildRef, NodeError> {
+fn decode_child(item: RlpItem<'_>) -> Result<ChildRef, NodeError> {
     match item {
-        Item::String([]) => Ok(ChildRef::EMPTY),
-        Item::String(s) if s.len() == 32 => {
+        RlpItem::String([]) => Ok(ChildRef::EMPTY),
+        RlpItem::String(s) if s.len() == 32 => {
             Ok(ChildRef::hash(H256(s.try_into().expect("32 bytes"))))
         }
-        Item::String(s) => Err(NodeError::BadChild(s.len())),
-        Item::List(p) => {
+        RlpItem::String(s) => Err(NodeError::BadChild(s.len())),
+        RlpItem::List(p) => {
             let len = rlp::header_len(p.len()) + p.len();
             if len > INLINE_MAX {
                 return Err(NodeError::InlineTooLong(len));

@@ -1,4 +1,7 @@
 //! Minimal RLP: the encoders the node codec needs and a strict, panic-free decoder.
+//! Public: [`RlpItem`] (decoding), [`RlpListIter`], [`RlpError`], and the two encoders
+//! [`rlp_encode_string`] and [`rlp_encode_list`] that account leaves are built with; the
+//! header writers stay inside the crate.
 //!
 //! The decoder accepts only canonical encodings (a single byte below 0x80 is never wrapped,
 //! lengths have no leading zeros and use the short form when they can) and checks every
@@ -36,30 +39,39 @@ pub enum RlpError {
     },
 }
 
-/// One decoded RLP item: a byte string or the payload of a list.
+/// One decoded RLP item: a byte string or the payload of a list (RLP has no other kind).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Item<'a> {
+pub enum RlpItem<'a> {
     /// A byte string.
     String(&'a [u8]),
-    /// The raw payload of a list (iterate it with [`ListIter`]).
+    /// The raw payload of a list (iterate it with [`RlpListIter`]).
     List(&'a [u8]),
 }
 
-impl<'a> Item<'a> {
+impl<'a> RlpItem<'a> {
+    /// Decode exactly one item spanning all of `buf` (canonical encodings only).
+    pub fn decode_exact(buf: &'a [u8]) -> Result<RlpItem<'a>, RlpError> {
+        let (item, used) = decode_item(buf)?;
+        if used != buf.len() {
+            return Err(RlpError::Trailing(buf.len() - used));
+        }
+        Ok(item)
+    }
+
     /// The string bytes, or an error for a list.
     pub fn string(self) -> Result<&'a [u8], RlpError> {
         match self {
-            Item::String(s) => Ok(s),
-            Item::List(_) => Err(RlpError::UnexpectedKind { expected: "string" }),
+            RlpItem::String(s) => Ok(s),
+            RlpItem::List(_) => Err(RlpError::UnexpectedKind { expected: "string" }),
         }
     }
 }
 
 /// Decode the first item of `buf`; returns the item and the number of bytes it used.
-pub fn decode_item(buf: &[u8]) -> Result<(Item<'_>, usize), RlpError> {
+pub(crate) fn decode_item(buf: &[u8]) -> Result<(RlpItem<'_>, usize), RlpError> {
     let first = *buf.first().ok_or(RlpError::Empty)?;
     let (is_list, header, len) = match first {
-        0x00..=0x7f => return Ok((Item::String(&buf[..1]), 1)),
+        0x00..=0x7f => return Ok((RlpItem::String(&buf[..1]), 1)),
         0x80..=0xb7 => (false, 1, (first - 0x80) as usize),
         0xb8..=0xbf => {
             let n = (first - 0xb7) as usize;
@@ -79,7 +91,7 @@ pub fn decode_item(buf: &[u8]) -> Result<(Item<'_>, usize), RlpError> {
     if !is_list && header == 1 && len == 1 && payload[0] < 0x80 {
         return Err(RlpError::NonCanonical("single byte below 0x80 wrapped in a string header"));
     }
-    Ok((if is_list { Item::List(payload) } else { Item::String(payload) }, total))
+    Ok((if is_list { RlpItem::List(payload) } else { RlpItem::String(payload) }, total))
 }
 
 fn long_len(buf: &[u8], n: usize) -> Result<usize, RlpError> {
@@ -97,30 +109,21 @@ fn long_len(buf: &[u8], n: usize) -> Result<usize, RlpError> {
     Ok(len)
 }
 
-/// Decode exactly one item spanning all of `buf`.
-pub fn decode_exact(buf: &[u8]) -> Result<Item<'_>, RlpError> {
-    let (item, used) = decode_item(buf)?;
-    if used != buf.len() {
-        return Err(RlpError::Trailing(buf.len() - used));
-    }
-    Ok(item)
-}
-
-/// Iterator over the items of a list payload.
+/// Iterator over the items of a list payload; after an error it yields nothing more.
 #[derive(Debug, Clone)]
-pub struct ListIter<'a> {
+pub struct RlpListIter<'a> {
     rest: &'a [u8],
 }
 
-impl<'a> ListIter<'a> {
-    /// Iterate the items in a list payload.
+impl<'a> RlpListIter<'a> {
+    /// Iterate the items in a list payload (the bytes of [`RlpItem::List`]).
     pub fn new(payload: &'a [u8]) -> Self {
-        ListIter { rest: payload }
+        RlpListIter { rest: payload }
     }
 }
 
-impl<'a> Iterator for ListIter<'a> {
-    type Item = Result<Item<'a>, RlpError>;
+impl<'a> Iterator for RlpListIter<'a> {
+    type Item = Result<RlpItem<'a>, RlpError>;
     fn next(&mut self) -> Option<Self::Item> {
         if self.rest.is_empty() {
             return None;
@@ -140,7 +143,7 @@ impl<'a> Iterator for ListIter<'a> {
 
 /// Length of the header for a payload of `len` bytes.
 #[inline]
-pub fn header_len(len: usize) -> usize {
+pub(crate) fn header_len(len: usize) -> usize {
     if len < 56 {
         1
     } else {
@@ -166,20 +169,20 @@ fn write_header(out: &mut Vec<u8>, len: usize, short: u8, long: u8) {
 
 /// Write a list header for a payload of `len` bytes.
 #[inline]
-pub fn write_list_header(out: &mut Vec<u8>, len: usize) {
+pub(crate) fn write_list_header(out: &mut Vec<u8>, len: usize) {
     write_header(out, len, 0xc0, 0xf7);
 }
 
 /// Write a string header for a payload of `len` bytes (the caller writes the payload; a
 /// single byte below 0x80 must go through [`write_string`] instead).
 #[inline]
-pub fn write_string_header(out: &mut Vec<u8>, len: usize) {
+pub(crate) fn write_string_header(out: &mut Vec<u8>, len: usize) {
     write_header(out, len, 0x80, 0xb7);
 }
 
 /// Encoded length of the byte string `s`.
 #[inline]
-pub fn string_len(s: &[u8]) -> usize {
+pub(crate) fn string_len(s: &[u8]) -> usize {
     if s.len() == 1 && s[0] < 0x80 {
         1
     } else {
@@ -189,7 +192,7 @@ pub fn string_len(s: &[u8]) -> usize {
 
 /// Write the byte string `s`.
 #[inline]
-pub fn write_string(out: &mut Vec<u8>, s: &[u8]) {
+pub(crate) fn write_string(out: &mut Vec<u8>, s: &[u8]) {
     if s.len() == 1 && s[0] < 0x80 {
         out.push(s[0]);
     } else {
@@ -198,10 +201,22 @@ pub fn write_string(out: &mut Vec<u8>, s: &[u8]) {
     }
 }
 
-/// Big-endian bytes of `v` without leading zeros (empty for zero): an RLP integer payload.
-pub fn trim_leading_zeros(bytes: &[u8]) -> &[u8] {
-    let first = bytes.iter().position(|&b| b != 0).unwrap_or(bytes.len());
-    &bytes[first..]
+/// The RLP encoding of the byte string `s`.
+pub fn rlp_encode_string(s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(string_len(s));
+    write_string(&mut out, s);
+    out
+}
+
+/// The RLP encoding of a list whose items are the byte strings `items` (one allocation).
+pub fn rlp_encode_list(items: &[&[u8]]) -> Vec<u8> {
+    let payload: usize = items.iter().map(|s| string_len(s)).sum();
+    let mut out = Vec::with_capacity(header_len(payload) + payload);
+    write_list_header(&mut out, payload);
+    for s in items {
+        write_string(&mut out, s);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -215,11 +230,27 @@ mod tests {
             let mut out = Vec::new();
             write_string(&mut out, &s);
             assert_eq!(out.len(), string_len(&s));
-            assert_eq!(decode_exact(&out).unwrap(), Item::String(&s));
+            assert_eq!(RlpItem::decode_exact(&out).unwrap(), RlpItem::String(&s));
         }
         let mut out = Vec::new();
         write_string(&mut out, &[0x05]);
         assert_eq!(out, vec![0x05]);
+    }
+
+    #[test]
+    fn encodes_string_lists() {
+        let long = [0xabu8; 60];
+        let list = rlp_encode_list(&[&[], &[0x05], &[0x80], &long]);
+        let RlpItem::List(payload) = RlpItem::decode_exact(&list).unwrap() else {
+            panic!("not a list: {list:?}")
+        };
+        let items: Vec<_> = RlpListIter::new(payload).collect::<Result<_, _>>().unwrap();
+        let want = [&[][..], &[0x05], &[0x80], &long].map(RlpItem::String);
+        assert_eq!(items, want);
+        assert_eq!(rlp_encode_list(&[]), vec![0xc0]);
+        assert_eq!(rlp_encode_string(&[0x80]), vec![0x81, 0x80]);
+        assert_eq!(rlp_encode_string(&[0x05]), vec![0x05]);
+        assert_eq!(rlp_encode_string(&[]), vec![0x80]);
     }
 
     #[test]
@@ -237,6 +268,6 @@ mod tests {
             Err(RlpError::LengthOverflow | RlpError::Truncated { .. })
         ));
         assert!(matches!(decode_item(&[0xff, 1]), Err(RlpError::Truncated { .. })));
-        assert_eq!(decode_exact(&[0x01, 0x02]), Err(RlpError::Trailing(1)));
+        assert_eq!(RlpItem::decode_exact(&[0x01, 0x02]), Err(RlpError::Trailing(1)));
     }
 }

@@ -90,6 +90,8 @@ impl<T: NodeSource + ?Sized> NodeSource for &T {
 /// One state holds the main trie and, in the Ethereum model, one storage trie per account
 /// (named by the account's secure key). Stores prefix flat keys and node paths with
 /// [`TrieId::prefix`] so that one trie's data sits together on disk.
+// Exhaustive on purpose: every variant has an on-disk prefix, so a new one is a schema
+// change that must break every match rather than fall into a wildcard arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum TrieId {
     /// The main (account) trie.

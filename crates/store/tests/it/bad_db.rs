@@ -6,9 +6,7 @@
 use std::path::Path;
 
 use rocksdb::{Options, DB};
-use store::{
-    ChangeSet, CommitError, Corruption, OpenError, RevertError, StateDb, StoreError,
-};
+use store::{ChangeSet, CommitError, Corruption, OpenError, RevertError, StateDb, StoreError};
 use trie::TrieId;
 
 use crate::common::{open, random_block, small_config};
@@ -100,10 +98,7 @@ fn missing_column_family() {
     let mut db = raw(dir.path(), &FAMILIES);
     db.drop_cf("history").unwrap();
     drop(db);
-    assert!(matches!(
-        open_err(dir.path()),
-        OpenError::MissingColumnFamily { name: "history", .. }
-    ));
+    assert!(matches!(open_err(dir.path()), OpenError::MissingColumnFamily { name: "history", .. }));
 }
 
 #[test]
@@ -163,10 +158,7 @@ fn garbage_in_meta() {
     poke_meta(dir.path(), &root_key, Some(&[7; 5]));
     let db = open(dir.path(), &small_config());
     let e = db.trie_root(&crate::common::STORAGE_A).unwrap_err();
-    assert!(
-        matches!(e.corruption(), Some(Corruption::RootRecord { len: 5, .. })),
-        "{e:?}"
-    );
+    assert!(matches!(e.corruption(), Some(Corruption::RootRecord { len: 5, .. })), "{e:?}");
     assert!(db.verify().is_err(), "verify with a corrupt root record");
 }
 

@@ -12,8 +12,11 @@ use crate::common::{
     indexed_key, model_root, open, random_block, small_config, State, STORAGE_A, STORAGE_B,
 };
 
+/// Bulk-load entries: `(trie, key, value)`.
+type Entries = Vec<(TrieId, Vec<u8>, Vec<u8>)>;
+
 /// `n` entries spread over the main trie and two storage tries, and the model's state.
-fn entries(n: u32) -> (Vec<(TrieId, Vec<u8>, Vec<u8>)>, State) {
+fn entries(n: u32) -> (Entries, State) {
     let mut out = Vec::new();
     let mut state = State::new();
     for i in 0..n {
@@ -58,7 +61,7 @@ fn bulk_load_equals_the_model() {
     ));
 }
 
-fn entries_small() -> Vec<(TrieId, Vec<u8>, Vec<u8>)> {
+fn entries_small() -> Entries {
     entries(10).0
 }
 

@@ -14,8 +14,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use store::{ChangeSet, RevertError, StateDb, StoreConfig};
-use trie::proof::verify_proof;
-use trie::{EthLayout, TrieId};
+use trie::{verify_proof, EthLayout, TrieId};
 
 use crate::common::{
     apply, env_number, model_get, model_root, open, small_config, State, STORAGE_A, STORAGE_B,

@@ -5,8 +5,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use store::{ChangeSet, CommitError, RevertError, StoreError};
-use trie::proof::verify_proof;
-use trie::{EthLayout, TrieId, EMPTY_ROOT};
+use trie::{verify_proof, EthLayout, TrieId, EMPTY_ROOT};
 
 use crate::common::{
     apply, assert_matches_model, indexed_key, model_get, model_root, open, random_block,

@@ -1,4 +1,6 @@
-//! Integration tests for the trie crate: external vectors, differential properties, proofs.
+//! Integration tests for the trie crate: differential properties, proofs, witnesses and
+//! hostile bytes. The JSON vectors (TrieTests, genesis roots, eth_getProof) run in the
+//! `eth` crate's tests, which share `reference.rs`.
 
 // Test helpers outside #[test] functions unwrap too: a failure there is a test failure.
 #![allow(clippy::unwrap_used)]
@@ -7,7 +9,6 @@ mod garbage;
 mod proofs;
 mod props;
 mod reference;
-mod vectors;
 mod witness;
 
 /// Property-test case count: `ARBOR_PROPTEST_CASES` (default small enough for CI).

@@ -3,8 +3,9 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use trie::proof::{verify_multiproof, verify_proof, verify_range_proof};
-use trie::{EthLayout, MemoryNodeSource, Trie};
+use trie::{
+    verify_multiproof, verify_proof, verify_range_proof, EthLayout, MemoryNodeSource, Trie,
+};
 
 fn build(map: &BTreeMap<Vec<u8>, Vec<u8>>) -> Trie<MemoryNodeSource> {
     let mut t = Trie::new(MemoryNodeSource::new());

@@ -1,5 +1,8 @@
 //! A deliberately simple reference trie: recursive over a sorted map, with its own RLP
 //! encoder, no caching, no streaming. Slow and obviously right.
+//!
+//! The `eth` crate's tests include this file too (`#[path]`), for the TrieTests vectors:
+//! it may only use `trie`'s public API.
 
 use std::collections::BTreeMap;
 

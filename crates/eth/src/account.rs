@@ -1,9 +1,11 @@
 //! Ethereum account leaves: `RLP[nonce, balance, storage_root, code_hash]`, and storage
 //! values (`RLP(trimmed big-endian word)`), both under keccak256 ("secure") keys.
 
-use crate::eth::u256::U256;
-use crate::hash::{keccak256, EMPTY_CODE_HASH, EMPTY_ROOT, H256};
-use crate::rlp::{self, Item, ListIter, RlpError};
+use alloy_primitives::U256;
+use trie::{
+    keccak256, rlp_encode_list, rlp_encode_string, RlpError, RlpItem, RlpListIter, EMPTY_CODE_HASH,
+    EMPTY_ROOT, H256,
+};
 
 /// An account as committed to by the state trie.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,27 +50,24 @@ impl Account {
     /// The leaf value: `RLP[nonce, balance, storage_root, code_hash]`.
     pub fn rlp(&self) -> Vec<u8> {
         let nonce = self.nonce.to_be_bytes();
-        let nonce = rlp::trim_leading_zeros(&nonce);
-        let balance = self.balance.to_be_bytes_trimmed();
-        let payload = rlp::string_len(nonce) + rlp::string_len(&balance) + 33 + 33;
-        let mut out = Vec::with_capacity(payload + 3);
-        rlp::write_list_header(&mut out, payload);
-        rlp::write_string(&mut out, nonce);
-        rlp::write_string(&mut out, &balance);
-        rlp::write_string(&mut out, &self.storage_root.0);
-        rlp::write_string(&mut out, &self.code_hash.0);
-        out
+        let balance = self.balance.to_be_bytes::<32>();
+        rlp_encode_list(&[
+            trim_leading_zeros(&nonce),
+            trim_leading_zeros(&balance),
+            &self.storage_root.0,
+            &self.code_hash.0,
+        ])
     }
 
     /// Decode a leaf value.
     pub fn decode(bytes: &[u8]) -> Result<Account, AccountError> {
-        let Item::List(payload) = rlp::decode_exact(bytes)? else {
+        let RlpItem::List(payload) = RlpItem::decode_exact(bytes)? else {
             return Err(AccountError::Shape);
         };
-        let items: Vec<Item<'_>> = ListIter::new(payload).collect::<Result<_, _>>()?;
+        let items: Vec<RlpItem<'_>> = RlpListIter::new(payload).collect::<Result<_, _>>()?;
         let [n, b, s, c] = items.as_slice() else { return Err(AccountError::Shape) };
         let int =
-            |item: &Item<'_>, name: &'static str, max: usize| -> Result<Vec<u8>, AccountError> {
+            |item: &RlpItem<'_>, name: &'static str, max: usize| -> Result<Vec<u8>, AccountError> {
                 let s = item.string().map_err(|_| AccountError::Field(name))?;
                 if s.len() > max || s.first() == Some(&0) {
                     return Err(AccountError::Field(name));
@@ -76,9 +75,9 @@ impl Account {
                 Ok(s.to_vec())
             };
         let nonce = int(n, "nonce", 8)?.iter().fold(0u64, |acc, b| (acc << 8) | u64::from(*b));
-        let balance =
-            U256::from_be_slice(&int(b, "balance", 32)?).ok_or(AccountError::Field("balance"))?;
-        let hash = |item: &Item<'_>, name: &'static str| {
+        let balance = U256::try_from_be_slice(&int(b, "balance", 32)?)
+            .ok_or(AccountError::Field("balance"))?;
+        let hash = |item: &RlpItem<'_>, name: &'static str| {
             item.string().ok().and_then(H256::from_slice).ok_or(AccountError::Field(name))
         };
         Ok(Account {
@@ -97,19 +96,22 @@ pub fn secure_key(key: &[u8]) -> H256 {
 
 /// A storage slot's leaf value: the RLP string of the word without leading zeros.
 pub fn storage_value_rlp(value: &U256) -> Vec<u8> {
-    let trimmed = value.to_be_bytes_trimmed();
-    let mut out = Vec::with_capacity(trimmed.len() + 1);
-    rlp::write_string(&mut out, &trimmed);
-    out
+    rlp_encode_string(trim_leading_zeros(&value.to_be_bytes::<32>()))
+}
+
+/// Big-endian bytes without leading zeros (empty for zero): an RLP integer payload.
+fn trim_leading_zeros(bytes: &[u8]) -> &[u8] {
+    let first = bytes.iter().position(|&b| b != 0).unwrap_or(bytes.len());
+    &bytes[first..]
 }
 
 /// Decode a storage leaf value back into a word.
 pub fn decode_storage_value(bytes: &[u8]) -> Result<U256, AccountError> {
-    let s = rlp::decode_exact(bytes)?.string()?;
+    let s = RlpItem::decode_exact(bytes)?.string()?;
     if s.len() > 32 || s.first() == Some(&0) {
         return Err(AccountError::Field("storage value"));
     }
-    U256::from_be_slice(s).ok_or(AccountError::Field("storage value"))
+    U256::try_from_be_slice(s).ok_or(AccountError::Field("storage value"))
 }
 
 #[cfg(test)]
@@ -118,14 +120,20 @@ mod tests {
 
     #[test]
     fn account_round_trip() {
-        let a = Account { nonce: 7, balance: U256::from_u64(1_000_000), ..Account::default() };
+        let a = Account { nonce: 7, balance: U256::from(1_000_000u64), ..Account::default() };
         assert_eq!(Account::decode(&a.rlp()).unwrap(), a);
         let empty = Account::default();
         assert_eq!(Account::decode(&empty.rlp()).unwrap(), empty);
         assert!(Account::decode(&[0xc0]).is_err());
         assert!(Account::decode(&[0x80]).is_err());
-        let v = storage_value_rlp(&U256::from_u64(0x38));
+        let v = storage_value_rlp(&U256::from(0x38u64));
         assert_eq!(v, vec![0x38]);
-        assert_eq!(decode_storage_value(&v).unwrap(), U256::from_u64(0x38));
+        assert_eq!(decode_storage_value(&v).unwrap(), U256::from(0x38u64));
+        assert_eq!(storage_value_rlp(&U256::from(0x80u64)), vec![0x81, 0x80]);
+        assert_eq!(storage_value_rlp(&U256::ZERO), vec![0x80]);
+        assert_eq!(Account::default().rlp().len(), 70);
+        let max = Account { nonce: u64::MAX, balance: U256::MAX, ..Account::default() };
+        assert_eq!(Account::decode(&max.rlp()).unwrap(), max);
+        assert!(decode_storage_value(&[0x81, 0x00]).is_err(), "leading zero");
     }
 }

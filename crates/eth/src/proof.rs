@@ -3,14 +3,16 @@
 //! account that does not exist, which must then be claimed empty) and every storage proof
 //! against the proven storage root.
 
+use alloy_primitives::U256;
 use serde_json::{json, Map, Value};
+use trie::{
+    decode_hex, verify_proof, verify_value, EthLayout, ProofError, EMPTY_CODE_HASH, EMPTY_ROOT,
+    H256,
+};
 
-use crate::eth::account::{secure_key, storage_value_rlp, Account, AccountError};
-use crate::eth::genesis::{parse_address, Address};
-use crate::eth::u256::U256;
-use crate::hash::{decode_hex, EMPTY_CODE_HASH, EMPTY_ROOT, H256};
-use crate::node::EthLayout;
-use crate::proof::{verify_proof, ProofError};
+use crate::account::{secure_key, storage_value_rlp, Account, AccountError};
+use crate::genesis::{parse_address, Address};
+use crate::number::parse_quantity;
 
 /// One storage slot's proof.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,12 +108,12 @@ fn get_hash(obj: &Map<String, Value>, field: &'static str) -> Result<H256, EthPr
 }
 
 fn get_quantity(obj: &Map<String, Value>, field: &'static str) -> Result<U256, EthProofError> {
-    U256::parse_quantity(get_str(obj, field)?).map_err(|e| field_err(field, e))
+    parse_quantity(get_str(obj, field)?).map_err(|e| field_err(field, e))
 }
 
 /// A storage key as JSON-RPC gives it: a quantity or data of at most 32 bytes.
 fn parse_slot(s: &str) -> Result<H256, EthProofError> {
-    let v = U256::parse_quantity(s).map_err(|e| field_err("key", e))?;
+    let v = parse_quantity(s).map_err(|e| field_err("key", e))?;
     Ok(H256(v.to_be_bytes()))
 }
 
@@ -126,9 +128,8 @@ impl AccountProof {
             v.as_object().ok_or_else(|| EthProofError::Json("expected a JSON object".into()))?;
         let address =
             parse_address(get_str(obj, "address")?).map_err(|e| field_err("address", e))?;
-        let nonce = get_quantity(obj, "nonce")?
-            .to_u64()
-            .ok_or_else(|| field_err("nonce", "exceeds 64 bits"))?;
+        let nonce = u64::try_from(get_quantity(obj, "nonce")?)
+            .map_err(|_| field_err("nonce", "exceeds 64 bits"))?;
         let account = Account {
             nonce,
             balance: get_quantity(obj, "balance")?,
@@ -208,7 +209,7 @@ impl AccountProof {
         };
         for sp in &self.storage_proof {
             let expected = (!sp.value.is_zero()).then(|| storage_value_rlp(&sp.value));
-            crate::proof::verify_value::<EthLayout>(
+            verify_value::<EthLayout>(
                 &storage_root,
                 secure_key(&sp.key.0).as_bytes(),
                 expected.as_deref(),

@@ -15,10 +15,11 @@
 
 use std::collections::BTreeMap;
 
+use alloy_primitives::U256;
 use serde_json::{Map, Value};
+use trie::{decode_hex, HexError, H256};
 
-use super::u256::{NumberError, U256};
-use crate::hash::{decode_hex, HexError, H256};
+use crate::number::{parse_hex_word, parse_quantity, to_u64, NumberError};
 
 /// A 20-byte account address.
 pub type Address = [u8; 20];
@@ -284,11 +285,11 @@ fn parse_storage(value: &Value) -> Result<BTreeMap<H256, U256>, FieldError> {
     let mut storage = BTreeMap::new();
     let mut spellings: BTreeMap<H256, &str> = BTreeMap::new();
     for (key, value) in obj {
-        let slot = U256::parse_hex(key)
+        let slot = parse_hex_word(key)
             .map_err(|source| FieldError::StorageKey { key: key.clone(), source })?;
         let slot = H256(slot.to_be_bytes());
         let word = match value {
-            Value::String(s) => U256::parse_hex(s)
+            Value::String(s) => parse_hex_word(s)
                 .map_err(|source| FieldError::StorageValue { key: key.clone(), source })?,
             other => {
                 return Err(FieldError::StorageValueType {
@@ -320,13 +321,14 @@ fn get<'a>(obj: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
 /// A balance: `0x` hex or decimal string, or a JSON integer.
 fn json_u256(value: &Value) -> Result<U256, FieldError> {
     match value {
-        Value::String(s) => Ok(U256::parse_quantity(s)?),
+        Value::String(s) => Ok(parse_quantity(s)?),
         Value::Number(n) => match n.as_u64() {
-            Some(v) => Ok(U256::from_u64(v)),
+            Some(v) => Ok(U256::from(v)),
             // Exact only if serde_json keeps the digits (`arbitrary_precision`); a float
             // prints with `.` or `e` and is refused rather than rounded.
-            None => U256::parse_quantity(&n.to_string())
-                .map_err(|_| FieldError::InexactNumber(n.to_string())),
+            None => {
+                parse_quantity(&n.to_string()).map_err(|_| FieldError::InexactNumber(n.to_string()))
+            }
         },
         other => Err(wrong_type("a decimal or 0x-hex string, or an integer", other)),
     }
@@ -334,7 +336,7 @@ fn json_u256(value: &Value) -> Result<U256, FieldError> {
 
 /// A nonce: as [`json_u256`], but it must fit in 64 bits.
 fn json_u64(value: &Value) -> Result<u64, FieldError> {
-    json_u256(value)?.to_u64().ok_or(FieldError::Number(NumberError::Overflow { bits: 64 }))
+    Ok(to_u64(json_u256(value)?)?)
 }
 
 fn wrong_type(expected: &'static str, found: &Value) -> FieldError {
@@ -356,10 +358,14 @@ fn json_type(value: &Value) -> &'static str {
 mod tests {
     use super::*;
 
-    /// The vectors beside the checkout. `cargo test` sets `CARGO_MANIFEST_DIR` when it runs
-    /// the tests too: read at run time, it stays right when a shared target directory holds
-    /// a test binary first built from another checkout of the same sources.
+    /// The vectors: `ARBOR_TESTDATA`, else beside the checkout. `cargo test` sets
+    /// `CARGO_MANIFEST_DIR` when it runs the tests too: read at run time, it stays right
+    /// when a shared target directory holds a test binary first built from another
+    /// checkout of the same sources.
     fn testdata() -> String {
+        if let Ok(dir) = std::env::var("ARBOR_TESTDATA") {
+            return dir;
+        }
         let dir = std::env::var("CARGO_MANIFEST_DIR")
             .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string());
         format!("{dir}/../../../shared/testdata/ethereum")
@@ -370,7 +376,7 @@ mod tests {
     }
 
     fn slot(n: u64) -> H256 {
-        H256(U256::from_u64(n).to_be_bytes())
+        H256(U256::from(n).to_be_bytes())
     }
 
     fn account<'a>(g: &'a Genesis, a: &str) -> &'a GenesisAccount {
@@ -401,20 +407,20 @@ mod tests {
         let c = account(&g, "9ca0e998df92c5351cecbbb6dba82ac2266f7e0c");
         assert_eq!((c.nonce, c.balance, c.code.clone()), (0, U256::ZERO, vec![0x60, 0x60, 0x60]));
         let want: BTreeMap<H256, U256> =
-            [(slot(3), U256::from_u64(7)), (slot(16), U256::from_u64(255))].into();
+            [(slot(3), U256::from(7)), (slot(16), U256::from(255))].into();
         assert_eq!(c.storage, want, "short keys padded, no-0x is hex, zero values dropped");
 
         let a = account(&g, "0x7dcd17433742f4c0ca53122ab541d0ba67fc27df");
-        assert_eq!((a.nonce, a.balance, a.code.clone()), (42, U256::from_u64(1), vec![0x60, 0x01]));
+        assert_eq!((a.nonce, a.balance, a.code.clone()), (42, U256::from(1), vec![0x60, 0x01]));
         let b = account(&g, "cd2a3d9f938e13cd947ec05abc7fe734df8dd826");
-        assert_eq!(b.balance, U256::parse_quantity("0x42ed0f117bd3ad8000").unwrap());
+        assert_eq!(b.balance, parse_quantity("0x42ed0f117bd3ad8000").unwrap());
         assert_eq!(b.nonce, 7);
         assert_eq!(
             account(&g, "0x0000000000000000000000000000000000000001").balance,
-            U256::from_u64(1)
+            U256::from(1)
         );
         let n = account(&g, "0x0000000000000000000000000000000000000002");
-        assert_eq!((n.nonce, n.balance, n.code.is_empty()), (3, U256::from_u64(12), true));
+        assert_eq!((n.nonce, n.balance, n.code.is_empty()), (3, U256::from(12), true));
         assert_eq!(
             account(&g, "0x0000000000000000000000000000000000000003"),
             &GenesisAccount::default()
@@ -598,7 +604,7 @@ mod tests {
         let g = Genesis::from_json_str(&read("execution-apis/genesis.json")).unwrap();
         let a = account(&g, "8bebc8ba651aee624937e7d897853ac30c95a067");
         assert_eq!((a.nonce, a.storage.len()), (1, 3));
-        assert_eq!(a.storage[&slot(2)], U256::from_u64(2));
+        assert_eq!(a.storage[&slot(2)], U256::from(2));
     }
 
     #[test]
@@ -611,7 +617,7 @@ mod tests {
         assert_eq!(g1.alloc.len(), 2);
         let c = account(&g1, "9ca0e998df92c5351cecbbb6dba82ac2266f7e0c");
         assert_eq!(c.code, vec![0x60; 9]);
-        assert_eq!(c.storage, [(slot(3), U256::from_u64(7))].into());
+        assert_eq!(c.storage, [(slot(3), U256::from(7))].into());
         let b = account(&g1, "cd2a3d9f938e13cd947ec05abc7fe734df8dd826");
         assert_eq!(b.balance.to_string(), "1234567000000000000000");
 
@@ -619,11 +625,8 @@ mod tests {
         assert_eq!(g2.alloc.len(), 12);
         let w = account(&g2, "b9c015918bdaba24b4ff057a92a3873d6eb201be");
         // 2^200, in decimal in the file.
-        assert_eq!(w.balance, U256::parse_quantity(&format!("0x1{}", "0".repeat(50))).unwrap());
-        assert_eq!(
-            account(&g2, "0000000000000000000000000000000000000001").balance,
-            U256::from_u64(1)
-        );
+        assert_eq!(w.balance, parse_quantity(&format!("0x1{}", "0".repeat(50))).unwrap());
+        assert_eq!(account(&g2, "0000000000000000000000000000000000000001").balance, U256::from(1));
 
         assert!(parse("test3").alloc.is_empty());
     }

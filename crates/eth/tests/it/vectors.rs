@@ -2,23 +2,16 @@
 //! genesis allocations with known roots, basic_genesis_tests, eth_getProof responses.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
+use eth::{genesis_state_root, AccountProof, EthState, Genesis, U256};
 use serde_json::Value;
-use trie::eth::{genesis_state_root, AccountProof, EthState, Genesis};
-use trie::hash::decode_hex;
-use trie::rlp::{decode_exact, Item, ListIter};
-use trie::{keccak256, root_from_sorted, EthLayout, MemoryNodeSource, Trie, H256};
+use trie::{
+    decode_hex, keccak256, root_from_sorted, EthLayout, MemoryNodeSource, RlpItem, RlpListIter,
+    Trie, H256,
+};
 
 use crate::reference::reference_root;
-
-fn testdata(rel: &str) -> PathBuf {
-    // Run-time `CARGO_MANIFEST_DIR` (cargo sets it for tests): right even when a shared
-    // target directory holds a binary first built from another checkout.
-    let dir = std::env::var("CARGO_MANIFEST_DIR")
-        .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string());
-    PathBuf::from(dir).join("../../../shared/testdata/ethereum").join(rel)
-}
+use crate::{read_genesis, testdata, GENESIS_ROOTS};
 
 fn read_json(rel: &str) -> Value {
     let path = testdata(rel);
@@ -121,25 +114,10 @@ fn trie_tests_next_prev() {
     }
 }
 
-/// Genesis files and their state roots as listed in SOURCES.md.
-const GENESIS_ROOTS: [(&str, &str); 7] = [
-    ("genesis/mainnet.json", "0xd7f8974fb5ac78d9ac099b9ad5018bedc2ce0a72dad1827a1709da30580f0544"),
-    ("genesis/sepolia.json", "0x5eb6e371a698b8d68f665192350ffcecbbbf322916f4b51bd79bb6887da3f494"),
-    ("genesis/holesky.json", "0x69d8c9d72f6fa4ad42d4702b433707212f90db395eb54dc20bc85de253788783"),
-    ("genesis/hoodi.json", "0xda87d7f5f91c51508791bbcbd4aa5baf04917830b86985eeb9ad3d5bfb657576"),
-    ("genesis/goerli.json", "0x5d6cded585e73c4e322c30c2f782a336316f17dd85a4863b9d838d2d4b8b3008"),
-    ("genesis/dev.json", "0xf09d8f7da5bc5036f8dd9536c953e2212390a46fb3e553ece2b7d419131537b1"),
-    (
-        "execution-apis/genesis.json",
-        "0xdc43f460541a253c0f64b6943ef83fa3bd601699a255622f088d46f7fde359fc",
-    ),
-];
-
 #[test]
 fn genesis_roots_match() {
     for (file, root) in GENESIS_ROOTS {
-        let text = std::fs::read_to_string(testdata(file)).unwrap();
-        let g = Genesis::from_json_str(&text).unwrap();
+        let g = read_genesis(file);
         let expected = H256::from_hex(root).unwrap();
         assert_eq!(genesis_state_root(&g), expected, "{file}: builder");
         if g.alloc.len() < 1000 {
@@ -167,13 +145,13 @@ fn basic_genesis_tests_roots() {
         let g = Genesis::from_value(case).unwrap();
         // `result` is the RLP genesis block; header field 3 is the state root.
         let block = decode_hex(case["result"].as_str().unwrap()).unwrap();
-        let Item::List(block) = decode_exact(&block).unwrap() else {
+        let RlpItem::List(block) = RlpItem::decode_exact(&block).unwrap() else {
             panic!("{name}: block not a list")
         };
-        let Some(Ok(Item::List(header))) = ListIter::new(block).next() else {
+        let Some(Ok(RlpItem::List(header))) = RlpListIter::new(block).next() else {
             panic!("{name}: no header")
         };
-        let state_root = ListIter::new(header).nth(3).unwrap().unwrap().string().unwrap();
+        let state_root = RlpListIter::new(header).nth(3).unwrap().unwrap().string().unwrap();
         assert_eq!(genesis_state_root(&g).as_bytes(), state_root, "{name}");
         n += 1;
     }
@@ -193,7 +171,7 @@ fn check_proof(label: &str, result: &Value, root: &H256) {
     proof.verify(root).unwrap_or_else(|e| panic!("{label}: {e}"));
     let mut tampered = Vec::new();
     let mut p = proof.clone();
-    p.account.balance = trie::eth::U256::from_u64(12345);
+    p.account.balance = U256::from(12345u64);
     tampered.push(("balance", p));
     let mut p = proof.clone();
     p.account.nonce += 1;
@@ -211,7 +189,7 @@ fn check_proof(label: &str, result: &Value, root: &H256) {
     tampered.push(("extra node", p));
     if let Some(sp) = proof.storage_proof.first() {
         let mut p = proof.clone();
-        p.storage_proof[0].value = trie::eth::U256::from_u64(sp.value.to_u64().unwrap_or(0) + 1);
+        p.storage_proof[0].value = sp.value.wrapping_add(U256::from(1u64));
         tampered.push(("storage value", p));
         if !sp.proof.is_empty() {
             let mut p = proof.clone();

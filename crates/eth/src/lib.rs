@@ -1,0 +1,30 @@
+//! The Ethereum account model on top of Arbor's generic trie.
+//!
+//! - Accounts ([`Account`]): the leaf `RLP[nonce, balance, storage_root, code_hash]` of the
+//!   main trie under the secure key `keccak(address)` ([`secure_key`]); storage slots are
+//!   leaves `keccak(slot) → RLP(value)` of one storage trie per account, named
+//!   `TrieId::Storage(keccak(address))`.
+//! - Genesis allocations ([`Genesis`]) parsed from the JSON that geth, reth and the
+//!   ethereum/tests fixtures write, quirks included; their state root
+//!   ([`genesis_state_root`]), their flat entries for a store's bulk load
+//!   ([`genesis_entries`]) and an in-memory state that answers eth_getProof ([`EthState`]).
+//! - eth_getProof (EIP-1186) responses ([`AccountProof`]): parse, emit, verify.
+//! - Numbers are [`U256`] from alloy-primitives; [`parse_quantity`] reads the JSON-RPC
+//!   spelling with typed errors ([`NumberError`]), and the genesis parser reads geth's.
+//!
+//! Nothing here does I/O: callers hand in strings or parsed JSON.
+
+#![forbid(unsafe_code)]
+
+mod account;
+mod genesis;
+mod number;
+mod proof;
+mod state;
+
+pub use account::{decode_storage_value, secure_key, storage_value_rlp, Account, AccountError};
+pub use alloy_primitives::U256;
+pub use genesis::{parse_address, Address, FieldError, Genesis, GenesisAccount, GenesisError};
+pub use number::{parse_quantity, NumberError};
+pub use proof::{AccountProof, EthProofError, StorageProof};
+pub use state::{genesis_entries, genesis_state_root, EthState, GenesisEntries};
