@@ -26,12 +26,16 @@ pub(crate) fn base_options(config: &StoreConfig, cache: Option<&Cache>) -> Optio
     let r = &config.rocksdb;
     let mut table = BlockBasedOptions::default();
     match cache {
-        Some(c) => table.set_block_cache(c),
+        Some(c) => {
+            table.set_block_cache(c);
+            // Index and filter blocks count against the cache budget (RocksDB refuses this
+            // without a cache: they then live in the table readers).
+            table.set_cache_index_and_filter_blocks(true);
+            table.set_pin_l0_filter_and_index_blocks_in_cache(true);
+        }
         None => table.disable_cache(),
     }
     table.set_bloom_filter(r.bloom_bits_per_key, false);
-    table.set_cache_index_and_filter_blocks(true);
-    table.set_pin_l0_filter_and_index_blocks_in_cache(true);
     table.set_format_version(5);
     let mut o = Options::default();
     o.set_block_based_table_factory(&table);
@@ -63,29 +67,26 @@ fn compression(c: Compression) -> DBCompressionType {
 
 /// Open the database at `path`, creating it (with schema and an empty head) if absent.
 ///
-/// Creation is crash-safe: RocksDB creates its files and column families first, and the
-/// schema and head records follow in one synced batch. A kill in between leaves a database
-/// whose every column family is empty and which has no schema record; such a database is
-/// an interrupted creation and is finished here, while one that holds any data without a
-/// schema record is not an Arbor database and is refused.
+/// Creation is crash-safe: a new database is created whole (files, column families, schema
+/// and head records) in a sibling staging directory and renamed into place, so `path` is
+/// never a half-created database; an earlier interrupted creation's staging directory is
+/// removed first. Databases created otherwise (by older builds) may still lack the schema
+/// record after a kill: one whose every column family is empty is an interrupted creation
+/// and is finished here, while one that holds any data without it is refused.
 pub(crate) fn open_db(path: &Path, config: &StoreConfig) -> Result<DB, OpenError> {
     config.validate()?;
+    if !path.join("CURRENT").exists() {
+        create_db(path, config)?;
+    }
     let cache = block_cache(config);
     let mut opts = base_options(config, cache.as_ref());
     opts.set_write_buffer_manager(&memtable_manager(config));
-    let exists = path.join("CURRENT").exists();
-    if exists {
-        let present = DB::list_cf(&opts, path)?;
-        if let Some(name) = COLUMN_FAMILIES.into_iter().find(|n| !present.iter().any(|p| p == n)) {
-            if !unborn(path, &present)? {
-                return Err(OpenError::MissingColumnFamily { path: path.to_path_buf(), name });
-            }
+    let present = DB::list_cf(&opts, path)?;
+    if let Some(name) = COLUMN_FAMILIES.into_iter().find(|n| !present.iter().any(|p| p == n)) {
+        if !unborn(path, &present)? {
+            return Err(OpenError::MissingColumnFamily { path: path.to_path_buf(), name });
         }
-    } else {
-        std::fs::create_dir_all(path)
-            .map_err(|source| OpenError::CreateDir { path: path.to_path_buf(), source })?;
     }
-    opts.create_if_missing(true);
     opts.create_missing_column_families(true);
     let cfs = COLUMN_FAMILIES
         .iter()
@@ -115,6 +116,52 @@ pub(crate) fn open_db(path: &Path, config: &StoreConfig) -> Result<DB, OpenError
         None => return Err(OpenError::NotArbor { path: path.to_path_buf() }),
     }
     Ok(db)
+}
+
+/// Create a new, empty database at `path` (absent, or an empty directory) by way of a
+/// staging directory beside it; see [`open_db`].
+fn create_db(path: &Path, config: &StoreConfig) -> Result<(), OpenError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| OpenError::CreateDir { path, source }
+    };
+    let name = path.file_name().ok_or_else(|| OpenError::CreateDir {
+        path: path.to_path_buf(),
+        source: std::io::Error::other("the path names no directory"),
+    })?;
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(io(parent))?;
+    let mut staging_name = std::ffi::OsString::from(".");
+    staging_name.push(name);
+    staging_name.push(".arbor-creating");
+    let staging = parent.join(staging_name);
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging).map_err(io(&staging))?;
+    }
+    {
+        let cache = block_cache(config);
+        let mut opts = base_options(config, cache.as_ref());
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        let cfs = COLUMN_FAMILIES
+            .iter()
+            .map(|name| ColumnFamilyDescriptor::new(*name, base_options(config, cache.as_ref())));
+        let db = DB::open_cf_descriptors(&opts, &staging, cfs)?;
+        let meta = db.cf_handle(CF_META).ok_or_else(|| OpenError::MissingColumnFamily {
+            path: staging.clone(),
+            name: CF_META,
+        })?;
+        let mut batch = WriteBatch::default();
+        batch.put_cf(meta, META_SCHEMA, SCHEMA_VERSION.to_be_bytes());
+        batch.put_cf(meta, META_HEAD, encode_head(0, &trie::EMPTY_ROOT));
+        let mut sync = WriteOptions::default();
+        sync.set_sync(true);
+        db.write_opt(batch, &sync)?;
+    }
+    // Renaming onto an empty directory replaces it; a non-empty one is refused.
+    std::fs::rename(&staging, path).map_err(io(path))?;
+    std::fs::File::open(parent).and_then(|d| d.sync_all()).map_err(io(parent))?;
+    Ok(())
 }
 
 /// True when the database at `path`, which lacks some of Arbor's column families, is an

@@ -238,6 +238,18 @@ fn invalid_config_is_refused() {
 }
 
 #[test]
+fn zero_block_cache_is_allowed() {
+    // `block_cache_bytes = 0` disables the cache, as the config documents.
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = small_config();
+    config.rocksdb.block_cache_bytes = 0;
+    let mut db = StateDb::open(dir.path(), config.clone()).unwrap();
+    db.commit(&random_block(9, 1, 200, 20)).unwrap();
+    db.close().unwrap();
+    assert!(StateDb::open(dir.path(), config).unwrap().verify().unwrap().ok());
+}
+
+#[test]
 fn tampered_flat_state_fails_verify() {
     let dir = tempfile::tempdir().unwrap();
     healthy(dir.path());
