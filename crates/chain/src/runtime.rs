@@ -76,6 +76,7 @@ pub enum FailReason {
 
 /// Why a transaction is not valid (it changes nothing and is not included).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Invalid {
     /// The sender has no account.
     #[error("the sender has no account")]
