@@ -25,35 +25,66 @@ pub struct Block {
     pub transfers: Vec<Transfer>,
 }
 
+/// Which encoding a [`CodecError`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Format {
+    /// [`Block::encode`]'s.
+    Block,
+    /// [`encode_witness`]'s.
+    Witness,
+}
+
+impl Format {
+    /// The magic bytes its encoding starts with.
+    pub const fn magic(self) -> &'static [u8; 4] {
+        match self {
+            Format::Block => BLOCK_MAGIC,
+            Format::Witness => WITNESS_MAGIC,
+        }
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Format::Block => "block",
+            Format::Witness => "witness",
+        })
+    }
+}
+
 /// Why bytes are not a block or a witness.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CodecError {
     /// Wrong magic bytes.
-    #[error("not {what}: the file does not start with {magic:?}")]
+    #[error(
+        "not a {what}: the file does not start with {:?}",
+        String::from_utf8_lossy(.what.magic())
+    )]
     Magic {
-        /// "a block" or "a witness".
-        what: &'static str,
-        /// The expected magic.
-        magic: &'static str,
+        /// The expected encoding.
+        what: Format,
     },
     /// Unknown format version.
-    #[error("{what} format version {version} is not supported (this build reads 1)")]
+    #[error("{what} format version {version} is not supported (this build reads {VERSION})")]
     Version {
-        /// "block" or "witness".
-        what: &'static str,
+        /// The encoding.
+        what: Format,
         /// The version found.
         version: u8,
     },
     /// The bytes end early or go on after the end.
     #[error("{what} is truncated or has trailing bytes at offset {offset}")]
     Length {
-        /// "block" or "witness".
-        what: &'static str,
+        /// The encoding.
+        what: Format,
         /// Where decoding stopped.
         offset: usize,
     },
-    /// A transaction does not decode.
-    #[error("transaction {index} does not decode")]
+    /// A transaction does not decode (its kind byte is neither 0 nor 1).
+    #[error("transaction {index} does not decode: its kind byte is neither 0 (keep-alive) nor 1 (allow-death)")]
     Transfer {
         /// Its position.
         index: usize,
@@ -73,7 +104,7 @@ const VERSION: u8 = 1;
 struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
-    what: &'static str,
+    what: Format,
 }
 
 impl<'a> Reader<'a> {
@@ -91,12 +122,9 @@ impl<'a> Reader<'a> {
         Ok(a)
     }
 
-    fn header(&mut self, magic: &'static [u8; 4], label: &'static str) -> Result<(), CodecError> {
-        if self.bytes.get(..4) != Some(&magic[..]) {
-            return Err(CodecError::Magic {
-                what: label,
-                magic: std::str::from_utf8(magic).unwrap_or("?"),
-            });
+    fn header(&mut self) -> Result<(), CodecError> {
+        if self.bytes.get(..4) != Some(&self.what.magic()[..]) {
+            return Err(CodecError::Magic { what: self.what });
         }
         self.at = 4;
         let [version] = self.array::<1>()?;
@@ -126,7 +154,9 @@ impl Block {
         out.extend_from_slice(self.parent_root.as_bytes());
         out.extend_from_slice(self.state_root.as_bytes());
         out.extend_from_slice(&self.author);
-        out.extend_from_slice(&(self.transfers.len() as u32).to_be_bytes());
+        // Invariant: a block's count fits its u32 field (blocks hold at most thousands).
+        let count = u32::try_from(self.transfers.len()).expect("a block holds < 2^32 transfers");
+        out.extend_from_slice(&count.to_be_bytes());
         for t in &self.transfers {
             t.encode(&mut out);
         }
@@ -135,8 +165,8 @@ impl Block {
 
     /// Decode [`Block::encode`]'s output.
     pub fn decode(bytes: &[u8]) -> Result<Block, CodecError> {
-        let mut r = Reader { bytes, at: 0, what: "block" };
-        r.header(BLOCK_MAGIC, "a block")?;
+        let mut r = Reader { bytes, at: 0, what: Format::Block };
+        r.header()?;
         let number = u64::from_be_bytes(r.array()?);
         let parent_root = H256(r.array()?);
         let state_root = H256(r.array()?);
@@ -159,9 +189,12 @@ pub fn encode_witness(nodes: &[Vec<u8>]) -> Vec<u8> {
     let mut out = Vec::with_capacity(9 + len);
     out.extend_from_slice(WITNESS_MAGIC);
     out.push(VERSION);
-    out.extend_from_slice(&(nodes.len() as u32).to_be_bytes());
+    // Invariant: counts and node lengths fit their u32 fields (a witness is megabytes).
+    let count = u32::try_from(nodes.len()).expect("a witness holds < 2^32 nodes");
+    out.extend_from_slice(&count.to_be_bytes());
     for n in nodes {
-        out.extend_from_slice(&(n.len() as u32).to_be_bytes());
+        let len = u32::try_from(n.len()).expect("a witness node is < 4 GiB");
+        out.extend_from_slice(&len.to_be_bytes());
         out.extend_from_slice(n);
     }
     out
@@ -169,8 +202,8 @@ pub fn encode_witness(nodes: &[Vec<u8>]) -> Vec<u8> {
 
 /// Decode [`encode_witness`]'s output into nodes keyed by their hash.
 pub fn decode_witness(bytes: &[u8]) -> Result<Vec<(H256, Vec<u8>)>, CodecError> {
-    let mut r = Reader { bytes, at: 0, what: "witness" };
-    r.header(WITNESS_MAGIC, "a witness")?;
+    let mut r = Reader { bytes, at: 0, what: Format::Witness };
+    r.header()?;
     let count = u32::from_be_bytes(r.array()?) as usize;
     let mut nodes = Vec::with_capacity(count.min(bytes.len() / 4));
     let mut seen = std::collections::HashSet::new();

@@ -5,13 +5,15 @@
 //! The limit is checked with the session's exact [`PovSession::proof_size`] after every
 //! transaction; a transaction that overflows is discarded (its writes and its witness
 //! contribution) and left for the next block. Invalid transactions (unknown sender, wrong
-//! nonce, no fee) are skipped.
+//! nonce, no fee) are skipped. A limit below the witness of an empty block on the parent
+//! (the smallest block the builder can produce) is refused before any transaction runs,
+//! so a built block's witness never exceeds the limit.
 //!
 //! The other per-transaction measurements exist for the benchmark's modes: none (witness
 //! at the block's end), the exact root after every transaction, or a naive root recomputed
 //! from scratch after every transaction.
 
-use overlay::{ChangeSet, Overlay, PovError, PovSession};
+use overlay::{ChangeSet, ChangeSetError, Overlay, PovError, PovSession, TransactionError};
 use trie::{NodeSource, StateReader, Trie, TrieError, TrieId, H256};
 
 use crate::block::Block;
@@ -88,21 +90,51 @@ pub struct Built {
     pub hashes: u64,
 }
 
-/// A builder failure (the state below failed; never the transactions' fault).
+/// A builder failure: the configuration cannot be met, or the state below failed (never
+/// the transactions' fault: invalid transactions are skipped).
+///
+/// `E` is the error of the state the runtime reads: [`PovError`] for [`build_block`]
+/// (the recording session), the reader's own for [`build_block_unrecorded`].
 #[derive(Debug, thiserror::Error)]
-pub enum BuildError {
+#[non_exhaustive]
+pub enum BuildError<E: std::error::Error + 'static = PovError> {
+    /// The PoV limit is below the witness of an empty block on this parent, so no block
+    /// built on it can meet the limit.
+    #[error(
+        "PoV limit of {limit} bytes is below {min} bytes, the witness of an empty block on \
+         this parent (block-start bookkeeping and the root computation): use a limit of at \
+         least {min} bytes"
+    )]
+    PovLimitTooSmall {
+        /// The configured limit.
+        limit: usize,
+        /// The smallest limit a block on this parent can meet.
+        min: usize,
+    },
     /// Proof recording or the parent trie failed.
     #[error(transparent)]
     Pov(#[from] PovError),
     /// The parent trie failed.
     #[error(transparent)]
     Trie(#[from] TrieError),
-    /// The runtime found corrupt state or the state failed.
-    #[error("{0}")]
-    Runtime(String),
+    /// The runtime found corrupt state, the state failed, or the runtime misused nested
+    /// transactions.
+    #[error("the runtime failed: {0}")]
+    Runtime(#[source] ApplyError<E>),
+    /// The builder's own transaction around a transaction did not balance (a bug).
+    #[error("the builder misused the overlay's nested transactions: {0}")]
+    Transaction(#[from] TransactionError),
+    /// The block's changes could not be taken from the overlay.
+    #[error("cannot take the block's changes: {0}")]
+    Changes(#[source] ChangeSetError<E>),
 }
 
 /// Build a block on the parent `root` served by `source`, recording its witness.
+///
+/// With [`PerTx::ProofSize`] the limit must be at least the witness of an empty block on
+/// this parent (the block-start bookkeeping's reads and the root computation), the
+/// smallest block the builder can produce: a smaller limit is refused with
+/// [`BuildError::PovLimitTooSmall`], which names that size.
 pub fn build_block<S: NodeSource>(
     source: &S,
     root: H256,
@@ -112,12 +144,17 @@ pub fn build_block<S: NodeSource>(
 ) -> Result<Built, BuildError> {
     let mut s = PovSession::new(source, root);
     runtime::start_block(s.overlay());
-    let (mut transfers, mut outcomes) = (Vec::new(), Vec::new());
-    let (mut invalid, mut weight, mut naive_hashes) = (0, 0u64, 0u64);
-    let mut stop = Stop::PoolEmpty;
+    if config.per_tx == PerTx::ProofSize {
+        let min = s.proof_size()?;
+        if config.pov_limit < min {
+            return Err(BuildError::PovLimitTooSmall { limit: config.pov_limit, min });
+        }
+    }
+    let mut acc = Included::default();
+    let mut naive_hashes = 0u64;
     for tx in pool {
-        if weight + TRANSFER_WEIGHT > config.weight_limit {
-            stop = Stop::WeightLimit;
+        if acc.weight.saturating_add(TRANSFER_WEIGHT) > config.weight_limit {
+            acc.stop = Stop::WeightLimit;
             break;
         }
         s.begin_candidate()?;
@@ -125,17 +162,17 @@ pub fn build_block<S: NodeSource>(
             Ok(o) => o,
             Err(ApplyError::Invalid(_)) => {
                 s.discard()?;
-                invalid += 1;
+                acc.invalid += 1;
                 continue;
             }
-            Err(e) => return Err(BuildError::Runtime(e.to_string())),
+            Err(e) => return Err(BuildError::Runtime(e)),
         };
         match config.per_tx {
             PerTx::Nothing => {}
             PerTx::ProofSize => {
                 if s.proof_size()? > config.pov_limit {
                     s.discard()?;
-                    stop = Stop::PovLimit;
+                    acc.stop = Stop::PovLimit;
                     break;
                 }
             }
@@ -147,21 +184,46 @@ pub fn build_block<S: NodeSource>(
             }
         }
         s.keep()?;
-        weight += TRANSFER_WEIGHT;
-        transfers.push(*tx);
-        outcomes.push(outcome);
+        acc.push(tx, outcome);
     }
     let state_root = s.storage_root()?;
     let witness = s.witness()?;
     let proof_size = witness.iter().map(Vec::len).sum();
     let hashes = s.hashes() + naive_hashes;
-    let changes = s
-        .overlay()
-        .drain_changes()
-        .map_err(|e| BuildError::Runtime(format!("cannot take the block's changes: {e}")))?;
+    let changes = s.overlay().drain_changes().map_err(BuildError::Changes)?;
+    let Included { transfers, outcomes, invalid, stop, .. } = acc;
     let block =
         Block { number: ctx.number, parent_root: root, state_root, author: ctx.author, transfers };
     Ok(Built { block, witness, proof_size, changes, outcomes, invalid, stop, hashes })
+}
+
+/// The transactions a build has taken so far.
+struct Included {
+    transfers: Vec<Transfer>,
+    outcomes: Vec<Outcome>,
+    invalid: usize,
+    weight: u64,
+    stop: Stop,
+}
+
+impl Default for Included {
+    fn default() -> Self {
+        Included {
+            transfers: Vec::new(),
+            outcomes: Vec::new(),
+            invalid: 0,
+            weight: 0,
+            stop: Stop::PoolEmpty,
+        }
+    }
+}
+
+impl Included {
+    fn push(&mut self, tx: &Transfer, outcome: Outcome) {
+        self.weight = self.weight.saturating_add(TRANSFER_WEIGHT);
+        self.transfers.push(*tx);
+        self.outcomes.push(outcome);
+    }
 }
 
 /// The naive per-transaction root: a fresh trie over the parent with every change so far
@@ -191,7 +253,7 @@ pub fn build_block_unrecorded<R: StateReader, S: NodeSource>(
     root: H256,
     ctx: BlockContext,
     pool: &[Transfer],
-) -> Result<Built, BuildError> {
+) -> Result<Built, BuildError<R::Error>> {
     let mut o = Overlay::new(reader);
     runtime::start_block(&mut o);
     let (mut transfers, mut outcomes, mut invalid) = (Vec::new(), Vec::new(), 0);
@@ -199,20 +261,18 @@ pub fn build_block_unrecorded<R: StateReader, S: NodeSource>(
         o.start_transaction();
         match runtime::apply(&mut o, &ctx, tx) {
             Ok(outcome) => {
-                o.commit_transaction().map_err(|e| BuildError::Runtime(e.to_string()))?;
+                o.commit_transaction()?;
                 transfers.push(*tx);
                 outcomes.push(outcome);
             }
             Err(ApplyError::Invalid(_)) => {
-                o.rollback_transaction().map_err(|e| BuildError::Runtime(e.to_string()))?;
+                o.rollback_transaction()?;
                 invalid += 1;
             }
-            Err(e) => return Err(BuildError::Runtime(e.to_string())),
+            Err(e) => return Err(BuildError::Runtime(e)),
         }
     }
-    let changes = o
-        .drain_changes()
-        .map_err(|e| BuildError::Runtime(format!("cannot take the block's changes: {e}")))?;
+    let changes = o.drain_changes().map_err(BuildError::Changes)?;
     let mut t: Trie<_> = Trie::from_root(source, root);
     for (k, v) in changes.get(&TrieId::Main).into_iter().flatten() {
         t.write(k, v.as_deref())?;

@@ -18,7 +18,7 @@ pub mod parallel;
 pub mod runtime;
 pub mod verify;
 
-pub use block::{decode_witness, encode_witness, Block, CodecError};
+pub use block::{decode_witness, encode_witness, Block, CodecError, Format};
 pub use builder::{
     build_block, build_block_unrecorded, BuildConfig, BuildError, Built, PerTx, Stop,
 };

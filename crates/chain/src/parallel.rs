@@ -17,10 +17,10 @@
 use std::cell::RefCell;
 
 use exec::{Blocked, View};
-use overlay::Overlay;
+use overlay::{Overlay, TransactionError};
 use trie::{StateReader, TrieId};
 
-use crate::runtime::{self, ApplyError, Invalid, Outcome};
+use crate::runtime::{self, ApplyError, CorruptState, Invalid, Outcome};
 use crate::{BlockContext, Transfer};
 
 /// One transaction of a block executed through `exec`.
@@ -34,6 +34,7 @@ pub enum ChainTx {
 
 /// What a [`ChainTx`] returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ChainReceipt {
     /// The block-start hook ran.
     Started,
@@ -42,7 +43,13 @@ pub enum ChainReceipt {
     /// The transfer is not valid: it changed nothing.
     Invalid(Invalid),
     /// A stored value did not decode: the transaction changed nothing.
-    Corrupt(String),
+    Corrupt(CorruptState),
+    /// The runtime read a child trie, which the executor's state (the main trie only)
+    /// does not hold: the transaction changed nothing.
+    ChildTrie(TrieId),
+    /// The runtime's nested transactions did not balance (a bug in the runtime): the
+    /// transaction changed nothing.
+    Transaction(TransactionError),
 }
 
 /// A [`ChainTx`] in its block.
@@ -103,9 +110,10 @@ impl exec::Transaction for BlockTx {
                 Ok(outcome) => ChainReceipt::Applied(outcome),
                 Err(ApplyError::Invalid(i)) => return Ok(ChainReceipt::Invalid(i)),
                 Err(ApplyError::Corrupt(c)) => return Ok(ChainReceipt::Corrupt(c)),
+                Err(ApplyError::Transaction(e)) => return Ok(ChainReceipt::Transaction(e)),
                 Err(ApplyError::State(ViewError::Blocked(i))) => return Err(Blocked(i)),
-                Err(ApplyError::State(e @ ViewError::ChildTrie(_))) => {
-                    return Ok(ChainReceipt::Corrupt(e.to_string()))
+                Err(ApplyError::State(ViewError::ChildTrie(t))) => {
+                    return Ok(ChainReceipt::ChildTrie(t))
                 }
             },
         };

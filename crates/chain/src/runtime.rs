@@ -15,7 +15,7 @@
 //! nested transaction: a transfer that fails (funds, existential deposit) is rolled back
 //! and leaves only the fee, the nonce and the bookkeeping.
 
-use overlay::Overlay;
+use overlay::{Overlay, TransactionError};
 use trie::{keccak256, StateReader, TrieId, H256};
 
 /// An account id (32 bytes, as Substrate's `AccountId32`).
@@ -76,6 +76,7 @@ pub enum FailReason {
 
 /// Why a transaction is not valid (it changes nothing and is not included).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Invalid {
     /// The sender has no account.
     #[error("the sender has no account")]
@@ -95,6 +96,7 @@ pub enum Invalid {
 
 /// A failure applying a transaction.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ApplyError<E: std::error::Error + 'static> {
     /// The transaction is not valid.
     #[error(transparent)]
@@ -104,7 +106,77 @@ pub enum ApplyError<E: std::error::Error + 'static> {
     State(#[source] E),
     /// A stored value does not decode.
     #[error("corrupt state: {0}")]
-    Corrupt(String),
+    Corrupt(#[from] CorruptState),
+    /// The runtime's nested transactions did not balance (a bug in the runtime, not the
+    /// transaction's fault or the state's).
+    #[error("the runtime misused the overlay's nested transactions: {0}")]
+    Transaction(#[from] TransactionError),
+}
+
+/// One of the per-block bookkeeping counters every transaction updates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Counter {
+    /// [`EVENT_COUNT_KEY`]: events so far in the block (`u32 BE`).
+    EventCount,
+    /// [`BLOCK_WEIGHT_KEY`]: the block's accumulated weight (`u64 BE`).
+    BlockWeight,
+    /// [`BLOCK_LENGTH_KEY`]: the block's accumulated transaction bytes (`u32 BE`).
+    BlockLength,
+}
+
+impl Counter {
+    /// Every counter, in the order [`start_block`] clears them.
+    pub const ALL: [Counter; 3] = [Counter::EventCount, Counter::BlockWeight, Counter::BlockLength];
+
+    /// Its key in the main trie.
+    pub const fn key(self) -> &'static [u8] {
+        match self {
+            Counter::EventCount => EVENT_COUNT_KEY,
+            Counter::BlockWeight => BLOCK_WEIGHT_KEY,
+            Counter::BlockLength => BLOCK_LENGTH_KEY,
+        }
+    }
+
+    /// Bytes of its big-endian value.
+    pub const fn width(self) -> usize {
+        match self {
+            Counter::EventCount | Counter::BlockLength => 4,
+            Counter::BlockWeight => 8,
+        }
+    }
+}
+
+impl std::fmt::Display for Counter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The keys are ASCII constants.
+        f.write_str(std::str::from_utf8(self.key()).unwrap_or("bookkeeping counter"))
+    }
+}
+
+/// A stored value of the runtime's state that does not decode: the parent state is not
+/// one this runtime wrote (or was altered).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CorruptState {
+    /// An account record of the wrong length.
+    #[error(
+        "account {key} holds {len} bytes; an account record has 24 (nonce u64 BE, balance u128 BE)"
+    )]
+    Account {
+        /// The account's trie key.
+        key: H256,
+        /// The stored value's length.
+        len: usize,
+    },
+    /// A bookkeeping counter of the wrong length.
+    #[error("{counter} holds {len} bytes, expected {}", .counter.width())]
+    Counter {
+        /// Which counter.
+        counter: Counter,
+        /// The stored value's length.
+        len: usize,
+    },
 }
 
 /// An account's record.
@@ -199,22 +271,13 @@ pub struct BlockContext {
 
 fn read_u<R: StateReader, const N: usize>(
     o: &mut Overlay<R>,
-    key: &[u8],
+    counter: Counter,
 ) -> Result<[u8; N], ApplyError<R::Error>> {
-    match o.get(&TrieId::Main, key).map_err(ApplyError::State)? {
+    debug_assert_eq!(counter.width(), N, "{counter} is read with the wrong width");
+    match o.get(&TrieId::Main, counter.key()).map_err(ApplyError::State)? {
         None => Ok([0; N]),
-        Some(v) => v.try_into().map_err(|_| {
-            ApplyError::Corrupt(format!("{} holds {} bytes, expected {N}", show(key), v.len()))
-        }),
+        Some(v) => v.try_into().map_err(|_| CorruptState::Counter { counter, len: v.len() }.into()),
     }
-}
-
-fn show(key: &[u8]) -> String {
-    String::from_utf8(key.to_vec()).unwrap_or_else(|_| format!("0x{}", hex(key)))
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// The account of `who`, if it exists.
@@ -227,7 +290,7 @@ pub fn account<R: StateReader>(
         None => Ok(None),
         Some(v) => Account::decode(v)
             .map(Some)
-            .ok_or_else(|| ApplyError::Corrupt(format!("account {key} of {} bytes", v.len()))),
+            .ok_or_else(|| CorruptState::Account { key, len: v.len() }.into()),
     }
 }
 
@@ -263,15 +326,15 @@ pub fn apply<R: StateReader>(
     o.start_transaction();
     let outcome = match transfer(o, tx) {
         Ok(()) => {
-            o.commit_transaction().map_err(|e| ApplyError::Corrupt(e.to_string()))?;
+            o.commit_transaction()?;
             Outcome::Transferred
         }
         Err(Step::Fail(reason)) => {
-            o.rollback_transaction().map_err(|e| ApplyError::Corrupt(e.to_string()))?;
+            o.rollback_transaction()?;
             Outcome::Failed(reason)
         }
         Err(Step::Error(e)) => {
-            o.rollback_transaction().map_err(|e| ApplyError::Corrupt(e.to_string()))?;
+            o.rollback_transaction()?;
             return Err(e);
         }
     };
@@ -327,7 +390,7 @@ fn bookkeeping<R: StateReader>(
     tx: &Transfer,
     outcome: Outcome,
 ) -> Result<(), ApplyError<R::Error>> {
-    let count = u32::from_be_bytes(read_u::<R, 4>(o, EVENT_COUNT_KEY)?);
+    let count = u32::from_be_bytes(read_u::<R, 4>(o, Counter::EventCount)?);
     let mut event = Vec::with_capacity(1 + 64 + 32);
     event.push(match outcome {
         Outcome::Transferred => 0,
@@ -341,9 +404,9 @@ fn bookkeeping<R: StateReader>(
     event.extend_from_slice(&FEE.to_be_bytes());
     o.set(&TrieId::Main, event_key(ctx.number, count).as_bytes(), event);
     o.set(&TrieId::Main, EVENT_COUNT_KEY, (count + 1).to_be_bytes().to_vec());
-    let weight = u64::from_be_bytes(read_u::<R, 8>(o, BLOCK_WEIGHT_KEY)?);
+    let weight = u64::from_be_bytes(read_u::<R, 8>(o, Counter::BlockWeight)?);
     o.set(&TrieId::Main, BLOCK_WEIGHT_KEY, (weight + TRANSFER_WEIGHT).to_be_bytes().to_vec());
-    let len = u32::from_be_bytes(read_u::<R, 4>(o, BLOCK_LENGTH_KEY)?);
+    let len = u32::from_be_bytes(read_u::<R, 4>(o, Counter::BlockLength)?);
     o.set(&TrieId::Main, BLOCK_LENGTH_KEY, (len + TRANSFER_BYTES as u32).to_be_bytes().to_vec());
     Ok(())
 }
@@ -351,8 +414,8 @@ fn bookkeeping<R: StateReader>(
 /// Block-start hook: clear the previous block's per-block bookkeeping (Substrate's
 /// `on_initialize`); its events stay under their own keys.
 pub fn start_block<R: StateReader>(o: &mut Overlay<R>) {
-    for key in [EVENT_COUNT_KEY, BLOCK_WEIGHT_KEY, BLOCK_LENGTH_KEY] {
-        o.remove(&TrieId::Main, key);
+    for counter in Counter::ALL {
+        o.remove(&TrieId::Main, counter.key());
     }
 }
 
@@ -384,7 +447,9 @@ pub fn funded_accounts(n: u64) -> Vec<AccountId> {
 /// `count` transfers numbered from `first` among `accounts` funded accounts: transfer `i`
 /// goes from account `i mod half` to account `half + i mod half` (`half = accounts / 2`)
 /// with nonce `i / half`. Keep-alive moves the existential deposit; allow-death moves the
-/// sender's whole `balance` after the fee, so the sender's account is deleted.
+/// sender's whole `balance` after the fee, so the sender's account is deleted. Numbering
+/// stops at `u64::MAX` (fewer than `count` transfers then); the result holds `count`
+/// transfers of 89 bytes each, so the caller bounds `count`.
 pub fn paired_transfers(
     accounts: u64,
     first: u64,
@@ -393,13 +458,14 @@ pub fn paired_transfers(
     balance: u128,
 ) -> Vec<Transfer> {
     let half = (accounts / 2).max(1);
-    (first..first + count)
+    (0..count)
+        .map_while(|j| first.checked_add(j))
         .map(|i| Transfer {
             from: account_id(i % half),
             to: account_id(half + i % half),
             amount: match kind {
                 TransferKind::KeepAlive => EXISTENTIAL_DEPOSIT,
-                TransferKind::AllowDeath => balance - FEE,
+                TransferKind::AllowDeath => balance.saturating_sub(FEE),
             },
             nonce: i / half,
             kind,

@@ -12,11 +12,11 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
-use overlay::Overlay;
-use trie::{StateReader, Trie, TrieError, TrieId, UsedNodes, H256};
+use overlay::{ChangeSetError, Overlay, TransactionError};
+use trie::{NodeError, StateReader, Trie, TrieError, TrieId, UsedNodes, H256};
 
 use crate::block::{Block, CodecError};
-use crate::runtime::{self, ApplyError, BlockContext};
+use crate::runtime::{self, ApplyError, BlockContext, CorruptState, Invalid};
 
 /// Why a block did not verify.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -61,21 +61,41 @@ pub enum VerifyError {
         hash: H256,
     },
     /// A witness node does not decode as a trie node.
-    #[error("corrupt witness node at path {path}: {reason}")]
+    #[error("corrupt witness node at path {path}: {source}")]
     Corrupt {
         /// Nibble path, hex.
         path: String,
         /// The decoder's complaint.
-        reason: String,
+        source: NodeError,
     },
+    /// The witness's node source failed otherwise.
+    #[error("the witness trie failed: {0}")]
+    Trie(#[source] TrieError),
     /// A transaction in the block is not valid against its pre-state.
     #[error("transaction {index} is invalid: {reason}")]
     InvalidTransaction {
         /// Its position.
         index: usize,
         /// Why.
-        reason: String,
+        reason: Invalid,
     },
+    /// A transaction read a value of the parent state that does not decode (the witness
+    /// proves it, so the parent state itself holds it).
+    #[error("transaction {index} read corrupt state: {source}")]
+    CorruptState {
+        /// Its position.
+        index: usize,
+        /// What does not decode.
+        source: CorruptState,
+    },
+    /// The runtime's nested transactions did not balance (a bug in the runtime, not the
+    /// block's fault).
+    #[error("re-executing the block failed: {0}")]
+    Runtime(#[source] TransactionError),
+    /// The re-executed block's changes could not be taken (a bug in the runtime, not the
+    /// block's fault).
+    #[error("cannot take the re-executed block's changes: {0}")]
+    Changes(#[source] ChangeSetError<TrieError>),
     /// The re-executed block ends at another root.
     #[error("post-state root mismatch: the block says {block}, re-execution gives {computed}")]
     Root {
@@ -138,16 +158,15 @@ fn execute(source: &UsedNodes, root: H256, block: &Block) -> Result<H256, Verify
     runtime::start_block(&mut o);
     for (index, tx) in block.transfers.iter().enumerate() {
         runtime::apply(&mut o, &ctx, tx).map_err(|e| match e {
-            ApplyError::Invalid(reason) => {
-                VerifyError::InvalidTransaction { index, reason: reason.to_string() }
-            }
+            ApplyError::Invalid(reason) => VerifyError::InvalidTransaction { index, reason },
             ApplyError::State(e) => trie_error(e),
-            ApplyError::Corrupt(reason) => VerifyError::InvalidTransaction { index, reason },
+            ApplyError::Corrupt(source) => VerifyError::CorruptState { index, source },
+            ApplyError::Transaction(e) => VerifyError::Runtime(e),
         })?;
     }
     let changes = o.drain_changes().map_err(|e| match e {
-        overlay::ChangeSetError::Backend(e) => trie_error(e),
-        e => VerifyError::Corrupt { path: String::new(), reason: e.to_string() },
+        ChangeSetError::Backend(e) => trie_error(e),
+        e => VerifyError::Changes(e),
     })?;
     let mut t = o.into_backend().0.into_inner();
     for (k, v) in changes.get(&TrieId::Main).into_iter().flatten() {
@@ -162,10 +181,8 @@ fn trie_error(e: TrieError) -> VerifyError {
         TrieError::HashMismatch { path, expected, .. } => {
             VerifyError::HashMismatch { path, hash: expected }
         }
-        TrieError::Corrupt { path, source } => {
-            VerifyError::Corrupt { path, reason: source.to_string() }
-        }
-        other => VerifyError::Corrupt { path: String::new(), reason: other.to_string() },
+        TrieError::Corrupt { path, source } => VerifyError::Corrupt { path, source },
+        other => VerifyError::Trie(other),
     }
 }
 

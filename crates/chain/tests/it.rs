@@ -11,11 +11,12 @@ use std::collections::BTreeMap;
 
 use chain::parallel::{block_txs, ChainReceipt};
 use chain::runtime::{
-    account_id, apply, genesis, start_block, ApplyError, EXISTENTIAL_DEPOSIT, FEE,
+    account_id, account_key, apply, genesis, start_block, ApplyError, CorruptState, Counter,
+    EVENT_COUNT_KEY, EXISTENTIAL_DEPOSIT, FEE,
 };
 use chain::{
     build_block, decode_witness, encode_witness, verify_block, Block, BlockContext, BuildConfig,
-    PerTx, Stop, Transfer, TransferKind, VerifyError,
+    BuildError, CodecError, Format, PerTx, Stop, Transfer, TransferKind, VerifyError,
 };
 use overlay::{Overlay, PovSession};
 use proptest::prelude::*;
@@ -326,4 +327,133 @@ proptest! {
         prop_assert_eq!(&par.outputs, &expected);
         prop_assert_eq!(&par.writes, &seq.writes);
     }
+}
+
+/// The parent map with block `b`'s changes applied, committed to memory.
+fn commit(
+    map: &BTreeMap<Vec<u8>, Vec<u8>>,
+    changes: &overlay::ChangeSet,
+) -> (BTreeMap<Vec<u8>, Vec<u8>>, MemoryNodeSource, H256) {
+    let post = post_state(map, changes.get(&TrieId::Main).into_iter().flatten());
+    let (src, root) = MemoryNodeSource::committed(&post).unwrap();
+    (post, src, root)
+}
+
+/// A limit below the witness of an empty block is refused with that size; at that size
+/// the builder produces a block within it. Checked on a genesis and on a parent whose
+/// bookkeeping keys the block-start hook deletes (branches collapse).
+#[test]
+fn pov_limit_below_an_empty_block_is_refused() {
+    let (map, src, root) = parent(&vec![EXISTENTIAL_DEPOSIT * 100; 50]);
+    let pool: Vec<Transfer> = (0..50u64)
+        .map(|i| Transfer {
+            from: account_id(i),
+            to: account_id((i + 1) % 50),
+            amount: EXISTENTIAL_DEPOSIT,
+            nonce: 0,
+            kind: TransferKind::KeepAlive,
+        })
+        .collect();
+    let first = build_block(&src, root, ctx(), &pool[..10], &BuildConfig::default()).unwrap();
+    let (_, src2, root2) = commit(&map, &first.changes);
+    let next: Vec<Transfer> = pool[10..].to_vec();
+    for (src, root, pool) in [(&src, root, &pool[..]), (&src2, root2, &next[..])] {
+        let empty = build_block(src, root, ctx(), &[], &BuildConfig::default()).unwrap();
+        let min = empty.proof_size;
+        assert!(min > 0);
+        let config = BuildConfig { pov_limit: min - 1, ..BuildConfig::default() };
+        match build_block(src, root, ctx(), pool, &config) {
+            Err(BuildError::PovLimitTooSmall { limit, min: m }) => {
+                assert_eq!((limit, m), (min - 1, min));
+            }
+            other => panic!("expected PovLimitTooSmall, got {other:?}"),
+        }
+        let e = build_block(src, root, ctx(), pool, &config).unwrap_err();
+        assert!(e.to_string().contains(&format!("at least {min} bytes")), "{e}");
+        for limit in [min, min + 1, min + 500] {
+            let config = BuildConfig { pov_limit: limit, ..BuildConfig::default() };
+            let built = build_block(src, root, ctx(), pool, &config).unwrap();
+            assert!(built.proof_size <= limit, "{} > {limit}", built.proof_size);
+        }
+        // Modes that do not enforce the limit do not check it either.
+        let config = BuildConfig { pov_limit: 0, per_tx: PerTx::Nothing, ..BuildConfig::default() };
+        assert!(build_block(src, root, ctx(), pool, &config).is_ok());
+    }
+}
+
+/// Corrupt state is a typed error (with its cause) everywhere the runtime runs: applying
+/// a transaction, building a block, verifying one, and as a Block-STM receipt.
+#[test]
+fn corrupt_state_is_typed() {
+    let (mut map, _, _) = parent(&[EXISTENTIAL_DEPOSIT * 100; 4]);
+    let key = account_key(&account_id(0));
+    map.insert(key.as_bytes().to_vec(), vec![1, 2, 3]);
+    let (src, root) = MemoryNodeSource::committed(&map).unwrap();
+    let tx = Transfer {
+        from: account_id(0),
+        to: account_id(1),
+        amount: EXISTENTIAL_DEPOSIT,
+        nonce: 0,
+        kind: TransferKind::KeepAlive,
+    };
+    let want = CorruptState::Account { key, len: 3 };
+
+    let mut o = Overlay::new(MapReader(&map));
+    match apply(&mut o, &ctx(), &tx) {
+        Err(ApplyError::Corrupt(c)) => assert_eq!(c, want),
+        other => panic!("expected a corrupt account, got {other:?}"),
+    }
+    // A bookkeeping counter of the wrong width (the block-start hook has not cleared it).
+    let mut odd = map.clone();
+    odd.insert(EVENT_COUNT_KEY.to_vec(), vec![0; 3]);
+    let mut o = Overlay::new(MapReader(&odd));
+    let tx1 = Transfer { from: account_id(1), to: account_id(2), ..tx };
+    match apply(&mut o, &ctx(), &tx1) {
+        Err(ApplyError::Corrupt(c)) => {
+            assert_eq!(c, CorruptState::Counter { counter: Counter::EventCount, len: 3 });
+            assert!(c.to_string().contains("System.EventCount holds 3 bytes, expected 4"), "{c}");
+        }
+        other => panic!("expected a corrupt counter, got {other:?}"),
+    }
+
+    let e = build_block(&src, root, ctx(), &[tx], &BuildConfig::default()).unwrap_err();
+    match &e {
+        BuildError::Runtime(ApplyError::Corrupt(c)) => assert_eq!(c, &want),
+        other => panic!("expected a runtime error, got {other:?}"),
+    }
+    let source = std::error::Error::source(&e).unwrap();
+    assert!(source.to_string().contains("holds 3 bytes"), "{source}");
+
+    // The witness of the reads so far is enough to re-execute up to the corrupt read.
+    let mut s = PovSession::new(&src, root);
+    start_block(s.overlay());
+    assert!(apply(s.overlay(), &ctx(), &tx).is_err());
+    let witness = s.witness().unwrap();
+    let block = Block {
+        number: ctx().number,
+        parent_root: root,
+        state_root: root,
+        author: ctx().author,
+        transfers: vec![tx],
+    };
+    let nodes = decode_witness(&encode_witness(&witness)).unwrap();
+    assert_eq!(
+        verify_block(root, &block, nodes).unwrap_err(),
+        VerifyError::CorruptState { index: 0, source: want.clone() }
+    );
+
+    let out = exec::execute_sequential(&block_txs(ctx(), &[tx]), &map);
+    assert_eq!(out.outputs, vec![ChainReceipt::Started, ChainReceipt::Corrupt(want)]);
+}
+
+/// Codec errors name the encoding and its magic.
+#[test]
+fn codec_errors_name_the_format() {
+    let e = Block::decode(b"ARBW\x01").unwrap_err();
+    assert_eq!(e, CodecError::Magic { what: Format::Block });
+    assert_eq!(e.to_string(), "not a block: the file does not start with \"ARBB\"");
+    let e = decode_witness(b"ARBW\x02").unwrap_err();
+    assert_eq!(e, CodecError::Version { what: Format::Witness, version: 2 });
+    let e = decode_witness(b"ARBW\x01\x00\x00\x00\x01\x00").unwrap_err();
+    assert_eq!(e, CodecError::Length { what: Format::Witness, offset: 9 });
 }

@@ -3,13 +3,16 @@
 //! `arbor bench trie` maps its flags onto [`bench::TrieBenchOpts`] and `arbor bench store`
 //! onto [`bench::StoreBenchOpts`]; both draw progress bars on stderr unless `--json` is
 //! given, and print the human report or the JSON report (optionally also written to
-//! `--out`). Timings are only meaningful in a release build.
+//! `--out`). Timings are only meaningful in a release build. Every numeric flag is
+//! bounded by [`crate::limits`] (a usage error outside its bounds).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
+
+use crate::limits::{self, Counts};
 
 /// Keys in the incremental phase's trie when `--incremental-keys` is not given: the
 /// issue's 1M-key trie, or fewer when `--keys` asks for a smaller (smoke-test) run.
@@ -37,17 +40,26 @@ enum BenchCommand {
 /// Arguments of `arbor bench blockstm`.
 #[derive(Debug, Args)]
 struct BlockStmArgs {
-    /// Worker counts, comma-separated.
-    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 2, 4, 8])]
-    workers: Vec<usize>,
+    /// Worker counts, comma-separated: 1 to 16 entries, each 1 to 256.
+    #[arg(
+        long,
+        value_name = "N,…",
+        default_value = "1,2,4,8",
+        value_parser = limits::counts(1, limits::WORKERS_MAX, limits::LIST_LEN_MAX)
+    )]
+    workers: Counts,
     /// Skip the secp256k1 signature check (the engine's own overhead).
     #[arg(long)]
     no_sig: bool,
-    /// Timed runs per workload and worker count (the median is reported).
-    #[arg(long, default_value_t = 5)]
+    /// Timed runs per workload and worker count (the median is reported); 1 to 1,000.
+    #[arg(long, default_value_t = 5, value_parser = limits::usize_in(1, limits::RUNS_MAX))]
     runs: usize,
-    /// Transactions per block.
-    #[arg(long, default_value_t = 10_000)]
+    /// Transactions per block; 1 to 1,000,000.
+    #[arg(
+        long,
+        default_value_t = 10_000,
+        value_parser = limits::usize_in(1, limits::BLOCKSTM_TXS_MAX)
+    )]
     txs: usize,
     /// Run only the workloads whose name contains one of these (comma-separated).
     #[arg(long, value_delimiter = ',')]
@@ -63,15 +75,24 @@ struct BlockStmArgs {
 /// Arguments of `arbor bench pov`.
 #[derive(Debug, Args)]
 struct PovArgs {
-    /// Funded accounts (half send, half receive).
-    #[arg(long, default_value_t = 10_000)]
+    /// Funded accounts (half send, half receive); 2 to 10,000,000.
+    #[arg(
+        long,
+        default_value_t = 10_000,
+        value_parser = limits::u64_in(2, limits::POV_ACCOUNTS_MAX)
+    )]
     accounts: u64,
-    /// Timed builds per mode and workload (the median is reported).
-    #[arg(long, default_value_t = 5)]
+    /// Timed builds per mode and workload (the median is reported); 1 to 1,000.
+    #[arg(long, default_value_t = 5, value_parser = limits::usize_in(1, limits::RUNS_MAX))]
     runs: usize,
-    /// Block sizes in transactions, comma-separated.
-    #[arg(long, value_delimiter = ',', default_values_t = [544usize, 1500])]
-    sizes: Vec<usize>,
+    /// Block sizes in transactions, comma-separated: 1 to 16 entries, each 1 to 10,000.
+    #[arg(
+        long,
+        value_name = "N,…",
+        default_value = "544,1500",
+        value_parser = limits::counts(1, limits::BLOCK_TXS_MAX, limits::LIST_LEN_MAX)
+    )]
+    sizes: Counts,
     /// Create the temporary database under DIR [default: the system temp directory].
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
@@ -86,16 +107,24 @@ struct PovArgs {
 /// Arguments of `arbor bench store`.
 #[derive(Debug, Args)]
 struct StoreArgs {
-    /// Initial keys (32-byte keys, 100-byte values), bulk-loaded.
-    #[arg(long, default_value_t = 1_000_000)]
+    /// Initial keys (32-byte keys, 100-byte values), bulk-loaded; 1 to 100,000,000.
+    #[arg(
+        long,
+        default_value_t = 1_000_000,
+        value_parser = limits::u64_in(1, limits::STORE_KEYS_MAX)
+    )]
     keys: u64,
-    /// Blocks committed after the bulk load.
-    #[arg(long, default_value_t = 100)]
+    /// Blocks committed after the bulk load; 1 to 1,000,000.
+    #[arg(long, default_value_t = 100, value_parser = limits::u64_in(1, limits::BLOCKS_MAX))]
     blocks: u64,
-    /// Operations per block (80% updates, 20% deletions).
-    #[arg(long, default_value_t = 10_000)]
+    /// Operations per block (80% updates, 20% deletions); 1 to 1,000,000.
+    #[arg(
+        long,
+        default_value_t = 10_000,
+        value_parser = limits::u64_in(1, limits::UPDATES_PER_BLOCK_MAX)
+    )]
     updates_per_block: u64,
-    /// Seed of the workload.
+    /// Seed of the workload (any 64-bit unsigned integer).
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Create the temporary databases under DIR [default: the system temp directory].
@@ -115,22 +144,26 @@ struct StoreArgs {
 /// Arguments of `arbor bench trie`.
 #[derive(Debug, Args)]
 struct TrieArgs {
-    /// Random 32-byte keys (100-byte values) in the full-root input.
-    #[arg(long, default_value_t = 1_000_000)]
+    /// Random 32-byte keys (100-byte values) in the full-root input; 1 to 50,000,000.
+    #[arg(
+        long,
+        default_value_t = 1_000_000,
+        value_parser = limits::usize_in(1, limits::TRIE_KEYS_MAX)
+    )]
     keys: usize,
-    /// Timed runs of each full-root builder; medians are reported.
-    #[arg(long, default_value_t = 5)]
+    /// Timed runs of each full-root builder; medians are reported; 1 to 1,000.
+    #[arg(long, default_value_t = 5, value_parser = limits::usize_in(1, limits::RUNS_MAX))]
     runs: usize,
-    /// Incremental rounds (each: a batch of updates, then `root()`).
-    #[arg(long, default_value_t = 1000)]
+    /// Incremental rounds (each: a batch of updates, then `root()`); 1 to 1,000,000.
+    #[arg(long, default_value_t = 1000, value_parser = limits::usize_in(1, limits::ROUNDS_MAX))]
     rounds: usize,
-    /// Keys in the incremental trie [default: --keys, at most 1,000,000].
-    #[arg(long)]
+    /// Keys in the incremental trie; 1 to 10,000,000 [default: --keys, at most 1,000,000].
+    #[arg(long, value_parser = limits::usize_in(1, limits::INCREMENTAL_KEYS_MAX))]
     incremental_keys: Option<usize>,
-    /// Proofs generated and verified.
-    #[arg(long, default_value_t = 10_000)]
+    /// Proofs generated and verified; 1 to 1,000,000.
+    #[arg(long, default_value_t = 10_000, value_parser = limits::usize_in(1, limits::PROOFS_MAX))]
     proofs: usize,
-    /// Seed of every random choice.
+    /// Seed of every random choice (any 64-bit unsigned integer).
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Print the JSON report (and draw no progress bars).
@@ -153,7 +186,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<ExitCode> {
 
 fn blockstm(args: &BlockStmArgs) -> Result<ExitCode> {
     let opts = bench::BlockStmOpts {
-        workers: args.workers.clone(),
+        workers: args.workers.0.clone(),
         no_sig: args.no_sig,
         runs: args.runs,
         txs: args.txs,
@@ -170,7 +203,7 @@ fn pov(args: &PovArgs) -> Result<ExitCode> {
     let opts = bench::PovBenchOpts {
         accounts: args.accounts,
         runs: args.runs,
-        sizes: args.sizes.clone(),
+        sizes: args.sizes.0.clone(),
         dir: args.dir.clone(),
     };
     warn_if_debug();
@@ -219,12 +252,6 @@ fn emit(json: &str, human: &str, as_json: bool, out: Option<&Path>) -> Result<Ex
 }
 
 fn trie(args: &TrieArgs) -> Result<ExitCode> {
-    if args.keys == 0 {
-        bail!("--keys must be at least 1");
-    }
-    if args.runs == 0 {
-        bail!("--runs must be at least 1");
-    }
     let opts = bench::TrieBenchOpts {
         keys: args.keys,
         runs: args.runs,

@@ -1,41 +1,66 @@
 //! `arbor build-block` and `arbor verify-block`: produce a transfer block with its witness
 //! from an in-memory chain genesis, and verify a block statelessly from its witness.
+//!
+//! `build-block` checks its outputs before building (see [`crate::output`]) and refuses a
+//! `--pov-limit` below the witness of an empty block on the genesis, the smallest block
+//! the builder can produce, so the witness it writes always fits the limit.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use chain::runtime::{
     default_author, funded_accounts, genesis, paired_transfers, EXISTENTIAL_DEPOSIT,
 };
 use chain::{
     build_block, decode_witness, encode_witness, verify_block, Block, BlockContext, BuildConfig,
-    TransferKind,
+    BuildError, TransferKind,
 };
 use clap::Args;
 use trie::{MemoryNodeSource, H256};
 
+use crate::limits;
+use crate::output::{self, Output};
+use crate::usage;
+
 /// Arguments of `arbor build-block`.
 #[derive(Debug, Args)]
 pub(crate) struct BuildArgs {
-    /// Funded accounts in the genesis (half send, half receive).
-    #[arg(long, default_value_t = 1_000)]
+    /// Funded accounts in the genesis (half send, half receive); 2 to 1,000,000.
+    #[arg(
+        long,
+        default_value_t = 1_000,
+        value_parser = limits::u64_in(2, limits::BUILD_ACCOUNTS_MAX)
+    )]
     accounts: u64,
-    /// Transfers offered to the builder.
-    #[arg(long, default_value_t = 200)]
+    /// Transfers offered to the builder (a block takes at most 10,000); 1 to 1,000,000.
+    #[arg(
+        long,
+        default_value_t = 200,
+        value_parser = limits::u64_in(1, limits::BUILD_TRANSFERS_MAX)
+    )]
     transfers: u64,
     /// Use transfer_allow_death, moving each sender's whole balance (accounts are deleted).
     #[arg(long)]
     allow_death: bool,
-    /// Proof-of-validity limit in bytes.
-    #[arg(long, default_value_t = chain::builder::DEFAULT_POV_LIMIT)]
+    /// Proof-of-validity limit in bytes; 1 to 1,073,741,824, and at least the witness of an
+    /// empty block on the genesis (the error names it).
+    #[arg(
+        long,
+        value_name = "BYTES",
+        default_value_t = chain::builder::DEFAULT_POV_LIMIT,
+        value_parser = limits::usize_in(1, limits::POV_LIMIT_MAX)
+    )]
     pov_limit: usize,
-    /// Write the block here.
+    /// Write the block here (a new file unless --force).
     #[arg(long, value_name = "FILE")]
     block: PathBuf,
-    /// Write the witness here.
+    /// Write the witness here (a new file unless --force; not the block's file).
     #[arg(long, value_name = "FILE")]
     witness: PathBuf,
+    /// Overwrite existing output files.
+    #[arg(long)]
+    force: bool,
 }
 
 /// Arguments of `arbor verify-block`.
@@ -57,20 +82,29 @@ pub(crate) fn chain_genesis(accounts: u64, balance: u128) -> Result<(MemoryNodeS
 
 /// Run `arbor build-block`.
 pub(crate) fn build(args: &BuildArgs) -> Result<ExitCode> {
-    if args.accounts < 2 {
-        bail!("--accounts must be at least 2");
-    }
+    let outputs = [
+        Output { flag: "--block", path: &args.block },
+        Output { flag: "--witness", path: &args.witness },
+    ];
+    output::check(&outputs, args.force)?;
     let balance = EXISTENTIAL_DEPOSIT * 1_000;
     let (src, root) = chain_genesis(args.accounts, balance)?;
     let kind = if args.allow_death { TransferKind::AllowDeath } else { TransferKind::KeepAlive };
     let pool = paired_transfers(args.accounts, 0, args.transfers, kind, balance);
     let ctx = BlockContext { number: 1, author: default_author() };
     let config = BuildConfig { pov_limit: args.pov_limit, ..BuildConfig::default() };
-    let built = build_block(&src, root, ctx, &pool, &config).context("block production failed")?;
-    std::fs::write(&args.block, built.block.encode())
-        .with_context(|| format!("cannot write {}", args.block.display()))?;
-    std::fs::write(&args.witness, encode_witness(&built.witness))
-        .with_context(|| format!("cannot write {}", args.witness.display()))?;
+    let built = match build_block(&src, root, ctx, &pool, &config) {
+        Err(BuildError::PovLimitTooSmall { limit, min }) => {
+            return Err(usage(format!(
+                "--pov-limit {limit} is below {min} bytes, the witness of an empty block on \
+                 this genesis of {} accounts: use --pov-limit {min} or more",
+                args.accounts
+            )));
+        }
+        built => built.context("block production failed")?,
+    };
+    output::write(outputs[0], &built.block.encode(), args.force)?;
+    output::write(outputs[1], &encode_witness(&built.witness), args.force)?;
     println!("parent {root}");
     println!("post   {}", built.block.state_root);
     eprintln!(

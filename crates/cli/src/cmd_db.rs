@@ -17,6 +17,7 @@ use trie::TrieId;
 
 use crate::genesis_load::load_genesis;
 use crate::input::read_genesis;
+use crate::limits;
 
 /// `--db` and `--config`, shared by every database command.
 #[derive(Debug, Args)]
@@ -67,8 +68,9 @@ pub(crate) struct GetArgs {
 pub(crate) struct RevertArgs {
     #[command(flatten)]
     db: DbArgs,
-    /// How many blocks to undo.
-    #[arg(value_name = "N")]
+    /// How many blocks to undo; 1 to 1,000,000 (and at most the head's number; the store
+    /// keeps `layers.history_depth` blocks of history, 128 by default).
+    #[arg(value_name = "N", value_parser = limits::u64_in(1, limits::REVERT_MAX))]
     blocks: u64,
 }
 

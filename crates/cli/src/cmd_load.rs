@@ -11,7 +11,7 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use bench::workload::Workload;
 use clap::Args;
 use indicatif::ProgressBar;
@@ -19,6 +19,7 @@ use store::StateDb;
 use trie::H256;
 
 use crate::cmd_db::{open_or_create, DbArgs};
+use crate::limits;
 
 /// Runs with more blocks than this draw a progress bar.
 const PROGRESS_BLOCKS_MIN: u64 = 50;
@@ -30,17 +31,27 @@ const PROGRESS_KEYS_MIN: u64 = 50_000;
 pub(crate) struct LoadArgs {
     #[command(flatten)]
     db: DbArgs,
-    /// Blocks to commit after the head.
-    #[arg(long, value_name = "N")]
+    /// Blocks to commit after the head; 1 to 1,000,000.
+    #[arg(long, value_name = "N", value_parser = limits::u64_in(1, limits::BLOCKS_MAX))]
     blocks: u64,
-    /// Operations per block (80% updates, 20% deletions of random keys).
-    #[arg(long, value_name = "K")]
+    /// Operations per block (80% updates, 20% deletions of random keys); 1 to 1,000,000.
+    #[arg(
+        long,
+        value_name = "K",
+        value_parser = limits::u64_in(1, limits::UPDATES_PER_BLOCK_MAX)
+    )]
     updates_per_block: u64,
-    /// Seed of the workload; use the same seed (and --keys, --updates-per-block) to continue.
+    /// Seed of the workload (any 64-bit unsigned integer); use the same seed (and --keys,
+    /// --updates-per-block) to continue.
     #[arg(long, value_name = "S")]
     seed: u64,
-    /// Keys created by bulk load when the database is empty.
-    #[arg(long, value_name = "M", default_value_t = 100_000)]
+    /// Keys created by bulk load when the database is empty; 1 to 100,000,000.
+    #[arg(
+        long,
+        value_name = "M",
+        default_value_t = 100_000,
+        value_parser = limits::u64_in(1, limits::STORE_KEYS_MAX)
+    )]
     keys: u64,
     /// Print only the last `<number> <root>` line.
     #[arg(long)]
@@ -97,18 +108,7 @@ pub(crate) fn run(args: &LoadArgs) -> Result<ExitCode> {
     } else {
         None
     };
-    // Overflow-free: a head near u64::MAX (a corrupted record) or a block count past the
-    // end of the number space is an error, never a wrapped range.
-    let first = db.head_number().checked_add(1);
-    let last = first.and_then(|f| f.checked_add(args.blocks.saturating_sub(1)));
-    let (Some(first), Some(last)) = (first, last) else {
-        anyhow::bail!(
-            "cannot commit {} blocks after head {}: block numbers would pass {}",
-            args.blocks,
-            db.head_number(),
-            u64::MAX
-        );
-    };
+    let (first, last) = block_span(db.head_number(), args.blocks)?;
     let pb = bar(args.blocks > PROGRESS_BLOCKS_MIN, args.blocks, "committing blocks");
     let start = Instant::now();
     for b in first..=last {
@@ -130,6 +130,18 @@ pub(crate) fn run(args: &LoadArgs) -> Result<ExitCode> {
     lines.out.flush()?;
     summary(args, bulk_seconds, seconds, number, &root);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The numbers of the `blocks` blocks after `head`, first and last (`blocks` ≥ 1); an
+/// error when they would pass the largest block number.
+fn block_span(head: u64, blocks: u64) -> Result<(u64, u64)> {
+    match (head.checked_add(1), head.checked_add(blocks)) {
+        (Some(first), Some(last)) => Ok((first, last)),
+        _ => bail!(
+            "cannot commit {blocks} blocks after head block {head}: block numbers end at {}",
+            u64::MAX
+        ),
+    }
 }
 
 /// The bulk-load label of a workload's initial state (it depends on the seed and the
@@ -169,4 +181,17 @@ fn summary(args: &LoadArgs, bulk_seconds: Option<f64>, seconds: f64, number: u64
         per_second(args.blocks.saturating_mul(args.updates_per_block) as f64),
     ));
     eprintln!("{line}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_numbers_never_wrap() {
+        assert_eq!(block_span(0, 3).ok(), Some((1, 3)));
+        assert_eq!(block_span(u64::MAX - 2, 2).ok(), Some((u64::MAX - 1, u64::MAX)));
+        assert!(block_span(u64::MAX - 2, 3).is_err());
+        assert!(block_span(u64::MAX, 1).is_err());
+    }
 }

@@ -3,7 +3,8 @@
 //! Each command family lives in its own module (`cmd_*`); this file only parses the
 //! arguments and turns failures into the one contract every command keeps: a single
 //! `error: <what is wrong>` line on stderr and a non-zero exit code (1 for a failed
-//! command, 2 for unusable arguments). Nothing here panics on user input.
+//! command, 2 for unusable arguments: clap's errors, numbers outside the bounds of
+//! [`limits`], and a command's own [`UsageError`]). Nothing here panics on user input.
 
 #![forbid(unsafe_code)]
 
@@ -22,6 +23,8 @@ mod demo_chain;
 mod demo_store;
 mod genesis_load;
 mod input;
+mod limits;
+mod output;
 
 /// Arbor: an authenticated state engine (Ethereum-compatible Merkle-Patricia trie).
 #[derive(Debug, Parser)]
@@ -97,9 +100,31 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {}", error_line(&e));
-            ExitCode::FAILURE
+            if e.chain().any(|c| c.is::<UsageError>()) {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
+}
+
+/// Arguments that parse but cannot be used (an output path that exists or collides, a
+/// limit the input makes impossible): exit code 2, like clap's own usage errors.
+#[derive(Debug)]
+pub(crate) struct UsageError(pub(crate) String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// A usage error with this message.
+pub(crate) fn usage(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(message.into()))
 }
 
 /// Help and version go to stdout as clap renders them; a usage mistake becomes clap's

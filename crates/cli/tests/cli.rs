@@ -15,6 +15,8 @@ use trie::{keccak256, EthLayout, H256};
 /// SIGKILL during `init` and bulk loads.
 #[path = "cli/crash.rs"]
 mod crash;
+#[path = "cli/limits.rs"]
+mod limits;
 
 const MAINNET_ROOT: &str = "0xd7f8974fb5ac78d9ac099b9ad5018bedc2ce0a72dad1827a1709da30580f0544";
 const EXEC_APIS_ROOT: &str = "0xdc43f460541a253c0f64b6943ef83fa3bd601699a255622f088d46f7fde359fc";
@@ -474,6 +476,8 @@ fn build_block_then_verify_block_statelessly() {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let block = dir.join("cli-block.bin");
     let witness = dir.join("cli-witness.bin");
+    // Outputs must be new files (see limits.rs): clear an earlier run's.
+    let _ = (std::fs::remove_file(&block), std::fs::remove_file(&witness));
     let (b, w) = (block.to_str().unwrap(), witness.to_str().unwrap());
     let out = ok(&[
         "build-block",

@@ -12,7 +12,7 @@ pub enum TransactionError {
 }
 
 /// Why the block's change set could not be produced.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ChangeSetError<E> {
     /// Transactions are still open; their writes are not final yet.

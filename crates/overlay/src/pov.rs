@@ -53,9 +53,14 @@ pub enum PovError {
     /// The session records the main trie only.
     #[error("proof recording covers the main trie only, not {0:?}")]
     UnsupportedTrie(TrieId),
-    /// A candidate transaction is already open, or none is.
-    #[error("{0}")]
-    Candidate(&'static str),
+    /// `begin_candidate` while a candidate transaction is open: keep or discard it first.
+    #[error(
+        "a candidate transaction is already open: keep or discard it before beginning another"
+    )]
+    CandidateOpen,
+    /// `keep` or `discard` without an open candidate transaction.
+    #[error("no candidate transaction is open: call begin_candidate first")]
+    NoCandidate,
     /// The overlay refused a transaction operation.
     #[error(transparent)]
     Transaction(#[from] TransactionError),
@@ -285,7 +290,7 @@ impl<S: NodeSource> PovSession<S> {
     /// Start a transaction the caller may still drop ([`PovSession::discard`]).
     pub fn begin_candidate(&mut self) -> Result<(), PovError> {
         if self.candidate_open {
-            return Err(PovError::Candidate("a candidate transaction is already open"));
+            return Err(PovError::CandidateOpen);
         }
         // Earlier changes go into the trie now, so that a discard only drops the
         // candidate's own.
@@ -303,7 +308,7 @@ impl<S: NodeSource> PovSession<S> {
     /// Keep the candidate transaction.
     pub fn keep(&mut self) -> Result<(), PovError> {
         if !self.candidate_open {
-            return Err(PovError::Candidate("no candidate transaction is open"));
+            return Err(PovError::NoCandidate);
         }
         self.overlay.commit_transaction()?;
         let mut inner = self.overlay.backend().inner.borrow_mut();
@@ -319,7 +324,7 @@ impl<S: NodeSource> PovSession<S> {
     /// and its changes to the trie. Nested transactions it left open are closed first.
     pub fn discard(&mut self) -> Result<(), PovError> {
         if !self.candidate_open {
-            return Err(PovError::Candidate("no candidate transaction is open"));
+            return Err(PovError::NoCandidate);
         }
         while self.overlay.transaction_depth() > 1 {
             self.overlay.rollback_transaction()?;

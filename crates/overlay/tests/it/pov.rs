@@ -12,7 +12,7 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 
-use overlay::{Overlay, PovSession};
+use overlay::{Overlay, PovError, PovSession};
 use proptest::prelude::*;
 use trie::{
     root_from_sorted, EthLayout, Layout, MemoryNodeSource, NodeSource, SourceError, StateReader,
@@ -205,4 +205,26 @@ proptest! {
             prop_assert_eq!(stateless.storage_root().unwrap(), post);
         }
     }
+}
+
+/// Candidate misuse is a typed error and leaves the session usable.
+#[test]
+fn candidate_misuse_is_refused_with_a_typed_error() {
+    let parent = BTreeMap::from([(b"a".to_vec(), b"1".to_vec()), (b"b".to_vec(), b"2".to_vec())]);
+    let (src, root) = committed(&parent);
+    let mut s = PovSession::new(src, root);
+    assert_eq!(s.keep(), Err(PovError::NoCandidate));
+    assert_eq!(s.discard(), Err(PovError::NoCandidate));
+    s.begin_candidate().unwrap();
+    assert_eq!(s.begin_candidate(), Err(PovError::CandidateOpen));
+    s.overlay().set(&TrieId::Main, b"c", b"3".to_vec());
+    s.keep().unwrap();
+    assert_eq!(s.keep(), Err(PovError::NoCandidate));
+    let items = [
+        (b"a".to_vec(), b"1".to_vec()),
+        (b"b".to_vec(), b"2".to_vec()),
+        (b"c".to_vec(), b"3".to_vec()),
+    ];
+    let want = root_from_sorted::<EthLayout, _, _>(&items).unwrap().0;
+    assert_eq!(s.storage_root().unwrap(), want);
 }
