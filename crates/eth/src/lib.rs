@@ -26,5 +26,5 @@ pub use account::{decode_storage_value, secure_key, storage_value_rlp, Account, 
 pub use alloy_primitives::U256;
 pub use genesis::{parse_address, Address, FieldError, Genesis, GenesisAccount, GenesisError};
 pub use number::{parse_quantity, NumberError};
-pub use proof::{AccountProof, EthProofError, StorageProof};
+pub use proof::{AccountProof, EthProofError, FieldProblem, StorageProof};
 pub use state::{genesis_entries, genesis_state_root, EthState, GenesisEntries};

@@ -6,13 +6,13 @@
 use alloy_primitives::U256;
 use serde_json::{json, Map, Value};
 use trie::{
-    decode_hex, verify_proof, verify_value, EthLayout, ProofError, EMPTY_CODE_HASH, EMPTY_ROOT,
-    H256,
+    decode_hex, verify_proof, verify_value, EthLayout, HexError, ProofError, EMPTY_CODE_HASH,
+    EMPTY_ROOT, H256,
 };
 
 use crate::account::{secure_key, storage_value_rlp, Account, AccountError};
 use crate::genesis::{parse_address, Address};
-use crate::number::parse_quantity;
+use crate::number::{parse_quantity, NumberError};
 
 /// One storage slot's proof.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,15 +43,15 @@ pub struct AccountProof {
 #[non_exhaustive]
 pub enum EthProofError {
     /// The JSON is not a proof object.
-    #[error("malformed proof JSON: {0}")]
-    Json(String),
+    #[error("malformed proof JSON: expected a JSON object")]
+    NotAnObject,
     /// A field is missing or malformed.
-    #[error("proof field `{field}` is invalid: {reason}")]
+    #[error("proof field `{field}` is invalid: {problem}")]
     Field {
         /// JSON field name.
         field: &'static str,
         /// What is wrong.
-        reason: String,
+        problem: FieldProblem,
     },
     /// The account proof does not verify.
     #[error("account proof invalid: {0}")]
@@ -78,27 +78,60 @@ pub enum EthProofError {
     },
 }
 
-fn field_err(field: &'static str, reason: impl ToString) -> EthProofError {
-    EthProofError::Field { field, reason: reason.to_string() }
+/// What is wrong with one field of an eth_getProof response.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FieldProblem {
+    /// Absent, or not a JSON string.
+    #[error("missing or not a string")]
+    NotAString,
+    /// Absent, or not a JSON array.
+    #[error("missing or not an array")]
+    NotAnArray,
+    /// An item of an array is not a string.
+    #[error("item {0} is not a string")]
+    ItemNotAString(usize),
+    /// An item of an array is not an object.
+    #[error("item {0} is not an object")]
+    ItemNotAnObject(usize),
+    /// An item of an array is not hex.
+    #[error("item {index}: {source}")]
+    ItemHex {
+        /// The item.
+        index: usize,
+        /// The decoder's complaint.
+        source: HexError,
+    },
+    /// Not hex of the right length.
+    #[error(transparent)]
+    Hex(#[from] HexError),
+    /// Not a JSON-RPC quantity.
+    #[error(transparent)]
+    Number(#[from] NumberError),
+    /// A quantity wider than the field.
+    #[error("exceeds {0} bits")]
+    TooWide(u32),
+}
+
+fn field_err(field: &'static str, problem: impl Into<FieldProblem>) -> EthProofError {
+    EthProofError::Field { field, problem: problem.into() }
 }
 
 fn get_str<'a>(obj: &'a Map<String, Value>, field: &'static str) -> Result<&'a str, EthProofError> {
-    obj.get(field)
-        .and_then(Value::as_str)
-        .ok_or_else(|| field_err(field, "missing or not a string"))
+    obj.get(field).and_then(Value::as_str).ok_or_else(|| field_err(field, FieldProblem::NotAString))
 }
 
 fn get_nodes(obj: &Map<String, Value>, field: &'static str) -> Result<Vec<Vec<u8>>, EthProofError> {
     let arr = obj
         .get(field)
         .and_then(Value::as_array)
-        .ok_or_else(|| field_err(field, "missing or not an array"))?;
+        .ok_or_else(|| field_err(field, FieldProblem::NotAnArray))?;
     arr.iter()
         .enumerate()
         .map(|(i, v)| {
-            let s =
-                v.as_str().ok_or_else(|| field_err(field, format!("item {i} is not a string")))?;
-            decode_hex(s).map_err(|e| field_err(field, format!("item {i}: {e}")))
+            let s = v.as_str().ok_or_else(|| field_err(field, FieldProblem::ItemNotAString(i)))?;
+            decode_hex(s)
+                .map_err(|source| field_err(field, FieldProblem::ItemHex { index: i, source }))
         })
         .collect()
 }
@@ -124,12 +157,11 @@ fn hex_nodes(nodes: &[Vec<u8>]) -> Value {
 impl AccountProof {
     /// Parse an eth_getProof result object (the `result` of the JSON-RPC response).
     pub fn from_json(v: &Value) -> Result<AccountProof, EthProofError> {
-        let obj =
-            v.as_object().ok_or_else(|| EthProofError::Json("expected a JSON object".into()))?;
+        let obj = v.as_object().ok_or(EthProofError::NotAnObject)?;
         let address =
             parse_address(get_str(obj, "address")?).map_err(|e| field_err("address", e))?;
         let nonce = u64::try_from(get_quantity(obj, "nonce")?)
-            .map_err(|_| field_err("nonce", "exceeds 64 bits"))?;
+            .map_err(|_| field_err("nonce", FieldProblem::TooWide(64)))?;
         let account = Account {
             nonce,
             balance: get_quantity(obj, "balance")?,
@@ -140,13 +172,14 @@ impl AccountProof {
         let sp = obj
             .get("storageProof")
             .and_then(Value::as_array)
-            .ok_or_else(|| field_err("storageProof", "missing or not an array"))?;
+            .ok_or_else(|| field_err("storageProof", FieldProblem::NotAnArray))?;
         let storage_proof = sp
             .iter()
-            .map(|item| {
+            .enumerate()
+            .map(|(i, item)| {
                 let o = item
                     .as_object()
-                    .ok_or_else(|| field_err("storageProof", "item is not an object"))?;
+                    .ok_or_else(|| field_err("storageProof", FieldProblem::ItemNotAnObject(i)))?;
                 Ok(StorageProof {
                     key: parse_slot(get_str(o, "key")?)?,
                     value: get_quantity(o, "value")?,

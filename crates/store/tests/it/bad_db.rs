@@ -163,6 +163,29 @@ fn garbage_in_meta() {
 }
 
 #[test]
+fn head_number_at_the_limit_is_corruption_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    healthy(dir.path());
+    let root = open(dir.path(), &small_config()).head_root();
+    let mut head = u64::MAX.to_be_bytes().to_vec();
+    head.extend_from_slice(&root.0);
+    poke_meta(dir.path(), b"head", Some(&head));
+    let mut db = open(dir.path(), &small_config());
+    assert_eq!(db.head_number(), u64::MAX);
+    let e = db.commit(&random_block(7, 4, 500, 5)).unwrap_err();
+    assert!(
+        matches!(&e, CommitError::Store(s)
+            if matches!(s.corruption(), Some(Corruption::HeadNumber { number: u64::MAX }))),
+        "{e:?}"
+    );
+    for n in [1, u64::MAX] {
+        let e = db.revert(n).unwrap_err();
+        assert!(matches!(e, RevertError::Pruned { .. }), "{n}: {e:?}");
+    }
+    assert_eq!(db.head_number(), u64::MAX);
+}
+
+#[test]
 fn corrupt_history_fails_revert() {
     let dir = tempfile::tempdir().unwrap();
     healthy(dir.path());
