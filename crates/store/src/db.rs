@@ -105,17 +105,20 @@ pub(crate) fn open_db(path: &Path, config: &StoreConfig) -> Result<DB, OpenError
                 return Err(OpenError::SchemaMismatch { found, expected: SCHEMA_VERSION });
             }
         }
-        None if every_family_empty(&db)? => {
-            let mut batch = WriteBatch::default();
-            batch.put_cf(meta, META_SCHEMA, SCHEMA_VERSION.to_be_bytes());
-            batch.put_cf(meta, META_HEAD, encode_head(0, &trie::EMPTY_ROOT));
-            let mut sync = WriteOptions::default();
-            sync.set_sync(true);
-            db.write_opt(batch, &sync)?;
-        }
+        None if every_family_empty(&db)? => write_birth_records(&db, meta)?,
         None => return Err(OpenError::NotArbor { path: path.to_path_buf() }),
     }
     Ok(db)
+}
+
+/// The schema version and the empty head of a new database, in one synced batch.
+fn write_birth_records(db: &DB, meta: &rocksdb::ColumnFamily) -> Result<(), rocksdb::Error> {
+    let mut batch = WriteBatch::default();
+    batch.put_cf(meta, META_SCHEMA, SCHEMA_VERSION.to_be_bytes());
+    batch.put_cf(meta, META_HEAD, encode_head(0, &trie::EMPTY_ROOT));
+    let mut sync = WriteOptions::default();
+    sync.set_sync(true);
+    db.write_opt(batch, &sync)
 }
 
 /// Create a new, empty database at `path` (absent, or an empty directory) by way of a
@@ -151,12 +154,7 @@ fn create_db(path: &Path, config: &StoreConfig) -> Result<(), OpenError> {
             path: staging.clone(),
             name: CF_META,
         })?;
-        let mut batch = WriteBatch::default();
-        batch.put_cf(meta, META_SCHEMA, SCHEMA_VERSION.to_be_bytes());
-        batch.put_cf(meta, META_HEAD, encode_head(0, &trie::EMPTY_ROOT));
-        let mut sync = WriteOptions::default();
-        sync.set_sync(true);
-        db.write_opt(batch, &sync)?;
+        write_birth_records(&db, meta)?;
     }
     // Renaming onto an empty directory replaces it; a non-empty one is refused.
     std::fs::rename(&staging, path).map_err(io(path))?;
