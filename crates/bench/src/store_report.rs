@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use serde::Serialize;
-use store::CacheStats;
 use store::StoreConfig;
+use store::{CacheStats, ResidentStats};
 
 use crate::machine::MachineInfo;
 use crate::render::thousands;
@@ -117,8 +117,8 @@ pub struct PhaseReport {
     pub read_old_values_ms_p50: f64,
     /// Applying the changes to the trie.
     pub trie_updates_ms_p50: f64,
-    /// Hashing the dirty paths.
-    pub hashing_ms_p50: f64,
+    /// Assembling the layer (node writes sorted, reverse diff).
+    pub assemble_ms_p50: f64,
     /// Publishing the layer (including back-pressure waits).
     pub publish_ms_p50: f64,
 }
@@ -133,7 +133,7 @@ impl PhaseReport {
         PhaseReport {
             read_old_values_ms_p50: p50(|t| t.read_old_values),
             trie_updates_ms_p50: p50(|t| t.trie_updates),
-            hashing_ms_p50: p50(|t| t.hashing),
+            assemble_ms_p50: p50(|t| t.assemble),
             publish_ms_p50: p50(|t| t.publish),
         }
     }
@@ -150,13 +150,11 @@ pub struct CacheReport {
     pub flat: CacheStats,
     /// Flat-value cache hit rate.
     pub flat_hit_rate: f64,
-    /// Top-node cache counters.
-    pub top: CacheStats,
-    /// Top-node cache hit rate.
-    pub top_hit_rate: f64,
+    /// The resident trie's counters.
+    pub resident: ResidentStats,
     /// Commits that waited for the background writer (back-pressure).
     pub commit_waits: u64,
-    /// `config.cache_budget_bytes()`: block cache + memtables + node, flat and top-node caches + unpersisted layers.
+    /// `config.cache_budget_bytes()`: block cache + memtables + node and flat caches + resident trie + unpersisted layers.
     pub budget_bytes: u64,
     /// Arbor's peak RSS during the block run / budget.
     pub peak_rss_over_budget: f64,
@@ -283,8 +281,8 @@ impl StoreBenchReport {
         if let Some(ph) = &a.phases {
             for (name, v) in [
                 ("  read old values p50", ph.read_old_values_ms_p50),
-                ("  trie updates p50", ph.trie_updates_ms_p50),
-                ("  hashing p50", ph.hashing_ms_p50),
+                ("  trie update pass p50", ph.trie_updates_ms_p50),
+                ("  assemble layer p50", ph.assemble_ms_p50),
                 ("  publish layer p50", ph.publish_ms_p50),
             ] {
                 row(out, name, ms(v), String::new(), None);
@@ -348,8 +346,8 @@ impl StoreBenchReport {
         let _ = writeln!(
             out,
             "\narbor caches: node hit rate {:.1}% ({} hits, {} misses, {} evictions, {} of {}), \
-             flat hit rate {:.1}% ({} hits, {} misses, {} evictions), top-node hit rate {:.1}% \
-             ({} hits, {} misses, {} of {}); {} commits waited for the writer",
+             flat hit rate {:.1}% ({} hits, {} misses, {} evictions); resident trie {} nodes, \
+             {} of {}, depth limit {}, {} hits, {} misses; {} commits waited for the writer",
             c.node_hit_rate * 100.0,
             thousands(c.node.hits),
             thousands(c.node.misses),
@@ -360,17 +358,18 @@ impl StoreBenchReport {
             thousands(c.flat.hits),
             thousands(c.flat.misses),
             thousands(c.flat.evictions),
-            c.top_hit_rate * 100.0,
-            thousands(c.top.hits),
-            thousands(c.top.misses),
-            mib(c.top.bytes),
-            mib(c.top.bytes_max),
+            thousands(c.resident.entries),
+            mib(c.resident.bytes),
+            mib(c.resident.bytes_max),
+            c.resident.depth_limit,
+            thousands(c.resident.hits),
+            thousands(c.resident.misses),
             c.commit_waits
         );
         let _ = writeln!(
             out,
             "memory: arbor peak RSS during the blocks {} vs configured budget {} (block cache + \
-             memtables + node, flat and top-node caches + unpersisted layers): {:.2}x{}",
+             memtables + node and flat caches + resident trie + unpersisted layers): {:.2}x{}",
             mib(self.arbor.peak_rss_blocks_bytes),
             mib(c.budget_bytes),
             c.peak_rss_over_budget,

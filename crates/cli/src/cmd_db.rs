@@ -282,8 +282,7 @@ pub(crate) fn stats(args: &StatsArgs) -> Result<ExitCode> {
         "layers         {} unpersisted ({} bytes), {} persisted since open, {} commit waits",
         s.unpersisted_layers, s.unpersisted_bytes, s.layers_persisted, s.commit_waits
     )?;
-    let caches =
-        [("node cache", &s.node_cache), ("flat cache", &s.flat_cache), ("top nodes", &s.top_cache)];
+    let caches = [("node cache", &s.node_cache), ("flat cache", &s.flat_cache)];
     for (name, c) in caches {
         writeln!(
             out,
@@ -296,6 +295,12 @@ pub(crate) fn stats(args: &StatsArgs) -> Result<ExitCode> {
             c.bytes_max
         )?;
     }
+    let r = &s.resident;
+    writeln!(
+        out,
+        "resident trie  {} nodes, {} of {} bytes, depth limit {}, {} hits, {} misses",
+        r.entries, r.bytes, r.bytes_max, r.depth_limit, r.hits, r.misses
+    )?;
     let t = &s.cache_totals;
     writeln!(
         out,

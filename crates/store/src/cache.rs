@@ -242,11 +242,6 @@ impl<V: Weigh + Clone> ByteCache<V> {
         found
     }
 
-    /// Whether `key` is cached, without counting a lookup or touching its recency.
-    pub(crate) fn contains(&self, key: &[u8]) -> bool {
-        self.inner.as_ref().is_some_and(|c| c.contains_key(key))
-    }
-
     /// Caches `value` for `key`, evicting colder entries to stay within the bound.
     ///
     /// Call only after a `get` miss whose value was then read from disk: never for a value

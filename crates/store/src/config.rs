@@ -34,7 +34,7 @@ macro_rules! identity_literal {
         }
     )*};
 }
-identity_literal!(u64, i32, u8, f64);
+identity_literal!(u64, i32, f64);
 
 impl FromLiteral for Compression {
     type Literal = &'static str;
@@ -124,13 +124,10 @@ config_table! {
         node_cache_bytes: u64 = 134217728,
         /// Byte budget of the flat-value cache; 0 disables it.
         flat_cache_bytes: u64 = 67108864,
-        /// Byte budget of the top-node cache: nodes less than top_depth nibbles deep, which
-        /// every block rewrites, kept across commits (it admits fresh writes); 0 disables it.
-        top_nodes_bytes: u64 = 134217728,
-        /// Nodes whose path is shorter than this many nibbles go to the top-node cache; 0 to
-        /// 64. At 1M random keys, levels 0-4 are full and levels 5-6 hold about 280k small
-        /// branches, together about 100 MB with cache overhead.
-        top_depth: u8 = 7,
+        /// Byte budget of the resident trie: the upper branch and extension nodes the
+        /// committer keeps across blocks (nodes deeper than it can hold are read from disk
+        /// when a block needs them); 0 keeps none.
+        resident_bytes: u64 = 268435456,
     }
 
     /// Diff-layer and history bounds (`[layers]` section).
@@ -224,9 +221,6 @@ impl RocksConfig {
     }
 }
 
-/// Deepest `cache.top_depth` accepted (nibbles).
-const TOP_DEPTH_MAX: u8 = 64;
-
 /// Origin label for text that did not come from a file.
 const TEXT_ORIGIN: &str = "<text>";
 
@@ -313,18 +307,11 @@ impl StoreConfig {
         if l.history_depth < 1 {
             return Err(invalid("layers.history_depth", l.history_depth.to_string(), "at least 1"));
         }
-        if self.cache.top_depth > TOP_DEPTH_MAX {
-            return Err(invalid(
-                "cache.top_depth",
-                self.cache.top_depth.to_string(),
-                "0 to 64 (nibbles)",
-            ));
-        }
         Ok(())
     }
 
     /// Peak memory the store may spend on caches, memtables and unpersisted layers:
-    /// RocksDB block cache + memtable budget + node cache + flat cache + top-node cache +
+    /// RocksDB block cache + memtable budget + node cache + flat cache + resident trie +
     /// `layers.unpersisted_bytes_max` (saturating).
     ///
     /// The benchmark checks peak RSS against this figure; RocksDB's structures outside the
@@ -335,7 +322,7 @@ impl StoreConfig {
             .saturating_add(self.rocksdb.memtable_budget_bytes())
             .saturating_add(self.cache.node_cache_bytes)
             .saturating_add(self.cache.flat_cache_bytes)
-            .saturating_add(self.cache.top_nodes_bytes)
+            .saturating_add(self.cache.resident_bytes)
             .saturating_add(self.layers.unpersisted_bytes_max)
     }
 }
@@ -389,12 +376,11 @@ mod tests {
         assert_eq!(c.rocksdb.compression, Compression::Lz4);
         assert_eq!(c.cache.node_cache_bytes, 128 * MIB);
         assert_eq!(c.cache.flat_cache_bytes, 64 * MIB);
-        assert_eq!(c.cache.top_nodes_bytes, 128 * MIB);
-        assert_eq!(c.cache.top_depth, 7);
+        assert_eq!(c.cache.resident_bytes, 256 * MIB);
         assert_eq!(c.layers.unpersisted_bytes_max, 256 * MIB);
         assert_eq!(c.layers.history_depth, 128);
         c.validate().unwrap();
-        assert_eq!(c.cache_budget_bytes(), (256 + 128 + 128 + 64 + 128 + 256) * MIB);
+        assert_eq!(c.cache_budget_bytes(), (256 + 128 + 128 + 64 + 256 + 256) * MIB);
     }
 
     #[test]
@@ -492,7 +478,6 @@ mod tests {
             ("[rocksdb]\nmax_total_wal_bytes = 1048576\n", "rocksdb.max_total_wal_bytes"),
             ("[layers]\nhistory_depth = 0\n", "layers.history_depth"),
             ("[layers]\nunpersisted_bytes_max = 1048575\n", "layers.unpersisted_bytes_max"),
-            ("[cache]\ntop_depth = 65\n", "cache.top_depth"),
         ];
         for (text, want_key) in cases {
             match parse_err(text) {
@@ -509,8 +494,7 @@ mod tests {
             "[rocksdb]\nbloom_bits_per_key = 64.0\nmax_open_files = -1\n",
             "[layers]\nhistory_depth = 1\nunpersisted_bytes_max = 1048576\n",
             "[cache]\nnode_cache_bytes = 0\nflat_cache_bytes = 0\n",
-            "[cache]\ntop_nodes_bytes = 0\ntop_depth = 0\n",
-            "[cache]\ntop_depth = 64\n",
+            "[cache]\nresident_bytes = 0\n",
         ] {
             StoreConfig::from_toml_str(text).unwrap();
         }

@@ -96,6 +96,50 @@ pub enum Corruption {
         /// What the trie found.
         source: TrieError,
     },
+    /// A stored or inline node does not decode.
+    #[error("node at path {} of {trie:?} does not decode: {source}", path_text(.path))]
+    Node {
+        /// The trie.
+        trie: TrieId,
+        /// The node's nibble path.
+        path: Vec<u8>,
+        /// The decoder's complaint.
+        source: trie::NodeError,
+    },
+    /// A leaf whose full key has an odd number of nibbles.
+    #[error("leaf at path {} of {trie:?} has an odd-length key", path_text(.path))]
+    OddKey {
+        /// The trie.
+        trie: TrieId,
+        /// The key's nibbles.
+        path: Vec<u8>,
+    },
+    /// A leaf position that the flat state puts two keys (or a changed key) under.
+    #[error("flat state of {trie:?} holds more than the one key of the leaf at path {}", path_text(.path))]
+    LeafConflict {
+        /// The trie.
+        trie: TrieId,
+        /// The leaf's nibble path.
+        path: Vec<u8>,
+    },
+    /// A leaf position under which the flat state holds no key.
+    #[error("flat state of {trie:?} holds no key for the leaf at path {}", path_text(.path))]
+    MissingLeaf {
+        /// The trie.
+        trie: TrieId,
+        /// The leaf's nibble path.
+        path: Vec<u8>,
+    },
+    /// A key's flat value does not give the leaf its parent refers to.
+    #[error("the leaf at path {} of {trie:?} does not hash to its parent's reference {expected}", path_text(.path))]
+    LeafHash {
+        /// The trie.
+        trie: TrieId,
+        /// The leaf's nibble path.
+        path: Vec<u8>,
+        /// The parent's reference.
+        expected: H256,
+    },
     /// `flat` yielded keys out of order during a rebuild.
     #[error("flat state of {trie:?} is out of key order: {source}")]
     FlatOrder {

@@ -1,16 +1,77 @@
 //! In-memory diff layers: one immutable layer per committed block that is not yet on disk.
 //!
-//! A layer holds the block's change maps exactly as they will be written (`None` =
-//! delete), sorted so that range reads (leaf lookups by path prefix) can merge them with
-//! the database. The background writer builds the block's write batch straight from these
-//! maps. Invariant: layers in the stack have consecutive block numbers, oldest first.
+//! A layer holds the block's changes per column as sorted vectors, exactly as they will be
+//! written (`None` = delete): point reads binary-search them, leaf lookups take a key range,
+//! and the background writer builds the block's write batch straight from them. Values are
+//! shared (`Arc`), so the committer's resident nodes and the layer hold one copy.
+//! Invariant: layers in the stack have consecutive block numbers, oldest first.
 
-use std::collections::BTreeMap;
+use std::ops::RangeInclusive;
+use std::sync::Arc;
 
 use trie::H256;
 
-/// Changes of one column: key → new value (`None` = delete).
-pub(crate) type ChangeMap = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
+/// A key and its new value (`None` = delete).
+pub(crate) type Entry = (Vec<u8>, Option<Arc<[u8]>>);
+
+/// One column's changes: keys strictly ascending, each with its new value (`None` = delete).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct ChangeMap {
+    entries: Vec<Entry>,
+}
+
+impl ChangeMap {
+    /// From entries already in strictly ascending key order.
+    pub(crate) fn from_sorted(entries: Vec<Entry>) -> ChangeMap {
+        assert!(
+            entries.windows(2).all(|w| w[0].0 < w[1].0),
+            "change map entries must be strictly ascending"
+        );
+        ChangeMap { entries }
+    }
+
+    /// From entries in any order; of several writes to one key the last one counts.
+    pub(crate) fn from_writes(mut entries: Vec<Entry>) -> ChangeMap {
+        // A stable sort keeps each key's writes in their order; keep the last of each run.
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut out: Vec<Entry> = Vec::with_capacity(entries.len());
+        for e in entries {
+            match out.last_mut() {
+                Some(last) if last.0 == e.0 => *last = e,
+                _ => out.push(e),
+            }
+        }
+        ChangeMap { entries: out }
+    }
+
+    /// The change of `key`: `Some(None)` means deleted.
+    pub(crate) fn get(&self, key: &[u8]) -> Option<Option<&Arc<[u8]>>> {
+        self.entries
+            .binary_search_by(|(k, _)| k.as_slice().cmp(key))
+            .ok()
+            .map(|i| self.entries[i].1.as_ref())
+    }
+
+    /// The changes with keys in `range`, ascending.
+    pub(crate) fn range(&self, range: RangeInclusive<&[u8]>) -> &[Entry] {
+        let lo = self.entries.partition_point(|(k, _)| k.as_slice() < *range.start());
+        let hi = self.entries.partition_point(|(k, _)| k.as_slice() <= *range.end());
+        &self.entries[lo..hi.max(lo)]
+    }
+
+    /// Every change, ascending.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Entry> {
+        self.entries.iter()
+    }
+
+    /// Approximate heap bytes held.
+    fn bytes(&self) -> u64 {
+        self.entries
+            .iter()
+            .map(|(k, v)| (k.len() + v.as_ref().map_or(0, |v| v.len()) + 56) as u64)
+            .sum()
+    }
+}
 
 /// One block's changes, waiting to be persisted.
 #[derive(Debug, Default)]
@@ -33,16 +94,40 @@ pub(crate) struct Layer {
     pub(crate) bytes: u64,
 }
 
-fn map_bytes(m: &ChangeMap) -> u64 {
-    m.iter().map(|(k, v)| (k.len() + v.as_ref().map_or(0, Vec::len) + 48) as u64).sum()
-}
-
 impl Layer {
     /// Recompute [`Layer::bytes`].
     pub(crate) fn measure(&mut self) {
-        self.bytes = map_bytes(&self.flat)
-            + map_bytes(&self.nodes)
-            + map_bytes(&self.meta)
-            + self.history.len() as u64;
+        self.bytes =
+            self.flat.bytes() + self.nodes.bytes() + self.meta.bytes() + self.history.len() as u64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(b: u8) -> Option<Arc<[u8]>> {
+        Some(Arc::from(vec![b]))
+    }
+
+    #[test]
+    fn last_write_wins_and_ranges() {
+        let m = ChangeMap::from_writes(vec![
+            (b"b".to_vec(), v(1)),
+            (b"a".to_vec(), None),
+            (b"b".to_vec(), v(2)),
+            (b"c".to_vec(), v(3)),
+            (b"b".to_vec(), None),
+        ]);
+        assert_eq!(m.iter().count(), 3);
+        assert_eq!(m.get(b"b"), Some(None));
+        assert_eq!(m.get(b"c").flatten().map(|v| v[0]), Some(3));
+        assert_eq!(m.get(b"d"), None);
+        let r = m.range(b"b".as_slice()..=b"z".as_slice());
+        assert_eq!(
+            r.iter().map(|e| e.0.clone()).collect::<Vec<_>>(),
+            vec![b"b".to_vec(), b"c".to_vec()]
+        );
+        assert!(m.range(b"x".as_slice()..=b"a".as_slice()).is_empty());
     }
 }

@@ -22,6 +22,7 @@
 
 mod bulk;
 mod cache;
+mod commit;
 mod config;
 mod db;
 mod error;
@@ -29,8 +30,11 @@ mod history;
 mod keys;
 mod layer;
 mod rebuild;
+mod resident;
 mod state;
+mod update;
 mod view;
+mod writer;
 
 pub use bulk::{BulkLoad, BulkSummary, TrieMismatch, VerifyReport, BULK_LABEL_BYTES_MAX};
 pub use cache::{CacheStats, CacheTotals};
@@ -43,6 +47,7 @@ pub use error::{
     BulkError, CommitError, Corruption, HistoryError, OpenError, RevertError, StoreError,
 };
 pub use keys::KEY_BYTES_MAX;
+pub use resident::ResidentStats;
 pub use state::{ChangeSet, CommitInfo, CommitTimings, StateDb, StoreStats};
 pub use view::StoreSource;
 

@@ -1,25 +1,23 @@
 //! [`StateDb`]: open/create, read, commit blocks (async persistence with back-pressure),
 //! flush, revert, stats.
 //!
-//! A commit runs on the caller's thread: it loads the touched paths through the layer
-//! stack, applies the block's changes to one [`Trie`] per touched trie id, hashes only the
-//! dirty paths, and turns the result into an immutable [`Layer`] (flat, nodes, meta change
-//! maps plus the encoded reverse diff). It returns once the layer is on the stack; a
-//! background writer persists layers in order, one atomic write batch each, built straight
-//! from the maps. Unpersisted bytes are bounded: a commit waits while the bound is
+//! A commit (`commit.rs`) runs on the caller's thread and the rayon pool: it updates the
+//! touched tries in one sorted pass each over the resident trie, and turns the result into
+//! an immutable [`Layer`] (flat, nodes, meta change maps plus the encoded reverse diff). It
+//! returns once the layer is on the stack; a background writer persists layers in order,
+//! one atomic write batch each, built straight from the maps. Unpersisted bytes are bounded: a commit waits while the bound is
 //! exceeded. A failed write poisons the store until it is reopened; what is on disk is
 //! always a whole block.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, RwLock};
-use rayon::prelude::*;
 use rocksdb::{WriteBatch, WriteOptions, DB};
 use trie::{Trie, TrieId, TrieUpdates, EMPTY_ROOT, H256};
 
@@ -29,12 +27,14 @@ use crate::db::{open_db, FaultInjector};
 use crate::error::{CommitError, Corruption, OpenError, RevertError, StoreError};
 use crate::history::{ReverseDiff, ReverseEntry};
 use crate::keys::{
-    decode_head, decode_root, encode_head, encode_node_value, flat_key, history_key, node_key,
-    root_key, split_trie_prefix, Column, CF_FLAT, CF_HISTORY, CF_META, CF_NODES, KEY_BYTES_MAX,
-    META_BULK, META_CACHE_TOTALS, META_HEAD, META_ROOT,
+    decode_head, decode_root, encode_node_value, history_key, node_key, root_key,
+    split_trie_prefix, Column, CF_FLAT, CF_HISTORY, CF_META, CF_NODES, KEY_BYTES_MAX, META_BULK,
+    META_CACHE_TOTALS, META_HEAD, META_ROOT,
 };
-use crate::layer::{ChangeMap, Layer};
+use crate::layer::Layer;
+use crate::resident::{Resident, ResidentStats};
 use crate::view::{Reader, StoreSource};
+use crate::writer::{stage_write, writer_loop};
 
 /// A block's changes: per trie, key → new value (`None` or empty = delete).
 pub type ChangeSet = BTreeMap<TrieId, BTreeMap<Vec<u8>, Option<Vec<u8>>>>;
@@ -54,52 +54,53 @@ pub struct CommitInfo {
     pub timings: CommitTimings,
 }
 
-/// Wall time of a commit's phases (summed over the block's tries).
+/// Wall time of a commit's phases.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CommitTimings {
-    /// Batched reads of the changed keys' old values (reverse diff, leaf rebuilds).
+    /// The batched read of the changed keys' old values.
     pub read_old_values: Duration,
-    /// Applying the changes to the tries (node loads, leaf rebuilds, structure changes).
+    /// The tries' update pass (walk, encode, hash), in parallel.
     pub trie_updates: Duration,
-    /// Hashing the dirty paths and collecting the new nodes.
-    pub hashing: Duration,
-    /// Publishing the layer, including any wait for the writer (back-pressure).
+    /// Assembling the layer: sorting the node writes, the reverse diff.
+    pub assemble: Duration,
+    /// Publishing the layer (including any wait for the writer: back-pressure) and
+    /// updating the resident trie.
     pub publish: Duration,
 }
 
 /// The first failed write.
 #[derive(Debug, Clone)]
-struct Poison {
-    number: u64,
-    error: Arc<StoreError>,
+pub(crate) struct Poison {
+    pub(crate) number: u64,
+    pub(crate) error: Arc<StoreError>,
 }
 
 impl Poison {
-    fn poisoned(&self) -> StoreError {
+    pub(crate) fn poisoned(&self) -> StoreError {
         StoreError::Poisoned { number: self.number, source: self.error.clone() }
     }
 }
 
 #[derive(Debug, Default)]
-struct Progress {
+pub(crate) struct Progress {
     /// Bytes in layers not yet persisted.
-    pending_bytes: u64,
+    pub(crate) pending_bytes: u64,
     /// Highest block number persisted.
-    persisted: u64,
+    pub(crate) persisted: u64,
     /// Set when a write failed: the block and the error.
-    poisoned: Option<Poison>,
+    pub(crate) poisoned: Option<Poison>,
 }
 
-struct Shared {
-    reader: Reader,
-    config: StoreConfig,
-    progress: Mutex<Progress>,
-    changed: Condvar,
-    faults: FaultInjector,
-    layers_persisted: AtomicU64,
-    commit_waits: AtomicU64,
+pub(crate) struct Shared {
+    pub(crate) reader: Reader,
+    pub(crate) config: StoreConfig,
+    pub(crate) progress: Mutex<Progress>,
+    pub(crate) changed: Condvar,
+    pub(crate) faults: FaultInjector,
+    pub(crate) layers_persisted: AtomicU64,
+    pub(crate) commit_waits: AtomicU64,
     /// Cache counters of the sessions closed before this one.
-    totals_at_open: CacheTotals,
+    pub(crate) totals_at_open: CacheTotals,
 }
 
 /// The persistent state. See the module docs.
@@ -108,6 +109,8 @@ pub struct StateDb {
     head: (u64, H256),
     /// The label of an unfinished bulk load (its marker is on disk; see `bulk.rs`).
     pub(crate) bulk: Option<String>,
+    /// The committer's upper trie nodes (see `resident.rs`).
+    pub(crate) resident: Resident,
     tx: Option<SyncSender<Arc<Layer>>>,
     writer: Option<JoinHandle<()>>,
 }
@@ -128,8 +131,6 @@ impl StateDb {
             layers: RwLock::new(Vec::new()),
             node_cache: ByteCache::new(config.cache.node_cache_bytes),
             flat_cache: ByteCache::new(config.cache.flat_cache_bytes),
-            top_cache: ByteCache::new(config.cache.top_nodes_bytes),
-            top_depth: config.cache.top_depth,
         };
         let shared = Arc::new(Shared {
             reader,
@@ -148,7 +149,8 @@ impl StateDb {
             .name("arbor-writer".into())
             .spawn(move || writer_loop(s, rx))
             .map_err(OpenError::SpawnWriter)?;
-        Ok(StateDb { shared, head, bulk, tx: Some(tx), writer: Some(writer) })
+        let resident = Resident::new(shared.config.cache.resident_bytes);
+        Ok(StateDb { shared, head, bulk, resident, tx: Some(tx), writer: Some(writer) })
     }
 
     /// Head block number.
@@ -199,7 +201,7 @@ impl StateDb {
         self.stored_root(trie)
     }
 
-    fn stored_root(&self, trie: &TrieId) -> Result<H256, StoreError> {
+    pub(crate) fn stored_root(&self, trie: &TrieId) -> Result<H256, StoreError> {
         if *trie == TrieId::Main {
             return Ok(self.head.1);
         }
@@ -236,7 +238,7 @@ impl StateDb {
     }
 
     /// Refuse a block with an over-long key before any work is done.
-    fn check_keys(changes: &ChangeSet) -> Result<(), CommitError> {
+    pub(crate) fn check_keys(changes: &ChangeSet) -> Result<(), CommitError> {
         for (trie, kv) in changes {
             if let Some(k) = kv.keys().find(|k| k.len() > KEY_BYTES_MAX) {
                 return Err(CommitError::KeyTooLong {
@@ -247,87 +249,6 @@ impl StateDb {
             }
         }
         Ok(())
-    }
-
-    /// Apply one block's changes, compute the new roots, and queue the block for
-    /// persistence. Returns once the block is an in-memory layer (see [`StateDb::flush`]).
-    pub fn commit(&mut self, changes: &ChangeSet) -> Result<CommitInfo, CommitError> {
-        self.check_poison()?;
-        self.check_complete()?;
-        Self::check_keys(changes)?;
-        let number = (self.head.0.checked_add(1))
-            .ok_or(StoreError::from(Corruption::HeadNumber { number: self.head.0 }))?;
-        let mut layer = Layer { number, ..Layer::default() };
-        let mut rev = ReverseDiff::new();
-        let mut roots = Vec::new();
-        let mut hashes = 0;
-        let mut timings = CommitTimings::default();
-        let mut main_root = self.head.1;
-        for (trie_id, kv) in changes {
-            let old_root = self.trie_root(trie_id)?;
-            let (updates, h) =
-                self.apply_trie(trie_id, old_root, kv, &mut layer, &mut rev, &mut timings)?;
-            hashes += h;
-            stage_nodes(trie_id, &updates, &mut layer.nodes);
-            if *trie_id == TrieId::Main {
-                main_root = updates.root;
-            } else if updates.root != old_root {
-                let key = root_key(trie_id);
-                let new = (updates.root != EMPTY_ROOT).then(|| updates.root.0.to_vec());
-                rev.record(Column::Meta, key.clone(), self.read_vec(Column::Meta, &key)?);
-                layer.meta.insert(key, new);
-            }
-            roots.push((*trie_id, updates.root));
-        }
-        rev.record(Column::Meta, META_HEAD.to_vec(), Some(encode_head(self.head.0, &self.head.1)));
-        layer.meta.insert(META_HEAD.to_vec(), Some(encode_head(number, &main_root)));
-        layer.root = main_root;
-        layer.history = rev.encode();
-        layer.prune = number.checked_sub(self.shared.config.layers.history_depth);
-        layer.measure();
-        let start = Instant::now();
-        self.push_layer(layer)?;
-        timings.publish = start.elapsed();
-        self.head = (number, main_root);
-        Ok(CommitInfo { number, root: main_root, roots, hashes, timings })
-    }
-
-    fn read_vec(&self, column: Column, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self.shared.reader.read(column, key)?.map(|v| v.to_vec()))
-    }
-
-    /// Apply `kv` to one trie; stage flat changes and their old values.
-    fn apply_trie(
-        &self,
-        trie_id: &TrieId,
-        old_root: H256,
-        kv: &BTreeMap<Vec<u8>, Option<Vec<u8>>>,
-        layer: &mut Layer,
-        rev: &mut ReverseDiff,
-        timings: &mut CommitTimings,
-    ) -> Result<(TrieUpdates, u64), StoreError> {
-        let start = Instant::now();
-        self.prefetch(trie_id, kv)?;
-        timings.read_old_values += start.elapsed();
-        let start = Instant::now();
-        let source = StoreSource { reader: &self.shared.reader, trie: *trie_id };
-        let mut t: Trie<StoreSource<'_>> = Trie::from_root(source, old_root);
-        for (k, v) in kv {
-            let fk = flat_key(trie_id, k)?;
-            let old = self.read_vec(Column::Flat, &fk)?;
-            let new = v.as_ref().filter(|v| !v.is_empty());
-            if old.as_ref() == new {
-                continue;
-            }
-            t.write(k, new.map(Vec::as_slice))?;
-            rev.record(Column::Flat, fk.clone(), old);
-            layer.flat.insert(fk, new.cloned());
-        }
-        timings.trie_updates += start.elapsed();
-        let start = Instant::now();
-        let u = t.commit()?;
-        timings.hashing += start.elapsed();
-        Ok((u, t.hash_stats().hashes))
     }
 
     /// The write batch that undoes block `number` (the head) from its reverse diff, and the
@@ -370,7 +291,7 @@ impl StateDb {
         }
         let head = head.ok_or(Corruption::HistoryHead { number })?;
         old_roots.insert(TrieId::Main, head.1);
-        let mut nodes = ChangeMap::new();
+        let h = cf(db, CF_NODES)?;
         for (trie_id, kv) in &changes {
             let source = StoreSource { reader: &self.shared.reader, trie: *trie_id };
             let current = self.trie_root(trie_id)?;
@@ -390,34 +311,14 @@ impl StateDb {
                 }
                 .into());
             }
-            stage_nodes(trie_id, &updates, &mut nodes);
-        }
-        let h = cf(db, CF_NODES)?;
-        for (k, v) in &nodes {
-            stage_write(&mut batch, h, k, v.as_deref());
+            stage_nodes(&mut batch, h, trie_id, &updates);
         }
         batch.delete_cf(cf(db, CF_HISTORY)?, history_key(number));
         Ok((batch, head))
     }
 
-    /// Warm the flat cache for a block: the old values of its keys (needed by the reverse
-    /// diff and by the leaves the trie rebuilds) are read with batched MultiGets, one
-    /// sorted chunk per rayon thread. The sequential trie pass of [`StateDb::apply_trie`]
-    /// then finds them cached; the nodes it needs are mostly in the top-node cache. No
-    /// commit runs concurrently (commits take `&mut self`), and what is admitted was read
-    /// from disk, as the caches' rule asks.
-    fn prefetch(
-        &self,
-        trie_id: &TrieId,
-        kv: &BTreeMap<Vec<u8>, Option<Vec<u8>>>,
-    ) -> Result<(), StoreError> {
-        let keys = kv.keys().map(|k| flat_key(trie_id, k)).collect::<Result<Vec<_>, _>>()?;
-        let chunk = keys.len().div_ceil(rayon::current_num_threads()).max(PREFETCH_CHUNK_MIN);
-        keys.par_chunks(chunk).try_for_each(|part| self.shared.reader.prefetch_flat(part))
-    }
-
     /// Wait for room (back-pressure), then publish the layer and hand it to the writer.
-    fn push_layer(&mut self, layer: Layer) -> Result<(), StoreError> {
+    pub(crate) fn push_layer(&mut self, layer: Layer) -> Result<Arc<Layer>, StoreError> {
         let max = self.shared.config.layers.unpersisted_bytes_max;
         {
             let mut p = self.shared.progress.lock();
@@ -436,15 +337,19 @@ impl StateDb {
         let layer = Arc::new(layer);
         {
             // Invariant: invalidate under the exclusive layer lock (see view.rs).
-            let mut layers = self.shared.reader.layers.write();
-            for k in layer.flat.keys() {
-                self.shared.reader.flat_cache.invalidate(k);
+            let reader = &self.shared.reader;
+            let mut layers = reader.layers.write();
+            for (k, _) in layer.flat.iter() {
+                reader.flat_cache.invalidate(k);
             }
-            self.shared.reader.publish_nodes(&layer);
+            for (k, _) in layer.nodes.iter() {
+                reader.node_cache.invalidate(k);
+            }
             layers.push(layer.clone());
         }
         let tx = self.tx.as_ref().ok_or(StoreError::WriterStopped)?;
-        tx.send(layer).map_err(|_| StoreError::WriterStopped)
+        tx.send(layer.clone()).map_err(|_| StoreError::WriterStopped)?;
+        Ok(layer)
     }
 
     /// Wait until every committed block is on disk and the WAL is synced.
@@ -504,8 +409,9 @@ impl StateDb {
         opts.set_sync(true);
         self.shared.faults.check(number)?;
         db.write_opt(batch, &opts).map_err(StoreError::from)?;
-        // The batch went to disk behind the caches' back.
+        // The batch went to disk behind the caches' and the resident trie's back.
         self.shared.reader.clear_caches();
+        self.resident.clear();
         self.head = head;
         self.shared.progress.lock().persisted = head.0;
         Ok(())
@@ -534,7 +440,7 @@ impl StateDb {
             commit_waits: self.shared.commit_waits.load(Ordering::Relaxed),
             node_cache: self.shared.reader.node_cache.stats(),
             flat_cache: self.shared.reader.flat_cache.stats(),
-            top_cache: self.shared.reader.top_cache.stats(),
+            resident: self.resident.stats(),
             cache_totals: self.cache_totals(),
             sst_bytes: prop("rocksdb.total-sst-files-size"),
             live_data_bytes: prop("rocksdb.estimate-live-data-size"),
@@ -545,11 +451,7 @@ impl StateDb {
     /// Cache counters over every session of this database, this one included.
     pub fn cache_totals(&self) -> CacheTotals {
         let r = &self.shared.reader;
-        // The node counters cover both node caches: the top-node cache and the node cache.
-        self.shared
-            .totals_at_open
-            .plus(&r.node_cache.stats(), &r.flat_cache.stats())
-            .plus(&r.top_cache.stats(), &crate::cache::CacheStats::default())
+        self.shared.totals_at_open.plus(&r.node_cache.stats(), &r.flat_cache.stats())
     }
 
     /// The shared reader (bulk loading and rebuilds).
@@ -557,10 +459,17 @@ impl StateDb {
         &self.shared.reader
     }
 
-    /// Adopt a head the caller has written to disk itself (a finished bulk load).
+    /// Adopt a head the caller has written to disk itself (a finished bulk load), which
+    /// wrote nodes behind the resident trie's back.
     pub(crate) fn set_head(&mut self, number: u64, root: H256) {
         self.head = (number, root);
         self.shared.progress.lock().persisted = number;
+        self.resident.clear();
+    }
+
+    /// Make a committed (not yet persisted) block the head.
+    pub(crate) fn set_head_in_memory(&mut self, number: u64, root: H256) {
+        self.head = (number, root);
     }
 
     /// Compact every column family (for size measurements).
@@ -604,22 +513,24 @@ impl Drop for StateDb {
     }
 }
 
-/// Stage a trie commit's node deletions and writes (leaves are never stored). Their old
-/// values are not kept: a revert recomputes the nodes from the restored flat values.
-fn stage_nodes(trie_id: &TrieId, u: &TrieUpdates, nodes: &mut ChangeMap) {
+/// Stage a trie commit's node deletions and writes (leaves are never stored) into `batch`.
+fn stage_nodes(
+    batch: &mut WriteBatch,
+    h: &rocksdb::ColumnFamily,
+    trie_id: &TrieId,
+    u: &TrieUpdates,
+) {
     for r in u.removed.iter().filter(|r| !r.is_leaf) {
-        nodes.insert(node_key(trie_id, r.path.as_slice()), None);
+        batch.delete_cf(h, node_key(trie_id, r.path.as_slice()));
     }
     for n in u.new.iter().filter(|n| !n.is_leaf) {
-        nodes.insert(
+        batch.put_cf(
+            h,
             node_key(trie_id, n.path.as_slice()),
-            Some(encode_node_value(&n.hash, &n.encoded)),
+            encode_node_value(&n.hash, &n.encoded),
         );
     }
 }
-
-/// Smallest share of a block's keys one thread prefetches.
-const PREFETCH_CHUNK_MIN: usize = 256;
 
 const COLUMNS: [&str; 4] = [CF_FLAT, CF_NODES, CF_HISTORY, CF_META];
 
@@ -665,66 +576,6 @@ fn read_cache_totals(db: &DB) -> Result<CacheTotals, OpenError> {
     }
 }
 
-/// Persist layers in order; pop each from the stack once it is on disk.
-fn writer_loop(shared: Arc<Shared>, rx: Receiver<Arc<Layer>>) {
-    while let Ok(layer) = rx.recv() {
-        if shared.progress.lock().poisoned.is_some() {
-            continue;
-        }
-        let result = write_layer(&shared, &layer);
-        let mut p = shared.progress.lock();
-        match result {
-            Ok(()) => {
-                let mut layers = shared.reader.layers.write();
-                assert!(
-                    layers.first().is_some_and(|l| l.number == layer.number),
-                    "writer persisted block {} out of order",
-                    layer.number
-                );
-                layers.remove(0);
-                p.pending_bytes -= layer.bytes;
-                p.persisted = layer.number;
-                shared.layers_persisted.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(e) => p.poisoned = Some(Poison { number: layer.number, error: Arc::new(e) }),
-        }
-        shared.changed.notify_all();
-    }
-}
-
-/// Add a put (`Some`) or a delete (`None`) of `key` in column family `h` to `batch`.
-fn stage_write(
-    batch: &mut WriteBatch,
-    h: &rocksdb::ColumnFamily,
-    key: &[u8],
-    value: Option<&[u8]>,
-) {
-    match value {
-        Some(v) => batch.put_cf(h, key, v),
-        None => batch.delete_cf(h, key),
-    }
-}
-
-/// One atomic batch per block, built straight from the layer's maps.
-fn write_layer(shared: &Shared, layer: &Layer) -> Result<(), StoreError> {
-    let db = &shared.reader.db;
-    let mut batch = WriteBatch::default();
-    for (name, map) in [(CF_FLAT, &layer.flat), (CF_NODES, &layer.nodes), (CF_META, &layer.meta)] {
-        let h = cf(db, name)?;
-        for (k, v) in map {
-            stage_write(&mut batch, h, k, v.as_deref());
-        }
-    }
-    let hist = cf(db, CF_HISTORY)?;
-    batch.put_cf(hist, history_key(layer.number), &layer.history);
-    if let Some(old) = layer.prune {
-        batch.delete_cf(hist, history_key(old));
-    }
-    shared.faults.check(layer.number)?;
-    db.write(batch)?;
-    Ok(())
-}
-
 /// Store counters (see `arbor stats`).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct StoreStats {
@@ -749,8 +600,8 @@ pub struct StoreStats {
     pub node_cache: crate::cache::CacheStats,
     /// Flat cache counters.
     pub flat_cache: crate::cache::CacheStats,
-    /// Top-node cache counters (this session).
-    pub top_cache: crate::cache::CacheStats,
+    /// The resident trie's counters (this session).
+    pub resident: ResidentStats,
     /// Both caches' lookups and evictions over every session, this one included.
     pub cache_totals: CacheTotals,
     /// Total SST bytes.

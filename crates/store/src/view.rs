@@ -1,17 +1,19 @@
 //! Reads through the byte-bounded caches, then the layer stack (newest diff layer first),
-//! then RocksDB. Also the [`NodeSource`] the mutable trie loads nodes from, which rebuilds
-//! leaves from flat state (leaves are never stored as nodes).
+//! then RocksDB (the read order of `docs/design.md`, "Store"). Also the [`NodeSource`] the
+//! mutable trie loads nodes from, which rebuilds leaves from flat state (leaves are never
+//! stored as nodes).
 //!
 //! Invariant: every cached entry is the newest value of its key. A read holds the layer
 //! lock (shared) from its first probe to its cache admission, and a commit, as it pushes a
-//! layer, updates or invalidates the cache entries of the layer's keys under the same lock
-//! (exclusive); so a value read from disk is never admitted after a newer layer changed it,
-//! and the caches can be asked before the layers.
+//! layer, invalidates the cache entries of the layer's keys under the same lock (exclusive);
+//! so a value read from disk is never admitted after a newer layer changed it, and the
+//! caches can be asked before the layers.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
+use rayon::prelude::*;
 use rocksdb::{Direction, IteratorMode, ReadOptions, DB};
 use trie::{EthLayout, Layout, NodeSource, SourceError, TrieId, H256};
 
@@ -24,16 +26,18 @@ use crate::state::cf;
 /// A live `flat` entry: its full flat key and its value.
 type FlatPair = (Vec<u8>, Arc<[u8]>);
 
+/// Values of a batch of keys, in order (`None`: absent).
+pub(crate) type Values = Vec<Option<Arc<[u8]>>>;
+
+/// Smallest share of a batch of flat keys one thread reads.
+const BATCH_READ_CHUNK_MIN: usize = 256;
+
 /// The shared read state of a store.
 pub(crate) struct Reader {
     pub(crate) db: Arc<DB>,
     pub(crate) layers: RwLock<Vec<Arc<Layer>>>,
     pub(crate) node_cache: ByteCache<Arc<[u8]>>,
     pub(crate) flat_cache: ByteCache<Option<Arc<[u8]>>>,
-    /// Nodes shallower than `top_depth` nibbles; unlike `node_cache` it takes the nodes
-    /// each commit writes (see [`Reader::publish_nodes`]).
-    pub(crate) top_cache: ByteCache<Arc<[u8]>>,
-    pub(crate) top_depth: u8,
 }
 
 /// The node cache's marker for "no node at this path" (a leaf's path; leaves are never
@@ -54,7 +58,7 @@ impl Reader {
                 }
             }
             Column::Nodes => {
-                if let Some(v) = self.node_cache_for(key).get(key) {
+                if let Some(v) = self.node_cache.get(key) {
                     return Ok((!v.is_empty()).then_some(v));
                 }
             }
@@ -74,71 +78,58 @@ impl Reader {
             }
             Column::Nodes => {
                 let v = on_disk(CF_NODES)?;
-                self.node_cache_for(key).admit(key, v.clone().unwrap_or_else(no_node));
+                self.node_cache.admit(key, v.clone().unwrap_or_else(no_node));
                 Ok(v)
             }
             Column::Meta => on_disk(CF_META),
         }
     }
 
-    /// Bring the flat values of `keys` (sorted flat keys) into the flat cache: the keys no
-    /// cache entry or layer knows are read with one batched RocksDB MultiGet, which shares
-    /// the memtable and block lookups among neighbouring keys.
-    pub(crate) fn prefetch_flat(&self, keys: &[Vec<u8>]) -> Result<(), StoreError> {
-        let layers = self.layers.read();
-        let missing: Vec<&Vec<u8>> = keys
-            .iter()
-            .filter(|k| {
-                !self.flat_cache.contains(k) && newest_in_layers(&layers, Column::Flat, k).is_none()
+    /// The newest values of `keys` (sorted flat keys), for a commit: the layers answer what
+    /// they hold, the rest comes from batched RocksDB MultiGets (which share memtable and
+    /// block lookups among neighbouring keys), one sorted chunk per rayon thread. Nothing is
+    /// admitted to the caches. Only the committer calls this, so no layer is pushed
+    /// meanwhile, and one the writer pops is on disk already.
+    pub(crate) fn read_flat_batch(&self, keys: &[Vec<u8>]) -> Result<Values, StoreError> {
+        let layers: Vec<Arc<Layer>> = self.layers.read().clone();
+        let h = cf(&self.db, CF_FLAT)?;
+        let chunk = keys.len().div_ceil(rayon::current_num_threads()).max(BATCH_READ_CHUNK_MIN);
+        let parts: Vec<Result<Values, StoreError>> = keys
+            .par_chunks(chunk.max(1))
+            .map(|part| {
+                let mut out: Vec<Option<Option<Arc<[u8]>>>> =
+                    part.iter().map(|k| newest_in_layers(&layers, Column::Flat, k)).collect();
+                let missing: Vec<&Vec<u8>> =
+                    part.iter().zip(&out).filter(|(_, v)| v.is_none()).map(|(k, _)| k).collect();
+                let mut read = self.db.batched_multi_get_cf(h, missing, true).into_iter();
+                for slot in out.iter_mut().filter(|v| v.is_none()) {
+                    let v = read.next().unwrap_or_else(|| unreachable!("one result per key"))?;
+                    *slot = Some(v.map(|p| Arc::from(&p[..])));
+                }
+                Ok(out.into_iter().map(Option::flatten).collect())
             })
             .collect();
-        let values =
-            self.db.batched_multi_get_cf(cf(&self.db, CF_FLAT)?, missing.iter().copied(), true);
-        for (k, v) in missing.into_iter().zip(values) {
-            self.flat_cache.admit(k, v?.map(|p| Arc::from(&p[..])));
+        let mut values = Vec::with_capacity(keys.len());
+        for p in parts {
+            values.extend(p?);
         }
-        Ok(())
+        Ok(values)
     }
 
-    /// The cache that holds the node under node key `key` (its last byte is the path
-    /// length, see [`node_key`]).
-    fn node_cache_for(&self, key: &[u8]) -> &ByteCache<Arc<[u8]>> {
-        match key.last() {
-            Some(&depth) if depth < self.top_depth => &self.top_cache,
-            _ => &self.node_cache,
-        }
-    }
-
-    /// The node under `key` if memory knows it (a layer or a cache), without disk I/O:
-    /// `Some(None)` means "no node at this path".
+    /// The node under `key` if memory knows it (the node cache or a layer), without disk
+    /// I/O: `Some(None)` means "no node at this path".
     fn node_in_memory(&self, key: &[u8]) -> Option<Option<Arc<[u8]>>> {
         let layers = self.layers.read();
-        if let Some(v) = self.node_cache_for(key).get(key) {
+        if let Some(v) = self.node_cache.get(key) {
             return Some((!v.is_empty()).then_some(v));
         }
         newest_in_layers(&layers, Column::Nodes, key)
-    }
-
-    /// Make a new layer's node changes visible to the caches. Call with the layer lock held
-    /// exclusively, as the layer is pushed (see the module invariant): the top-node cache
-    /// takes each new top node (a deletion becomes "no node here"); the node cache, which
-    /// never admits fresh writes, drops the keys instead.
-    pub(crate) fn publish_nodes(&self, layer: &Layer) {
-        for (k, v) in &layer.nodes {
-            let cache = self.node_cache_for(k);
-            if std::ptr::eq(cache, &self.top_cache) {
-                cache.admit(k, v.as_deref().map_or_else(no_node, Arc::from));
-            } else {
-                cache.invalidate(k);
-            }
-        }
     }
 
     /// Forget every cached entry (after writes that bypassed the layers).
     pub(crate) fn clear_caches(&self) {
         self.flat_cache.clear();
         self.node_cache.clear();
-        self.top_cache.clear();
     }
 
     /// Flat value of `key` in `trie`.
@@ -149,14 +140,18 @@ impl Reader {
     /// The one live flat key of `trie` under nibble path `path` (a leaf's key), merging the
     /// layers with the database: the newest layer that mentions a key decides whether it
     /// lives; disk keys no layer mentions are live.
-    fn leaf_under(&self, trie: &TrieId, path: &[u8]) -> Result<Option<FlatPair>, StoreError> {
+    pub(crate) fn leaf_under(
+        &self,
+        trie: &TrieId,
+        path: &[u8],
+    ) -> Result<Option<FlatPair>, StoreError> {
         let (lo, hi) = flat_range_for_path(trie, path);
         let mut newest: BTreeMap<Vec<u8>, Option<Arc<[u8]>>> = BTreeMap::new();
         {
             let layers = self.layers.read();
             for layer in layers.iter().rev() {
-                for (k, v) in layer.flat.range(lo.clone()..=hi.clone()) {
-                    newest.entry(k.clone()).or_insert_with(|| v.as_deref().map(Arc::from));
+                for (k, v) in layer.flat.range(lo.as_slice()..=hi.as_slice()) {
+                    newest.entry(k.clone()).or_insert_with(|| v.clone());
                 }
             }
         }
@@ -183,7 +178,7 @@ impl Reader {
 }
 
 /// The value of `key` in the newest layer that mentions it (`Some(None)`: deleted there).
-fn newest_in_layers(
+pub(crate) fn newest_in_layers(
     layers: &[Arc<Layer>],
     column: Column,
     key: &[u8],
@@ -194,7 +189,7 @@ fn newest_in_layers(
             Column::Nodes => &layer.nodes,
             Column::Meta => &layer.meta,
         };
-        map.get(key).map(|v| v.as_deref().map(Arc::from))
+        map.get(key).map(|v| v.cloned())
     })
 }
 

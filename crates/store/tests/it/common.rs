@@ -26,7 +26,7 @@ pub(crate) fn small_config() -> StoreConfig {
     c.rocksdb.max_open_files = 64;
     c.cache.node_cache_bytes = 256 << 10;
     c.cache.flat_cache_bytes = 256 << 10;
-    c.cache.top_nodes_bytes = 64 << 10;
+    c.cache.resident_bytes = 256 << 10;
     c.layers.unpersisted_bytes_max = 2 * MIB;
     c.layers.history_depth = 64;
     c

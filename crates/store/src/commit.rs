@@ -1,0 +1,274 @@
+//! The commit path: a block's change set becomes the new roots and one immutable layer.
+//!
+//! 1. The old value of every changed key is read in one batch (layers, then sorted RocksDB
+//!    MultiGets on every thread): the reverse diff needs them, and they tell the walk which
+//!    keys exist, so that a leaf is recognised without a probe.
+//! 2. Every touched trie is updated by one sorted pass ([`crate::update`]) over a pre-state
+//!    that serves nodes from the resident trie first ([`crate::resident`]), then the layers,
+//!    caches and RocksDB; tries run in parallel, and the big ones fan out by child.
+//! 3. The layer is assembled from sorted vectors (flat changes in key order as the change
+//!    set gives them, node writes sorted once), with the encoded reverse diff.
+//! 4. The layer is published (its keys invalidated in the caches, the `Arc` pushed) and the
+//!    resident trie takes the node writes and the nodes the walk loaded.
+//!
+//! Cost: the keccak calls of the new nodes, one decode per node the walk visits, one
+//! batched read per changed key; no cache admission, no copy of a node into a second map.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::Mutex;
+use rayon::prelude::*;
+use trie::{TrieId, EMPTY_ROOT, H256};
+
+use crate::error::{CommitError, Corruption, StoreError};
+use crate::history::ReverseDiff;
+use crate::keys::{encode_head, flat_key, node_key, root_key, Column, META_HEAD};
+use crate::layer::{ChangeMap, Entry, Layer};
+use crate::resident::Resident;
+use crate::state::{ChangeSet, CommitInfo, CommitTimings, StateDb};
+use crate::update::{update_trie, Change, KeyValue, PreState};
+use crate::view::Reader;
+
+/// Nodes a walk loaded from below the resident trie: node key and stored value.
+type LoadedNodes = Vec<(Vec<u8>, Arc<[u8]>)>;
+
+/// One trie's share of a commit.
+struct TrieCommit {
+    trie: TrieId,
+    old_root: H256,
+    root: H256,
+    /// `flat` changes in key order.
+    flat: Vec<Entry>,
+    /// Old values of the changed keys, for the reverse diff.
+    undo: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    /// Node writes by node key.
+    nodes: Vec<Entry>,
+    loaded: LoadedNodes,
+    hashes: u64,
+    resident_hits: u64,
+    resident_misses: u64,
+}
+
+/// The pre-state one trie's update reads: resident nodes, then the store.
+struct StorePre<'a> {
+    reader: &'a Reader,
+    resident: &'a Resident,
+    trie: TrieId,
+    loaded: Mutex<LoadedNodes>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+impl PreState for StorePre<'_> {
+    fn trie(&self) -> TrieId {
+        self.trie
+    }
+
+    fn node_in_memory(&self, path: &[u8]) -> Option<Option<Arc<[u8]>>> {
+        let known = self.resident.lookup(&node_key(&self.trie, path)).map(|v| v.cloned());
+        if known.is_some() {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+        }
+        known
+    }
+
+    fn node(&self, path: &[u8]) -> Result<Option<Arc<[u8]>>, StoreError> {
+        let key = node_key(&self.trie, path);
+        if let Some(v) = self.resident.get(&key) {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(Some(v.clone()));
+        }
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        let v = self.reader.read(Column::Nodes, &key)?;
+        if let Some(v) = &v {
+            if self.resident.keeps(&key) {
+                self.loaded.lock().push((key, v.clone()));
+            }
+        }
+        Ok(v)
+    }
+
+    fn leaf_under(&self, path: &[u8]) -> Result<Option<KeyValue>, StoreError> {
+        let prefix = self.trie.prefix_len();
+        Ok(self
+            .reader
+            .leaf_under(&self.trie, path)?
+            .map(|(k, v)| (k[prefix..].to_vec(), v.to_vec())))
+    }
+}
+
+impl StateDb {
+    /// Apply one block's changes, compute the new roots, and queue the block for
+    /// persistence. Returns once the block is an in-memory layer (see [`StateDb::flush`]).
+    /// Nothing of the block is visible if it fails.
+    pub fn commit(&mut self, changes: &ChangeSet) -> Result<CommitInfo, CommitError> {
+        self.check_poison()?;
+        self.check_complete()?;
+        Self::check_keys(changes)?;
+        let (head_number, head_root) = (self.head_number(), self.head_root());
+        let number = head_number
+            .checked_add(1)
+            .ok_or(StoreError::from(Corruption::HeadNumber { number: head_number }))?;
+        let mut timings = CommitTimings::default();
+        if !self.resident.is_complete() {
+            let layers = self.reader().layers.read().clone();
+            let db = self.reader().db.clone();
+            self.resident.fill(&db, &layers)?;
+        }
+
+        let start = Instant::now();
+        let keys: Vec<Vec<u8>> = changes
+            .iter()
+            .flat_map(|(t, kv)| kv.keys().map(move |k| flat_key(t, k)))
+            .collect::<Result<_, _>>()?;
+        let olds = self.reader().read_flat_batch(&keys)?;
+        timings.read_old_values = start.elapsed();
+
+        let start = Instant::now();
+        let tries = self.update_tries(changes, &keys, &olds)?;
+        timings.trie_updates = start.elapsed();
+
+        let start = Instant::now();
+        let (layer, loaded, info) = self.assemble(number, head_root, tries)?;
+        timings.assemble = start.elapsed();
+
+        let start = Instant::now();
+        let layer = self.push_layer(layer)?;
+        let writes = layer.nodes.iter().map(|(k, v)| (k.as_slice(), v.as_ref()));
+        self.resident.apply(loaded, writes);
+        timings.publish = start.elapsed();
+        self.set_head_in_memory(number, layer.root);
+        Ok(CommitInfo { timings, ..info })
+    }
+
+    /// Update every touched trie in parallel.
+    fn update_tries(
+        &self,
+        changes: &ChangeSet,
+        keys: &[Vec<u8>],
+        olds: &[Option<Arc<[u8]>>],
+    ) -> Result<Vec<TrieCommit>, StoreError> {
+        let mut jobs = Vec::with_capacity(changes.len());
+        let mut at = 0;
+        for (trie, kv) in changes {
+            let n = kv.len();
+            jobs.push((*trie, kv, &keys[at..at + n], &olds[at..at + n]));
+            at += n;
+        }
+        jobs.into_par_iter()
+            .map(|(trie, kv, keys, olds)| {
+                let changes: Vec<(Change<'_>, &Vec<u8>)> = kv
+                    .iter()
+                    .zip(keys)
+                    .zip(olds)
+                    .filter_map(|(((k, v), fk), old)| {
+                        let new = v.as_deref().filter(|v| !v.is_empty());
+                        let old = old.as_deref();
+                        (old != new).then_some((Change { key: k, old, new }, fk))
+                    })
+                    .collect();
+                self.update_one(trie, &changes)
+            })
+            .collect()
+    }
+
+    fn update_one(
+        &self,
+        trie: TrieId,
+        changes: &[(Change<'_>, &Vec<u8>)],
+    ) -> Result<TrieCommit, StoreError> {
+        let old_root = self.stored_root(&trie)?;
+        let pre = StorePre {
+            reader: self.reader(),
+            resident: &self.resident,
+            trie,
+            loaded: Mutex::new(Vec::new()),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        };
+        let list: Vec<Change<'_>> = changes.iter().map(|(c, _)| *c).collect();
+        let updated = update_trie(&pre, old_root, &list)?;
+        let flat = changes.iter().map(|(c, fk)| ((*fk).clone(), c.new.map(Arc::from))).collect();
+        let undo =
+            changes.iter().map(|(c, fk)| ((*fk).clone(), c.old.map(<[u8]>::to_vec))).collect();
+        let nodes = updated.writes.into_iter().map(|(p, v)| (node_key(&trie, &p), v)).collect();
+        Ok(TrieCommit {
+            trie,
+            old_root,
+            root: updated.root,
+            flat,
+            undo,
+            nodes,
+            loaded: pre.loaded.into_inner(),
+            hashes: updated.hashes,
+            resident_hits: pre.hits.into_inner(),
+            resident_misses: pre.misses.into_inner(),
+        })
+    }
+
+    /// The block's layer from its tries' results, the nodes to admit, and the commit info.
+    fn assemble(
+        &mut self,
+        number: u64,
+        head_root: H256,
+        tries: Vec<TrieCommit>,
+    ) -> Result<(Layer, LoadedNodes, CommitInfo), StoreError> {
+        let mut rev = ReverseDiff::new();
+        let mut flat = Vec::new();
+        let mut nodes = Vec::new();
+        let mut meta = Vec::new();
+        let mut loaded = Vec::new();
+        let mut roots = Vec::with_capacity(tries.len());
+        let (mut hashes, mut hits, mut misses) = (0, 0, 0);
+        let mut main_root = head_root;
+        for t in tries {
+            for (k, old) in t.undo {
+                rev.record(Column::Flat, k, old);
+            }
+            flat.extend(t.flat);
+            nodes.extend(t.nodes);
+            loaded.extend(t.loaded);
+            if t.trie == TrieId::Main {
+                main_root = t.root;
+            } else if t.root != t.old_root {
+                let key = root_key(&t.trie);
+                let new = (t.root != EMPTY_ROOT).then(|| Arc::from(t.root.0.as_slice()));
+                rev.record(Column::Meta, key.clone(), self.read_meta(&key)?);
+                meta.push((key, new));
+            }
+            roots.push((t.trie, t.root));
+            hashes += t.hashes;
+            hits += t.resident_hits;
+            misses += t.resident_misses;
+        }
+        self.resident.count(hits, misses);
+        let head = (self.head_number(), head_root);
+        rev.record(Column::Meta, META_HEAD.to_vec(), Some(encode_head(head.0, &head.1)));
+        meta.push((META_HEAD.to_vec(), Some(Arc::from(encode_head(number, &main_root)))));
+        let mut layer = Layer {
+            number,
+            root: main_root,
+            flat: ChangeMap::from_sorted(flat),
+            nodes: ChangeMap::from_writes(nodes),
+            meta: ChangeMap::from_writes(meta),
+            history: rev.encode(),
+            prune: number.checked_sub(self.config().layers.history_depth),
+            bytes: 0,
+        };
+        layer.measure();
+        let info = CommitInfo {
+            number,
+            root: main_root,
+            roots,
+            hashes,
+            timings: CommitTimings::default(),
+        };
+        Ok((layer, loaded, info))
+    }
+
+    fn read_meta(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.reader().read(Column::Meta, key)?.map(|v| v.to_vec()))
+    }
+}

@@ -1,0 +1,252 @@
+//! The resident trie: the committer's copy of the upper branch and extension nodes of every
+//! trie, kept across commits, so that a block's walk finds the nodes it rewrites in memory
+//! instead of rebuilding them from caches and layers each time.
+//!
+//! Entries are stored nodes exactly as the layers and `nodes` hold them (`hash ‖ encoding`,
+//! shared `Arc`s, keyed by node key), so admitting a committed node copies nothing. Only the
+//! committer reads and writes it (commits take `&mut StateDb`), so it needs no lock.
+//!
+//! Invariant: an entry is the node stored at its path in the head state. Once filled (one
+//! scan of `nodes` before the first commit that needs it, plus the unpersisted layers), the
+//! resident trie is *complete* above its depth limit: every stored node shallower than the
+//! limit is an entry, so a missing entry there means "no stored node: a leaf", and the walk
+//! needs no probe and no hash to recognise a leaf. Commits keep it complete (their node
+//! writes, deletions included, are applied after their layer is published); reverts and
+//! bulk loads, which write behind its back, empty it until the next fill.
+//!
+//! Memory: bounded by `cache.resident_bytes`. Nodes deeper than a depth limit are not kept;
+//! when the resident bytes pass the budget, the limit drops by one level and the deepest
+//! level is evicted (the upper levels, which every block rewrites, stay), which keeps it
+//! complete above the new limit.
+
+use std::sync::Arc;
+
+use rocksdb::{IteratorMode, DB};
+use rustc_hash::FxHashMap;
+
+use crate::error::StoreError;
+use crate::keys::CF_NODES;
+use crate::layer::Layer;
+use crate::state::cf;
+
+/// Overhead of one entry besides its key and value bytes (map slot, `Arc` and `Box` headers).
+const ENTRY_OVERHEAD_BYTES: u64 = 64;
+/// The deepest limit: every node path is shorter than this many nibbles.
+const DEPTH_LIMIT_MAX: u8 = 255;
+
+/// See the module docs.
+#[derive(Debug)]
+pub(crate) struct Resident {
+    map: FxHashMap<Box<[u8]>, Arc<[u8]>>,
+    bytes: u64,
+    bytes_max: u64,
+    /// Nodes whose path is at least this many nibbles deep are not kept.
+    depth_limit: u8,
+    /// Every stored node above the depth limit is an entry (see the module docs).
+    complete: bool,
+    hits: u64,
+    misses: u64,
+}
+
+/// Counters of the resident trie.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ResidentStats {
+    /// Nodes held.
+    pub entries: u64,
+    /// Bytes held (keys, values and overhead).
+    pub bytes: u64,
+    /// The budget.
+    pub bytes_max: u64,
+    /// Nodes at least this many nibbles deep are not kept (255: no limit).
+    pub depth_limit: u8,
+    /// True when every stored node above the depth limit is held.
+    pub complete: bool,
+    /// Lookups answered since open.
+    pub hits: u64,
+    /// Lookups that went on to the layers and RocksDB.
+    pub misses: u64,
+}
+
+/// The nibble depth of a node key (its last byte, see `keys::node_key`).
+fn depth(key: &[u8]) -> u8 {
+    key.last().copied().unwrap_or(0)
+}
+
+fn entry_bytes(key: &[u8], value: &[u8]) -> u64 {
+    (key.len() + value.len()) as u64 + ENTRY_OVERHEAD_BYTES
+}
+
+impl Resident {
+    /// An empty resident trie with a byte budget (0 keeps nothing).
+    pub(crate) fn new(bytes_max: u64) -> Resident {
+        Resident {
+            map: FxHashMap::default(),
+            bytes: 0,
+            bytes_max,
+            depth_limit: if bytes_max == 0 { 0 } else { DEPTH_LIMIT_MAX },
+            complete: false,
+            hits: 0,
+            misses: 0,
+        }
+    }
+
+    /// The stored node under node key `key`, if resident.
+    pub(crate) fn get(&self, key: &[u8]) -> Option<&Arc<[u8]>> {
+        self.map.get(key)
+    }
+
+    /// What the resident trie knows of node key `key`: `Some(Some(node))` stored,
+    /// `Some(None)` known not stored (complete above the depth limit), `None` unknown.
+    pub(crate) fn lookup(&self, key: &[u8]) -> Option<Option<&Arc<[u8]>>> {
+        match self.map.get(key) {
+            Some(v) => Some(Some(v)),
+            None if self.complete && self.keeps(key) => Some(None),
+            None => None,
+        }
+    }
+
+    /// True once filled (and until emptied).
+    pub(crate) fn is_complete(&self) -> bool {
+        self.complete
+    }
+
+    /// Make the resident trie complete: every stored node above the depth limit from one
+    /// scan of `nodes`, then the unpersisted `layers` (oldest first) over them.
+    pub(crate) fn fill(&mut self, db: &DB, layers: &[Arc<Layer>]) -> Result<(), StoreError> {
+        self.clear();
+        if self.bytes_max > 0 {
+            let mut since_check = 0u32;
+            for item in db.iterator_cf(cf(db, CF_NODES)?, IteratorMode::Start) {
+                let (k, v) = item?;
+                if self.keeps(&k) {
+                    self.insert(&k, Arc::from(v));
+                    since_check += 1;
+                    if since_check == 65_536 {
+                        self.enforce_budget();
+                        since_check = 0;
+                    }
+                }
+            }
+        }
+        for layer in layers {
+            self.apply(Vec::new(), layer.nodes.iter().map(|(k, v)| (k.as_slice(), v.as_ref())));
+        }
+        self.enforce_budget();
+        self.complete = true;
+        Ok(())
+    }
+
+    /// Count one pass's lookups.
+    pub(crate) fn count(&mut self, hits: u64, misses: u64) {
+        self.hits += hits;
+        self.misses += misses;
+    }
+
+    /// True when a node at this key would be kept.
+    pub(crate) fn keeps(&self, key: &[u8]) -> bool {
+        depth(key) < self.depth_limit
+    }
+
+    /// Admit the nodes a commit's walk loaded (pre-state values), then apply its node
+    /// writes (in any order, each key once) over them, then enforce the budget.
+    pub(crate) fn apply<'a>(
+        &mut self,
+        loaded: Vec<(Vec<u8>, Arc<[u8]>)>,
+        writes: impl IntoIterator<Item = (&'a [u8], Option<&'a Arc<[u8]>>)>,
+    ) {
+        // Invariant: the writes come last, so a loaded node the block replaced or deleted
+        // never survives.
+        for (k, v) in loaded {
+            if self.keeps(&k) {
+                self.insert(&k, v);
+            }
+        }
+        for (k, v) in writes {
+            match v {
+                Some(v) if self.keeps(k) => self.insert(k, v.clone()),
+                _ => self.remove(k),
+            }
+        }
+        self.enforce_budget();
+    }
+
+    fn insert(&mut self, key: &[u8], value: Arc<[u8]>) {
+        self.bytes += entry_bytes(key, &value);
+        if let Some(old) = self.map.insert(Box::from(key), value) {
+            self.bytes -= entry_bytes(key, &old);
+        }
+    }
+
+    fn remove(&mut self, key: &[u8]) {
+        if let Some(old) = self.map.remove(key) {
+            self.bytes -= entry_bytes(key, &old);
+        }
+    }
+
+    /// Drop the deepest kept level until the bytes fit.
+    fn enforce_budget(&mut self) {
+        while self.bytes > self.bytes_max && !self.map.is_empty() {
+            let deepest = self.map.keys().map(|k| depth(k)).max().unwrap_or(0);
+            self.depth_limit = deepest;
+            let mut freed = 0;
+            self.map.retain(|k, v| {
+                let keep = depth(k) < deepest;
+                if !keep {
+                    freed += entry_bytes(k, v);
+                }
+                keep
+            });
+            self.bytes -= freed;
+        }
+    }
+
+    /// Forget everything (after writes that bypassed the committer); the next commit
+    /// fills it again.
+    pub(crate) fn clear(&mut self) {
+        self.map = FxHashMap::default();
+        self.bytes = 0;
+        self.complete = false;
+    }
+
+    /// Counters.
+    pub(crate) fn stats(&self) -> ResidentStats {
+        ResidentStats {
+            entries: self.map.len() as u64,
+            bytes: self.bytes,
+            bytes_max: self.bytes_max,
+            depth_limit: self.depth_limit,
+            complete: self.complete,
+            hits: self.hits,
+            misses: self.misses,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(depth: u8, i: u8) -> Vec<u8> {
+        vec![0, i, depth]
+    }
+
+    #[test]
+    fn budget_drops_the_deepest_levels() {
+        let mut r = Resident::new(10 * (3 + 100 + ENTRY_OVERHEAD_BYTES));
+        let value: Arc<[u8]> = Arc::from(vec![7u8; 100]);
+        let writes: Vec<crate::layer::Entry> = (0..4u8)
+            .flat_map(|d| (0..4u8).map(move |i| key(d, i)))
+            .map(|k| (k, Some(value.clone())))
+            .collect();
+        r.apply(Vec::new(), writes.iter().map(|(k, v)| (k.as_slice(), v.as_ref())));
+        // 16 nodes do not fit 10: levels 3 and 2 go.
+        assert_eq!(r.stats().depth_limit, 2);
+        assert_eq!(r.stats().entries, 8);
+        assert!(r.get(&key(1, 3)).is_some() && r.get(&key(2, 0)).is_none());
+        // Deeper nodes are no longer admitted; deletions remove.
+        r.apply(Vec::new(), [(key(3, 9).as_slice(), Some(&value)), (key(0, 0).as_slice(), None)]);
+        assert!(r.get(&key(3, 9)).is_none() && r.get(&key(0, 0)).is_none());
+        assert_eq!(r.stats().entries, 7);
+        assert_eq!(r.stats().bytes, 7 * (3 + 100 + ENTRY_OVERHEAD_BYTES));
+    }
+}

@@ -1,0 +1,977 @@
+//! The block's trie update: one sorted pass over a trie's changes that rewrites exactly the
+//! nodes on the changed paths, encoding and hashing each new node once.
+//!
+//! Input: the pre-state root, the block's changes to this trie sorted by key (each with the
+//! key's value before the block, which the commit has read anyway for the reverse diff), and
+//! a [`PreState`] that serves stored nodes by path and the one live key under a path. Output:
+//! the new root and the node writes (nibble path → `hash ‖ encoding`, or a deletion), which
+//! leave the stored nodes exactly as a bottom-up rebuild of the new state would (no stale
+//! node survives; tested against one).
+//!
+//! The walk descends only where changes lead. At a hashed child that a single existing key's
+//! change reaches, the leaf is recognised by hashing the key's old leaf (one short keccak),
+//! so updates of existing keys never probe storage below the resident branches; inserts that
+//! land on another key's leaf, and deletions that collapse a branch, read that leaf (a prefix
+//! scan). New subtrees (an insert beside a leaf, a split extension) come from the streaming
+//! root builder. A node whose fate depends on its parent (a leaf or an extension that may be
+//! merged upward when a branch collapses) travels up as a [`Shape`] and is encoded only where
+//! it lands. Branches with many changes near the top fan out to the rayon pool, one task per
+//! child.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+use trie::{
+    common_prefix_nibbles, nibble_at, ChildKind, ChildRef, DecodedNode, EmittedKind, EthLayout,
+    Layout, NibbleSlice, NodeSink, RootBuilder, TrieId, EMPTY_ROOT, H256,
+};
+
+use crate::error::{Corruption, StoreError};
+
+/// A change to one key of the trie.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Change<'a> {
+    /// The key (packed bytes).
+    pub(crate) key: &'a [u8],
+    /// The value before the block (`None`: absent).
+    pub(crate) old: Option<&'a [u8]>,
+    /// The value after it (`None`: deleted).
+    pub(crate) new: Option<&'a [u8]>,
+}
+
+/// A key and its value.
+pub(crate) type KeyValue = (Vec<u8>, Vec<u8>);
+
+/// A surviving entry of a rebuilt subtree: key and value.
+type Pair<'a> = (Cow<'a, [u8]>, Cow<'a, [u8]>);
+
+/// A leaf's key and, when the changes do not decide it, its value.
+type LeafParts<'a> = (Cow<'a, [u8]>, Option<Cow<'a, [u8]>>);
+
+/// What the update reads of the pre-state.
+pub(crate) trait PreState: Sync {
+    /// The trie being updated (for reports).
+    fn trie(&self) -> TrieId;
+    /// The stored node at nibble path `path` (`hash ‖ encoding`), or `None` when nothing is
+    /// stored there (a leaf, or no node).
+    fn node(&self, path: &[u8]) -> Result<Option<Arc<[u8]>>, StoreError>;
+    /// What memory knows of the node at `path` without I/O: `Some(Some(node))` stored,
+    /// `Some(None)` known not to be stored (a leaf or nothing), `None` unknown.
+    fn node_in_memory(&self, path: &[u8]) -> Option<Option<Arc<[u8]>>> {
+        let _ = path;
+        None
+    }
+    /// The one live key under nibble path `path` and its value.
+    fn leaf_under(&self, path: &[u8]) -> Result<Option<KeyValue>, StoreError>;
+}
+
+/// A node write: nibble path → `hash ‖ encoding` (`None` deletes the stored node).
+pub(crate) type NodeWrite = (Vec<u8>, Option<Arc<[u8]>>);
+
+/// The result of [`update_trie`].
+#[derive(Debug, Default)]
+pub(crate) struct Updated {
+    /// The new root.
+    pub(crate) root: H256,
+    /// Node writes in no particular order; a later write to a path replaces an earlier one.
+    pub(crate) writes: Vec<NodeWrite>,
+    /// Keccak calls.
+    pub(crate) hashes: u64,
+}
+
+/// Below this many changes a branch's children are updated on the calling thread.
+const PARALLEL_CHANGES_MIN: usize = 256;
+/// Branches deeper than this never fan out (the top levels already give every thread work).
+const PARALLEL_DEPTH_MAX: usize = 1;
+
+/// A node that is not yet placed in its parent, or a branch that is.
+#[derive(Debug)]
+enum Shape<'a> {
+    Empty,
+    /// A leaf at nibble depth `start` of its full `key`.
+    Leaf {
+        key: Cow<'a, [u8]>,
+        start: usize,
+        value: Cow<'a, [u8]>,
+    },
+    /// An extension over `path` (nibbles) to a placed branch.
+    Extension {
+        path: Vec<u8>,
+        child: ChildRef,
+    },
+    /// A branch, already written at its path when hashed (or inline).
+    Placed(ChildRef),
+}
+
+/// The pre-state at a path.
+enum Pre<'a> {
+    /// As its parent refers to it.
+    Ref(ChildRef),
+    /// A node that exists only in this pass (the rest of a split extension).
+    Virtual(Shape<'a>),
+}
+
+/// A pre-state node, decoded.
+// A short-lived stack value, like `trie::DecodedNode`: boxing the branch would allocate on
+// every visit.
+#[allow(clippy::large_enum_variant)]
+enum Loaded<'a> {
+    Empty,
+    /// A leaf; `value` is `None` when its key is among the changes (which decide it).
+    Leaf {
+        key: Cow<'a, [u8]>,
+        value: Option<Cow<'a, [u8]>>,
+    },
+    Extension {
+        path: Vec<u8>,
+        child: ChildRef,
+    },
+    Branch {
+        children: [ChildRef; 16],
+        value: Option<Vec<u8>>,
+        virt: Option<(u8, Shape<'a>)>,
+    },
+}
+
+/// Writes and hash count of one task.
+#[derive(Default)]
+struct Out {
+    writes: Vec<NodeWrite>,
+    hashes: u64,
+    buf: Vec<u8>,
+}
+
+impl Out {
+    fn put(&mut self, path: &[u8], hash: &H256, encoding: &[u8]) {
+        let mut v = Vec::with_capacity(32 + encoding.len());
+        v.extend_from_slice(&hash.0);
+        v.extend_from_slice(encoding);
+        self.writes.push((path.to_vec(), Some(Arc::from(v))));
+    }
+
+    fn delete(&mut self, path: &[u8]) {
+        self.writes.push((path.to_vec(), None));
+    }
+
+    /// The reference to the encoding in `self.buf`, hashing it when long.
+    fn seal(&mut self) -> ChildRef {
+        let r = EthLayout::child_ref(&self.buf);
+        if r.as_hash().is_some() {
+            self.hashes += 1;
+        }
+        r
+    }
+
+    fn absorb(&mut self, other: Out) {
+        self.writes.extend(other.writes);
+        self.hashes += other.hashes;
+    }
+}
+
+/// Collects the builder's hashed nodes as writes.
+struct BuilderSink<'o>(&'o mut Vec<NodeWrite>);
+
+impl NodeSink for BuilderSink<'_> {
+    fn node(&mut self, _: EmittedKind, path: NibbleSlice<'_>, encoded: &[u8], r: &ChildRef) {
+        if let Some(h) = r.as_hash() {
+            let mut v = Vec::with_capacity(32 + encoded.len());
+            v.extend_from_slice(&h.0);
+            v.extend_from_slice(encoded);
+            self.0.push((path.to_nibbles().0, Some(Arc::from(v))));
+        }
+    }
+}
+
+/// Apply `changes` (sorted by key, each a real change: `old != new`) to the trie with root
+/// `root` over `pre`.
+pub(crate) fn update_trie<P: PreState>(
+    pre: &P,
+    root: H256,
+    changes: &[Change<'_>],
+) -> Result<Updated, StoreError> {
+    if changes.is_empty() {
+        return Ok(Updated { root, ..Updated::default() });
+    }
+    let w = Walker { pre };
+    let mut out = Out::default();
+    let top = if root == EMPTY_ROOT { ChildRef::EMPTY } else { ChildRef::hash(root) };
+    let mut path = Vec::with_capacity(64);
+    let (shape, stored) = w.apply(&mut path, Pre::Ref(top), changes, &mut out)?;
+    let root = w.place_root(shape, stored, &mut out);
+    Ok(Updated { root, writes: out.writes, hashes: out.hashes })
+}
+
+struct Walker<'p, P: PreState> {
+    pre: &'p P,
+}
+
+/// The key's nibbles from `from` on equal `path`.
+fn key_follows(key: &[u8], from: usize, path: &[u8]) -> bool {
+    key.len() * 2 >= from + path.len()
+        && path.iter().enumerate().all(|(i, n)| nibble_at(key, from + i) == *n)
+}
+
+/// Pack an even number of nibbles into bytes.
+fn pack(nibbles: &[u8]) -> Option<Vec<u8>> {
+    nibbles.len().is_multiple_of(2).then(|| nibbles.chunks(2).map(|p| (p[0] << 4) | p[1]).collect())
+}
+
+impl<'p, P: PreState> Walker<'p, P> {
+    fn corrupt(&self, c: Corruption) -> StoreError {
+        c.into()
+    }
+
+    /// The new shape of the node at `path` (whose pre-state is `pre`) under `changes`
+    /// (non-empty, all under `path`), and whether a node was stored at `path` before.
+    fn apply<'a>(
+        &self,
+        path: &mut Vec<u8>,
+        pre: Pre<'a>,
+        changes: &[Change<'a>],
+        out: &mut Out,
+    ) -> Result<(Shape<'a>, bool), StoreError> {
+        let (loaded, stored) = self.load(path, pre, changes, out)?;
+        let shape = match loaded {
+            Loaded::Empty => self.build(path, None, changes, out)?,
+            Loaded::Leaf { key, value } => self.build(path, Some((key, value)), changes, out)?,
+            Loaded::Extension { path: ext, child } => {
+                return self.apply_extension(path, ext, child, stored, changes, out);
+            }
+            Loaded::Branch { children, value, virt } => {
+                let shape = self.apply_branch(path, children, value, virt, stored, changes, out)?;
+                return Ok((shape, stored));
+            }
+        };
+        Ok((shape, stored))
+    }
+
+    /// Decode the pre-state at `path`; the flag says whether a node is stored there.
+    fn load<'a>(
+        &self,
+        path: &[u8],
+        pre: Pre<'a>,
+        changes: &[Change<'a>],
+        out: &mut Out,
+    ) -> Result<(Loaded<'a>, bool), StoreError> {
+        let r = match pre {
+            Pre::Virtual(Shape::Extension { path, child }) => {
+                return Ok((Loaded::Extension { path, child }, false))
+            }
+            Pre::Virtual(Shape::Placed(r)) | Pre::Ref(r) => r,
+            Pre::Virtual(Shape::Empty) => return Ok((Loaded::Empty, false)),
+            Pre::Virtual(Shape::Leaf { key, value, .. }) => {
+                return Ok((Loaded::Leaf { key, value: Some(value) }, false))
+            }
+        };
+        match r.kind() {
+            ChildKind::Empty => Ok((Loaded::Empty, false)),
+            ChildKind::Inline(bytes) => Ok((self.decoded(path, bytes)?, false)),
+            ChildKind::Hash(h) => self.load_hashed(path, h, changes, out),
+        }
+    }
+
+    fn load_hashed<'a>(
+        &self,
+        path: &[u8],
+        hash: H256,
+        changes: &[Change<'a>],
+        out: &mut Out,
+    ) -> Result<(Loaded<'a>, bool), StoreError> {
+        match self.pre.node_in_memory(path) {
+            Some(Some(v)) => return self.stored_node(path, hash, v),
+            // Nothing stored under a hash reference: a leaf.
+            Some(None) => return Ok((self.leaf_for(path, changes)?, false)),
+            None => {}
+        }
+        // One existing key's change: if its old leaf hashes to the reference, this is it.
+        let single = match changes {
+            [c @ Change { old: Some(old), .. }] => Some((c, old)),
+            _ => None,
+        };
+        if let Some((c, old)) = single {
+            out.buf.clear();
+            let rest = NibbleSlice::range(c.key, path.len(), c.key.len() * 2);
+            EthLayout::encode_leaf(rest, old, &mut out.buf);
+            out.hashes += 1;
+            if out.buf.len() > trie::INLINE_MAX && EthLayout::hash(&out.buf) == hash {
+                return Ok((Loaded::Leaf { key: Cow::Borrowed(c.key), value: None }, false));
+            }
+        }
+        match self.pre.node(path)? {
+            Some(v) => self.stored_node(path, hash, v),
+            // The existing key's path ends in a leaf here, so the leaf is that key's: its
+            // old value did not hash to the reference.
+            None if single.is_some() => Err(self.corrupt(Corruption::LeafHash {
+                trie: self.pre.trie(),
+                path: path.to_vec(),
+                expected: hash,
+            })),
+            None => Ok((self.leaf_for(path, changes)?, false)),
+        }
+    }
+
+    /// A stored node (`hash ‖ encoding`) at `path`, checked against its parent's `hash`.
+    fn stored_node<'a>(
+        &self,
+        path: &[u8],
+        hash: H256,
+        v: Arc<[u8]>,
+    ) -> Result<(Loaded<'a>, bool), StoreError> {
+        if v.len() < 32 || v[..32] != hash.0 {
+            let trie = self.pre.trie();
+            return Err(self.corrupt(Corruption::NodeHash {
+                trie,
+                path: path.to_vec(),
+                expected: hash,
+            }));
+        }
+        Ok((self.decoded(path, &v[32..])?, true))
+    }
+
+    /// A decoded node at `path`, owned.
+    fn decoded<'a>(&self, path: &[u8], bytes: &[u8]) -> Result<Loaded<'a>, StoreError> {
+        let node = EthLayout::decode(bytes).map_err(|source| {
+            self.corrupt(Corruption::Node { trie: self.pre.trie(), path: path.to_vec(), source })
+        })?;
+        Ok(match node {
+            DecodedNode::Empty => Loaded::Empty,
+            DecodedNode::Leaf { path: rest, value } => {
+                let mut full = path.to_vec();
+                full.extend_from_slice(rest.as_slice());
+                let key = pack(&full).ok_or_else(|| {
+                    self.corrupt(Corruption::OddKey { trie: self.pre.trie(), path: full.clone() })
+                })?;
+                Loaded::Leaf { key: Cow::Owned(key), value: Some(Cow::Owned(value.to_vec())) }
+            }
+            DecodedNode::Extension { path: ext, child } => Loaded::Extension { path: ext.0, child },
+            DecodedNode::Branch { children, value } => {
+                Loaded::Branch { children, value: value.map(<[u8]>::to_vec), virt: None }
+            }
+        })
+    }
+
+    /// The leaf at `path` (no node is stored there): the key of the one existing change
+    /// under it, or else the one live key a scan finds.
+    fn leaf_for<'a>(&self, path: &[u8], changes: &[Change<'a>]) -> Result<Loaded<'a>, StoreError> {
+        let trie = self.pre.trie();
+        let mut existing = changes.iter().filter(|c| c.old.is_some());
+        match (existing.next(), existing.next()) {
+            (Some(c), None) => return Ok(Loaded::Leaf { key: Cow::Borrowed(c.key), value: None }),
+            (Some(_), Some(_)) => {
+                return Err(self.corrupt(Corruption::LeafConflict { trie, path: path.to_vec() }))
+            }
+            (None, _) => {}
+        }
+        let Some((key, value)) = self.pre.leaf_under(path)? else {
+            return Err(self.corrupt(Corruption::MissingLeaf { trie, path: path.to_vec() }));
+        };
+        if changes.iter().any(|c| c.key == key.as_slice()) {
+            return Err(self.corrupt(Corruption::LeafConflict { trie, path: path.to_vec() }));
+        }
+        Ok(Loaded::Leaf { key: Cow::Owned(key), value: Some(Cow::Owned(value)) })
+    }
+
+    /// The new subtree at `path` over an empty slot or a leaf: the surviving entries, as a
+    /// leaf, an extension to a built branch, or a built branch.
+    fn build<'a>(
+        &self,
+        path: &[u8],
+        leaf: Option<LeafParts<'a>>,
+        changes: &[Change<'a>],
+        out: &mut Out,
+    ) -> Result<Shape<'a>, StoreError> {
+        let mut entries: Vec<Pair<'a>> = Vec::with_capacity(changes.len() + 1);
+        let mut kept = match leaf {
+            Some((key, Some(value))) => Some((key, value)),
+            _ => None,
+        };
+        for c in changes {
+            if let Some((k, _)) = &kept {
+                if k.as_ref() < c.key {
+                    entries.extend(kept.take());
+                } else if k.as_ref() == c.key {
+                    // The change decides the key's value (an inline leaf that it reaches).
+                    kept = None;
+                }
+            }
+            if let Some(v) = c.new {
+                entries.push((Cow::Borrowed(c.key), Cow::Borrowed(v)));
+            }
+        }
+        entries.extend(kept);
+        let start = path.len();
+        let (first, last) = match (entries.first(), entries.last()) {
+            (Some(f), Some(l)) => (f, l),
+            _ => return Ok(Shape::Empty),
+        };
+        if entries.len() == 1 {
+            let (key, value) = entries.pop().unwrap_or_else(|| unreachable!("one entry"));
+            return Ok(Shape::Leaf { key, start, value });
+        }
+        let common = common_prefix_nibbles(&first.0, &last.0);
+        let ext: Vec<u8> = (start..common).map(|i| nibble_at(&first.0, i)).collect();
+        let branch = self.built(common, &entries, out)?;
+        Ok(if ext.is_empty() {
+            Shape::Placed(branch)
+        } else {
+            Shape::Extension { path: ext, child: branch }
+        })
+    }
+
+    /// Build the branch at nibble depth `depth` over `entries` (sorted, sharing `depth`
+    /// nibbles), writing its hashed nodes.
+    fn built(
+        &self,
+        depth: usize,
+        entries: &[Pair<'_>],
+        out: &mut Out,
+    ) -> Result<ChildRef, StoreError> {
+        let mut b = RootBuilder::<EthLayout, _>::subtree(depth, BuilderSink(&mut out.writes));
+        for (k, v) in entries {
+            b.add(k, v).map_err(|source| {
+                self.corrupt(Corruption::FlatOrder { trie: self.pre.trie(), source })
+            })?;
+        }
+        let (r, _, stats) = b.finish_ref();
+        out.hashes += stats.hashes;
+        Ok(r)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn apply_extension<'a>(
+        &self,
+        path: &mut Vec<u8>,
+        ext: Vec<u8>,
+        child: ChildRef,
+        stored: bool,
+        changes: &[Change<'a>],
+        out: &mut Out,
+    ) -> Result<(Shape<'a>, bool), StoreError> {
+        let base = path.len();
+        if !changes.iter().all(|c| key_follows(c.key, base, &ext)) {
+            // A change leaves the extension's path: split it, as a branch with one child.
+            let rest = if ext.len() == 1 {
+                Shape::Placed(child)
+            } else {
+                Shape::Extension { path: ext[1..].to_vec(), child }
+            };
+            let children = [ChildRef::EMPTY; 16];
+            let virt = Some((ext[0], rest));
+            let shape = self.apply_branch(path, children, None, virt, stored, changes, out)?;
+            return Ok((shape, stored));
+        }
+        path.extend_from_slice(&ext);
+        let result = self.apply(path, Pre::Ref(child), changes, out);
+        let (below, below_stored) = match result {
+            Ok(r) => r,
+            Err(e) => {
+                path.truncate(base);
+                return Err(e);
+            }
+        };
+        let shape = match below {
+            Shape::Placed(r) => Shape::Extension { path: ext, child: r },
+            merged => {
+                // The node below is not placed at its path: it merges into this one.
+                if below_stored {
+                    out.delete(path);
+                }
+                match merged {
+                    Shape::Empty => Shape::Empty,
+                    Shape::Leaf { key, value, .. } => Shape::Leaf { key, start: base, value },
+                    Shape::Extension { path: deeper, child } => {
+                        let mut joined = ext;
+                        joined.extend_from_slice(&deeper);
+                        Shape::Extension { path: joined, child }
+                    }
+                    Shape::Placed(_) => unreachable!("handled above"),
+                }
+            }
+        };
+        path.truncate(base);
+        Ok((shape, stored))
+    }
+
+    /// Apply the changes under a branch; `virt` is a child that exists only in this pass.
+    #[allow(clippy::too_many_arguments)]
+    fn apply_branch<'a>(
+        &self,
+        path: &mut Vec<u8>,
+        mut children: [ChildRef; 16],
+        value: Option<Vec<u8>>,
+        mut virt: Option<(u8, Shape<'a>)>,
+        stored: bool,
+        changes: &[Change<'a>],
+        out: &mut Out,
+    ) -> Result<Shape<'a>, StoreError> {
+        let base = path.len();
+        // The change of the key that ends here (it sorts first), then one group per child.
+        let (own, rest) = match changes.split_first() {
+            Some((c, rest)) if c.key.len() * 2 == base => (Some(c), rest),
+            _ => (None, changes),
+        };
+        let mut groups: Vec<(u8, Pre<'a>, &[Change<'a>])> = Vec::with_capacity(16);
+        let mut i = 0;
+        while i < rest.len() {
+            let n = nibble_at(rest[i].key, base);
+            let j = i + rest[i..].iter().take_while(|c| nibble_at(c.key, base) == n).count();
+            let pre = match virt.take() {
+                Some((v, shape)) if v == n => Pre::Virtual(shape),
+                other => {
+                    virt = other;
+                    Pre::Ref(children[n as usize])
+                }
+            };
+            groups.push((n, pre, &rest[i..j]));
+            i = j;
+        }
+        let shapes = self.apply_children(path, groups, out)?;
+        let new_value: Option<Cow<'a, [u8]>> = match own {
+            Some(c) => c.new.map(Cow::Borrowed),
+            None => value.map(Cow::Owned),
+        };
+        let mut touched: [Option<(Shape<'a>, bool)>; 16] = Default::default();
+        for (n, shape, below_stored) in shapes {
+            if matches!(shape, Shape::Empty) {
+                // A child that is gone: delete its stored node whatever becomes of this one.
+                if below_stored {
+                    path.push(n);
+                    out.delete(path);
+                    path.pop();
+                }
+                children[n as usize] = ChildRef::EMPTY;
+                continue;
+            }
+            touched[n as usize] = Some((shape, below_stored));
+        }
+        let live = |n: usize, t: &Option<(Shape<'_>, bool)>, virt: &Option<(u8, Shape<'_>)>| {
+            t.is_some()
+                || virt.as_ref().is_some_and(|(v, _)| *v as usize == n)
+                || !children[n].is_empty()
+        };
+        let alive: Vec<usize> = (0..16).filter(|&n| live(n, &touched[n], &virt)).collect();
+        match (alive.as_slice(), new_value) {
+            ([], None) => Ok(Shape::Empty),
+            ([], Some(v)) => {
+                let key = pack(path).ok_or_else(|| {
+                    self.corrupt(Corruption::OddKey { trie: self.pre.trie(), path: path.clone() })
+                })?;
+                Ok(Shape::Leaf { key: Cow::Owned(key), start: base, value: v })
+            }
+            ([only], None) => {
+                let n = *only;
+                let (below, below_stored) = match touched[n].take() {
+                    Some(t) => t,
+                    None => self.untouched(path, n as u8, children[n], virt.take(), out)?,
+                };
+                path.push(n as u8);
+                let merged = self.collapse(path, n as u8, below, below_stored, out);
+                path.pop();
+                Ok(merged)
+            }
+            (_, value) => {
+                for n in 0..16 {
+                    if let Some((shape, below_stored)) = touched[n].take() {
+                        path.push(n as u8);
+                        children[n] = self.place(path, shape, below_stored, out);
+                        path.pop();
+                    }
+                }
+                if let Some((v, shape)) = virt.take() {
+                    path.push(v);
+                    children[v as usize] = self.place(path, shape, false, out);
+                    path.pop();
+                }
+                out.buf.clear();
+                EthLayout::encode_branch(&children, value.as_deref(), &mut out.buf);
+                let r = out.seal();
+                match r.as_hash() {
+                    Some(h) => {
+                        let enc = std::mem::take(&mut out.buf);
+                        out.put(path, &h, &enc);
+                        out.buf = enc;
+                    }
+                    None if stored => out.delete(path),
+                    None => {}
+                }
+                Ok(Shape::Placed(r))
+            }
+        }
+    }
+
+    /// Apply each group to its child, on the rayon pool when there is enough work.
+    fn apply_children<'a>(
+        &self,
+        path: &mut Vec<u8>,
+        groups: Vec<(u8, Pre<'a>, &[Change<'a>])>,
+        out: &mut Out,
+    ) -> Result<Vec<(u8, Shape<'a>, bool)>, StoreError> {
+        let total: usize = groups.iter().map(|g| g.2.len()).sum();
+        if groups.len() > 1 && total >= PARALLEL_CHANGES_MIN && path.len() <= PARALLEL_DEPTH_MAX {
+            let base: &[u8] = path;
+            let results: Vec<Result<(u8, Shape<'a>, bool, Out), StoreError>> = groups
+                .into_par_iter()
+                .map(|(n, pre, group)| {
+                    let mut p = Vec::with_capacity(64);
+                    p.extend_from_slice(base);
+                    p.push(n);
+                    let mut o = Out::default();
+                    let (s, st) = self.apply(&mut p, pre, group, &mut o)?;
+                    Ok((n, s, st, o))
+                })
+                .collect();
+            let mut shapes = Vec::with_capacity(results.len());
+            for r in results {
+                let (n, s, st, o) = r?;
+                out.absorb(o);
+                shapes.push((n, s, st));
+            }
+            return Ok(shapes);
+        }
+        let mut shapes = Vec::with_capacity(groups.len());
+        for (n, pre, group) in groups {
+            path.push(n);
+            let r = self.apply(path, pre, group, out);
+            path.pop();
+            let (s, st) = r?;
+            shapes.push((n, s, st));
+        }
+        Ok(shapes)
+    }
+
+    /// The shape of an untouched child `n` of the branch at `path` (the branch collapses
+    /// onto it).
+    fn untouched<'a>(
+        &self,
+        path: &mut Vec<u8>,
+        n: u8,
+        child: ChildRef,
+        virt: Option<(u8, Shape<'a>)>,
+        out: &mut Out,
+    ) -> Result<(Shape<'a>, bool), StoreError> {
+        if let Some((v, shape)) = virt {
+            if v == n {
+                return Ok((shape, false));
+            }
+        }
+        path.push(n);
+        let loaded = self.load(path, Pre::Ref(child), &[], out);
+        path.pop();
+        let (loaded, stored) = loaded?;
+        let start = path.len() + 1;
+        Ok(match loaded {
+            Loaded::Empty => (Shape::Empty, stored),
+            Loaded::Leaf { key, value } => {
+                let value = value.unwrap_or_else(|| unreachable!("a scanned leaf has its value"));
+                (Shape::Leaf { key, start, value }, stored)
+            }
+            Loaded::Extension { path, child } => (Shape::Extension { path, child }, stored),
+            // A branch stays where it is: only its reference moves into an extension.
+            Loaded::Branch { .. } => (Shape::Placed(child), stored),
+        })
+    }
+
+    /// The single child `n` (at `path`, already extended by `n`) absorbs its collapsing
+    /// parent: the result describes the node at the parent's path.
+    fn collapse<'a>(
+        &self,
+        path: &[u8],
+        n: u8,
+        below: Shape<'a>,
+        below_stored: bool,
+        out: &mut Out,
+    ) -> Shape<'a> {
+        match below {
+            Shape::Placed(r) => Shape::Extension { path: vec![n], child: r },
+            other => {
+                if below_stored {
+                    out.delete(path);
+                }
+                match other {
+                    Shape::Leaf { key, start, value } => {
+                        Shape::Leaf { key, start: start - 1, value }
+                    }
+                    Shape::Extension { path: deeper, child } => {
+                        let mut joined = Vec::with_capacity(deeper.len() + 1);
+                        joined.push(n);
+                        joined.extend_from_slice(&deeper);
+                        Shape::Extension { path: joined, child }
+                    }
+                    Shape::Empty | Shape::Placed(_) => {
+                        unreachable!("a live child is not empty; placed is handled above")
+                    }
+                }
+            }
+        }
+    }
+
+    /// Encode `shape` at `path` where its parent refers to it; write it when it is a hashed
+    /// node that is stored (extensions), delete a stored node it replaces.
+    fn place(&self, path: &[u8], shape: Shape<'_>, stored: bool, out: &mut Out) -> ChildRef {
+        match shape {
+            Shape::Empty => {
+                if stored {
+                    out.delete(path);
+                }
+                ChildRef::EMPTY
+            }
+            Shape::Leaf { key, start, value } => {
+                out.buf.clear();
+                let rest = NibbleSlice::range(&key, start, key.len() * 2);
+                EthLayout::encode_leaf(rest, &value, &mut out.buf);
+                if stored {
+                    out.delete(path);
+                }
+                out.seal()
+            }
+            Shape::Extension { path: ext, child } => {
+                out.buf.clear();
+                EthLayout::encode_extension_unpacked(&ext, &child, &mut out.buf);
+                let r = out.seal();
+                match r.as_hash() {
+                    Some(h) => {
+                        let enc = std::mem::take(&mut out.buf);
+                        out.put(path, &h, &enc);
+                        out.buf = enc;
+                    }
+                    None if stored => out.delete(path),
+                    None => {}
+                }
+                r
+            }
+            Shape::Placed(r) => {
+                if stored && r.as_hash().is_none() {
+                    out.delete(path);
+                }
+                r
+            }
+        }
+    }
+
+    /// The root: stored whatever its size, and always committed to by its hash.
+    fn place_root(&self, shape: Shape<'_>, stored: bool, out: &mut Out) -> H256 {
+        let enc = match shape {
+            Shape::Empty => {
+                if stored {
+                    out.delete(&[]);
+                }
+                return EMPTY_ROOT;
+            }
+            Shape::Placed(r) => match r.kind() {
+                ChildKind::Hash(h) => return h,
+                ChildKind::Inline(bytes) => bytes.to_vec(),
+                ChildKind::Empty => return EMPTY_ROOT,
+            },
+            Shape::Leaf { key, start, value } => {
+                let mut enc = Vec::new();
+                EthLayout::encode_leaf(
+                    NibbleSlice::range(&key, start, key.len() * 2),
+                    &value,
+                    &mut enc,
+                );
+                enc
+            }
+            Shape::Extension { path, child } => {
+                let mut enc = Vec::new();
+                EthLayout::encode_extension_unpacked(&path, &child, &mut enc);
+                enc
+            }
+        };
+        out.hashes += 1;
+        let h = EthLayout::hash(&enc);
+        out.put(&[], &h, &enc);
+        h
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, HashMap};
+
+    use proptest::prelude::*;
+    use trie::{root_from_sorted, EthLayout, Layout};
+
+    use super::*;
+
+    /// Stored nodes by path, and the flat state, as the store keeps them.
+    #[derive(Default)]
+    struct Mem {
+        nodes: HashMap<Vec<u8>, Arc<[u8]>>,
+        flat: BTreeMap<Vec<u8>, Vec<u8>>,
+        /// No node is known without a lookup.
+        cold: bool,
+    }
+
+    impl PreState for Mem {
+        fn trie(&self) -> TrieId {
+            TrieId::Main
+        }
+
+        fn node(&self, path: &[u8]) -> Result<Option<Arc<[u8]>>, StoreError> {
+            Ok(self.nodes.get(path).cloned())
+        }
+
+        // Paths of even length are "resident" and complete: every lookup kind is exercised.
+        fn node_in_memory(&self, path: &[u8]) -> Option<Option<Arc<[u8]>>> {
+            let known = !self.cold && path.len().is_multiple_of(2);
+            known.then(|| self.nodes.get(path).cloned())
+        }
+
+        fn leaf_under(&self, path: &[u8]) -> Result<Option<KeyValue>, StoreError> {
+            let mut under = self.flat.iter().filter(|(k, _)| key_follows(k, 0, path));
+            let first = under.next().map(|(k, v)| (k.clone(), v.clone()));
+            assert!(under.next().is_none(), "two keys under the leaf at {path:?}");
+            Ok(first)
+        }
+    }
+
+    /// What a bottom-up rebuild stores: every hashed node, and the root whatever its size.
+    struct Expected(HashMap<Vec<u8>, Arc<[u8]>>);
+
+    impl NodeSink for Expected {
+        fn node(&mut self, _: EmittedKind, path: NibbleSlice<'_>, enc: &[u8], r: &ChildRef) {
+            let hash = match r.as_hash() {
+                Some(h) => h,
+                None if path.is_empty() => EthLayout::hash(enc),
+                None => return,
+            };
+            let mut v = hash.0.to_vec();
+            v.extend_from_slice(enc);
+            self.0.insert(path.to_nibbles().0, Arc::from(v));
+        }
+    }
+
+    fn expected_nodes(flat: &BTreeMap<Vec<u8>, Vec<u8>>) -> HashMap<Vec<u8>, Arc<[u8]>> {
+        let mut b = RootBuilder::<EthLayout, _>::with_sink(Expected(HashMap::new()));
+        for (k, v) in flat {
+            b.add(k, v).unwrap();
+        }
+        let (root, sink, _) = b.finish_with();
+        let mut nodes = sink.0;
+        // A root leaf is emitted to no sink: the store keeps it too.
+        if !flat.is_empty() && !nodes.contains_key(&Vec::new()) {
+            let (k, v) = flat.iter().next().unwrap();
+            let mut enc = Vec::new();
+            EthLayout::encode_leaf(NibbleSlice::new(k), v, &mut enc);
+            let mut val = root.0.to_vec();
+            val.extend_from_slice(&enc);
+            nodes.insert(Vec::new(), Arc::from(val));
+        }
+        nodes
+    }
+
+    /// Apply one batch (key → new value) to `mem` through the updater; check the root and
+    /// the stored nodes against a rebuild of the model.
+    fn step(mem: &mut Mem, root: &mut H256, batch: &BTreeMap<Vec<u8>, Option<Vec<u8>>>) {
+        let changes: Vec<Change<'_>> = batch
+            .iter()
+            .map(|(k, v)| Change {
+                key: k,
+                old: mem.flat.get(k).map(Vec::as_slice),
+                new: v.as_deref(),
+            })
+            .filter(|c| c.old != c.new)
+            .collect();
+        let u = update_trie(mem, *root, &changes).unwrap();
+        for (path, v) in u.writes {
+            match v {
+                Some(v) => mem.nodes.insert(path, v),
+                None => mem.nodes.remove(&path),
+            };
+        }
+        for (k, v) in batch {
+            match v {
+                Some(v) => mem.flat.insert(k.clone(), v.clone()),
+                None => mem.flat.remove(k),
+            };
+        }
+        let pairs: Vec<_> = mem.flat.iter().collect();
+        let want = root_from_sorted::<EthLayout, _, _>(&pairs).unwrap().0;
+        assert_eq!(u.root, want, "root after {batch:?}");
+        *root = u.root;
+        let expected = expected_nodes(&mem.flat);
+        let mut got: Vec<_> = mem.nodes.keys().cloned().collect();
+        let mut want: Vec<_> = expected.keys().cloned().collect();
+        got.sort();
+        want.sort();
+        assert_eq!(got, want, "stored node paths");
+        for (p, v) in &expected {
+            assert_eq!(&mem.nodes[p], v, "node at {p:?}");
+        }
+    }
+
+    fn key() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            4 => prop::collection::vec(any::<u8>(), 32),
+            // Short keys: prefixes of each other, branch values, inline nodes.
+            2 => prop::collection::vec(0u8..4, 0..3),
+            // A long shared prefix: extensions that split and merge.
+            2 => prop::collection::vec(0u8..3, 1..3).prop_map(|t| {
+                let mut k = vec![0xab; 20];
+                k.extend(t);
+                k
+            }),
+        ]
+    }
+
+    fn value() -> impl Strategy<Value = Option<Vec<u8>>> {
+        prop_oneof![
+            2 => Just(None),
+            2 => prop::collection::vec(any::<u8>(), 1..3).prop_map(Some),
+            3 => prop::collection::vec(any::<u8>(), 1..48).prop_map(Some),
+        ]
+    }
+
+    fn batches() -> impl Strategy<Value = Vec<BTreeMap<Vec<u8>, Option<Vec<u8>>>>> {
+        prop::collection::vec(prop::collection::btree_map(key(), value(), 0..40), 1..12)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(
+            std::env::var("ARBOR_PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(200)
+        ))]
+
+        #[test]
+        fn batches_give_the_rebuilt_root_and_nodes(batches in batches()) {
+            let mut mem = Mem::default();
+            let mut root = EMPTY_ROOT;
+            for batch in &batches {
+                step(&mut mem, &mut root, batch);
+            }
+        }
+    }
+
+    #[test]
+    fn large_batches_fan_out_and_collapse() {
+        let mut mem = Mem::default();
+        let mut root = EMPTY_ROOT;
+        let key = |i: u32| trie::keccak256(&i.to_be_bytes()).0.to_vec();
+        let insert: BTreeMap<_, _> = (0..3000u32).map(|i| (key(i), Some(vec![1; 40]))).collect();
+        step(&mut mem, &mut root, &insert);
+        let mixed: BTreeMap<_, _> = (0..3000u32)
+            .step_by(3)
+            .map(|i| (key(i), (i % 2 == 0).then(|| vec![2; 3])))
+            .chain((3000..3500u32).map(|i| (key(i), Some(vec![3; 33]))))
+            .collect();
+        step(&mut mem, &mut root, &mixed);
+        let delete_all: BTreeMap<_, _> = mem.flat.keys().map(|k| (k.clone(), None)).collect();
+        step(&mut mem, &mut root, &delete_all);
+        assert_eq!(root, EMPTY_ROOT);
+        assert!(mem.nodes.is_empty());
+    }
+
+    #[test]
+    fn a_wrong_old_value_is_corruption() {
+        let mut mem = Mem::default();
+        let mut root = EMPTY_ROOT;
+        let batch: BTreeMap<_, _> = (0..50u8).map(|i| (vec![i; 32], Some(vec![i; 40]))).collect();
+        step(&mut mem, &mut root, &batch);
+        // Without resident knowledge the leaf is recognised by its old value's hash.
+        mem.cold = true;
+        let key = vec![7u8; 32];
+        let forged = [Change { key: &key, old: Some(&[9; 40]), new: Some(&[1]) }];
+        let e = update_trie(&mem, root, &forged).unwrap_err();
+        assert!(matches!(e.corruption(), Some(Corruption::LeafHash { .. })), "{e:?}");
+    }
+}
