@@ -137,6 +137,11 @@ config_table! {
         unpersisted_bytes_max: u64 = 268435456,
         /// Blocks of reverse diffs kept for reverts; at least 1.
         history_depth: u64 = 128,
+        /// Committed blocks the background writer gathers into one write (each key written
+        /// once per group: the upper trie nodes every block rewrites go to disk once); a
+        /// flush, half of unpersisted_bytes_max or 100 ms without a commit write them
+        /// sooner. 1 to 1024; 1 writes every block on its own.
+        persist_blocks: u64 = 16,
     }
 }
 
@@ -302,6 +307,13 @@ impl StoreConfig {
                 "layers.unpersisted_bytes_max",
                 l.unpersisted_bytes_max.to_string(),
                 "at least 1048576 (1 MiB)",
+            ));
+        }
+        if !(1..=1024).contains(&l.persist_blocks) {
+            return Err(invalid(
+                "layers.persist_blocks",
+                l.persist_blocks.to_string(),
+                "1 to 1024",
             ));
         }
         if l.history_depth < 1 {

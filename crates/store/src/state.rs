@@ -34,7 +34,7 @@ use crate::keys::{
 use crate::layer::Layer;
 use crate::resident::{Resident, ResidentStats};
 use crate::view::{Reader, StoreSource};
-use crate::writer::{stage_write, writer_loop};
+use crate::writer::{stage_write, writer_loop, ToWriter};
 
 /// A block's changes: per trie, key → new value (`None` or empty = delete).
 pub type ChangeSet = BTreeMap<TrieId, BTreeMap<Vec<u8>, Option<Vec<u8>>>>;
@@ -111,7 +111,7 @@ pub struct StateDb {
     pub(crate) bulk: Option<String>,
     /// The committer's upper trie nodes (see `resident.rs`).
     pub(crate) resident: Resident,
-    tx: Option<SyncSender<Arc<Layer>>>,
+    tx: Option<SyncSender<ToWriter>>,
     writer: Option<JoinHandle<()>>,
 }
 
@@ -143,7 +143,7 @@ impl StateDb {
             totals_at_open,
         });
         // The channel only carries handles; memory is bounded by pending_bytes.
-        let (tx, rx) = sync_channel::<Arc<Layer>>(1024);
+        let (tx, rx) = sync_channel::<ToWriter>(1024);
         let s = shared.clone();
         let writer = std::thread::Builder::new()
             .name("arbor-writer".into())
@@ -348,12 +348,18 @@ impl StateDb {
             layers.push(layer.clone());
         }
         let tx = self.tx.as_ref().ok_or(StoreError::WriterStopped)?;
-        tx.send(layer.clone()).map_err(|_| StoreError::WriterStopped)?;
+        tx.send(ToWriter::Layer(layer.clone())).map_err(|_| StoreError::WriterStopped)?;
         Ok(layer)
     }
 
     /// Wait until every committed block is on disk and the WAL is synced.
     pub fn flush(&self) -> Result<(), StoreError> {
+        if self.shared.progress.lock().persisted < self.head.0 {
+            // The writer may be holding layers back to write them as one group.
+            if let Some(tx) = &self.tx {
+                tx.send(ToWriter::Flush).map_err(|_| StoreError::WriterStopped)?;
+            }
+        }
         {
             let mut p = self.shared.progress.lock();
             while p.poisoned.is_none() && p.persisted < self.head.0 {

@@ -1,20 +1,24 @@
 //! The background writer: persists committed layers in order, one atomic RocksDB batch per
 //! group of layers, and pops them from the layer stack once they are on disk.
 //!
-//! When commits outrun it, layers queue up; the writer then takes every queued layer (up to
-//! [`GROUP_BYTES_MAX`]) into one batch, writing each key once with its newest value: the
-//! upper trie nodes, which every block rewrites, and hot flat keys are written once per
-//! group instead of once per block, which is where aggregation pays. Every layer's reverse
-//! diff is written, so reverts still undo one block at a time. A group is atomic: on disk
-//! the state moves from the block before the group to the group's last block.
+//! Layers are written in groups: the writer holds committed layers back until it has
+//! `layers.persist_blocks` of them, or half the unpersisted-bytes bound, or a flush asks
+//! for them, or no layer has arrived for [`LINGER`]. A group is one batch that writes each
+//! key once with its newest value, so the upper trie nodes, which every block rewrites, and
+//! hot flat keys reach RocksDB (WAL, memtables, compaction) once per group instead of once
+//! per block; every layer's reverse diff is written, so reverts still undo one block at a
+//! time. A group is atomic: on disk the state moves from the block before the group to the
+//! group's last block. Durability is what it was: a commit is durable after
+//! `StateDb::flush`, which makes the writer write at once.
 //!
 //! A failed group write is retried one layer at a time, so that the blocks before the
 //! failing one still reach disk; the first failure poisons the store (see `state.rs`).
 
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
+use std::time::Duration;
 
 use rocksdb::WriteBatch;
 
@@ -26,39 +30,66 @@ use crate::state::{cf, Poison, Shared};
 /// One column's change map inside a layer.
 type ColumnOf = fn(&Layer) -> &ChangeMap;
 
-/// A group of queued layers is cut at about this many bytes.
-const GROUP_BYTES_MAX: u64 = 64 << 20;
+/// Held layers are written after this long without a new one.
+const LINGER: Duration = Duration::from_millis(100);
 
-/// Persist layers in order; pop them from the stack once they are on disk.
-pub(crate) fn writer_loop(shared: Arc<Shared>, rx: Receiver<Arc<Layer>>) {
-    while let Ok(first) = rx.recv() {
-        let mut group = vec![first];
-        let mut bytes = group[0].bytes;
-        while bytes < GROUP_BYTES_MAX {
-            match rx.try_recv() {
-                Ok(layer) => {
-                    bytes += layer.bytes;
-                    group.push(layer);
-                }
-                Err(_) => break,
+/// What the committer tells the writer.
+pub(crate) enum ToWriter {
+    /// A committed layer, next in order.
+    Layer(Arc<Layer>),
+    /// Write every held layer now.
+    Flush,
+}
+
+/// Persist layers in order, in groups; pop them from the stack once they are on disk.
+pub(crate) fn writer_loop(shared: Arc<Shared>, rx: Receiver<ToWriter>) {
+    let blocks_max = shared.config.layers.persist_blocks.max(1) as usize;
+    let bytes_max = shared.config.layers.unpersisted_bytes_max / 2;
+    let mut held: Vec<Arc<Layer>> = Vec::new();
+    let mut bytes = 0;
+    loop {
+        let msg = if held.is_empty() {
+            rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
+        } else {
+            rx.recv_timeout(LINGER)
+        };
+        let (write, stop) = match msg {
+            Ok(ToWriter::Layer(layer)) => {
+                bytes += layer.bytes;
+                held.push(layer);
+                (held.len() >= blocks_max || bytes >= bytes_max, false)
             }
+            Ok(ToWriter::Flush) | Err(RecvTimeoutError::Timeout) => (true, false),
+            Err(RecvTimeoutError::Disconnected) => (true, true),
+        };
+        if write && !held.is_empty() {
+            persist(&shared, &held);
+            held.clear();
+            bytes = 0;
         }
-        if shared.progress.lock().poisoned.is_some() {
-            continue;
+        if stop {
+            return;
         }
-        if write_group(&shared, &group).is_ok() {
-            persisted(&shared, &group);
-            continue;
-        }
-        for layer in &group {
-            match write_group(&shared, std::slice::from_ref(layer)) {
-                Ok(()) => persisted(&shared, std::slice::from_ref(layer)),
-                Err(e) => {
-                    let mut p = shared.progress.lock();
-                    p.poisoned = Some(Poison { number: layer.number, error: Arc::new(e) });
-                    shared.changed.notify_all();
-                    break;
-                }
+    }
+}
+
+/// Write `group` (or, if that fails, its layers one at a time) unless the store is poisoned.
+fn persist(shared: &Shared, group: &[Arc<Layer>]) {
+    if shared.progress.lock().poisoned.is_some() {
+        return;
+    }
+    if write_group(shared, group).is_ok() {
+        persisted(shared, group);
+        return;
+    }
+    for layer in group {
+        match write_group(shared, std::slice::from_ref(layer)) {
+            Ok(()) => persisted(shared, std::slice::from_ref(layer)),
+            Err(e) => {
+                let mut p = shared.progress.lock();
+                p.poisoned = Some(Poison { number: layer.number, error: Arc::new(e) });
+                shared.changed.notify_all();
+                return;
             }
         }
     }
