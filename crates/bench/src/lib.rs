@@ -30,6 +30,7 @@ mod roots;
 mod rss;
 mod run;
 mod store_bench;
+mod store_engines;
 mod store_report;
 mod timing;
 pub mod workload;

@@ -8,13 +8,27 @@
 //! `StateDb::bulk_load`;
 //! a block is one `WriteBatch` written with default (non-syncing, WAL-on) options, like the
 //! store's background writer; `flush` syncs the WAL, like `StateDb::flush`.
+//!
+//! Two ways to write a block: *blind* (the new values only) and *with undo* (what any store
+//! that can revert a block must do: read the old values of the block's keys with batched
+//! MultiGets on every thread, then write the new values and one history record of the old
+//! ones, under the block number in a `history` column family, pruned 128 blocks back like
+//! the store's reverse diffs).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use rocksdb::{Options, WriteBatch, DB};
+use rayon::prelude::*;
+use rocksdb::{ColumnFamilyDescriptor, Options, WriteBatch, DB};
 use store::StoreConfig;
+
+/// The column family of the undo engine's history records.
+const HISTORY: &str = "history";
+/// History records kept (as the store's default `layers.history_depth`).
+const HISTORY_DEPTH: u64 = 128;
+/// Smallest share of a block's keys one thread reads.
+const READ_CHUNK_MIN: usize = 256;
 
 /// Bulk-load batches are written at about this size (as in the store's bulk load).
 const BULK_BATCH_BYTES: usize = 8 << 20;
@@ -33,7 +47,12 @@ fn options(config: &StoreConfig) -> Options {
 impl PlainDb {
     /// Create (or open) the database at `path` with the store's RocksDB options.
     pub(crate) fn open(path: &Path, config: &StoreConfig) -> Result<PlainDb> {
-        let db = DB::open(&options(config), path)
+        let mut opts = options(config);
+        opts.create_missing_column_families(true);
+        let cfs = ["default", HISTORY]
+            .into_iter()
+            .map(|name| ColumnFamilyDescriptor::new(name, store::rocksdb_options(config)));
+        let db = DB::open_cf_descriptors(&opts, path, cfs)
             .with_context(|| format!("cannot open plain RocksDB at {}", path.display()))?;
         Ok(PlainDb { db })
     }
@@ -56,17 +75,59 @@ impl PlainDb {
         Ok(n)
     }
 
-    /// One block: every put and delete in one atomic batch.
-    pub(crate) fn write_block(&self, changes: &BTreeMap<Vec<u8>, Option<Vec<u8>>>) -> Result<()> {
+    /// One block: every put and delete in one atomic batch. Returns the batch's bytes.
+    pub(crate) fn write_block(&self, changes: &BTreeMap<Vec<u8>, Option<Vec<u8>>>) -> Result<u64> {
         let mut batch = WriteBatch::default();
-        for (k, v) in changes {
-            match v {
-                Some(v) => batch.put(k, v),
-                None => batch.delete(k),
-            }
-        }
+        stage_changes(&mut batch, changes);
+        let bytes = batch.size_in_bytes() as u64;
         self.db.write(batch)?;
-        Ok(())
+        Ok(bytes)
+    }
+
+    /// One block with undo data: the old values of its keys (batched MultiGets, one sorted
+    /// chunk per thread), then one batch with the new values and the history record of the
+    /// old ones (and the prune of the record that fell out of the depth). Returns the
+    /// batch's bytes.
+    pub(crate) fn write_block_with_undo(
+        &self,
+        number: u64,
+        changes: &BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    ) -> Result<u64> {
+        let keys: Vec<&Vec<u8>> = changes.keys().collect();
+        let chunk = keys.len().div_ceil(rayon::current_num_threads()).max(READ_CHUNK_MIN);
+        let parts: Vec<Result<Vec<u8>>> = keys
+            .par_chunks(chunk.max(1))
+            .map(|part| {
+                let mut record = Vec::new();
+                let values = self.db.batched_multi_get_cf(self.default_cf()?, part.iter(), true);
+                for (k, v) in part.iter().zip(values) {
+                    encode_undo(&mut record, k, v?.as_deref());
+                }
+                Ok(record)
+            })
+            .collect();
+        let mut record = (keys.len() as u32).to_be_bytes().to_vec();
+        for p in parts {
+            record.extend(p?);
+        }
+        let mut batch = WriteBatch::default();
+        stage_changes(&mut batch, changes);
+        let history = self.history_cf()?;
+        batch.put_cf(history, number.to_be_bytes(), &record);
+        if let Some(old) = number.checked_sub(HISTORY_DEPTH) {
+            batch.delete_cf(history, old.to_be_bytes());
+        }
+        let bytes = batch.size_in_bytes() as u64;
+        self.db.write(batch)?;
+        Ok(bytes)
+    }
+
+    fn default_cf(&self) -> Result<&rocksdb::ColumnFamily> {
+        self.db.cf_handle("default").context("plain RocksDB lacks its default column family")
+    }
+
+    fn history_cf(&self) -> Result<&rocksdb::ColumnFamily> {
+        self.db.cf_handle(HISTORY).context("plain RocksDB lacks its history column family")
     }
 
     /// Make every write durable (sync the WAL).
@@ -75,21 +136,53 @@ impl PlainDb {
         Ok(())
     }
 
-    /// Flush the memtable and compact everything.
+    /// Flush the memtables and compact everything.
     pub(crate) fn compact(&self) -> Result<()> {
-        self.db.flush()?;
-        self.db.compact_range(None::<&[u8]>, None::<&[u8]>);
+        for cf in [self.default_cf()?, self.history_cf()?] {
+            self.db.flush_cf(cf)?;
+            self.db.compact_range_cf(cf, None::<&[u8]>, None::<&[u8]>);
+        }
         Ok(())
     }
 
     /// Bytes of live SST files.
     pub(crate) fn sst_bytes(&self) -> Result<u64> {
-        Ok(self.db.property_int_value("rocksdb.total-sst-files-size")?.unwrap_or(0))
+        let mut total = 0;
+        for cf in [self.default_cf()?, self.history_cf()?] {
+            total +=
+                self.db.property_int_value_cf(cf, "rocksdb.total-sst-files-size")?.unwrap_or(0);
+        }
+        Ok(total)
     }
 
     /// The value of `key` (cross-checks against the store).
     pub(crate) fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         Ok(self.db.get(key)?)
+    }
+}
+
+/// Add a block's puts and deletes to `batch`.
+fn stage_changes(batch: &mut WriteBatch, changes: &BTreeMap<Vec<u8>, Option<Vec<u8>>>) {
+    for (k, v) in changes {
+        match v {
+            Some(v) => batch.put(k, v),
+            None => batch.delete(k),
+        }
+    }
+}
+
+/// Append `key`'s undo entry: `key length (u32) ‖ key ‖ present (u8) ‖ [value length (u32)
+/// ‖ value]`, the layout of the store's reverse diffs.
+fn encode_undo(out: &mut Vec<u8>, key: &[u8], old: Option<&[u8]>) {
+    out.extend_from_slice(&(key.len() as u32).to_be_bytes());
+    out.extend_from_slice(key);
+    match old {
+        None => out.push(0),
+        Some(v) => {
+            out.push(1);
+            out.extend_from_slice(&(v.len() as u32).to_be_bytes());
+            out.extend_from_slice(v);
+        }
     }
 }
 
@@ -132,11 +225,17 @@ mod tests {
             (1u32.to_be_bytes().to_vec(), None),
             (500u32.to_be_bytes().to_vec(), Some(vec![1])),
         ]);
-        db.write_block(&block).unwrap();
+        assert!(db.write_block(&block).unwrap() > 0);
+        let undo = BTreeMap::from([(2u32.to_be_bytes().to_vec(), Some(vec![9]))]);
+        assert!(db.write_block_with_undo(2, &undo).unwrap() > 100);
         db.flush().unwrap();
         db.compact().unwrap();
         assert_eq!(db.get(&1u32.to_be_bytes()).unwrap(), None);
         assert_eq!(db.get(&500u32.to_be_bytes()).unwrap(), Some(vec![1]));
+        assert_eq!(db.get(&2u32.to_be_bytes()).unwrap(), Some(vec![9]));
+        let record = db.db.get_cf(db.history_cf().unwrap(), 2u64.to_be_bytes()).unwrap().unwrap();
+        assert_eq!(&record[..4], &1u32.to_be_bytes(), "one undo entry");
+        assert_eq!(record[12], 1, "key 2 existed");
         assert!(db.sst_bytes().unwrap() > 0);
         drop(db);
         let cols = column_sst_bytes(dir.path()).unwrap();

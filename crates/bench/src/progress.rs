@@ -6,7 +6,11 @@
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// A bar of `len` steps for a phase, or a hidden one.
-pub fn bar(progress: bool, len: u64, phase: &'static str) -> ProgressBar {
+pub fn bar(
+    progress: bool,
+    len: u64,
+    phase: impl Into<std::borrow::Cow<'static, str>>,
+) -> ProgressBar {
     if !progress {
         return ProgressBar::hidden();
     }

@@ -5,7 +5,10 @@
 //! (numbered from 1) is derived from `(seed, b)` alone, through a ChaCha8 RNG seeded with
 //! `keccak256("arbor/workload/block" ‖ seed_le ‖ b_le)`: `K` operations, each an update
 //! (80%) or a deletion (20%) of a uniformly random index below `M + b·K/10`, so the index
-//! range grows and new keys keep appearing. An update writes 100 random bytes.
+//! range grows and new keys keep appearing. An update of index `i` in block `b` writes the
+//! 100 bytes of the ChaCha8 stream named by `(seed, b, i)`, so any key's value is known
+//! from the block that last wrote it ([`LastWrites`]), as an executor knows the values it
+//! read.
 //!
 //! Invariant: nothing in a block depends on earlier blocks or on the state, so loading
 //! `N` blocks in one run or in several runs that continue from the head yields the same
@@ -68,6 +71,18 @@ impl Workload {
         v
     }
 
+    /// The value an update of index `i` in block `b` writes.
+    pub fn block_value(&self, b: u64, i: u64) -> [u8; WORKLOAD_VALUE_BYTES] {
+        let mut tag = [0u8; 32];
+        tag[..8].copy_from_slice(&self.seed.to_le_bytes());
+        tag[8..16].copy_from_slice(&b.to_le_bytes());
+        tag[16..24].copy_from_slice(&i.to_le_bytes());
+        let mut rng = ChaCha8Rng::from_seed(keccak256(&tag).0);
+        let mut v = [0u8; WORKLOAD_VALUE_BYTES];
+        rng.fill_bytes(&mut v);
+        v
+    }
+
     /// The initial state as `(key, value)` pairs in index order (not key order), lazily.
     pub fn initial_entries(
         &self,
@@ -91,12 +106,7 @@ impl Workload {
         for _ in 0..self.updates_per_block {
             let update = rng.gen_range(0..100) < UPDATE_PERCENT;
             let index = rng.gen_range(0..range);
-            let value = update.then(|| {
-                let mut v = [0u8; WORKLOAD_VALUE_BYTES];
-                rng.fill_bytes(&mut v);
-                v
-            });
-            ops.push((index, value));
+            ops.push((index, update.then(|| self.block_value(b, index))));
         }
         ops
     }
@@ -119,6 +129,53 @@ impl Workload {
     /// Operations as a store change set on the main trie.
     pub fn change_set_of(&self, ops: &[Op]) -> ChangeSet {
         ChangeSet::from([(TrieId::Main, self.changes_of(ops))])
+    }
+}
+
+/// The block that last wrote each key index (so its current value is known without a
+/// read): 4 bytes per index.
+#[derive(Debug, Clone, Default)]
+pub struct LastWrites {
+    /// Per index: [`NEVER`] (never written: the initial value below `M`, else absent),
+    /// [`DELETED`], or the block number.
+    last: Vec<u32>,
+}
+
+/// Never written since the initial state.
+const NEVER: u32 = 0;
+/// Deleted by its last write.
+const DELETED: u32 = u32::MAX;
+
+impl LastWrites {
+    /// Apply block `b`'s operations (`b` below `u32::MAX`).
+    pub fn apply(&mut self, b: u64, ops: &[Op]) {
+        let b = u32::try_from(b).unwrap_or(DELETED - 1).min(DELETED - 1);
+        for (i, v) in ops {
+            let i = *i as usize;
+            if i >= self.last.len() {
+                self.last.resize(i + 1, NEVER);
+            }
+            self.last[i] = if v.is_some() { b } else { DELETED };
+        }
+    }
+
+    /// The current value of index `i`.
+    pub fn value(&self, w: &Workload, i: u64) -> Option<[u8; WORKLOAD_VALUE_BYTES]> {
+        match self.last.get(i as usize).copied().unwrap_or(NEVER) {
+            NEVER => (i < w.keys_initial).then(|| w.initial_value(i)),
+            DELETED => None,
+            b => Some(w.block_value(u64::from(b), i)),
+        }
+    }
+
+    /// The current values of the keys `ops` touch, as a store change set of prior values
+    /// (call before [`LastWrites::apply`] of the same block).
+    pub fn prior_set(&self, w: &Workload, ops: &[Op]) -> ChangeSet {
+        let prior = ops
+            .iter()
+            .map(|(i, _)| (w.key(*i).to_vec(), self.value(w, *i).map(|v| v.to_vec())))
+            .collect();
+        ChangeSet::from([(TrieId::Main, prior)])
     }
 }
 
@@ -201,6 +258,32 @@ mod tests {
         assert!((1500..2500).contains(&deletes), "{deletes} deletions of 10,000");
         let changes = Workload::new(1, 100, 10_000).block_changes(1);
         assert!(changes.len() <= 1_100, "keys come from a range of 100 + 10,000/10");
+    }
+
+    #[test]
+    fn last_writes_know_every_value() {
+        let w = Workload::new(3, 50, 40);
+        let mut last = LastWrites::default();
+        let mut model: BTreeMap<u64, [u8; WORKLOAD_VALUE_BYTES]> =
+            (0..50).map(|i| (i, w.initial_value(i))).collect();
+        for b in 1..=20 {
+            let ops = w.block_ops(b);
+            let prior = last.prior_set(&w, &ops);
+            for (i, _) in &ops {
+                let want = model.get(i).map(|v| v.to_vec());
+                assert_eq!(prior[&TrieId::Main][&w.key(*i).to_vec()], want, "block {b} index {i}");
+            }
+            last.apply(b, &ops);
+            for (i, v) in &ops {
+                match v {
+                    Some(v) => model.insert(*i, *v),
+                    None => model.remove(i),
+                };
+            }
+        }
+        for i in 0..w.index_range(20) {
+            assert_eq!(last.value(&w, i), model.get(&i).copied(), "index {i}");
+        }
     }
 
     #[test]

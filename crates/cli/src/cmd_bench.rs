@@ -130,6 +130,10 @@ struct StoreArgs {
     /// Create the temporary databases under DIR [default: the system temp directory].
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
+    /// Skip the run of Arbor reading each block's old values itself (by default it runs
+    /// beside Arbor given them by the caller, as an executor gives them).
+    #[arg(long)]
+    skip_arbor_reading: bool,
     /// Store configuration file (TOML) used by Arbor and, for `[rocksdb]`, by the baseline.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -220,6 +224,7 @@ fn store(args: &StoreArgs) -> Result<ExitCode> {
         updates_per_block: args.updates_per_block,
         seed: args.seed,
         dir: args.dir.clone(),
+        arbor_reading: !args.skip_arbor_reading,
     };
     warn_if_debug();
     let report =

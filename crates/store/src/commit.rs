@@ -14,25 +14,32 @@
 //! Cost: the keccak calls of the new nodes, one decode per node the walk visits, one
 //! batched read per changed key; no cache admission, no copy of a node into a second map.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::Mutex;
 use rayon::prelude::*;
+use rocksdb::DBRawIterator;
 use trie::{TrieId, EMPTY_ROOT, H256};
 
 use crate::error::{CommitError, Corruption, StoreError};
 use crate::history::ReverseDiff;
-use crate::keys::{encode_head, flat_key, node_key, root_key, Column, META_HEAD};
+use crate::keys::CF_FLAT;
+use crate::keys::{encode_head, flat_key, node_key, node_key_into, root_key, Column, META_HEAD};
 use crate::layer::{ChangeMap, Entry, Layer};
 use crate::resident::Resident;
+use crate::state::cf;
 use crate::state::{ChangeSet, CommitInfo, CommitTimings, StateDb};
 use crate::update::{update_trie, Change, KeyValue, PreState};
-use crate::view::Reader;
+use crate::view::{leaf_under_in, Reader};
 
 /// Nodes a walk loaded from below the resident trie: node key and stored value.
 type LoadedNodes = Vec<(Vec<u8>, Arc<[u8]>)>;
+
+/// Every changed key's flat key, in the change set's order.
+fn flat_keys(changes: &ChangeSet) -> Result<Vec<Vec<u8>>, StoreError> {
+    changes.iter().flat_map(|(t, kv)| kv.keys().map(move |k| flat_key(t, k))).collect()
+}
 
 /// One trie's share of a commit.
 struct TrieCommit {
@@ -47,6 +54,7 @@ struct TrieCommit {
     nodes: Vec<Entry>,
     loaded: LoadedNodes,
     hashes: u64,
+    leaf_scans: u64,
     resident_hits: u64,
     resident_misses: u64,
 }
@@ -56,9 +64,16 @@ struct StorePre<'a> {
     reader: &'a Reader,
     resident: &'a Resident,
     trie: TrieId,
+    /// The layer stack when the pass began; `flat` iterators are created after it.
+    layers: &'a [Arc<Layer>],
+    /// `flat` iterators for leaf scans, reused (creating one costs more than a seek).
+    iters: Mutex<Vec<DBRawIterator<'a>>>,
     loaded: Mutex<LoadedNodes>,
-    hits: AtomicU64,
-    misses: AtomicU64,
+}
+
+thread_local! {
+    /// A node key buffer per thread: the walk looks up a node key per node it visits.
+    static NODE_KEY: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 impl PreState for StorePre<'_> {
@@ -67,20 +82,17 @@ impl PreState for StorePre<'_> {
     }
 
     fn node_in_memory(&self, path: &[u8]) -> Option<Option<Arc<[u8]>>> {
-        let known = self.resident.lookup(&node_key(&self.trie, path)).map(|v| v.cloned());
-        if known.is_some() {
-            self.hits.fetch_add(1, Ordering::Relaxed);
-        }
-        known
+        NODE_KEY.with_borrow_mut(|key| {
+            node_key_into(&self.trie, path, key);
+            self.resident.lookup(key).map(|v| v.cloned())
+        })
     }
 
     fn node(&self, path: &[u8]) -> Result<Option<Arc<[u8]>>, StoreError> {
         let key = node_key(&self.trie, path);
         if let Some(v) = self.resident.get(&key) {
-            self.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(Some(v.clone()));
         }
-        self.misses.fetch_add(1, Ordering::Relaxed);
         let v = self.reader.read(Column::Nodes, &key)?;
         if let Some(v) = &v {
             if self.resident.keeps(&key) {
@@ -91,43 +103,101 @@ impl PreState for StorePre<'_> {
     }
 
     fn leaf_under(&self, path: &[u8]) -> Result<Option<KeyValue>, StoreError> {
+        let mut iter = match self.iters.lock().pop() {
+            Some(iter) => iter,
+            None => {
+                let db = &self.reader.db;
+                db.raw_iterator_cf(cf(db, CF_FLAT)?)
+            }
+        };
+        let found = leaf_under_in(self.layers, &mut iter, &self.trie, path);
+        self.iters.lock().push(iter);
         let prefix = self.trie.prefix_len();
-        Ok(self
-            .reader
-            .leaf_under(&self.trie, path)?
-            .map(|(k, v)| (k[prefix..].to_vec(), v.to_vec())))
+        Ok(found?.map(|(k, v)| (k[prefix..].to_vec(), v.to_vec())))
     }
 }
 
 impl StateDb {
     /// Apply one block's changes, compute the new roots, and queue the block for
     /// persistence. Returns once the block is an in-memory layer (see [`StateDb::flush`]).
-    /// Nothing of the block is visible if it fails.
+    /// Nothing of the block is visible if it fails. The keys' old values (for the reverse
+    /// diff and the walk) are read here; [`StateDb::commit_with_prior`] takes them from the
+    /// caller instead.
     pub fn commit(&mut self, changes: &ChangeSet) -> Result<CommitInfo, CommitError> {
+        self.prepare(changes)?;
+        let start = Instant::now();
+        let keys = flat_keys(changes)?;
+        let olds = self.reader().read_flat_batch(&keys)?;
+        let read = start.elapsed();
+        let mut info = self.commit_with_olds(changes, &keys, &olds)?;
+        info.timings.read_old_values = read;
+        Ok(info)
+    }
+
+    /// [`StateDb::commit`] with every changed key's value before the block given by the
+    /// caller (`prior`: per trie, key → old value or `None` for absent), as an executor that
+    /// read them has them: the commit reads nothing but the nodes it rewrites. Every
+    /// changed key needs a prior value ([`CommitError::MissingPrior`]). A prior value the
+    /// trie contradicts (a key claimed absent that exists, present that does not, or with
+    /// another value) is [`CommitError::PriorMismatch`], and nothing is committed; claims
+    /// about keys whose value does not change are not checked (they change nothing).
+    pub fn commit_with_prior(
+        &mut self,
+        changes: &ChangeSet,
+        prior: &ChangeSet,
+    ) -> Result<CommitInfo, CommitError> {
+        self.prepare(changes)?;
+        let keys = flat_keys(changes)?;
+        let mut olds = Vec::with_capacity(keys.len());
+        for (trie, kv) in changes {
+            let known = prior.get(trie);
+            for k in kv.keys() {
+                let old = known
+                    .and_then(|p| p.get(k))
+                    .ok_or_else(|| CommitError::MissingPrior { trie: *trie, key: k.clone() })?;
+                olds.push(old.as_deref().filter(|v| !v.is_empty()).map(Arc::from));
+            }
+        }
+        self.commit_with_olds(changes, &keys, &olds).map_err(|e| match e {
+            CommitError::Store(s) => match s.corruption() {
+                Some(Corruption::OldValue { trie, key }) => {
+                    CommitError::PriorMismatch { trie: *trie, key: key.clone() }
+                }
+                _ => CommitError::Store(s),
+            },
+            e => e,
+        })
+    }
+
+    /// The checks before any work, and the resident trie filled if it is not.
+    fn prepare(&mut self, changes: &ChangeSet) -> Result<(), CommitError> {
         self.check_poison()?;
         self.check_complete()?;
         Self::check_keys(changes)?;
-        let (head_number, head_root) = (self.head_number(), self.head_root());
-        let number = head_number
-            .checked_add(1)
-            .ok_or(StoreError::from(Corruption::HeadNumber { number: head_number }))?;
-        let mut timings = CommitTimings::default();
         if !self.resident.is_complete() {
             let layers = self.reader().layers.read().clone();
             let db = self.reader().db.clone();
             self.resident.fill(&db, &layers)?;
         }
+        Ok(())
+    }
+
+    /// The commit once the old values are known (`olds[i]` is `keys[i]`'s, in the change
+    /// set's order).
+    fn commit_with_olds(
+        &mut self,
+        changes: &ChangeSet,
+        keys: &[Vec<u8>],
+        olds: &[Option<Arc<[u8]>>],
+    ) -> Result<CommitInfo, CommitError> {
+        let (head_number, head_root) = (self.head_number(), self.head_root());
+        let number = head_number
+            .checked_add(1)
+            .ok_or(StoreError::from(Corruption::HeadNumber { number: head_number }))?;
+        let mut timings = CommitTimings::default();
 
         let start = Instant::now();
-        let keys: Vec<Vec<u8>> = changes
-            .iter()
-            .flat_map(|(t, kv)| kv.keys().map(move |k| flat_key(t, k)))
-            .collect::<Result<_, _>>()?;
-        let olds = self.reader().read_flat_batch(&keys)?;
-        timings.read_old_values = start.elapsed();
-
-        let start = Instant::now();
-        let tries = self.update_tries(changes, &keys, &olds)?;
+        let tries = self.update_tries(changes, keys, olds)?;
         timings.trie_updates = start.elapsed();
 
         let start = Instant::now();
@@ -157,6 +227,8 @@ impl StateDb {
             jobs.push((*trie, kv, &keys[at..at + n], &olds[at..at + n]));
             at += n;
         }
+        // Iterators for leaf scans are created after this snapshot (see `leaf_under_in`).
+        let layers: Vec<Arc<Layer>> = self.reader().layers.read().clone();
         jobs.into_par_iter()
             .map(|(trie, kv, keys, olds)| {
                 let changes: Vec<(Change<'_>, &Vec<u8>)> = kv
@@ -169,7 +241,7 @@ impl StateDb {
                         (old != new).then_some((Change { key: k, old, new }, fk))
                     })
                     .collect();
-                self.update_one(trie, &changes)
+                self.update_one(trie, &layers, &changes)
             })
             .collect()
     }
@@ -177,6 +249,7 @@ impl StateDb {
     fn update_one(
         &self,
         trie: TrieId,
+        layers: &[Arc<Layer>],
         changes: &[(Change<'_>, &Vec<u8>)],
     ) -> Result<TrieCommit, StoreError> {
         let old_root = self.stored_root(&trie)?;
@@ -184,9 +257,9 @@ impl StateDb {
             reader: self.reader(),
             resident: &self.resident,
             trie,
+            layers,
+            iters: Mutex::new(Vec::new()),
             loaded: Mutex::new(Vec::new()),
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
         };
         let list: Vec<Change<'_>> = changes.iter().map(|(c, _)| *c).collect();
         let updated = update_trie(&pre, old_root, &list)?;
@@ -203,8 +276,9 @@ impl StateDb {
             nodes,
             loaded: pre.loaded.into_inner(),
             hashes: updated.hashes,
-            resident_hits: pre.hits.into_inner(),
-            resident_misses: pre.misses.into_inner(),
+            leaf_scans: updated.leaf_scans,
+            resident_hits: updated.known,
+            resident_misses: updated.probes,
         })
     }
 
@@ -221,7 +295,7 @@ impl StateDb {
         let mut meta = Vec::new();
         let mut loaded = Vec::new();
         let mut roots = Vec::with_capacity(tries.len());
-        let (mut hashes, mut hits, mut misses) = (0, 0, 0);
+        let (mut hashes, mut leaf_scans, mut hits, mut misses) = (0, 0, 0, 0);
         let mut main_root = head_root;
         for t in tries {
             for (k, old) in t.undo {
@@ -240,6 +314,7 @@ impl StateDb {
             }
             roots.push((t.trie, t.root));
             hashes += t.hashes;
+            leaf_scans += t.leaf_scans;
             hits += t.resident_hits;
             misses += t.resident_misses;
         }
@@ -263,6 +338,7 @@ impl StateDb {
             root: main_root,
             roots,
             hashes,
+            leaf_scans,
             timings: CommitTimings::default(),
         };
         Ok((layer, loaded, info))

@@ -139,7 +139,7 @@ config_table! {
         history_depth: u64 = 128,
         /// Committed blocks the background writer gathers into one write (each key written
         /// once per group: the upper trie nodes every block rewrites go to disk once); a
-        /// flush, half of unpersisted_bytes_max or 100 ms without a commit write them
+        /// flush, half of unpersisted_bytes_max or a second without a commit write them
         /// sooner. 1 to 1024; 1 writes every block on its own.
         persist_blocks: u64 = 16,
     }

@@ -10,7 +10,9 @@ use rocksdb::{
 
 use crate::config::{Compression, StoreConfig};
 use crate::error::{Corruption, OpenError, StoreError};
-use crate::keys::{encode_head, CF_META, COLUMN_FAMILIES, META_HEAD, META_SCHEMA, SCHEMA_VERSION};
+use crate::keys::{
+    encode_head, CF_META, CF_NODES, COLUMN_FAMILIES, META_HEAD, META_SCHEMA, SCHEMA_VERSION,
+};
 
 /// The configured LRU block cache, or `None` when `block_cache_bytes` is 0.
 pub(crate) fn block_cache(config: &StoreConfig) -> Option<Cache> {
@@ -47,6 +49,24 @@ pub(crate) fn base_options(config: &StoreConfig, cache: Option<&Cache>) -> Optio
     o.set_level_compaction_dynamic_level_bytes(true);
     o.increase_parallelism(2);
     o
+}
+
+/// The column families with their options. `nodes` is never compressed: a node's bytes
+/// are mostly 32-byte hashes, which no compressor shrinks, so compressing them would only
+/// spend CPU in every flush and compaction.
+fn family_descriptors(
+    config: &StoreConfig,
+    cache: Option<&Cache>,
+) -> impl Iterator<Item = ColumnFamilyDescriptor> {
+    let mut descriptors = Vec::with_capacity(COLUMN_FAMILIES.len());
+    for name in COLUMN_FAMILIES {
+        let mut o = base_options(config, cache);
+        if name == CF_NODES {
+            o.set_compression_type(DBCompressionType::None);
+        }
+        descriptors.push(ColumnFamilyDescriptor::new(name, o));
+    }
+    descriptors.into_iter()
 }
 
 /// The shared bound on all memtables of a database ([`RocksConfig::memtable_budget_bytes`]).
@@ -88,10 +108,7 @@ pub(crate) fn open_db(path: &Path, config: &StoreConfig) -> Result<DB, OpenError
         }
     }
     opts.create_missing_column_families(true);
-    let cfs = COLUMN_FAMILIES
-        .iter()
-        .map(|name| ColumnFamilyDescriptor::new(*name, base_options(config, cache.as_ref())));
-    let db = DB::open_cf_descriptors(&opts, path, cfs)?;
+    let db = DB::open_cf_descriptors(&opts, path, family_descriptors(config, cache.as_ref()))?;
     let meta = db.cf_handle(CF_META).ok_or_else(|| OpenError::MissingColumnFamily {
         path: path.to_path_buf(),
         name: CF_META,
@@ -146,10 +163,8 @@ fn create_db(path: &Path, config: &StoreConfig) -> Result<(), OpenError> {
         let mut opts = base_options(config, cache.as_ref());
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
-        let cfs = COLUMN_FAMILIES
-            .iter()
-            .map(|name| ColumnFamilyDescriptor::new(*name, base_options(config, cache.as_ref())));
-        let db = DB::open_cf_descriptors(&opts, &staging, cfs)?;
+        let db =
+            DB::open_cf_descriptors(&opts, &staging, family_descriptors(config, cache.as_ref()))?;
         let meta = db.cf_handle(CF_META).ok_or_else(|| OpenError::MissingColumnFamily {
             path: staging.clone(),
             name: CF_META,

@@ -114,13 +114,14 @@ pub enum Corruption {
         /// The key's nibbles.
         path: Vec<u8>,
     },
-    /// A leaf position that the flat state puts two keys (or a changed key) under.
-    #[error("flat state of {trie:?} holds more than the one key of the leaf at path {}", path_text(.path))]
-    LeafConflict {
+    /// A block's change claims an old value of a key that the trie does not hold (a key
+    /// claimed present that is absent, absent that is present, or with another value).
+    #[error("the value of key 0x{} in {trie:?} before the block is not the one the trie holds", hex::encode(.key))]
+    OldValue {
         /// The trie.
         trie: TrieId,
-        /// The leaf's nibble path.
-        path: Vec<u8>,
+        /// The key.
+        key: Vec<u8>,
     },
     /// A leaf position under which the flat state holds no key.
     #[error("flat state of {trie:?} holds no key for the leaf at path {}", path_text(.path))]
@@ -129,16 +130,6 @@ pub enum Corruption {
         trie: TrieId,
         /// The leaf's nibble path.
         path: Vec<u8>,
-    },
-    /// A key's flat value does not give the leaf its parent refers to.
-    #[error("the leaf at path {} of {trie:?} does not hash to its parent's reference {expected}", path_text(.path))]
-    LeafHash {
-        /// The trie.
-        trie: TrieId,
-        /// The leaf's nibble path.
-        path: Vec<u8>,
-        /// The parent's reference.
-        expected: H256,
     },
     /// `flat` yielded keys out of order during a rebuild.
     #[error("flat state of {trie:?} is out of key order: {source}")]
@@ -341,6 +332,22 @@ pub enum CommitError {
         len: usize,
         /// The limit.
         max: usize,
+    },
+    /// `commit_with_prior` got no old value for a changed key.
+    #[error("no prior value given for key 0x{} of {trie:?}", hex::encode(.key))]
+    MissingPrior {
+        /// The key's trie.
+        trie: TrieId,
+        /// The key.
+        key: Vec<u8>,
+    },
+    /// `commit_with_prior` got an old value the state contradicts.
+    #[error("the prior value given for key 0x{} of {trie:?} is not its value in the state", hex::encode(.key))]
+    PriorMismatch {
+        /// The key's trie.
+        trie: TrieId,
+        /// The key.
+        key: Vec<u8>,
     },
     /// The store failed (I/O, corruption, poisoned, unfinished bulk load).
     #[error(transparent)]

@@ -87,14 +87,20 @@ pub(crate) fn split_trie_prefix(bytes: &[u8]) -> Option<TrieId> {
 
 /// `trie prefix ‖ packed nibbles (odd paths padded with a zero nibble) ‖ nibble count`.
 pub(crate) fn node_key(trie: &TrieId, path: &[u8]) -> Vec<u8> {
-    assert!(path.len() <= 2 * KEY_BYTES_MAX, "node path of {} nibbles", path.len());
     let mut k = Vec::with_capacity(trie.prefix_len() + path.len() / 2 + 2);
-    trie.write_prefix(&mut k);
-    for pair in path.chunks(2) {
-        k.push((pair[0] << 4) | pair.get(1).copied().unwrap_or(0));
-    }
-    k.push(path.len() as u8);
+    node_key_into(trie, path, &mut k);
     k
+}
+
+/// [`node_key`] into `out` (cleared first), reusing its allocation.
+pub(crate) fn node_key_into(trie: &TrieId, path: &[u8], out: &mut Vec<u8>) {
+    assert!(path.len() <= 2 * KEY_BYTES_MAX, "node path of {} nibbles", path.len());
+    out.clear();
+    trie.write_prefix(out);
+    for pair in path.chunks(2) {
+        out.push((pair[0] << 4) | pair.get(1).copied().unwrap_or(0));
+    }
+    out.push(path.len() as u8);
 }
 
 /// The flat-key range `[lo, hi]` holding every key of `trie` whose nibbles start with `path`.

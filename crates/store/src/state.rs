@@ -50,6 +50,9 @@ pub struct CommitInfo {
     pub roots: Vec<(TrieId, H256)>,
     /// Keccak calls spent on the roots.
     pub hashes: u64,
+    /// Leaves read by a prefix scan of `flat` (an insert beside another key's leaf, a branch
+    /// collapsing onto a leaf it did not change).
+    pub leaf_scans: u64,
     /// Where the commit's time went.
     pub timings: CommitTimings,
 }
@@ -98,6 +101,8 @@ pub(crate) struct Shared {
     pub(crate) changed: Condvar,
     pub(crate) faults: FaultInjector,
     pub(crate) layers_persisted: AtomicU64,
+    /// Bytes of the write batches the writer wrote (keys, values, batch framing).
+    pub(crate) bytes_written: AtomicU64,
     pub(crate) commit_waits: AtomicU64,
     /// Cache counters of the sessions closed before this one.
     pub(crate) totals_at_open: CacheTotals,
@@ -139,6 +144,7 @@ impl StateDb {
             changed: Condvar::new(),
             faults: FaultInjector::default(),
             layers_persisted: AtomicU64::new(0),
+            bytes_written: AtomicU64::new(0),
             commit_waits: AtomicU64::new(0),
             totals_at_open,
         });
@@ -443,6 +449,7 @@ impl StateDb {
             unpersisted_layers: layers.len(),
             unpersisted_bytes: p.pending_bytes,
             layers_persisted: self.shared.layers_persisted.load(Ordering::Relaxed),
+            bytes_written: self.shared.bytes_written.load(Ordering::Relaxed),
             commit_waits: self.shared.commit_waits.load(Ordering::Relaxed),
             node_cache: self.shared.reader.node_cache.stats(),
             flat_cache: self.shared.reader.flat_cache.stats(),
@@ -600,6 +607,8 @@ pub struct StoreStats {
     pub unpersisted_bytes: u64,
     /// Layers written since open.
     pub layers_persisted: u64,
+    /// Bytes the writer wrote since open (its write batches: keys, values, framing).
+    pub bytes_written: u64,
     /// Commits that waited for the writer (back-pressure).
     pub commit_waits: u64,
     /// Node cache counters.

@@ -78,6 +78,12 @@ pub(crate) struct Updated {
     pub(crate) writes: Vec<NodeWrite>,
     /// Keccak calls.
     pub(crate) hashes: u64,
+    /// Leaves read by a scan of `flat` (inserts beside a leaf, collapses onto one).
+    pub(crate) leaf_scans: u64,
+    /// Nodes memory knew (resident), and nodes looked up in the store.
+    pub(crate) known: u64,
+    /// Nodes looked up in the store.
+    pub(crate) probes: u64,
 }
 
 /// Below this many changes a branch's children are updated on the calling thread.
@@ -139,6 +145,9 @@ enum Loaded<'a> {
 struct Out {
     writes: Vec<NodeWrite>,
     hashes: u64,
+    leaf_scans: u64,
+    known: u64,
+    probes: u64,
     buf: Vec<u8>,
 }
 
@@ -166,6 +175,9 @@ impl Out {
     fn absorb(&mut self, other: Out) {
         self.writes.extend(other.writes);
         self.hashes += other.hashes;
+        self.leaf_scans += other.leaf_scans;
+        self.known += other.known;
+        self.probes += other.probes;
     }
 }
 
@@ -199,7 +211,14 @@ pub(crate) fn update_trie<P: PreState>(
     let mut path = Vec::with_capacity(64);
     let (shape, stored) = w.apply(&mut path, Pre::Ref(top), changes, &mut out)?;
     let root = w.place_root(shape, stored, &mut out);
-    Ok(Updated { root, writes: out.writes, hashes: out.hashes })
+    Ok(Updated {
+        root,
+        writes: out.writes,
+        hashes: out.hashes,
+        leaf_scans: out.leaf_scans,
+        known: out.known,
+        probes: out.probes,
+    })
 }
 
 struct Walker<'p, P: PreState> {
@@ -278,37 +297,44 @@ impl<'p, P: PreState> Walker<'p, P> {
         changes: &[Change<'a>],
         out: &mut Out,
     ) -> Result<(Loaded<'a>, bool), StoreError> {
-        match self.pre.node_in_memory(path) {
+        let known = self.pre.node_in_memory(path);
+        if known.is_some() {
+            out.known += 1;
+        }
+        match known {
             Some(Some(v)) => return self.stored_node(path, hash, v),
             // Nothing stored under a hash reference: a leaf.
-            Some(None) => return Ok((self.leaf_for(path, changes)?, false)),
+            Some(None) => return Ok((self.leaf_for(path, Some(hash), changes, out)?, false)),
             None => {}
         }
         // One existing key's change: if its old leaf hashes to the reference, this is it.
-        let single = match changes {
-            [c @ Change { old: Some(old), .. }] => Some((c, old)),
-            _ => None,
-        };
-        if let Some((c, old)) = single {
-            out.buf.clear();
-            let rest = NibbleSlice::range(c.key, path.len(), c.key.len() * 2);
-            EthLayout::encode_leaf(rest, old, &mut out.buf);
-            out.hashes += 1;
-            if out.buf.len() > trie::INLINE_MAX && EthLayout::hash(&out.buf) == hash {
+        if let [c @ Change { old: Some(old), .. }] = changes {
+            if self.leaf_hash(path, c.key, old, out) == Some(hash) {
                 return Ok((Loaded::Leaf { key: Cow::Borrowed(c.key), value: None }, false));
             }
         }
+        out.probes += 1;
         match self.pre.node(path)? {
             Some(v) => self.stored_node(path, hash, v),
-            // The existing key's path ends in a leaf here, so the leaf is that key's: its
-            // old value did not hash to the reference.
-            None if single.is_some() => Err(self.corrupt(Corruption::LeafHash {
-                trie: self.pre.trie(),
-                path: path.to_vec(),
-                expected: hash,
-            })),
-            None => Ok((self.leaf_for(path, changes)?, false)),
+            None => Ok((self.leaf_for(path, Some(hash), changes, out)?, false)),
         }
+    }
+
+    /// The hash of the leaf of `key` with `value` at `path` (`None` if it would be inline).
+    fn leaf_hash(&self, path: &[u8], key: &[u8], value: &[u8], out: &mut Out) -> Option<H256> {
+        out.buf.clear();
+        let rest = NibbleSlice::range(key, path.len(), key.len() * 2);
+        EthLayout::encode_leaf(rest, value, &mut out.buf);
+        if out.buf.len() <= trie::INLINE_MAX {
+            return None;
+        }
+        out.hashes += 1;
+        Some(EthLayout::hash(&out.buf))
+    }
+
+    /// The change of `key` claims an old value the trie does not hold.
+    fn old_value_error(&self, key: &[u8]) -> StoreError {
+        self.corrupt(Corruption::OldValue { trie: self.pre.trie(), key: key.to_vec() })
     }
 
     /// A stored node (`hash ‖ encoding`) at `path`, checked against its parent's `hash`.
@@ -351,23 +377,35 @@ impl<'p, P: PreState> Walker<'p, P> {
         })
     }
 
-    /// The leaf at `path` (no node is stored there): the key of the one existing change
-    /// under it, or else the one live key a scan finds.
-    fn leaf_for<'a>(&self, path: &[u8], changes: &[Change<'a>]) -> Result<Loaded<'a>, StoreError> {
-        let trie = self.pre.trie();
+    /// The leaf at `path` (no node is stored there; `hash` is its reference, when hashed):
+    /// the key of the one existing change under it (its old value must give that hash), or
+    /// else the one live key a scan finds (which no change may claim absent).
+    fn leaf_for<'a>(
+        &self,
+        path: &[u8],
+        hash: Option<H256>,
+        changes: &[Change<'a>],
+        out: &mut Out,
+    ) -> Result<Loaded<'a>, StoreError> {
         let mut existing = changes.iter().filter(|c| c.old.is_some());
         match (existing.next(), existing.next()) {
-            (Some(c), None) => return Ok(Loaded::Leaf { key: Cow::Borrowed(c.key), value: None }),
-            (Some(_), Some(_)) => {
-                return Err(self.corrupt(Corruption::LeafConflict { trie, path: path.to_vec() }))
+            (Some(c), None) => {
+                let old = c.old.unwrap_or_default();
+                if hash.is_some() && self.leaf_hash(path, c.key, old, out) != hash {
+                    return Err(self.old_value_error(c.key));
+                }
+                return Ok(Loaded::Leaf { key: Cow::Borrowed(c.key), value: None });
             }
+            (Some(_), Some(c)) => return Err(self.old_value_error(c.key)),
             (None, _) => {}
         }
+        out.leaf_scans += 1;
         let Some((key, value)) = self.pre.leaf_under(path)? else {
+            let trie = self.pre.trie();
             return Err(self.corrupt(Corruption::MissingLeaf { trie, path: path.to_vec() }));
         };
         if changes.iter().any(|c| c.key == key.as_slice()) {
-            return Err(self.corrupt(Corruption::LeafConflict { trie, path: path.to_vec() }));
+            return Err(self.old_value_error(&key));
         }
         Ok(Loaded::Leaf { key: Cow::Owned(key), value: Some(Cow::Owned(value)) })
     }
@@ -382,18 +420,34 @@ impl<'p, P: PreState> Walker<'p, P> {
         out: &mut Out,
     ) -> Result<Shape<'a>, StoreError> {
         let mut entries: Vec<Pair<'a>> = Vec::with_capacity(changes.len() + 1);
+        // The key whose leaf this is, when one of the changes decided it (verified there).
+        let claimed = match &leaf {
+            Some((key, None)) => Some(key.clone()),
+            _ => None,
+        };
         let mut kept = match leaf {
             Some((key, Some(value))) => Some((key, value)),
             _ => None,
         };
         for c in changes {
-            if let Some((k, _)) = &kept {
+            if let Some((k, v)) = &kept {
                 if k.as_ref() < c.key {
                     entries.extend(kept.take());
                 } else if k.as_ref() == c.key {
                     // The change decides the key's value (an inline leaf that it reaches).
+                    if c.old != Some(v.as_ref()) {
+                        return Err(self.old_value_error(c.key));
+                    }
                     kept = None;
+                    if let Some(v) = c.new {
+                        entries.push((Cow::Borrowed(c.key), Cow::Borrowed(v)));
+                    }
+                    continue;
                 }
+            }
+            // Any other key under an empty slot or another key's leaf did not exist.
+            if c.old.is_some() && claimed.as_deref() != Some(c.key) {
+                return Err(self.old_value_error(c.key));
             }
             if let Some(v) = c.new {
                 entries.push((Cow::Borrowed(c.key), Cow::Borrowed(v)));
@@ -962,16 +1016,30 @@ mod tests {
     }
 
     #[test]
-    fn a_wrong_old_value_is_corruption() {
-        let mut mem = Mem::default();
-        let mut root = EMPTY_ROOT;
-        let batch: BTreeMap<_, _> = (0..50u8).map(|i| (vec![i; 32], Some(vec![i; 40]))).collect();
-        step(&mut mem, &mut root, &batch);
-        // Without resident knowledge the leaf is recognised by its old value's hash.
-        mem.cold = true;
-        let key = vec![7u8; 32];
-        let forged = [Change { key: &key, old: Some(&[9; 40]), new: Some(&[1]) }];
-        let e = update_trie(&mem, root, &forged).unwrap_err();
-        assert!(matches!(e.corruption(), Some(Corruption::LeafHash { .. })), "{e:?}");
+    fn wrong_old_values_are_refused() {
+        for cold in [false, true] {
+            let mut mem = Mem { cold, ..Mem::default() };
+            let mut root = EMPTY_ROOT;
+            let batch: BTreeMap<_, _> =
+                (0..50u8).map(|i| (vec![i; 32], Some(vec![i; 40]))).collect();
+            step(&mut mem, &mut root, &batch);
+            let (present, absent) = (vec![7u8; 32], vec![0xee; 32]);
+            let claims = [
+                // Present, with another value.
+                Change { key: &present, old: Some(&[9; 40]), new: Some(&[1]) },
+                // Present, claimed absent.
+                Change { key: &present, old: None, new: Some(&[1]) },
+                // Absent, claimed present.
+                Change { key: &absent, old: Some(&[1; 40]), new: Some(&[2]) },
+            ];
+            for claim in claims {
+                let e = update_trie(&mem, root, &[claim]).unwrap_err();
+                let key = claim.key.to_vec();
+                assert!(
+                    matches!(e.corruption(), Some(Corruption::OldValue { key: k, .. }) if *k == key),
+                    "cold {cold}, {claim:?}: {e:?}"
+                );
+            }
+        }
     }
 }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use rayon::prelude::*;
-use rocksdb::{Direction, IteratorMode, ReadOptions, DB};
+use rocksdb::{DBRawIterator, DB};
 use trie::{EthLayout, Layout, NodeSource, SourceError, TrieId, H256};
 
 use crate::cache::ByteCache;
@@ -145,36 +145,45 @@ impl Reader {
         trie: &TrieId,
         path: &[u8],
     ) -> Result<Option<FlatPair>, StoreError> {
-        let (lo, hi) = flat_range_for_path(trie, path);
-        let mut newest: BTreeMap<Vec<u8>, Option<Arc<[u8]>>> = BTreeMap::new();
-        {
-            let layers = self.layers.read();
-            for layer in layers.iter().rev() {
-                for (k, v) in layer.flat.range(lo.as_slice()..=hi.as_slice()) {
-                    newest.entry(k.clone()).or_insert_with(|| v.clone());
-                }
-            }
-        }
-        if let Some((k, v)) = newest.iter().find_map(|(k, v)| v.as_ref().map(|v| (k, v))) {
-            return Ok(Some((k.clone(), v.clone())));
-        }
-        let mut opts = ReadOptions::default();
-        opts.set_iterate_upper_bound(hi.clone());
-        let iter = self.db.iterator_cf_opt(
-            cf(&self.db, CF_FLAT)?,
-            opts,
-            IteratorMode::From(&lo, Direction::Forward),
-        );
-        // Keys a newer layer deleted are skipped; there are at most as many as the layers
-        // deleted under this path.
-        for item in iter {
-            let (k, v) = item?;
-            if !newest.contains_key(&k[..]) {
-                return Ok(Some((k.to_vec(), Arc::from(&v[..]))));
-            }
-        }
-        Ok(None)
+        let layers = self.layers.read().clone();
+        let mut iter = self.db.raw_iterator_cf(cf(&self.db, CF_FLAT)?);
+        leaf_under_in(&layers, &mut iter, trie, path)
     }
+}
+
+/// [`Reader::leaf_under`] over a snapshot of the layer stack and a `flat` iterator created
+/// after it was taken (so that a layer the writer persists meanwhile is seen either in the
+/// snapshot or on disk). The iterator may be reused across calls.
+pub(crate) fn leaf_under_in(
+    layers: &[Arc<Layer>],
+    iter: &mut DBRawIterator<'_>,
+    trie: &TrieId,
+    path: &[u8],
+) -> Result<Option<FlatPair>, StoreError> {
+    let (lo, hi) = flat_range_for_path(trie, path);
+    let mut newest: BTreeMap<Vec<u8>, Option<Arc<[u8]>>> = BTreeMap::new();
+    for layer in layers.iter().rev() {
+        for (k, v) in layer.flat.range(lo.as_slice()..=hi.as_slice()) {
+            newest.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+    if let Some((k, v)) = newest.iter().find_map(|(k, v)| v.as_ref().map(|v| (k, v))) {
+        return Ok(Some((k.clone(), v.clone())));
+    }
+    // Keys a newer layer deleted are skipped; there are at most as many as the layers
+    // deleted under this path.
+    iter.seek(&lo);
+    while let (Some(k), Some(v)) = (iter.key(), iter.value()) {
+        if k > hi.as_slice() {
+            break;
+        }
+        if !newest.contains_key(k) {
+            return Ok(Some((k.to_vec(), Arc::from(v))));
+        }
+        iter.next();
+    }
+    iter.status()?;
+    Ok(None)
 }
 
 /// The value of `key` in the newest layer that mentions it (`Some(None)`: deleted there).

@@ -3,7 +3,7 @@
 //!
 //! Layers are written in groups: the writer holds committed layers back until it has
 //! `layers.persist_blocks` of them, or half the unpersisted-bytes bound, or a flush asks
-//! for them, or no layer has arrived for [`LINGER`]. A group is one batch that writes each
+//! for them, or no layer has arrived for [`LINGER`] (one second). A group is one batch that writes each
 //! key once with its newest value, so the upper trie nodes, which every block rewrites, and
 //! hot flat keys reach RocksDB (WAL, memtables, compaction) once per group instead of once
 //! per block; every layer's reverse diff is written, so reverts still undo one block at a
@@ -30,8 +30,8 @@ use crate::state::{cf, Poison, Shared};
 /// One column's change map inside a layer.
 type ColumnOf = fn(&Layer) -> &ChangeMap;
 
-/// Held layers are written after this long without a new one.
-const LINGER: Duration = Duration::from_millis(100);
+/// Held layers are written after this long without a new one (commits have stopped).
+const LINGER: Duration = Duration::from_secs(1);
 
 /// What the committer tells the writer.
 pub(crate) enum ToWriter {
@@ -160,6 +160,8 @@ fn write_group(shared: &Shared, group: &[Arc<Layer>]) -> Result<(), StoreError> 
         }
         shared.faults.check(layer.number)?;
     }
+    let bytes = batch.size_in_bytes() as u64;
     db.write(batch)?;
+    shared.bytes_written.fetch_add(bytes, Ordering::Relaxed);
     Ok(())
 }

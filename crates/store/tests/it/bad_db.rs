@@ -350,3 +350,37 @@ fn forged_history_value_fails_revert_and_changes_nothing() {
     assert_eq!((db.head_number(), db.head_root()), head);
     assert!(db.verify().unwrap().ok());
 }
+
+#[test]
+fn wrong_prior_values_are_refused_and_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut db = open(dir.path(), &small_config());
+    let first = random_block(11, 1, 400, 300);
+    db.commit(&first).unwrap();
+    let head = (db.head_number(), db.head_root());
+    // A key that exists, one that does not.
+    let (t, kv) = first.iter().next().unwrap();
+    let present = kv.iter().find(|(_, v)| v.is_some()).unwrap().0.clone();
+    let absent = vec![0xfe; 32];
+    let value = |b: u8| Some(vec![b; 40]);
+    let block = |k: &Vec<u8>| ChangeSet::from([(*t, [(k.clone(), value(1))].into())]);
+    let prior = |k: &Vec<u8>, v: Option<Vec<u8>>| ChangeSet::from([(*t, [(k.clone(), v)].into())]);
+    let wrong = [
+        (block(&present), prior(&present, None)),
+        (block(&present), prior(&present, value(9))),
+        (block(&absent), prior(&absent, value(7))),
+    ];
+    for (changes, prior) in &wrong {
+        let e = db.commit_with_prior(changes, prior).unwrap_err();
+        assert!(matches!(e, CommitError::PriorMismatch { .. }), "{e:?}");
+        assert_eq!((db.head_number(), db.head_root()), head);
+    }
+    let e = db.commit_with_prior(&block(&absent), &ChangeSet::new()).unwrap_err();
+    assert!(matches!(e, CommitError::MissingPrior { .. }), "{e:?}");
+    // The right priors commit, to the root a plain commit gives.
+    let good = prior(&absent, None);
+    let info = db.commit_with_prior(&block(&absent), &good).unwrap();
+    db.revert(1).unwrap();
+    assert_eq!(db.commit(&block(&absent)).unwrap().root, info.root);
+    assert!(db.verify().unwrap().ok());
+}

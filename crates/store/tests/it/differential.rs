@@ -76,7 +76,30 @@ fn key() -> impl Strategy<Value = Vec<u8>> {
         4 => vec(select(ALPHABET.to_vec()), 1..=3),
         2 => (0u32..24).prop_map(crate::common::indexed_key),
         1 => any::<[u8; 32]>().prop_map(|k| k.to_vec()),
+        // A long shared prefix: extensions that split and merge.
+        2 => vec(select(ALPHABET.to_vec()), 1..=2).prop_map(|tail| {
+            let mut k = vec![0x5c; 24];
+            k.extend(tail);
+            k
+        }),
     ]
+}
+
+/// Commit `changes`: on even steps with the model's prior values (as an executor gives
+/// them), on odd steps letting the store read them.
+fn commit(db: &mut StateDb, state: &State, changes: &ChangeSet, step: usize) -> store::CommitInfo {
+    if step.is_multiple_of(2) {
+        let prior: ChangeSet = changes
+            .iter()
+            .map(|(t, kv)| {
+                let old = kv.keys().map(|k| (k.clone(), model_get(state, t, k).cloned()));
+                (*t, old.collect())
+            })
+            .collect();
+        db.commit_with_prior(changes, &prior).unwrap()
+    } else {
+        db.commit(changes).unwrap()
+    }
 }
 
 fn value() -> impl Strategy<Value = Option<Vec<u8>>> {
@@ -231,14 +254,14 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
         match op {
             Op::Commit(block) => {
                 let changes = changes_of(block);
-                let info = db.commit(&changes).unwrap();
+                let info = commit(&mut db, model.state(), &changes, step);
                 model.commit(&changes);
                 prop_assert_eq!(info.number, model.head());
                 prop_assert_eq!(info.root, model_root(model.state(), &TrieId::Main));
             }
             Op::Churn { seed, updates } => {
                 let changes = churn(model.state(), *seed, *updates);
-                db.commit(&changes).unwrap();
+                commit(&mut db, model.state(), &changes, step);
                 model.commit(&changes);
             }
             Op::Revert(n) => {
