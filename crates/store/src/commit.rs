@@ -129,7 +129,7 @@ impl StateDb {
         let keys = flat_keys(changes)?;
         let olds = self.reader().read_flat_batch(&keys)?;
         let read = start.elapsed();
-        let mut info = self.commit_with_olds(changes, &keys, &olds)?;
+        let mut info = self.commit_with_olds(changes, &keys, &olds, false)?;
         info.timings.read_old_values = read;
         Ok(info)
     }
@@ -158,7 +158,7 @@ impl StateDb {
                 olds.push(old.as_deref().filter(|v| !v.is_empty()).map(Arc::from));
             }
         }
-        self.commit_with_olds(changes, &keys, &olds).map_err(|e| match e {
+        self.commit_with_olds(changes, &keys, &olds, true).map_err(|e| match e {
             CommitError::Store(s) => match s.corruption() {
                 Some(Corruption::OldValue { trie, key }) => {
                     CommitError::PriorMismatch { trie: *trie, key: key.clone() }
@@ -189,6 +189,7 @@ impl StateDb {
         changes: &ChangeSet,
         keys: &[Vec<u8>],
         olds: &[Option<Arc<[u8]>>],
+        verify_old: bool,
     ) -> Result<CommitInfo, CommitError> {
         let (head_number, head_root) = (self.head_number(), self.head_root());
         let number = head_number
@@ -197,7 +198,7 @@ impl StateDb {
         let mut timings = CommitTimings::default();
 
         let start = Instant::now();
-        let tries = self.update_tries(changes, keys, olds)?;
+        let tries = self.update_tries(changes, keys, olds, verify_old)?;
         timings.trie_updates = start.elapsed();
 
         let start = Instant::now();
@@ -219,6 +220,7 @@ impl StateDb {
         changes: &ChangeSet,
         keys: &[Vec<u8>],
         olds: &[Option<Arc<[u8]>>],
+        verify_old: bool,
     ) -> Result<Vec<TrieCommit>, StoreError> {
         let mut jobs = Vec::with_capacity(changes.len());
         let mut at = 0;
@@ -241,7 +243,7 @@ impl StateDb {
                         (old != new).then_some((Change { key: k, old, new }, fk))
                     })
                     .collect();
-                self.update_one(trie, &layers, &changes)
+                self.update_one(trie, &layers, &changes, verify_old)
             })
             .collect()
     }
@@ -251,6 +253,7 @@ impl StateDb {
         trie: TrieId,
         layers: &[Arc<Layer>],
         changes: &[(Change<'_>, &Vec<u8>)],
+        verify_old: bool,
     ) -> Result<TrieCommit, StoreError> {
         let old_root = self.stored_root(&trie)?;
         let pre = StorePre {
@@ -262,7 +265,7 @@ impl StateDb {
             loaded: Mutex::new(Vec::new()),
         };
         let list: Vec<Change<'_>> = changes.iter().map(|(c, _)| *c).collect();
-        let updated = update_trie(&pre, old_root, &list)?;
+        let updated = update_trie(&pre, old_root, &list, verify_old)?;
         let flat = changes.iter().map(|(c, fk)| ((*fk).clone(), c.new.map(Arc::from))).collect();
         let undo =
             changes.iter().map(|(c, fk)| ((*fk).clone(), c.old.map(<[u8]>::to_vec))).collect();
