@@ -21,7 +21,6 @@ mod incremental;
 mod input;
 mod machine;
 // Until `store_bench` drives it, only its tests use the NOMT engine.
-#[cfg_attr(not(test), allow(dead_code))]
 mod nomt_engine;
 mod plain_db;
 mod pov_bench;

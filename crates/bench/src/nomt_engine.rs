@@ -71,7 +71,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, ensure, Context, Result};
 use nomt::hasher::Blake3Hasher;
 use nomt::trie::KeyPath;
-use nomt::{HashTableUtilization, IoUringPermission, KeyReadWrite, Nomt, Options, SessionParams};
+#[cfg(test)]
+use nomt::HashTableUtilization;
+use nomt::{IoUringPermission, KeyReadWrite, Nomt, Options, SessionParams};
 
 use crate::plain_db::dir_bytes;
 
@@ -243,11 +245,13 @@ impl NomtEngine {
         session.read(path).context("NOMT read failed")
     }
 
+    #[cfg(test)]
     /// The root of the last committed state (all zeros when empty).
     pub(crate) fn root(&self) -> Result<[u8; 32]> {
         Ok(self.db()?.root().into_inner())
     }
 
+    #[cfg(test)]
     /// Undo the last `blocks` committed blocks from NOMT's rollback log; returns the root
     /// after. Fails, changing nothing, if the log holds fewer blocks.
     pub(crate) fn revert(&mut self, blocks: usize) -> Result<[u8; 32]> {
@@ -262,6 +266,7 @@ impl NomtEngine {
         dir_bytes(&self.settings.dir)
     }
 
+    #[cfg(test)]
     /// Occupied and total buckets of the hash table (each bucket one 4 KiB Merkle page).
     pub(crate) fn hashtable_utilization(&self) -> Result<HashTableUtilization> {
         Ok(self.db()?.hash_table_utilization())

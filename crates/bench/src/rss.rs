@@ -28,6 +28,14 @@ pub(crate) fn load_average() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// Bytes this process has caused to be written to storage so far (`write_bytes` of
+/// `/proc/self/io`: what reaches the block layer, WAL, flushes and compaction included).
+pub(crate) fn io_write_bytes() -> Option<u64> {
+    let io = std::fs::read_to_string("/proc/self/io").ok()?;
+    let line = io.lines().find(|l| l.starts_with("write_bytes:"))?;
+    line["write_bytes:".len()..].trim().parse().ok()
+}
+
 fn status_kib(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with(field))?;

@@ -5,7 +5,9 @@
 //! - **plain+undo**: plain RocksDB that reads each block's old values (batched MultiGets on
 //!   every thread) and writes the new values with a history record of the old ones — what
 //!   any store that can undo a block must do;
-//! - **blind**: plain RocksDB writing the new values only (the physical floor).
+//! - **blind**: plain RocksDB writing the new values only (the physical floor);
+//! - **nomt**: NOMT 1.0 on the same keys and blocks (`crate::nomt_engine`): another
+//!   authenticated store, committing to a binary BLAKE3 trie, durable on every commit.
 //!
 //! Each engine: bulk-load the initial keys (timed), write the blocks (each commit timed
 //! alone; generating a block is not timed), flush (timed, part of the total: sustained
@@ -30,7 +32,7 @@ use crate::machine::MachineInfo;
 use crate::plain_db::PlainDb;
 use crate::progress::bar;
 use crate::rss::load_average;
-use crate::store_engines::{run_arbor, run_plain, ArborMode, PlainMode};
+use crate::store_engines::{run_arbor, run_nomt, run_plain, ArborMode, PlainMode};
 use crate::store_report::{
     EngineReport, RatioReport, StoreBenchReport, COMMIT_P50_TARGET_MS, MERKLE_OVERHEAD_TARGET,
     OVER_UNDO_TARGET, SIZE_RATIO_TARGET,
@@ -57,6 +59,8 @@ pub struct StoreBenchOpts {
     /// Also run Arbor reading the old values itself (`StateDb::commit`), beside Arbor
     /// given them by the caller (`StateDb::commit_with_prior`).
     pub arbor_reading: bool,
+    /// Also run NOMT on the same blocks.
+    pub nomt: bool,
 }
 
 impl Default for StoreBenchOpts {
@@ -68,6 +72,7 @@ impl Default for StoreBenchOpts {
             seed: 1,
             dir: None,
             arbor_reading: true,
+            nomt: true,
         }
     }
 }
@@ -115,6 +120,15 @@ pub fn store_bench(
     };
     let mut plain_undo = run_plain(opts, config, &workload, &undo_dir, PlainMode::Undo, progress)?;
     let mut plain = run_plain(opts, config, &workload, &plain_dir, PlainMode::Blind, progress)?;
+    let nomt = match opts.nomt {
+        true => {
+            let dir = base.path().join("nomt");
+            let report = run_nomt(opts, config, &workload, &dir, progress)?;
+            std::fs::remove_dir_all(&dir).ok();
+            Some(report)
+        }
+        false => None,
+    };
     let engines =
         [Some(&mut arbor), arbor_reading.as_mut(), Some(&mut plain_undo), Some(&mut plain)];
     for e in engines.into_iter().flatten() {
@@ -126,7 +140,7 @@ pub fn store_bench(
         check(opts, config, &workload, &arbor_dir, &[&plain_dir, &undo_dir], &pb)?;
     pb.finish();
 
-    let ratios = ratios(&arbor, &plain_undo, &plain);
+    let ratios = ratios(&arbor, &plain_undo, &plain, nomt.as_ref());
     Ok(StoreBenchReport {
         machine,
         load_average_start,
@@ -141,12 +155,18 @@ pub fn store_bench(
         arbor_reading,
         plain_undo,
         plain,
+        nomt,
         arbor_caches: caches,
         ratios,
     })
 }
 
-fn ratios(arbor: &EngineReport, undo: &EngineReport, plain: &EngineReport) -> RatioReport {
+fn ratios(
+    arbor: &EngineReport,
+    undo: &EngineReport,
+    plain: &EngineReport,
+    nomt: Option<&EngineReport>,
+) -> RatioReport {
     let merkle_overhead = ratio(arbor.total_seconds, plain.total_seconds);
     let over_undo = ratio(arbor.total_seconds, undo.total_seconds);
     let state = arbor.state_sst_bytes();
@@ -159,6 +179,7 @@ fn ratios(arbor: &EngineReport, undo: &EngineReport, plain: &EngineReport) -> Ra
         over_undo,
         over_undo_target: OVER_UNDO_TARGET,
         over_undo_met: over_undo <= OVER_UNDO_TARGET,
+        over_nomt: nomt.map(|n| ratio(arbor.blocks_per_second, n.blocks_per_second)),
         commit_p50_target_ms: COMMIT_P50_TARGET_MS,
         commit_p50_met: arbor.commit_ms_p50 <= COMMIT_P50_TARGET_MS,
         merkle_overhead_with_compaction: ratio(arbor.end_to_end_seconds, plain.end_to_end_seconds),
@@ -232,6 +253,7 @@ mod tests {
             seed: 3,
             dir: Some(dir.path().to_path_buf()),
             arbor_reading: true,
+            nomt: true,
         };
         let report = store_bench(&opts, &StoreConfig::default(), false).unwrap();
         assert!(report.root_verified);
@@ -243,6 +265,8 @@ mod tests {
         assert!(report.plain_undo.bytes_written_per_block > report.plain.bytes_written_per_block);
         assert!(report.arbor.bytes_written_per_block > 0.0);
         assert_eq!(report.arbor_reading.as_ref().unwrap().writes, report.arbor.writes);
+        assert_eq!(report.nomt.as_ref().unwrap().writes, report.arbor.writes);
+        assert!(report.ratios.over_nomt.unwrap() > 0.0);
         assert!(report.arbor.writes > 6 * 150, "{}", report.arbor.writes);
         assert!((2_700..3_100).contains(&report.keys_final), "{}", report.keys_final);
         assert!(report.arbor.sst_bytes > 0 && report.plain.sst_bytes > 0);

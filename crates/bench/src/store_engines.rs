@@ -11,9 +11,10 @@ use indicatif::ProgressBar;
 use store::{StateDb, StoreConfig};
 use trie::TrieId;
 
+use crate::nomt_engine::NomtEngine;
 use crate::plain_db::{column_sst_bytes, dir_bytes, PlainDb};
 use crate::progress::bar;
-use crate::rss::{peak_rss_bytes, reset_peak_rss};
+use crate::rss::{io_write_bytes, peak_rss_bytes, reset_peak_rss};
 use crate::store_bench::StoreBenchOpts;
 use crate::store_report::{CacheReport, EngineReport, PhaseReport, RSS_OVER_BUDGET_TARGET};
 use crate::timing::{percentile_sorted, ratio, sorted};
@@ -74,6 +75,7 @@ impl BlockPhase {
             hashes_per_block_mean: ratio(self.hashes as f64, blocks as f64),
             bytes_written_per_block: ratio(self.bytes_written as f64, blocks as f64),
             leaf_scans_per_block_mean: 0.0,
+            disk_bytes_per_block: 0.0,
             commit_seconds: commit_total,
             flush_seconds: self.flush_seconds,
             total_seconds: total,
@@ -152,10 +154,12 @@ pub(crate) fn run_arbor(
     let flush_seconds = start.elapsed().as_secs_f64();
     pb.finish();
     let peak_rss_blocks_bytes = rss.blocks_peak();
+    let disk_bytes_per_block = rss.disk_per_block(opts.blocks);
     let bytes_written = db.stats().bytes_written;
     let phase = BlockPhase { commit_seconds, writes, hashes, bytes_written, flush_seconds };
     let mut report = phase.engine_report(opts.blocks, bulk_keys, bulk_seconds);
     report.peak_rss_blocks_bytes = peak_rss_blocks_bytes;
+    report.disk_bytes_per_block = disk_bytes_per_block;
     report.phases = Some(PhaseReport::of(&timings));
     report.leaf_scans_per_block_mean = ratio(leaf_scans as f64, opts.blocks as f64);
     let stats = db.stats();
@@ -254,6 +258,7 @@ pub(crate) fn run_plain(
     let phase = BlockPhase { commit_seconds, writes, hashes: 0, bytes_written, flush_seconds };
     let mut report = phase.engine_report(opts.blocks, bulk_keys, bulk_seconds);
     report.peak_rss_blocks_bytes = peak_rss_blocks_bytes;
+    report.disk_bytes_per_block = rss.disk_per_block(opts.blocks);
 
     let pb = bar(progress, 1, format!("{label}: compaction"));
     let start = Instant::now();
@@ -270,17 +275,96 @@ pub(crate) fn run_plain(
     Ok(report)
 }
 
+/// NOMT: the same keys, values and blocks, committed to its binary BLAKE3 trie (see
+/// [`crate::nomt_engine`]): `commit_concurrency` = cores, rollback on (undo parity).
+pub(crate) fn run_nomt(
+    opts: &StoreBenchOpts,
+    config: &StoreConfig,
+    workload: &Workload,
+    dir: &Path,
+    progress: bool,
+) -> Result<EngineReport> {
+    let peak_rss_reset = reset_peak_rss();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let keys_expected = workload.index_range(opts.blocks);
+    let budget = config.cache_budget_bytes();
+    let mut db = NomtEngine::open(dir, threads, NOMT_ROLLBACK_BLOCKS, keys_expected, budget)?;
+    let pb = bar(progress, opts.keys, "nomt: bulk load");
+    let start = Instant::now();
+    let bulk_keys = db.bulk_load(workload.initial_entries()).context("NOMT bulk load failed")?;
+    let bulk_seconds = start.elapsed().as_secs_f64();
+    pb.finish();
+    let rss = RssPhases::start_blocks();
+    let pb = bar(progress, opts.blocks, "nomt: blocks");
+    let mut commit_seconds = Vec::with_capacity(opts.blocks as usize);
+    let mut writes = 0;
+    let mut last = LastWrites::default();
+    for b in 1..=opts.blocks {
+        let ops = workload.block_ops(b);
+        last.apply(b, &ops);
+        let changes = workload.changes_of(&ops);
+        writes += changes.len() as u64;
+        let start = Instant::now();
+        db.commit_block(&changes).with_context(|| format!("NOMT commit of block {b} failed"))?;
+        commit_seconds.push(start.elapsed().as_secs_f64());
+        pb.inc(1);
+    }
+    let start = Instant::now();
+    db.flush().context("NOMT flush failed")?;
+    let flush_seconds = start.elapsed().as_secs_f64();
+    pb.finish();
+    check_nomt(&db, workload, &last, opts)?;
+    let phase = BlockPhase { commit_seconds, writes, hashes: 0, bytes_written: 0, flush_seconds };
+    let mut report = phase.engine_report(opts.blocks, bulk_keys, bulk_seconds);
+    report.peak_rss_blocks_bytes = rss.blocks_peak();
+    report.disk_bytes_per_block = rss.disk_per_block(opts.blocks);
+    report.end_to_end_seconds = report.total_seconds;
+    report.dir_bytes = db.dir_bytes()?;
+    report.sst_bytes = report.dir_bytes;
+    report.peak_rss_bytes = rss.whole_peak();
+    report.peak_rss_reset = peak_rss_reset;
+    Ok(report)
+}
+
+/// Every 997th key index below the final range holds in NOMT what the workload wrote last.
+fn check_nomt(
+    db: &NomtEngine,
+    workload: &Workload,
+    last: &LastWrites,
+    opts: &StoreBenchOpts,
+) -> Result<()> {
+    for i in (0..workload.index_range(opts.blocks)).step_by(997) {
+        let want = last.value(workload, i).map(|v| v.to_vec());
+        let got = db.get(&workload.key(i))?;
+        ensure!(got == want, "NOMT holds another value for key index {i}");
+    }
+    Ok(())
+}
+
+/// Blocks of undo NOMT keeps (as the store's default history depth).
+const NOMT_ROLLBACK_BLOCKS: u32 = 128;
+
 /// Peak RSS of an engine's phase, split at the start of its blocks: the peak so far is
 /// kept, then reset so that the block run's own peak can be read.
 struct RssPhases {
     bulk_peak: u64,
     reset: bool,
+    /// Storage writes of the process when the blocks began.
+    disk_start: Option<u64>,
 }
 
 impl RssPhases {
     fn start_blocks() -> RssPhases {
         let bulk_peak = peak_rss_bytes().unwrap_or(0);
-        RssPhases { bulk_peak, reset: reset_peak_rss() }
+        RssPhases { bulk_peak, reset: reset_peak_rss(), disk_start: io_write_bytes() }
+    }
+
+    /// Bytes written to storage since the blocks began, per block (0 when unknown).
+    fn disk_per_block(&self, blocks: u64) -> f64 {
+        match (self.disk_start, io_write_bytes()) {
+            (Some(a), Some(b)) => ratio(b.saturating_sub(a) as f64, blocks as f64),
+            _ => 0.0,
+        }
     }
 
     /// The block run's peak (0 when the peak could not be reset).

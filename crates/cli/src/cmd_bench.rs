@@ -134,6 +134,9 @@ struct StoreArgs {
     /// beside Arbor given them by the caller, as an executor gives them).
     #[arg(long)]
     skip_arbor_reading: bool,
+    /// Skip the NOMT run (by default NOMT commits the same blocks).
+    #[arg(long)]
+    skip_nomt: bool,
     /// Store configuration file (TOML) used by Arbor and, for `[rocksdb]`, by the baseline.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -225,6 +228,7 @@ fn store(args: &StoreArgs) -> Result<ExitCode> {
         seed: args.seed,
         dir: args.dir.clone(),
         arbor_reading: !args.skip_arbor_reading,
+        nomt: !args.skip_nomt,
     };
     warn_if_debug();
     let report =
