@@ -267,11 +267,11 @@ impl StoreBenchReport {
             if self.root_verified { "verified from flat state" } else { "VERIFY FAILED" },
             thousands(self.values_cross_checked)
         );
-        let _ = writeln!(
-            out,
-            "\n{:<28}{:>14}{:>14}{:>14}{:>10}",
-            "", "arbor", "plain+undo", "blind", "ratio"
-        );
+        let mut header = format!("\n{:<28}", "");
+        for (name, _) in self.columns() {
+            header.push_str(&format!("{name:>14}"));
+        }
+        let _ = writeln!(out, "{header}{:>10}", "ratio");
         self.render_rows(&mut out);
         self.render_memory(&mut out);
         self.render_targets(&mut out);

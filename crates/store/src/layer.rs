@@ -18,6 +18,19 @@ pub(crate) type Entry = (Vec<u8>, Option<Arc<[u8]>>);
 #[derive(Debug, Default, Clone)]
 pub(crate) struct ChangeMap {
     entries: Vec<Entry>,
+    /// The first 8 bytes of each key (big-endian, zero-padded): a range query is answered
+    /// "nothing here" by integer comparisons alone, which is the common answer when a leaf
+    /// scan looks through a stack of layers.
+    prefixes: Vec<u64>,
+}
+
+/// The first 8 bytes of `key` as a big-endian integer, zero-padded: keys in ascending order
+/// have non-decreasing prefixes.
+fn prefix64(key: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = key.len().min(8);
+    b[..n].copy_from_slice(&key[..n]);
+    u64::from_be_bytes(b)
 }
 
 impl ChangeMap {
@@ -27,7 +40,8 @@ impl ChangeMap {
             entries.windows(2).all(|w| w[0].0 < w[1].0),
             "change map entries must be strictly ascending"
         );
-        ChangeMap { entries }
+        let prefixes = entries.iter().map(|(k, _)| prefix64(k)).collect();
+        ChangeMap { entries, prefixes }
     }
 
     /// From entries in any order; of several writes to one key the last one counts.
@@ -41,7 +55,8 @@ impl ChangeMap {
                 _ => out.push(e),
             }
         }
-        ChangeMap { entries: out }
+        let prefixes = out.iter().map(|(k, _)| prefix64(k)).collect();
+        ChangeMap { entries: out, prefixes }
     }
 
     /// The change of `key`: `Some(None)` means deleted.
@@ -54,6 +69,12 @@ impl ChangeMap {
 
     /// The changes with keys in `range`, ascending.
     pub(crate) fn range(&self, range: RangeInclusive<&[u8]>) -> &[Entry] {
+        // A key in the range has a prefix between the bounds' prefixes.
+        let (plo, phi) = (prefix64(range.start()), prefix64(range.end()));
+        let first = self.prefixes.partition_point(|p| *p < plo);
+        if self.prefixes.get(first).is_none_or(|p| *p > phi) {
+            return &[];
+        }
         let lo = self.entries.partition_point(|(k, _)| k.as_slice() < *range.start());
         let hi = self.entries.partition_point(|(k, _)| k.as_slice() <= *range.end());
         &self.entries[lo..hi.max(lo)]
@@ -129,5 +150,12 @@ mod tests {
             vec![b"b".to_vec(), b"c".to_vec()]
         );
         assert!(m.range(b"x".as_slice()..=b"a".as_slice()).is_empty());
+        // Keys sharing their first 8 bytes: the prefix check must not cut them off.
+        let long = |tail: u8| [[7u8; 8].as_slice(), &[tail]].concat();
+        let m = ChangeMap::from_sorted(vec![(long(1), v(1)), (long(5), v(5))]);
+        assert_eq!(m.range(long(2).as_slice()..=long(6).as_slice()).len(), 1);
+        assert_eq!(m.range(long(2).as_slice()..=long(4).as_slice()).len(), 0);
+        assert_eq!(m.range(vec![7u8; 7].as_slice()..=long(0).as_slice()).len(), 0);
+        assert_eq!(m.range(vec![7u8; 7].as_slice()..=long(1).as_slice()).len(), 1);
     }
 }

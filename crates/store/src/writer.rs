@@ -14,13 +14,13 @@
 //! A failed group write is retried one layer at a time, so that the blocks before the
 //! failing one still reach disk; the first failure poisons the store (see `state.rs`).
 
-use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
 
 use rocksdb::WriteBatch;
+use rustc_hash::FxHashSet;
 
 use crate::error::StoreError;
 use crate::keys::{history_key, CF_FLAT, CF_HISTORY, CF_META, CF_NODES};
@@ -143,7 +143,7 @@ fn write_group(shared: &Shared, group: &[Arc<Layer>]) -> Result<(), StoreError> 
             }
             continue;
         }
-        let mut seen: HashSet<&[u8]> = HashSet::new();
+        let mut seen: FxHashSet<&[u8]> = FxHashSet::default();
         for layer in group.iter().rev() {
             for (k, v) in map(layer).iter() {
                 if seen.insert(k) {
