@@ -114,8 +114,7 @@ impl CacheStats {
 /// `arbor stats` shows what earlier commands (an `arbor load`, say) saw.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct CacheTotals {
-    /// Node cache hits (the node cache and the top-node cache together, as every
-    /// counter named `node_` here).
+    /// Node cache hits.
     pub node_hits: u64,
     /// Node cache misses.
     pub node_misses: u64,
