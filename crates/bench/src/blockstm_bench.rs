@@ -25,10 +25,10 @@
 //! two threads (what the machine gives two independent threads); every parallel result is
 //! checked against the sequential one.
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use anyhow::{anyhow, ensure, Context, Result};
+use anyhow::{ensure, Context, Result};
 use chain::parallel::{block_txs, ChainReceipt};
 use chain::runtime::{
     default_author, funded_accounts, genesis as chain_genesis, paired_transfers,
@@ -36,7 +36,7 @@ use chain::runtime::{
 };
 use chain::{BlockContext, Outcome, TransferKind};
 use exec::{
-    execute_parallel_with, execute_sequential, Blocked, Counters, ParallelOptions, Storage,
+    execute_parallel_with, execute_sequential, Counters, ParallelOptions, StateReader, Stop,
     Transaction, View,
 };
 use k256::ecdsa::signature::{Signer, Verifier};
@@ -117,13 +117,13 @@ fn balance_key(i: u32) -> Vec<u8> {
     format!("bank/{}", name(i)).into_bytes()
 }
 
-fn read_u64(v: &mut dyn View, key: &[u8]) -> Result<u64, Blocked> {
+fn read_u64(v: &mut dyn View, key: &[u8]) -> Result<u64, Stop> {
     Ok(v.get(key)?
         .and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok())
         .map_or(0, u64::from_be_bytes))
 }
 
-fn noop(v: &mut dyn View, who: u32) -> Result<(), Blocked> {
+fn noop(v: &mut dyn View, who: u32) -> Result<(), Stop> {
     let k = nonce_key(who);
     let n = read_u64(v, &k)?;
     v.set(&k, (n + 1).to_be_bytes().to_vec());
@@ -131,7 +131,7 @@ fn noop(v: &mut dyn View, who: u32) -> Result<(), Blocked> {
     Ok(())
 }
 
-fn transfer(v: &mut dyn View, from: u32, to: u32, amount: u64) -> Result<(), Blocked> {
+fn transfer(v: &mut dyn View, from: u32, to: u32, amount: u64) -> Result<(), Stop> {
     let (fk, tk) = (balance_key(from), balance_key(to));
     let fb = read_u64(v, &fk)?;
     let tb = read_u64(v, &tk)?;
@@ -147,7 +147,7 @@ fn transfer(v: &mut dyn View, from: u32, to: u32, amount: u64) -> Result<(), Blo
 impl Transaction for CosmosTx {
     type Output = Receipt;
 
-    fn execute(&self, v: &mut dyn View) -> Result<Receipt, Blocked> {
+    fn execute(&self, v: &mut dyn View) -> Result<Receipt, Stop> {
         if let Some(s) = &self.sig {
             let ok = *self.verified.get_or_init(|| s.key.verify(&s.msg, &s.sig).is_ok());
             if !ok {
@@ -174,8 +174,8 @@ impl Transaction for CosmosTx {
                 let k = balance_key(self.from);
                 let b = read_u64(v, &k)?;
                 v.set(&k, b.saturating_sub(FEE).to_be_bytes().to_vec());
-                v.add_delta(b"bank/feecollector", FEE as i64);
-                v.add_delta(b"acc/blocktxcount", 1);
+                v.add_delta(b"bank/feecollector", FEE as i64)?;
+                v.add_delta(b"acc/blocktxcount", 1)?;
             }
         }
         Ok(Receipt::Ok)
@@ -369,42 +369,6 @@ const CHAIN_TRANSFERS: &str = "chain-transfers";
 /// Funded accounts of the chain-transfers state (plus the block author).
 const CHAIN_ACCOUNTS: u64 = 10_000;
 
-/// The state a block starts from, read from the RocksDB store. Read errors cannot travel
-/// through the executor's infallible `Storage`, so the first one is kept and the benchmark
-/// fails on it after the block; the runtime never scans, and a scan is reported the same
-/// way rather than answered wrongly.
-struct StoreState<'a> {
-    db: &'a StateDb,
-    failure: Mutex<Option<String>>,
-}
-
-impl StoreState<'_> {
-    fn fail(&self, why: String) {
-        self.failure.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(why);
-    }
-
-    fn check(&self) -> Result<()> {
-        match self.failure.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            Some(why) => Err(anyhow!("chain-transfers: {why}")),
-            None => Ok(()),
-        }
-    }
-}
-
-impl Storage for StoreState<'_> {
-    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
-        self.db.get(&TrieId::Main, key).unwrap_or_else(|e| {
-            self.fail(format!("store read failed: {e}"));
-            None
-        })
-    }
-
-    fn next_key(&self, _bounds: &exec::ScanBounds<'_>) -> Option<Vec<u8>> {
-        self.fail("the runtime scanned, and the store adapter has no ordered iteration".into());
-        None
-    }
-}
-
 /// A block of the chain runtime's keep-alive transfers (block-start hook first) executed
 /// against a RocksDB store of 10,000 funded accounts, compacted before timing.
 fn chain_transfers(m: &Measure<'_>, txs: usize) -> Result<(Vec<BlockStmRow>, f64)> {
@@ -421,13 +385,10 @@ fn chain_transfers(m: &Measure<'_>, txs: usize) -> Result<(Vec<BlockStmRow>, f64
     let ctx = BlockContext { number: 1, author: default_author() };
     let transfers =
         paired_transfers(CHAIN_ACCOUNTS, 0, txs as u64, TransferKind::KeepAlive, balance);
-    let state = StoreState { db: &db, failure: Mutex::new(None) };
-    let check = execute_sequential(&block_txs(ctx, &transfers), &state);
-    state.check()?;
+    let check = execute_sequential(&block_txs(ctx, &transfers), &db)?;
     let moved = check.outputs.iter().filter(|r| **r == ChainReceipt::Applied(Outcome::Transferred));
     ensure!(moved.count() == txs, "chain-transfers: not every transfer went through");
-    let out = m.run(&state, || block_txs(ctx, &transfers))?;
-    state.check()?;
+    let out = m.run(&db, || block_txs(ctx, &transfers))?;
     Ok(out)
 }
 
@@ -465,9 +426,9 @@ impl Measure<'_> {
     ) -> Result<(Vec<BlockStmRow>, f64)>
     where
         T: Transaction,
-        S: Storage,
+        S: StateReader + Sync,
     {
-        let reference = execute_sequential(&make(), storage);
+        let reference = execute_sequential(&make(), storage)?;
         let n = reference.outputs.len().max(1) as f64;
         let mut seq: Vec<Sample> = Vec::new();
         let mut var: Vec<Vec<Sample>> = vec![Vec::new(); self.variants.len()];
@@ -475,7 +436,7 @@ impl Measure<'_> {
         let mut ceiling = Vec::new();
         for _ in 0..self.runs {
             let txs = make();
-            let (ms, a, b, out) = self.timed(|| Ok(execute_sequential(&txs, storage)))?;
+            let (ms, a, b, out) = self.timed(|| Ok(execute_sequential(&txs, storage)?))?;
             ensure!(out.writes == reference.writes, "{}: sequential runs differ", self.name);
             seq.push((ms, a, b, out.counters));
             for (i, &(workers, forced)) in self.variants.iter().enumerate() {
@@ -495,10 +456,11 @@ impl Measure<'_> {
             let (a, b) = (make(), make());
             let (both, ..) = self.timed(|| {
                 std::thread::scope(|s| {
-                    let other = s.spawn(|| execute_sequential(&b, storage).outputs.len());
-                    let mine = execute_sequential(&a, storage).outputs.len();
+                    let other =
+                        s.spawn(|| execute_sequential(&b, storage).map(|o| o.outputs.len()));
+                    let mine = execute_sequential(&a, storage)?.outputs.len();
                     ensure!(
-                        other.join().ok() == Some(mine),
+                        matches!(other.join(), Ok(Ok(n)) if n == mine),
                         "{}: a sequential run failed",
                         self.name
                     );

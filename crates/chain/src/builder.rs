@@ -143,7 +143,7 @@ pub fn build_block<S: NodeSource>(
     config: &BuildConfig,
 ) -> Result<Built, BuildError> {
     let mut s = PovSession::new(source, root);
-    runtime::start_block(s.overlay());
+    runtime::start_block(s.overlay(), &ctx).map_err(BuildError::Runtime)?;
     if config.per_tx == PerTx::ProofSize {
         let min = s.proof_size()?;
         if config.pov_limit < min {
@@ -158,7 +158,8 @@ pub fn build_block<S: NodeSource>(
             break;
         }
         s.begin_candidate()?;
-        let outcome = match runtime::apply(s.overlay(), &ctx, tx) {
+        let index = acc.transfers.len() as u32;
+        let outcome = match runtime::apply(s.overlay(), &ctx, index, tx) {
             Ok(o) => o,
             Err(ApplyError::Invalid(_)) => {
                 s.discard()?;
@@ -186,6 +187,7 @@ pub fn build_block<S: NodeSource>(
         s.keep()?;
         acc.push(tx, outcome);
     }
+    runtime::finish_block(s.overlay(), &ctx).map_err(BuildError::Runtime)?;
     let state_root = s.storage_root()?;
     let witness = s.witness()?;
     let proof_size = witness.iter().map(Vec::len).sum();
@@ -255,11 +257,11 @@ pub fn build_block_unrecorded<R: StateReader, S: NodeSource>(
     pool: &[Transfer],
 ) -> Result<Built, BuildError<R::Error>> {
     let mut o = Overlay::new(reader);
-    runtime::start_block(&mut o);
+    runtime::start_block(&mut o, &ctx).map_err(BuildError::Runtime)?;
     let (mut transfers, mut outcomes, mut invalid) = (Vec::new(), Vec::new(), 0);
     for tx in pool {
         o.start_transaction();
-        match runtime::apply(&mut o, &ctx, tx) {
+        match runtime::apply(&mut o, &ctx, transfers.len() as u32, tx) {
             Ok(outcome) => {
                 o.commit_transaction()?;
                 transfers.push(*tx);
@@ -272,6 +274,7 @@ pub fn build_block_unrecorded<R: StateReader, S: NodeSource>(
             Err(e) => return Err(BuildError::Runtime(e)),
         }
     }
+    runtime::finish_block(&mut o, &ctx).map_err(BuildError::Runtime)?;
     let changes = o.drain_changes().map_err(BuildError::Changes)?;
     let mut t: Trie<_> = Trie::from_root(source, root);
     for (k, v) in changes.get(&TrieId::Main).into_iter().flatten() {

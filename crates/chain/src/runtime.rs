@@ -3,20 +3,25 @@
 //!
 //! State (all in the main trie, keys hashed so that they spread like Substrate's):
 //! - account `a`: `keccak("System.Account" ‖ a)` → `nonce (u64 BE) ‖ free balance (u128 BE)`;
-//! - event `i` of block `n`: `keccak("System.Events" ‖ n (u64 BE) ‖ i (u32 BE))` → the
-//!   event (`kind (u8) ‖ from ‖ to ‖ amount (u128 BE) ‖ fee (u128 BE)`), a fresh key per event;
-//! - `"System.EventCount"` → `u32 BE`, `"System.BlockWeight"` → `u64 BE`,
-//!   `"System.AllExtrinsicsLen"` → `u32 BE`: the per-block bookkeeping every transaction
-//!   updates.
+//! - the event of transfer `i` of block `n`: `keccak("System.Events" ‖ n (u64 BE) ‖ i (u32
+//!   BE))` → `kind (u8) ‖ from ‖ to ‖ amount (u128 BE) ‖ fee (u128 BE)`, a fresh key per
+//!   event, named by the transaction's position;
+//! - `"System.EventCount"`, `"System.BlockWeight"`, `"System.AllExtrinsicsLen"` (`u64 BE`):
+//!   the per-block bookkeeping every transaction bumps, and `"Balances.FeePot"` (`u64 BE`):
+//!   the block's fees, paid to the author by the block-end hook. All four change through
+//!   commutative deltas ([`StateView::add_delta`]), never read by a transfer, so that
+//!   transfers of different accounts do not depend on each other under Block-STM.
 //!
 //! A transaction is valid when its sender exists, its nonce is the sender's and the sender
 //! can pay the fee; an invalid one changes nothing and is not included. A valid one pays
-//! its fee to the block author and bumps the sender's nonce, then runs the transfer in a
-//! nested transaction: a transfer that fails (funds, existential deposit) is rolled back
-//! and leaves only the fee, the nonce and the bookkeeping.
+//! its fee into the pot and bumps the sender's nonce, then runs the transfer in a nested
+//! transaction: a transfer that fails (funds, existential deposit) is rolled back and
+//! leaves only the fee, the nonce and the bookkeeping.
+//!
+//! The runtime runs over any [`StateView`]: the overlay (block building, verification)
+//! and Block-STM's per-transaction view (import) alike.
 
-use overlay::{Overlay, TransactionError};
-use trie::{keccak256, StateReader, TrieId, H256};
+use trie::{keccak256, StateView, TransactionError, H256};
 
 /// An account id (32 bytes, as Substrate's `AccountId32`).
 pub type AccountId = [u8; 32];
@@ -113,21 +118,24 @@ pub enum ApplyError<E: std::error::Error + 'static> {
     Transaction(#[from] TransactionError),
 }
 
-/// One of the per-block bookkeeping counters every transaction updates.
+/// One of the runtime's counters (`u64 BE`, changed through deltas).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Counter {
-    /// [`EVENT_COUNT_KEY`]: events so far in the block (`u32 BE`).
+    /// [`EVENT_COUNT_KEY`]: events so far in the block.
     EventCount,
-    /// [`BLOCK_WEIGHT_KEY`]: the block's accumulated weight (`u64 BE`).
+    /// [`BLOCK_WEIGHT_KEY`]: the block's accumulated weight.
     BlockWeight,
-    /// [`BLOCK_LENGTH_KEY`]: the block's accumulated transaction bytes (`u32 BE`).
+    /// [`BLOCK_LENGTH_KEY`]: the block's accumulated transaction bytes.
     BlockLength,
+    /// [`FEE_POT_KEY`]: the block's fees not yet paid to the author.
+    FeePot,
 }
 
 impl Counter {
-    /// Every counter, in the order [`start_block`] clears them.
-    pub const ALL: [Counter; 3] = [Counter::EventCount, Counter::BlockWeight, Counter::BlockLength];
+    /// Every counter.
+    pub const ALL: [Counter; 4] =
+        [Counter::EventCount, Counter::BlockWeight, Counter::BlockLength, Counter::FeePot];
 
     /// Its key in the main trie.
     pub const fn key(self) -> &'static [u8] {
@@ -135,15 +143,13 @@ impl Counter {
             Counter::EventCount => EVENT_COUNT_KEY,
             Counter::BlockWeight => BLOCK_WEIGHT_KEY,
             Counter::BlockLength => BLOCK_LENGTH_KEY,
+            Counter::FeePot => FEE_POT_KEY,
         }
     }
 
     /// Bytes of its big-endian value.
     pub const fn width(self) -> usize {
-        match self {
-            Counter::EventCount | Counter::BlockLength => 4,
-            Counter::BlockWeight => 8,
-        }
+        8
     }
 }
 
@@ -212,7 +218,9 @@ pub fn account_key(who: &AccountId) -> H256 {
     keccak256(&input)
 }
 
-/// The trie key of event `index` of block `number`.
+/// The trie key of the event of transaction `index` of block `number` (derived from the
+/// transaction's position, never from a running count, so that transactions do not read
+/// each other's bookkeeping).
 pub fn event_key(number: u64, index: u32) -> H256 {
     let mut input = b"System.Events".to_vec();
     input.extend_from_slice(&number.to_be_bytes());
@@ -220,6 +228,8 @@ pub fn event_key(number: u64, index: u32) -> H256 {
     keccak256(&input)
 }
 
+/// Key of the fee pot: fees of the block so far (`u64 BE`), paid to the author at the end.
+pub const FEE_POT_KEY: &[u8] = b"Balances.FeePot";
 /// Key of the block's event count.
 pub const EVENT_COUNT_KEY: &[u8] = b"System.EventCount";
 /// Key of the block's accumulated weight.
@@ -269,45 +279,36 @@ pub struct BlockContext {
     pub author: AccountId,
 }
 
-fn read_u<R: StateReader, const N: usize>(
-    o: &mut Overlay<R>,
-    counter: Counter,
-) -> Result<[u8; N], ApplyError<R::Error>> {
-    debug_assert_eq!(counter.width(), N, "{counter} is read with the wrong width");
-    match o.get(&TrieId::Main, counter.key()).map_err(ApplyError::State)? {
-        None => Ok([0; N]),
-        Some(v) => v.try_into().map_err(|_| CorruptState::Counter { counter, len: v.len() }.into()),
-    }
-}
-
 /// The account of `who`, if it exists.
-pub fn account<R: StateReader>(
-    o: &mut Overlay<R>,
+pub fn account<V: StateView + ?Sized>(
+    o: &mut V,
     who: &AccountId,
-) -> Result<Option<Account>, ApplyError<R::Error>> {
+) -> Result<Option<Account>, ApplyError<V::Error>> {
     let key = account_key(who);
-    match o.get(&TrieId::Main, key.as_bytes()).map_err(ApplyError::State)? {
+    match o.get(key.as_bytes()).map_err(ApplyError::State)? {
         None => Ok(None),
-        Some(v) => Account::decode(v)
+        Some(v) => Account::decode(&v)
             .map(Some)
             .ok_or_else(|| CorruptState::Account { key, len: v.len() }.into()),
     }
 }
 
-fn put_account<R: StateReader>(o: &mut Overlay<R>, who: &AccountId, a: Option<Account>) {
+fn put_account<V: StateView + ?Sized>(o: &mut V, who: &AccountId, a: Option<Account>) {
     let key = account_key(who);
     match a {
-        Some(a) => o.set(&TrieId::Main, key.as_bytes(), a.encode()),
-        None => o.remove(&TrieId::Main, key.as_bytes()),
+        Some(a) => o.set(key.as_bytes(), a.encode()),
+        None => o.remove(key.as_bytes()),
     }
 }
 
-/// Apply one transaction. An invalid transaction changes nothing.
-pub fn apply<R: StateReader>(
-    o: &mut Overlay<R>,
+/// Apply transaction `index` of the block (its position among the block's transfers,
+/// which names its event). An invalid transaction changes nothing.
+pub fn apply<V: StateView + ?Sized>(
+    o: &mut V,
     ctx: &BlockContext,
+    index: u32,
     tx: &Transfer,
-) -> Result<Outcome, ApplyError<R::Error>> {
+) -> Result<Outcome, ApplyError<V::Error>> {
     let mut sender = account(o, &tx.from)?.ok_or(Invalid::UnknownSender)?;
     if sender.nonce != tx.nonce {
         return Err(Invalid::Nonce { expected: sender.nonce, got: tx.nonce }.into());
@@ -315,31 +316,38 @@ pub fn apply<R: StateReader>(
     if sender.balance < FEE {
         return Err(Invalid::CannotPayFee.into());
     }
-    // Fee and nonce: kept whatever the transfer does.
+    // Fee and nonce: kept whatever the transfer does. The fee goes to the block's pot
+    // (a commutative counter), paid to the author by `finish_block`.
     sender.balance -= FEE;
     sender.nonce += 1;
     put_account(o, &tx.from, Some(sender));
-    let mut author = account(o, &ctx.author)?.unwrap_or_default();
-    author.balance = author.balance.saturating_add(FEE);
-    put_account(o, &ctx.author, Some(author));
+    delta(o, FEE_POT_KEY, FEE as i64)?;
 
-    o.start_transaction();
+    o.start();
     let outcome = match transfer(o, tx) {
         Ok(()) => {
-            o.commit_transaction()?;
+            o.commit()?;
             Outcome::Transferred
         }
         Err(Step::Fail(reason)) => {
-            o.rollback_transaction()?;
+            o.rollback()?;
             Outcome::Failed(reason)
         }
         Err(Step::Error(e)) => {
-            o.rollback_transaction()?;
+            o.rollback()?;
             return Err(e);
         }
     };
-    bookkeeping(o, ctx, tx, outcome)?;
+    bookkeeping(o, ctx, index, tx, outcome)?;
     Ok(outcome)
+}
+
+fn delta<V: StateView + ?Sized>(
+    o: &mut V,
+    key: &[u8],
+    amount: i64,
+) -> Result<(), ApplyError<V::Error>> {
+    o.add_delta(key, amount).map_err(ApplyError::State)
 }
 
 enum Step<E: std::error::Error + 'static> {
@@ -353,7 +361,7 @@ impl<E: std::error::Error + 'static> From<ApplyError<E>> for Step<E> {
     }
 }
 
-fn transfer<R: StateReader>(o: &mut Overlay<R>, tx: &Transfer) -> Result<(), Step<R::Error>> {
+fn transfer<V: StateView + ?Sized>(o: &mut V, tx: &Transfer) -> Result<(), Step<V::Error>> {
     let mut sender = account(o, &tx.from)?.unwrap_or_default();
     if sender.balance < tx.amount {
         return Err(Step::Fail(FailReason::InsufficientBalance));
@@ -384,13 +392,15 @@ fn transfer<R: StateReader>(o: &mut Overlay<R>, tx: &Transfer) -> Result<(), Ste
     Ok(())
 }
 
-fn bookkeeping<R: StateReader>(
-    o: &mut Overlay<R>,
+/// The event under its own key, and the block's counters bumped through deltas: nothing
+/// here reads what another transaction wrote.
+fn bookkeeping<V: StateView + ?Sized>(
+    o: &mut V,
     ctx: &BlockContext,
+    index: u32,
     tx: &Transfer,
     outcome: Outcome,
-) -> Result<(), ApplyError<R::Error>> {
-    let count = u32::from_be_bytes(read_u::<R, 4>(o, Counter::EventCount)?);
+) -> Result<(), ApplyError<V::Error>> {
     let mut event = Vec::with_capacity(1 + 64 + 32);
     event.push(match outcome {
         Outcome::Transferred => 0,
@@ -402,28 +412,61 @@ fn bookkeeping<R: StateReader>(
     event.extend_from_slice(&tx.to);
     event.extend_from_slice(&tx.amount.to_be_bytes());
     event.extend_from_slice(&FEE.to_be_bytes());
-    o.set(&TrieId::Main, event_key(ctx.number, count).as_bytes(), event);
-    o.set(&TrieId::Main, EVENT_COUNT_KEY, (count + 1).to_be_bytes().to_vec());
-    let weight = u64::from_be_bytes(read_u::<R, 8>(o, Counter::BlockWeight)?);
-    o.set(&TrieId::Main, BLOCK_WEIGHT_KEY, (weight + TRANSFER_WEIGHT).to_be_bytes().to_vec());
-    let len = u32::from_be_bytes(read_u::<R, 4>(o, Counter::BlockLength)?);
-    o.set(&TrieId::Main, BLOCK_LENGTH_KEY, (len + TRANSFER_BYTES as u32).to_be_bytes().to_vec());
-    Ok(())
+    o.set(event_key(ctx.number, index).as_bytes(), event);
+    delta(o, EVENT_COUNT_KEY, 1)?;
+    delta(o, BLOCK_WEIGHT_KEY, TRANSFER_WEIGHT as i64)?;
+    delta(o, BLOCK_LENGTH_KEY, TRANSFER_BYTES as i64)
 }
 
 /// Block-start hook: clear the previous block's per-block bookkeeping (Substrate's
-/// `on_initialize`); its events stay under their own keys.
-pub fn start_block<R: StateReader>(o: &mut Overlay<R>) {
-    for counter in Counter::ALL {
-        o.remove(&TrieId::Main, counter.key());
+/// `on_initialize`; its events stay under their own keys) and read the author's account
+/// and the fee pot, which [`finish_block`] updates in place: the block's witness holds
+/// their paths from the start, so the end of the block adds nothing to it.
+pub fn start_block<V: StateView + ?Sized>(
+    o: &mut V,
+    ctx: &BlockContext,
+) -> Result<(), ApplyError<V::Error>> {
+    for counter in [Counter::EventCount, Counter::BlockWeight, Counter::BlockLength] {
+        o.remove(counter.key());
+    }
+    account(o, &ctx.author)?;
+    fee_pot(o)?;
+    Ok(())
+}
+
+fn fee_pot<V: StateView + ?Sized>(o: &mut V) -> Result<u64, ApplyError<V::Error>> {
+    let counter = Counter::FeePot;
+    match o.get(counter.key()).map_err(ApplyError::State)? {
+        None => Ok(0),
+        Some(v) => <[u8; 8]>::try_from(v.as_slice())
+            .map(u64::from_be_bytes)
+            .map_err(|_| CorruptState::Counter { counter, len: v.len() }.into()),
     }
 }
 
-/// The genesis entries of `accounts` funded with `balance` each (main-trie keys and values).
+/// Block-end hook: pay the block's fees (the pot) to the author and empty the pot (to
+/// zero, not removed, so the trie's shape does not change at the end of the block).
+pub fn finish_block<V: StateView + ?Sized>(
+    o: &mut V,
+    ctx: &BlockContext,
+) -> Result<(), ApplyError<V::Error>> {
+    let fees = fee_pot(o)?;
+    if fees > 0 {
+        let mut author = account(o, &ctx.author)?.unwrap_or_default();
+        author.balance = author.balance.saturating_add(u128::from(fees));
+        put_account(o, &ctx.author, Some(author));
+        o.set(FEE_POT_KEY, 0u64.to_be_bytes().to_vec());
+    }
+    Ok(())
+}
+
+/// The genesis entries of `accounts` funded with `balance` each, and the empty fee pot
+/// (main-trie keys and values).
 pub fn genesis(accounts: &[AccountId], balance: u128) -> Vec<(Vec<u8>, Vec<u8>)> {
     accounts
         .iter()
         .map(|a| (account_key(a).0.to_vec(), Account { nonce: 0, balance }.encode()))
+        .chain([(FEE_POT_KEY.to_vec(), 0u64.to_be_bytes().to_vec())])
         .collect()
 }
 

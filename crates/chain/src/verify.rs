@@ -13,7 +13,7 @@ use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
 use overlay::{ChangeSetError, Overlay, TransactionError};
-use trie::{NodeError, StateReader, Trie, TrieError, TrieId, UsedNodes, H256};
+use trie::{NodeError, Trie, TrieError, TrieId, UsedNodes, H256};
 
 use crate::block::{Block, CodecError};
 use crate::runtime::{self, ApplyError, BlockContext, CorruptState, Invalid};
@@ -109,20 +109,6 @@ pub enum VerifyError {
     Unused(usize),
 }
 
-/// Reads through the partial trie.
-struct TrieReader<'a>(RefCell<Trie<&'a UsedNodes>>);
-
-impl StateReader for TrieReader<'_> {
-    type Error = TrieError;
-
-    fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, TrieError> {
-        if *trie != TrieId::Main {
-            return Ok(None);
-        }
-        self.0.borrow_mut().get(key)
-    }
-}
-
 /// Re-execute `block` from `parent_root` using only `witness` (nodes keyed by their hash,
 /// as [`crate::decode_witness`] gives them); returns the verified post-state root.
 pub fn verify_block(
@@ -153,22 +139,28 @@ pub fn verify_block(
 
 fn execute(source: &UsedNodes, root: H256, block: &Block) -> Result<H256, VerifyError> {
     let t = Trie::from_root(source, root);
-    let mut o = Overlay::new(TrieReader(RefCell::new(t)));
+    let mut o = Overlay::new(RefCell::new(t));
     let ctx = BlockContext { number: block.number, author: block.author };
-    runtime::start_block(&mut o);
-    for (index, tx) in block.transfers.iter().enumerate() {
-        runtime::apply(&mut o, &ctx, tx).map_err(|e| match e {
+    // Hook failures are charged to the transaction next to them (0 before the first).
+    let fail = |index: usize| {
+        move |e| match e {
             ApplyError::Invalid(reason) => VerifyError::InvalidTransaction { index, reason },
             ApplyError::State(e) => trie_error(e),
             ApplyError::Corrupt(source) => VerifyError::CorruptState { index, source },
             ApplyError::Transaction(e) => VerifyError::Runtime(e),
-        })?;
+        }
+    };
+    runtime::start_block(&mut o, &ctx).map_err(fail(0))?;
+    for (index, tx) in block.transfers.iter().enumerate() {
+        runtime::apply(&mut o, &ctx, index as u32, tx).map_err(fail(index))?;
     }
+    let last = block.transfers.len().saturating_sub(1);
+    runtime::finish_block(&mut o, &ctx).map_err(fail(last))?;
     let changes = o.drain_changes().map_err(|e| match e {
         ChangeSetError::Backend(e) => trie_error(e),
         e => VerifyError::Changes(e),
     })?;
-    let mut t = o.into_backend().0.into_inner();
+    let mut t = o.into_backend().into_inner();
     for (k, v) in changes.get(&TrieId::Main).into_iter().flatten() {
         t.write(k, v.as_deref()).map_err(trie_error)?;
     }

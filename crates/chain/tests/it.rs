@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 
 use chain::parallel::{block_txs, ChainReceipt};
 use chain::runtime::{
-    account_id, account_key, apply, genesis, start_block, ApplyError, CorruptState, Counter,
-    EVENT_COUNT_KEY, EXISTENTIAL_DEPOSIT, FEE,
+    account_id, account_key, apply, finish_block, genesis, start_block, ApplyError, CorruptState,
+    Counter, EXISTENTIAL_DEPOSIT, FEE, FEE_POT_KEY,
 };
 use chain::{
     build_block, decode_witness, encode_witness, verify_block, Block, BlockContext, BuildConfig,
@@ -20,9 +20,7 @@ use chain::{
 };
 use overlay::{Overlay, PovSession};
 use proptest::prelude::*;
-use trie::{
-    root_from_sorted, EthLayout, MemoryNodeSource, StateReader, Trie, TrieError, TrieId, H256,
-};
+use trie::{root_from_sorted, EthLayout, MemoryNodeSource, Trie, TrieId, H256};
 
 fn cases(default: u32) -> u32 {
     std::env::var("ARBOR_PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
@@ -98,15 +96,6 @@ fn with_nonces(raw: &[(usize, usize, u128, bool, bool)]) -> Vec<Transfer> {
         .collect()
 }
 
-struct Plain(RefCell<Trie<MemoryNodeSource>>);
-
-impl StateReader for Plain {
-    type Error = TrieError;
-    fn get(&self, _trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, TrieError> {
-        self.0.borrow_mut().get(key)
-    }
-}
-
 /// Reference: a fresh recorder replaying the included transactions, then the root.
 /// Returns (witness bytes, post-state root).
 fn reference(
@@ -117,13 +106,13 @@ fn reference(
 ) -> (usize, H256) {
     let mut t = Trie::from_root(src.clone(), root);
     t.start_recording();
-    let mut o = Overlay::new(Plain(RefCell::new(t)));
-    start_block(&mut o);
-    for tx in txs {
-        apply(&mut o, &ctx(), tx).unwrap();
+    let mut o = Overlay::new(RefCell::new(t));
+    start_block(&mut o, &ctx()).unwrap();
+    for (i, tx) in (0u32..).zip(txs) {
+        apply(&mut o, &ctx(), i, tx).unwrap();
     }
     let cs = o.drain_changes().unwrap();
-    let mut t = o.into_backend().0.into_inner();
+    let mut t = o.into_backend().into_inner();
     let mut post = parent.clone();
     for (k, v) in cs.get(&TrieId::Main).into_iter().flatten() {
         t.write(k, v.as_deref()).unwrap();
@@ -152,11 +141,11 @@ proptest! {
         let raw = among(raw, n);
         let (map, src, root) = parent(&balances);
         let mut s = PovSession::new(&src, root);
-        start_block(s.overlay());
+        start_block(s.overlay(), &ctx()).unwrap();
         let mut included = Vec::new();
         for tx in with_nonces(&raw) {
             s.begin_candidate().unwrap();
-            match apply(s.overlay(), &ctx(), &tx) {
+            match apply(s.overlay(), &ctx(), included.len() as u32, &tx) {
                 Ok(_) => {
                     // A nested transaction the runtime rolled back on failure is inside.
                     s.keep().unwrap();
@@ -262,16 +251,6 @@ fn builder_fills_to_the_pov_limit() {
     }
 }
 
-/// The parent state as a plain map, for the overlay path.
-struct MapReader<'a>(&'a BTreeMap<Vec<u8>, Vec<u8>>);
-
-impl StateReader for MapReader<'_> {
-    type Error = std::convert::Infallible;
-    fn get(&self, _trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, Self::Error> {
-        Ok(self.0.get(key).cloned())
-    }
-}
-
 /// `parent` with `writes` applied.
 fn post_state<'a>(
     parent: &BTreeMap<Vec<u8>, Vec<u8>>,
@@ -303,23 +282,27 @@ proptest! {
         let raw = among(raw, n);
         let (map, _, _) = parent(&balances);
         let txs = with_nonces(&raw);
-        let mut o = Overlay::new(MapReader(&map));
-        start_block(&mut o);
+        let mut o = Overlay::new(&map);
+        start_block(&mut o, &ctx()).unwrap();
         let mut expected = vec![ChainReceipt::Started];
-        for tx in &txs {
-            expected.push(match apply(&mut o, &ctx(), tx) {
+        for (i, tx) in (0u32..).zip(&txs) {
+            o.start_transaction();
+            expected.push(match apply(&mut o, &ctx(), i, tx) {
                 Ok(outcome) => ChainReceipt::Applied(outcome),
                 Err(ApplyError::Invalid(i)) => ChainReceipt::Invalid(i),
                 Err(e) => panic!("{e}"),
             });
+            o.commit_transaction().unwrap();
         }
+        finish_block(&mut o, &ctx()).unwrap();
+        expected.push(ChainReceipt::Finished);
         let cs = o.drain_changes().unwrap();
         let expected_state = post_state(&map, cs.get(&TrieId::Main).into_iter().flatten());
 
         // The executors also report deletes of keys that were never there (the block-start
         // hook's); the post-states must be equal.
         let block = block_txs(ctx(), &txs);
-        let seq = exec::execute_sequential(&block, &map);
+        let seq = exec::execute_sequential(&block, &map).unwrap();
         prop_assert_eq!(&seq.outputs, &expected);
         prop_assert_eq!(&post_state(&map, &seq.writes), &expected_state);
         let options = exec::ParallelOptions { always_parallel: true, ..Default::default() };
@@ -398,20 +381,19 @@ fn corrupt_state_is_typed() {
     };
     let want = CorruptState::Account { key, len: 3 };
 
-    let mut o = Overlay::new(MapReader(&map));
-    match apply(&mut o, &ctx(), &tx) {
+    let mut o = Overlay::new(&map);
+    match apply(&mut o, &ctx(), 0, &tx) {
         Err(ApplyError::Corrupt(c)) => assert_eq!(c, want),
         other => panic!("expected a corrupt account, got {other:?}"),
     }
-    // A bookkeeping counter of the wrong width (the block-start hook has not cleared it).
+    // A fee pot of the wrong width: the hooks read it.
     let mut odd = map.clone();
-    odd.insert(EVENT_COUNT_KEY.to_vec(), vec![0; 3]);
-    let mut o = Overlay::new(MapReader(&odd));
-    let tx1 = Transfer { from: account_id(1), to: account_id(2), ..tx };
-    match apply(&mut o, &ctx(), &tx1) {
+    odd.insert(FEE_POT_KEY.to_vec(), vec![0; 3]);
+    let mut o = Overlay::new(&odd);
+    match start_block(&mut o, &ctx()) {
         Err(ApplyError::Corrupt(c)) => {
-            assert_eq!(c, CorruptState::Counter { counter: Counter::EventCount, len: 3 });
-            assert!(c.to_string().contains("System.EventCount holds 3 bytes, expected 4"), "{c}");
+            assert_eq!(c, CorruptState::Counter { counter: Counter::FeePot, len: 3 });
+            assert!(c.to_string().contains("Balances.FeePot holds 3 bytes, expected 8"), "{c}");
         }
         other => panic!("expected a corrupt counter, got {other:?}"),
     }
@@ -426,8 +408,8 @@ fn corrupt_state_is_typed() {
 
     // The witness of the reads so far is enough to re-execute up to the corrupt read.
     let mut s = PovSession::new(&src, root);
-    start_block(s.overlay());
-    assert!(apply(s.overlay(), &ctx(), &tx).is_err());
+    start_block(s.overlay(), &ctx()).unwrap();
+    assert!(apply(s.overlay(), &ctx(), 0, &tx).is_err());
     let witness = s.witness().unwrap();
     let block = Block {
         number: ctx().number,
@@ -442,8 +424,11 @@ fn corrupt_state_is_typed() {
         VerifyError::CorruptState { index: 0, source: want.clone() }
     );
 
-    let out = exec::execute_sequential(&block_txs(ctx(), &[tx]), &map);
-    assert_eq!(out.outputs, vec![ChainReceipt::Started, ChainReceipt::Corrupt(want)]);
+    let out = exec::execute_sequential(&block_txs(ctx(), &[tx]), &map).unwrap();
+    assert_eq!(
+        out.outputs,
+        vec![ChainReceipt::Started, ChainReceipt::Corrupt(want), ChainReceipt::Finished]
+    );
 }
 
 /// Codec errors name the encoding and its magic.

@@ -25,7 +25,7 @@ use parking_lot::{Mutex, RwLock};
 use rustc_hash::{FxBuildHasher, FxHashMap};
 use smallvec::SmallVec;
 
-use crate::{apply_delta, Key, ScanBounds, Storage, Value, Write};
+use crate::{apply_delta, Base, Key, ScanBounds, StateReader, Value, Write};
 
 /// A transaction incarnation: (block index, incarnation number).
 pub(crate) type Version = (usize, u32);
@@ -76,7 +76,11 @@ pub(crate) enum ReadResult {
 
 impl ReadResult {
     /// The value read, resolving deltas on storage; `None` when blocked.
-    pub(crate) fn resolve<S: Storage>(self, key: &[u8], storage: &S) -> Option<Option<Value>> {
+    pub(crate) fn resolve<S: StateReader>(
+        self,
+        key: &[u8],
+        storage: &Base<'_, S>,
+    ) -> Option<Option<Value>> {
         match self {
             ReadResult::Version(_, v) => Some(v),
             ReadResult::Storage => Some(storage.get(key)),
@@ -166,7 +170,11 @@ impl Slot {
     }
 
     /// The value after the whole block (`None`: no write left), consuming the versions.
-    fn final_value<S: Storage>(self, key: &[u8], storage: &S) -> Option<Option<Value>> {
+    fn final_value<S: StateReader>(
+        self,
+        key: &[u8],
+        storage: &Base<'_, S>,
+    ) -> Option<Option<Value>> {
         let mut value: Option<Option<Value>> = None;
         for (_, entry) in self.versions {
             value = Some(match entry {
@@ -380,11 +388,11 @@ impl MvMemory {
 
     /// The live entries below `txn` in the part of a scan from `from` up to `stop`, or
     /// `None` if a lower transaction's write in it is an estimate.
-    fn replay<S: Storage>(
+    fn replay<S: StateReader>(
         &self,
         txn: usize,
         scan: &ScanRecord,
-        storage: &S,
+        storage: &Base<'_, S>,
     ) -> Option<Vec<(Key, Value)>> {
         let mut got = Vec::new();
         let mut last: Option<Key> = None;
@@ -403,7 +411,11 @@ impl MvMemory {
     }
 
     /// Whether every read and scan of `txn`'s last incarnation would still see the same.
-    pub(crate) fn validate_read_set<S: Storage>(&self, txn: usize, storage: &S) -> bool {
+    pub(crate) fn validate_read_set<S: StateReader>(
+        &self,
+        txn: usize,
+        storage: &Base<'_, S>,
+    ) -> bool {
         let rec = self.txns[txn].lock();
         let scans_ok = rec
             .scans
@@ -424,7 +436,7 @@ impl MvMemory {
     /// turns each into its sorted final writes (deltas resolved in block order), then
     /// releases transaction records in chunks — so the teardown runs on every worker
     /// instead of after the join.
-    pub(crate) fn finish<S: Storage>(&self, storage: &S) {
+    pub(crate) fn finish<S: StateReader>(&self, storage: &Base<'_, S>) {
         loop {
             let i = self.finished_shards.fetch_add(1, SeqCst);
             let Some(target) = self.finished.get(i) else { break };

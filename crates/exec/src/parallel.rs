@@ -1,34 +1,43 @@
 //! The Block-STM worker loop (the paper's Algorithm 1 and 2) over the multi-version
 //! memory and the scheduler.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 use parking_lot::Mutex;
 
+use crate::journal::Journaled;
 use crate::mvmemory::{KeyId, MvMemory, ReadOrigin, ReadResult, ScanRecord, Version};
 use crate::scheduler::{Scheduler, Task};
 use crate::{
-    apply_delta, BlockOutput, Blocked, Cancelled, Counters, Key, ScanBounds, Storage, Transaction,
-    Value, View, Write, PARALLEL_MIN_TXS,
+    apply_delta, Base, BlockOutput, Counters, ExecError, Key, ScanBounds, StateReader, StateView,
+    Stop, Transaction, TransactionError, Value, View, Write, PARALLEL_MIN_TXS,
 };
 
-/// One incarnation's view: its own writes, then the multi-version memory, then storage.
-struct MvView<'a, S: Storage> {
+/// One incarnation's view: its own writes (with a checkpoint per nested transaction), then
+/// the multi-version memory, then storage.
+struct MvView<'a, 'b, S: StateReader> {
     txn: usize,
     memory: &'a MvMemory,
-    storage: &'a S,
+    storage: &'a Base<'b, S>,
     reads: Vec<(KeyId, ReadOrigin)>,
     scans: Vec<ScanRecord>,
-    writes: BTreeMap<Key, Write>,
+    writes: Journaled<Write>,
 }
 
-impl<S: Storage> MvView<'_, S> {
+impl<S: StateReader> MvView<'_, '_, S> {
+    /// Stop the transaction if a storage read failed.
+    fn check(&self) -> Result<(), Stop> {
+        if self.storage.failed() {
+            return Err(Stop::ReadFailed);
+        }
+        Ok(())
+    }
+
     /// The value below this transaction (lower writes, then storage), recording the read.
-    fn read_below(&mut self, key: &[u8]) -> Result<Option<Value>, Blocked> {
+    fn read_below(&mut self, key: &[u8]) -> Result<Option<Value>, Stop> {
         let (id, r) = self.memory.read(key, self.txn);
         let (origin, value) = match r {
-            ReadResult::Blocked(blocking) => return Err(Blocked(blocking)),
+            ReadResult::Blocked(blocking) => return Err(Stop::Blocked(blocking)),
             ReadResult::Version(version, value) => (ReadOrigin::Version(version), value),
             ReadResult::Storage => (ReadOrigin::Storage, self.storage.get(key)),
             r @ ReadResult::Deltas { .. } => {
@@ -36,13 +45,16 @@ impl<S: Storage> MvView<'_, S> {
                 (ReadOrigin::Resolved { key: key.to_vec(), value: value.clone() }, value)
             }
         };
+        self.check()?;
         self.reads.push((id, origin));
         Ok(value)
     }
 }
 
-impl<S: Storage> View for MvView<'_, S> {
-    fn get(&mut self, key: &[u8]) -> Result<Option<Value>, Blocked> {
+impl<S: StateReader> StateView for MvView<'_, '_, S> {
+    type Error = Stop;
+
+    fn get(&mut self, key: &[u8]) -> Result<Option<Value>, Stop> {
         match self.writes.get(key) {
             Some(Write::Value(v)) => Ok(v.clone()),
             Some(Write::Delta(d)) => {
@@ -50,7 +62,7 @@ impl<S: Storage> View for MvView<'_, S> {
                 let below = self.read_below(key)?;
                 let v = apply_delta(below.as_deref(), d);
                 // From here on the transaction holds the value itself.
-                self.writes.insert(key.to_vec(), Write::Value(Some(v.clone())));
+                self.writes.settle(key, Write::Value(Some(v.clone())));
                 Ok(Some(v))
             }
             None => self.read_below(key),
@@ -58,19 +70,43 @@ impl<S: Storage> View for MvView<'_, S> {
     }
 
     fn set(&mut self, key: &[u8], value: Value) {
-        self.writes.insert(key.to_vec(), Write::Value(Some(value)));
+        self.writes.insert(key, Write::Value(Some(value)));
     }
 
-    fn delete(&mut self, key: &[u8]) {
-        self.writes.insert(key.to_vec(), Write::Value(None));
+    fn remove(&mut self, key: &[u8]) {
+        self.writes.insert(key, Write::Value(None));
     }
 
+    fn add_delta(&mut self, key: &[u8], amount: i64) -> Result<(), Stop> {
+        let w = match self.writes.get(key) {
+            Some(Write::Value(v)) => Write::Value(Some(apply_delta(v.as_deref(), amount))),
+            Some(Write::Delta(d)) => Write::Delta(d.wrapping_add(amount)),
+            None => Write::Delta(amount),
+        };
+        self.writes.insert(key, w);
+        Ok(())
+    }
+
+    fn start(&mut self) {
+        self.writes.start();
+    }
+
+    fn commit(&mut self) -> Result<(), TransactionError> {
+        self.writes.commit()
+    }
+
+    fn rollback(&mut self) -> Result<(), TransactionError> {
+        self.writes.rollback()
+    }
+}
+
+impl<S: StateReader> View for MvView<'_, '_, S> {
     fn scan(
         &mut self,
         from: &[u8],
         reverse: bool,
         limit: usize,
-    ) -> Result<Vec<(Key, Value)>, Blocked> {
+    ) -> Result<Vec<(Key, Value)>, Stop> {
         if limit == 0 {
             return Ok(Vec::new());
         }
@@ -84,15 +120,17 @@ impl<S: Storage> View for MvView<'_, S> {
                 break;
             }
             let b = ScanBounds { from, last: last.as_deref(), reverse };
-            let own = b.first_key_in(&self.writes);
+            let own = b.first_key_in(self.writes.map());
             let next =
                 b.earlier(b.earlier(own, self.memory.next_key(&b)), self.storage.next_key(&b));
+            self.check()?;
             let Some(k) = next else { break };
             let (_, r) = self.memory.read(&k, self.txn);
             if let ReadResult::Blocked(blocking) = r {
-                return Err(Blocked(blocking));
+                return Err(Stop::Blocked(blocking));
             }
             let under = r.resolve(&k, self.storage).flatten();
+            self.check()?;
             if let Some(v) = &under {
                 below.push((k.clone(), v.clone()));
             }
@@ -108,15 +146,6 @@ impl<S: Storage> View for MvView<'_, S> {
         }
         self.scans.push(ScanRecord { from: from.to_vec(), reverse, stop, below });
         Ok(out)
-    }
-
-    fn add_delta(&mut self, key: &[u8], amount: i64) {
-        let w = match self.writes.get(key) {
-            Some(Write::Value(v)) => Write::Value(Some(apply_delta(v.as_deref(), amount))),
-            Some(Write::Delta(d)) => Write::Delta(d.wrapping_add(amount)),
-            None => Write::Delta(amount),
-        };
-        self.writes.insert(key.to_vec(), w);
     }
 }
 
@@ -137,7 +166,7 @@ pub struct ParallelOptions<'a> {
     pub stress_seed: Option<u64>,
     /// Cancellation: once set, every worker stops at its next step (a transaction being
     /// executed finishes that execution first; suspended transactions hold no thread) and
-    /// the call returns [`Cancelled`].
+    /// the call returns [`ExecError::Cancelled`].
     pub cancel: Option<&'a AtomicBool>,
     /// Run Block-STM even where the sequential fallback would (one worker, blocks under
     /// [`PARALLEL_MIN_TXS`]): for tests and to measure the engine's own overhead.
@@ -166,16 +195,16 @@ impl Jitter {
     }
 }
 
-struct Shared<'a, T: Transaction, S: Storage> {
+struct Shared<'a, T: Transaction, S: StateReader> {
     txs: &'a [T],
-    storage: &'a S,
+    storage: Base<'a, S>,
     memory: MvMemory,
     scheduler: Scheduler,
     outputs: Vec<Mutex<Option<T::Output>>>,
     counters: AtomicCounters,
 }
 
-impl<T: Transaction, S: Storage> Shared<'_, T, S> {
+impl<T: Transaction, S: StateReader + Sync> Shared<'_, T, S> {
     fn worker(&self, mut jitter: Jitter, cancel: Option<&AtomicBool>) {
         // A panicking transaction stops every worker (the panic then propagates from the
         // scope) instead of leaving the others waiting for it forever.
@@ -183,7 +212,7 @@ impl<T: Transaction, S: Storage> Shared<'_, T, S> {
         let mut task: Option<Task> = None;
         let mut idle = 0u32;
         while !self.scheduler.done() {
-            if cancel.is_some_and(|c| c.load(Relaxed)) {
+            if cancel.is_some_and(|c| c.load(Relaxed)) || self.storage.failed() {
                 self.scheduler.halt();
                 break;
             }
@@ -212,7 +241,7 @@ impl<T: Transaction, S: Storage> Shared<'_, T, S> {
             };
         }
         if !self.scheduler.halted() {
-            self.memory.finish(self.storage);
+            self.memory.finish(&self.storage);
         }
     }
 
@@ -222,13 +251,21 @@ impl<T: Transaction, S: Storage> Shared<'_, T, S> {
             let mut view = MvView {
                 txn,
                 memory: &self.memory,
-                storage: self.storage,
+                storage: &self.storage,
                 reads: Vec::new(),
                 scans: Vec::new(),
-                writes: BTreeMap::new(),
+                writes: Journaled::default(),
             };
             match self.txs[txn].execute(&mut view) {
-                Err(Blocked(blocking)) => {
+                Err(Stop::ReadFailed) => {
+                    assert!(
+                        self.storage.failed(),
+                        "a transaction returned Stop::ReadFailed without a failed read"
+                    );
+                    self.scheduler.halt();
+                    return None;
+                }
+                Err(Stop::Blocked(blocking)) => {
                     self.counters.suspensions.fetch_add(1, Relaxed);
                     if self.scheduler.add_dependency(txn, blocking) {
                         return None;
@@ -236,8 +273,9 @@ impl<T: Transaction, S: Storage> Shared<'_, T, S> {
                     // The blocker finished meanwhile: run again at once.
                 }
                 Ok(output) => {
+                    let MvView { reads, scans, writes, .. } = view;
                     let wrote_new =
-                        self.memory.record((txn, incarnation), view.reads, view.scans, view.writes);
+                        self.memory.record((txn, incarnation), reads, scans, writes.into_writes());
                     *self.outputs[txn].lock() = Some(output);
                     return self.scheduler.finish_execution(txn, incarnation, wrote_new);
                 }
@@ -247,7 +285,7 @@ impl<T: Transaction, S: Storage> Shared<'_, T, S> {
 
     fn needs_reexecution(&self, (txn, incarnation): Version, jitter: &mut Jitter) -> Option<Task> {
         self.counters.validations.fetch_add(1, Relaxed);
-        let valid = self.memory.validate_read_set(txn, self.storage);
+        let valid = self.memory.validate_read_set(txn, &self.storage);
         jitter.pause();
         let aborted = !valid && self.scheduler.try_validation_abort(txn, incarnation);
         if aborted {
@@ -272,34 +310,38 @@ impl Drop for HaltOnPanic<'_> {
     }
 }
 
-/// Run `txs` over `storage` with Block-STM on `workers` threads (the calling thread is one
-/// of them). The result equals [`crate::execute_sequential`]'s (outputs and writes); small blocks and one worker run
+/// Run `txs` over the main trie of `storage` with Block-STM on `workers` threads (the
+/// calling thread is one of them). The result equals [`crate::execute_sequential`]'s
+/// (outputs and writes, or the first storage error); small blocks and one worker run
 /// sequentially.
-pub fn execute_parallel<T: Transaction, S: Storage>(
+pub fn execute_parallel<T: Transaction, S: StateReader + Sync>(
     txs: &[T],
     storage: &S,
     workers: usize,
-) -> BlockOutput<T::Output> {
+) -> Result<BlockOutput<T::Output>, S::Error> {
     match execute_parallel_with(txs, storage, workers, ParallelOptions::default()) {
-        Ok(out) => out,
-        Err(Cancelled) => unreachable!("nothing can cancel a run without a cancel flag"),
+        Ok(out) => Ok(out),
+        Err(ExecError::Storage(e)) => Err(e),
+        Err(ExecError::Cancelled) => {
+            unreachable!("nothing can cancel a run without a cancel flag")
+        }
     }
 }
 
 /// [`execute_parallel`] with options (stress mode, cancellation, no fallback).
-pub fn execute_parallel_with<T: Transaction, S: Storage>(
+pub fn execute_parallel_with<T: Transaction, S: StateReader + Sync>(
     txs: &[T],
     storage: &S,
     workers: usize,
     options: ParallelOptions<'_>,
-) -> Result<BlockOutput<T::Output>, Cancelled> {
+) -> Result<BlockOutput<T::Output>, ExecError<S::Error>> {
     let workers = workers.max(1);
     if !options.always_parallel && (workers == 1 || txs.len() < PARALLEL_MIN_TXS) {
         return crate::sequential::run(txs, storage, options.cancel);
     }
     let shared = Shared {
         txs,
-        storage,
+        storage: Base::new(storage),
         memory: MvMemory::new(txs.len()),
         scheduler: Scheduler::new(txs.len()),
         outputs: (0..txs.len()).map(|_| Mutex::new(None)).collect(),
@@ -313,10 +355,11 @@ pub fn execute_parallel_with<T: Transaction, S: Storage>(
         // The calling thread is a worker too.
         shared.worker(Jitter::new(options.stress_seed, 0), options.cancel);
     });
-    if shared.scheduler.halted() {
-        return Err(Cancelled);
+    let Shared { storage, memory, outputs, counters: c, scheduler, .. } = shared;
+    if scheduler.halted() {
+        // A storage failure halts the workers too: report it rather than a cancel.
+        return Err(storage.finish(()).err().unwrap_or(ExecError::Cancelled));
     }
-    let Shared { memory, outputs, counters: c, .. } = shared;
     let writes = memory.into_writes();
     let outputs = outputs
         .into_iter()
@@ -330,5 +373,5 @@ pub fn execute_parallel_with<T: Transaction, S: Storage>(
         aborts: c.aborts.load(Relaxed),
         suspensions: c.suspensions.load(Relaxed),
     };
-    Ok(BlockOutput { outputs, writes, counters })
+    storage.finish(BlockOutput { outputs, writes, counters })
 }

@@ -4,48 +4,79 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
+use crate::journal::Journaled;
 use crate::{
-    apply_delta, BlockOutput, Blocked, Cancelled, Counters, Key, ScanBounds, Storage, Transaction,
-    Value, View,
+    apply_delta, Base, BlockOutput, Counters, ExecError, Key, ScanBounds, StateReader, StateView,
+    Stop, Transaction, TransactionError, Value, View,
 };
 
-struct SeqView<'a, S: Storage> {
-    storage: &'a S,
+struct SeqView<'a, 'b, S: StateReader> {
+    storage: &'a Base<'b, S>,
     block: &'a BTreeMap<Key, Option<Value>>,
-    own: BTreeMap<Key, Option<Value>>,
+    own: Journaled<Option<Value>>,
 }
 
-impl<S: Storage> View for SeqView<'_, S> {
-    fn get(&mut self, key: &[u8]) -> Result<Option<Value>, Blocked> {
+impl<S: StateReader> StateView for SeqView<'_, '_, S> {
+    type Error = Stop;
+
+    fn get(&mut self, key: &[u8]) -> Result<Option<Value>, Stop> {
         if let Some(v) = self.own.get(key) {
             return Ok(v.clone());
         }
         if let Some(v) = self.block.get(key) {
             return Ok(v.clone());
         }
-        Ok(self.storage.get(key))
+        let v = self.storage.get(key);
+        if self.storage.failed() {
+            return Err(Stop::ReadFailed);
+        }
+        Ok(v)
     }
 
     fn set(&mut self, key: &[u8], value: Value) {
-        self.own.insert(key.to_vec(), Some(value));
+        self.own.insert(key, Some(value));
     }
 
-    fn delete(&mut self, key: &[u8]) {
-        self.own.insert(key.to_vec(), None);
+    fn remove(&mut self, key: &[u8]) {
+        self.own.insert(key, None);
     }
 
+    fn add_delta(&mut self, key: &[u8], amount: i64) -> Result<(), Stop> {
+        let current = self.get(key)?;
+        self.own.insert(key, Some(apply_delta(current.as_deref(), amount)));
+        Ok(())
+    }
+
+    fn start(&mut self) {
+        self.own.start();
+    }
+
+    fn commit(&mut self) -> Result<(), TransactionError> {
+        self.own.commit()
+    }
+
+    fn rollback(&mut self) -> Result<(), TransactionError> {
+        self.own.rollback()
+    }
+}
+
+impl<S: StateReader> View for SeqView<'_, '_, S> {
     fn scan(
         &mut self,
         from: &[u8],
         reverse: bool,
         limit: usize,
-    ) -> Result<Vec<(Key, Value)>, Blocked> {
+    ) -> Result<Vec<(Key, Value)>, Stop> {
         let mut out = Vec::new();
         let mut last: Option<Key> = None;
         while out.len() < limit {
             let b = ScanBounds { from, last: last.as_deref(), reverse };
-            let own_and_block = b.earlier(b.first_key_in(&self.own), b.first_key_in(self.block));
+            let own_and_block =
+                b.earlier(b.first_key_in(self.own.map()), b.first_key_in(self.block));
             let next = b.earlier(own_and_block, self.storage.next_key(&b));
+            if self.storage.failed() {
+                return Err(Stop::ReadFailed);
+            }
             let Some(k) = next else { break };
             if let Some(v) = self.get(&k)? {
                 out.push((k.clone(), v));
@@ -54,42 +85,50 @@ impl<S: Storage> View for SeqView<'_, S> {
         }
         Ok(out)
     }
-
-    fn add_delta(&mut self, key: &[u8], amount: i64) {
-        let current = self.get(key).expect("sequential reads never block");
-        self.own.insert(key.to_vec(), Some(apply_delta(current.as_deref(), amount)));
-    }
 }
 
-/// Run `txs` one after another over `storage`.
-pub fn execute_sequential<T: Transaction, S: Storage>(
+/// Run `txs` one after another over the main trie of `storage`; the first storage error
+/// ends the run.
+pub fn execute_sequential<T: Transaction, S: StateReader>(
     txs: &[T],
     storage: &S,
-) -> BlockOutput<T::Output> {
+) -> Result<BlockOutput<T::Output>, S::Error> {
     match run(txs, storage, None) {
-        Ok(out) => out,
-        Err(Cancelled) => unreachable!("nothing can cancel a run without a cancel flag"),
+        Ok(out) => Ok(out),
+        Err(ExecError::Storage(e)) => Err(e),
+        Err(ExecError::Cancelled) => unreachable!("nothing can cancel a run without a cancel flag"),
     }
 }
 
 /// [`execute_sequential`], checking `cancel` before each transaction.
-pub(crate) fn run<T: Transaction, S: Storage>(
+pub(crate) fn run<T: Transaction, S: StateReader>(
     txs: &[T],
     storage: &S,
     cancel: Option<&AtomicBool>,
-) -> Result<BlockOutput<T::Output>, Cancelled> {
+) -> Result<BlockOutput<T::Output>, ExecError<S::Error>> {
+    let base = Base::new(storage);
     let mut writes = BTreeMap::new();
     let mut outputs = Vec::with_capacity(txs.len());
     for tx in txs {
         if cancel.is_some_and(|c| c.load(Relaxed)) {
-            return Err(Cancelled);
+            return Err(ExecError::Cancelled);
         }
-        let mut view = SeqView { storage, block: &writes, own: BTreeMap::new() };
-        let out = tx.execute(&mut view).expect("sequential reads never block");
-        let own = view.own;
+        let mut view = SeqView { storage: &base, block: &writes, own: Journaled::default() };
+        let out = match tx.execute(&mut view) {
+            Ok(out) => out,
+            Err(Stop::ReadFailed) => {
+                assert!(
+                    base.failed(),
+                    "a transaction returned Stop::ReadFailed without a failed read"
+                );
+                break;
+            }
+            Err(Stop::Blocked(_)) => unreachable!("sequential reads never block"),
+        };
+        let own = view.own.into_writes();
         outputs.push(out);
         writes.extend(own);
     }
     let counters = Counters { executions: txs.len() as u64, ..Counters::default() };
-    Ok(BlockOutput { outputs, writes, counters })
+    base.finish(BlockOutput { outputs, writes, counters })
 }

@@ -9,12 +9,13 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
+use std::convert::Infallible;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use exec::{
-    execute_parallel, execute_parallel_with, execute_sequential, Blocked, Cancelled,
-    ParallelOptions, Storage, Transaction, View,
+    execute_parallel, execute_parallel_with, execute_sequential, ExecError, ParallelOptions,
+    StateReader, Stop, Transaction, TrieId, View,
 };
 use proptest::prelude::*;
 
@@ -30,6 +31,8 @@ struct Tx {
     deletes: Vec<u8>,
     deltas: Vec<(u8, i8)>,
     scans: Vec<(u8, bool, usize)>,
+    /// A nested transaction writing this key, then committed (`true`) or rolled back.
+    nested: Option<(u8, bool)>,
     yields: bool,
 }
 
@@ -46,7 +49,7 @@ fn key(k: u8) -> Vec<u8> {
 impl Transaction for Tx {
     type Output = Receipt;
 
-    fn execute(&self, view: &mut dyn View) -> Result<Receipt, Blocked> {
+    fn execute(&self, view: &mut dyn View) -> Result<Receipt, Stop> {
         let mut acc: u64 = 0;
         for (i, k) in self.reads.iter().enumerate() {
             if self.yields && i % 2 == 1 {
@@ -70,10 +73,24 @@ impl Transaction for Tx {
             view.set(&key(*k), vec![(acc as u8).wrapping_add(*c), *c]);
         }
         for k in &self.deletes {
-            view.delete(&key(*k));
+            view.remove(&key(*k));
         }
         for (k, d) in &self.deltas {
-            view.add_delta(&key(*k), i64::from(*d));
+            view.add_delta(&key(*k), i64::from(*d))?;
+        }
+        if let Some((k, keep)) = self.nested {
+            // A nested transaction over the key: kept or undone, as the runtime's failed
+            // transfers are.
+            view.start();
+            view.set(&key(k), vec![acc as u8, 9]);
+            view.add_delta(&key(k.wrapping_add(1) % 24), 5)?;
+            let seen = view.get(&key(k))?;
+            acc = acc.wrapping_add(seen.map_or(0, |v| u64::from(v[0])));
+            if keep {
+                view.commit().expect("a transaction is open");
+            } else {
+                view.rollback().expect("a transaction is open");
+            }
         }
         Ok(Receipt::Done(acc))
     }
@@ -87,8 +104,10 @@ fn tx(keys: u8) -> impl Strategy<Value = Tx> {
         prop::collection::vec(0..keys, 0..2),
         prop::collection::vec((0..keys, any::<i8>()), 0..3),
         prop::collection::vec((0..keys, any::<bool>(), 0usize..7), 0..2),
+        prop::option::weighted(0.3, (0..keys, any::<bool>())),
     )
-        .prop_map(|(reads, fail_if, writes, deletes, deltas, scans)| Tx {
+        .prop_map(|(reads, fail_if, writes, deletes, deltas, scans, nested)| Tx {
+            nested,
             reads,
             fail_if,
             writes,
@@ -118,13 +137,18 @@ fn block() -> impl Strategy<Value = Block> {
     })
 }
 
-fn check<S: Storage>(
+/// The result of a run over a state that cannot fail.
+fn ok<T>(r: Result<T, Infallible>) -> T {
+    r.unwrap_or_else(|e| match e {})
+}
+
+fn check<S: StateReader<Error = Infallible> + Sync>(
     txs: &[Tx],
     storage: &S,
     workers: usize,
     options: ParallelOptions<'_>,
 ) -> Result<(), TestCaseError> {
-    let seq = execute_sequential(txs, storage);
+    let seq = ok(execute_sequential(txs, storage));
     let par = execute_parallel_with(txs, storage, workers, options).unwrap();
     prop_assert_eq!(&par.outputs, &seq.outputs);
     prop_assert_eq!(&par.writes, &seq.writes);
@@ -173,13 +197,14 @@ fn conflict_free_block_validates_a_bounded_number_of_times() {
             deletes: vec![],
             deltas: vec![],
             scans: vec![],
+            nested: None,
             yields: false,
         })
         .collect();
     let storage = BTreeMap::new();
     for workers in [2, 4, 8] {
-        let out = execute_parallel(&txs, &storage, workers);
-        assert_eq!(out.outputs, execute_sequential(&txs, &storage).outputs);
+        let out = ok(execute_parallel(&txs, &storage, workers));
+        assert_eq!(out.outputs, ok(execute_sequential(&txs, &storage)).outputs);
         assert_eq!(out.counters.executions, 200, "{workers} workers: {:?}", out.counters);
         assert_eq!(out.counters.aborts, 0);
         assert!(out.counters.validations <= 2 * 200, "{workers} workers: {:?}", out.counters);
@@ -198,14 +223,15 @@ fn hot_counter_through_deltas_does_not_conflict() {
             deletes: vec![],
             deltas: vec![(0, 3)],
             scans: vec![],
+            nested: None,
             yields: false,
         })
         .collect();
     let storage: BTreeMap<Vec<u8>, Vec<u8>> = [(key(0), 1000u64.to_be_bytes().to_vec())].into();
-    let seq = execute_sequential(&txs, &storage);
+    let seq = ok(execute_sequential(&txs, &storage));
     assert_eq!(seq.writes[&key(0)], Some(1600u64.to_be_bytes().to_vec()));
     for workers in [2, 4] {
-        let out = execute_parallel(&txs, &storage, workers);
+        let out = ok(execute_parallel(&txs, &storage, workers));
         assert_eq!(out.writes, seq.writes);
         assert_eq!(out.outputs, seq.outputs);
         assert_eq!(out.counters.executions, 200, "{:?}", out.counters);
@@ -224,7 +250,7 @@ struct Chain<'a> {
 impl Transaction for Chain<'_> {
     type Output = u64;
 
-    fn execute(&self, view: &mut dyn View) -> Result<u64, Blocked> {
+    fn execute(&self, view: &mut dyn View) -> Result<u64, Stop> {
         if self.panic_at == Some(self.index) {
             panic!("transaction {} fails on purpose", self.index);
         }
@@ -269,7 +295,8 @@ fn cancellation_stops_every_worker() {
                     ParallelOptions { cancel: Some(&flag), always_parallel, stress_seed: None };
                 execute_parallel_with(&txs, &storage, workers, options).map(|o| o.outputs.len())
             });
-            assert_eq!(result.unwrap(), Err(Cancelled), "{workers} workers");
+            let result = result.unwrap();
+            assert!(matches!(result, Err(ExecError::Cancelled)), "{workers} workers: {result:?}");
         }
     }
     // An unset flag changes nothing.
@@ -290,8 +317,78 @@ fn a_panicking_transaction_does_not_hang_the_block() {
         let result = within_a_minute(move || {
             let txs: Vec<Chain<'_>> =
                 (0..300).map(|index| Chain { index, trigger: None, panic_at: Some(150) }).collect();
-            execute_parallel(&txs, &BTreeMap::new(), workers).outputs.len()
+            ok(execute_parallel(&txs, &BTreeMap::new(), workers)).outputs.len()
         });
         assert!(result.is_err(), "{workers} workers: the panic was swallowed");
+    }
+}
+
+/// A state whose reads fail from the `fail_after`-th on.
+struct Failing {
+    map: BTreeMap<Vec<u8>, Vec<u8>>,
+    reads: std::sync::atomic::AtomicUsize,
+    fail_after: usize,
+}
+
+#[derive(Debug, PartialEq, thiserror::Error)]
+#[error("disk on fire")]
+struct Fire;
+
+impl StateReader for Failing {
+    type Error = Fire;
+    type Range<'a> = std::vec::IntoIter<Result<(Vec<u8>, Vec<u8>), Fire>>;
+
+    fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, Fire> {
+        if self.reads.fetch_add(1, Ordering::SeqCst) >= self.fail_after {
+            return Err(Fire);
+        }
+        Ok(ok(StateReader::get(&self.map, trie, key)))
+    }
+
+    fn range<'a>(
+        &'a self,
+        _trie: &TrieId,
+        _start: &[u8],
+        _end: Option<&[u8]>,
+    ) -> Result<Self::Range<'a>, Fire> {
+        Err(Fire)
+    }
+}
+
+/// A storage error during execution fails the block with that error, in both executors
+/// and whatever the worker count; the same state without the fault gives the result.
+#[test]
+fn storage_errors_fail_the_block_with_their_type() {
+    let txs: Vec<Tx> = (0..120u8)
+        .map(|i| Tx {
+            reads: vec![i % 40, (i + 7) % 40],
+            fail_if: None,
+            writes: vec![(i % 40, 1)],
+            deletes: vec![],
+            deltas: vec![(0, 1)],
+            scans: if i == 90 { vec![(3, false, 4)] } else { vec![] },
+            nested: None,
+            yields: false,
+        })
+        .collect();
+    let map: BTreeMap<Vec<u8>, Vec<u8>> = (0..40u8).map(|i| (key(i), vec![i, 1])).collect();
+    for fail_after in [0, 5, 30, 1_000_000] {
+        let state = || Failing { map: map.clone(), reads: 0.into(), fail_after };
+        let seq = execute_sequential(&txs, &state());
+        for workers in [1, 2, 4] {
+            let par = within_a_minute({
+                let txs = txs.clone();
+                let state = state();
+                move || execute_parallel(&txs, &state, workers).map(|o| o.writes)
+            })
+            .unwrap();
+            match (&seq, &par) {
+                (Err(Fire), Err(Fire)) => {}
+                (Ok(_), _) | (_, Ok(_)) => {
+                    // The scan fails even without point-read faults.
+                    panic!("{fail_after} reads then faults, {workers} workers: a run succeeded")
+                }
+            }
+        }
     }
 }

@@ -1,15 +1,6 @@
-//! The overlay's typed errors, one enum per operation family: transaction control and
-//! handing over the block's changes. Point reads and range reads fail only with the
+//! The overlay's typed errors, one enum per operation family: handing over the block's
+//! changes (transaction control fails with the seam's `trie::TransactionError`). Point reads and range reads fail only with the
 //! backend's own error type.
-
-/// A transaction operation that the overlay's state does not allow.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum TransactionError {
-    /// `commit_transaction` or `rollback_transaction` without an open transaction.
-    #[error("no transaction is open: every commit or rollback needs a matching start_transaction")]
-    NoTransaction,
-}
 
 /// Why the block's change set could not be produced.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -3,7 +3,7 @@
 //! - [`Overlay`]: per-key version stacks over a [`StateReader`] backend, nested
 //!   transactions to any depth, a read cache, changed-key reports and the block's
 //!   [`ChangeSet`].
-//! - [`RangeReader`] and [`RangeIter`]: ordered iteration over a key range of one trie,
+//! - [`RangeIter`]: ordered iteration over a key range of one trie,
 //!   merging the overlay's writes with the backend's entries.
 //! - [`PovSession`]: an overlay over a recording trie of the parent state, with the exact
 //!   proof size and state root after every transaction.
@@ -24,19 +24,12 @@ mod pov;
 mod range;
 mod slot;
 
-use std::collections::BTreeMap;
-
-use trie::TrieId;
-
-pub use error::{ChangeSetError, TransactionError};
+pub use error::ChangeSetError;
 pub use memory::{MemoryRange, MemoryState};
 pub use overlay::{Overlay, PendingWrite};
 pub use pov::{PovError, PovSession, RecordingBackend};
-pub use range::{RangeIter, RangeReader};
-
-/// A block's changes: per trie, key → new value (`None` = delete). The same shape as the
-/// store's `ChangeSet`, so an overlay's change set is handed to the store as is.
-pub type ChangeSet = BTreeMap<TrieId, BTreeMap<Vec<u8>, Option<Vec<u8>>>>;
+pub use range::RangeIter;
+pub use trie::{ChangeSet, TransactionError};
 
 /// The value a read reports: `None` for absent or empty, as the trie and the store do.
 fn normalize(value: Option<Vec<u8>>) -> Option<Vec<u8>> {

@@ -1,5 +1,5 @@
 //! [`MemoryState`]: an in-memory backend, one `BTreeMap` per trie, implementing
-//! [`StateReader`] and [`RangeReader`] for tests and benchmarks.
+//! [`StateReader`] for tests and benchmarks.
 //!
 //! Like the store, it never holds an empty value: inserting one removes the key. Reads
 //! cost O(log n); range reads allocate the entries they yield.
@@ -9,7 +9,6 @@ use std::convert::Infallible;
 
 use trie::{StateReader, TrieId};
 
-use crate::range::{bounds, RangeReader};
 use crate::ChangeSet;
 
 /// A whole state in memory: per trie, key → value.
@@ -94,8 +93,36 @@ impl FromIterator<(TrieId, Vec<u8>, Vec<u8>)> for MemoryState {
 impl StateReader for MemoryState {
     type Error = Infallible;
 
+    type Range<'a> = MemoryRange<'a>;
+
     fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, Infallible> {
         Ok(self.value(trie, key).map(<[u8]>::to_vec))
+    }
+
+    fn range<'a>(
+        &'a self,
+        trie: &TrieId,
+        start: &[u8],
+        end: Option<&[u8]>,
+    ) -> Result<MemoryRange<'a>, Infallible> {
+        let inner = match (self.tries.get(trie), trie::key_bounds(start, end)) {
+            (Some(entries), Some(bounds)) => entries.range::<[u8], _>(bounds),
+            _ => btree_map::Range::default(),
+        };
+        Ok(MemoryRange { inner })
+    }
+
+    fn last_before(
+        &self,
+        trie: &TrieId,
+        before: &[u8],
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>, Infallible> {
+        let below = self.tries.get(trie).and_then(|entries| {
+            entries
+                .range::<[u8], _>((std::ops::Bound::Unbounded, std::ops::Bound::Excluded(before)))
+                .next_back()
+        });
+        Ok(below.map(|(k, v)| (k.clone(), v.clone())))
     }
 }
 
@@ -110,25 +137,6 @@ impl Iterator for MemoryRange<'_> {
 
     fn next(&mut self) -> Option<Self::Item> {
         self.inner.next().map(|(k, v)| Ok((k.clone(), v.clone())))
-    }
-}
-
-impl RangeReader for MemoryState {
-    type RangeIter<'a> = MemoryRange<'a>;
-
-    fn range<'a>(
-        &'a self,
-        trie: &TrieId,
-        start: &[u8],
-        end: Option<&[u8]>,
-    ) -> Result<MemoryRange<'a>, Infallible> {
-        let inner = match self.tries.get(trie) {
-            Some(entries) if end.is_none_or(|end| start < end) => {
-                entries.range::<[u8], _>(bounds(start, end))
-            }
-            _ => btree_map::Range::default(),
-        };
-        Ok(MemoryRange { inner })
     }
 }
 

@@ -24,11 +24,12 @@
 
 use std::collections::{btree_map, BTreeMap};
 
-use trie::{StateReader, TrieId};
+use trie::{key_bounds, StateReader, StateView, TrieId};
 
-use crate::error::{ChangeSetError, TransactionError};
-use crate::range::{bounds, RangeIter, RangeReader};
+use crate::error::ChangeSetError;
+use crate::range::RangeIter;
 use crate::slot::Slot;
+use crate::TransactionError;
 use crate::{normalize, ChangeSet};
 
 /// A key with a surviving write and its newest value (`None` = removed).
@@ -300,7 +301,7 @@ impl<R: StateReader> Overlay<R> {
     }
 }
 
-impl<R: RangeReader> Overlay<R> {
+impl<R: StateReader> Overlay<R> {
     /// The entries of trie `trie` with `start <= key < end` (no upper bound when `end` is
     /// `None`) as this overlay sees them, in ascending key order. Empty when
     /// `end <= start`. Does not fill the read cache.
@@ -311,13 +312,47 @@ impl<R: RangeReader> Overlay<R> {
         end: Option<&[u8]>,
     ) -> Result<RangeIter<'_, R>, R::Error> {
         let backend = self.backend.range(trie, start, end)?;
-        let overlay = match self.index.get(trie) {
-            Some(keys) if end.is_none_or(|end| start < end) => {
-                keys.range::<[u8], _>(bounds(start, end))
-            }
+        let overlay = match (self.index.get(trie), key_bounds(start, end)) {
+            (Some(keys), Some(bounds)) => keys.range::<[u8], _>(bounds),
             _ => btree_map::Range::default(),
         };
         Ok(RangeIter::new(backend, overlay, &self.slots))
+    }
+}
+
+/// The runtime's view of the overlay: the main trie, deltas applied at once (the overlay
+/// is sequential, so reading the counter costs no parallelism), nested transactions.
+impl<R: StateReader> StateView for Overlay<R> {
+    type Error = R::Error;
+
+    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, R::Error> {
+        Ok(Overlay::get(self, &TrieId::Main, key)?.map(<[u8]>::to_vec))
+    }
+
+    fn set(&mut self, key: &[u8], value: Vec<u8>) {
+        Overlay::set(self, &TrieId::Main, key, value);
+    }
+
+    fn remove(&mut self, key: &[u8]) {
+        Overlay::remove(self, &TrieId::Main, key);
+    }
+
+    fn add_delta(&mut self, key: &[u8], amount: i64) -> Result<(), R::Error> {
+        let value = trie::apply_delta(Overlay::get(self, &TrieId::Main, key)?, amount);
+        Overlay::set(self, &TrieId::Main, key, value);
+        Ok(())
+    }
+
+    fn start(&mut self) {
+        self.start_transaction();
+    }
+
+    fn commit(&mut self) -> Result<(), TransactionError> {
+        self.commit_transaction()
+    }
+
+    fn rollback(&mut self) -> Result<(), TransactionError> {
+        self.rollback_transaction()
     }
 }
 
@@ -344,6 +379,7 @@ mod tests {
 
     impl StateReader for Probe {
         type Error = Injected;
+        type Range<'a> = trie::VecRange<Injected>;
         fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, Injected> {
             if self.fail.get() {
                 return Err(Injected);
@@ -351,16 +387,13 @@ mod tests {
             self.reads.set(self.reads.get() + 1);
             Ok(self.state.value(trie, key).map(<[u8]>::to_vec))
         }
-    }
 
-    impl RangeReader for Probe {
-        type RangeIter<'a> = std::vec::IntoIter<Result<(Vec<u8>, Vec<u8>), Injected>>;
         fn range<'a>(
             &'a self,
             trie: &TrieId,
             start: &[u8],
             end: Option<&[u8]>,
-        ) -> Result<Self::RangeIter<'a>, Injected> {
+        ) -> Result<Self::Range<'a>, Injected> {
             let mut items: Vec<_> = self
                 .state
                 .range(trie, start, end)

@@ -40,8 +40,8 @@ use std::collections::{HashMap, HashSet};
 
 use trie::{NodeSource, StateReader, Trie, TrieError, TrieId, H256};
 
-use crate::error::TransactionError;
 use crate::overlay::Overlay;
+use crate::TransactionError;
 
 /// Why a proof-recording operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -101,6 +101,10 @@ pub struct RecordingBackend<S: NodeSource> {
 
 impl<S: NodeSource> StateReader for RecordingBackend<S> {
     type Error = PovError;
+    type Range<'a>
+        = trie::VecRange<PovError>
+    where
+        S: 'a;
 
     fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, PovError> {
         if *trie != TrieId::Main {
@@ -114,6 +118,33 @@ impl<S: NodeSource> StateReader for RecordingBackend<S> {
             Some(v) => v.clone(),
             None => current,
         })
+    }
+
+    /// The parent's entries in the range: the trie's (walked, so recorded), with every key
+    /// applied since replaced by its parent value.
+    fn range<'a>(
+        &'a self,
+        trie: &TrieId,
+        start: &[u8],
+        end: Option<&[u8]>,
+    ) -> Result<Self::Range<'a>, PovError> {
+        if *trie != TrieId::Main {
+            return Err(PovError::UnsupportedTrie(*trie));
+        }
+        let mut inner = self.inner.borrow_mut();
+        if trie::key_bounds(start, end).is_none() {
+            return Ok(Vec::new().into_iter());
+        }
+        let mut entries: std::collections::BTreeMap<Vec<u8>, Vec<u8>> =
+            inner.trie().entries(start, end)?.into_iter().collect();
+        let within = |k: &[u8]| k >= start && end.is_none_or(|end| k < end);
+        for (k, v) in inner.pre.iter().filter(|(k, _)| within(k)) {
+            match v {
+                Some(v) => entries.insert(k.clone(), v.clone()),
+                None => entries.remove(k),
+            };
+        }
+        Ok(entries.into_iter().map(Ok).collect::<Vec<_>>().into_iter())
     }
 }
 

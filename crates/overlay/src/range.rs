@@ -1,6 +1,5 @@
-//! Ordered iteration over a key range of one trie: the [`RangeReader`] seam a backend
-//! implements, and [`RangeIter`], which merges the backend's entries with the overlay's
-//! writes.
+//! Ordered iteration over a key range of one trie: [`RangeIter`] merges the backend's
+//! entries (its [`StateReader::range`]) with the overlay's writes.
 //!
 //! The merge is a streaming two-way merge: it holds one peeked entry from each side,
 //! costs O(log n) to position in the overlay's index plus O(1) amortised per entry
@@ -10,35 +9,16 @@
 
 use std::collections::btree_map;
 use std::iter::Peekable;
-use std::ops::Bound;
 
-use trie::{StateReader, TrieId};
+use trie::StateReader;
 
 use crate::slot::Slot;
-
-/// A backend that can list one trie's entries over a key range, in key order.
-pub trait RangeReader: StateReader {
-    /// The iterator [`RangeReader::range`] returns.
-    type RangeIter<'a>: Iterator<Item = Result<(Vec<u8>, Vec<u8>), Self::Error>>
-    where
-        Self: 'a;
-
-    /// The entries of trie `trie` with `start <= key < end` (no upper bound when `end` is
-    /// `None`), in ascending byte order of keys, each key once, values never empty. Must
-    /// be empty, not panic, when `end <= start`.
-    fn range<'a>(
-        &'a self,
-        trie: &TrieId,
-        start: &[u8],
-        end: Option<&[u8]>,
-    ) -> Result<Self::RangeIter<'a>, Self::Error>;
-}
 
 /// The entries of a key range of one trie as the overlay sees them: overlay writes merged
 /// over the backend, in ascending key order. Yields `(key, value)`; stops after the first
 /// backend error.
-pub struct RangeIter<'a, R: RangeReader + 'a> {
-    backend: Peekable<R::RangeIter<'a>>,
+pub struct RangeIter<'a, R: StateReader + 'a> {
+    backend: Peekable<R::Range<'a>>,
     overlay: btree_map::Range<'a, Vec<u8>, usize>,
     slots: &'a [Slot],
     /// The next overlay entry with a version: key and newest value (`None` = removed).
@@ -54,9 +34,9 @@ enum Step {
     Backend,
 }
 
-impl<'a, R: RangeReader + 'a> RangeIter<'a, R> {
+impl<'a, R: StateReader + 'a> RangeIter<'a, R> {
     pub(crate) fn new(
-        backend: R::RangeIter<'a>,
+        backend: R::Range<'a>,
         overlay: btree_map::Range<'a, Vec<u8>, usize>,
         slots: &'a [Slot],
     ) -> Self {
@@ -83,7 +63,7 @@ impl<'a, R: RangeReader + 'a> RangeIter<'a, R> {
     }
 }
 
-impl<'a, R: RangeReader + 'a> Iterator for RangeIter<'a, R> {
+impl<'a, R: StateReader + 'a> Iterator for RangeIter<'a, R> {
     type Item = Result<(Vec<u8>, Vec<u8>), R::Error>;
 
     fn next(&mut self) -> Option<Self::Item> {
@@ -125,20 +105,11 @@ impl<'a, R: RangeReader + 'a> Iterator for RangeIter<'a, R> {
     }
 }
 
-impl<'a, R: RangeReader + 'a> std::fmt::Debug for RangeIter<'a, R> {
+impl<'a, R: StateReader + 'a> std::fmt::Debug for RangeIter<'a, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RangeIter")
             .field("overlay_peeked", &self.overlay_peeked)
             .field("failed", &self.failed)
             .finish_non_exhaustive()
     }
-}
-
-/// `[start, end)` as `BTreeMap::range` bounds. Callers check `start < end` first:
-/// `BTreeMap::range` panics on reversed bounds.
-pub(crate) fn bounds<'k>(
-    start: &'k [u8],
-    end: Option<&'k [u8]>,
-) -> (Bound<&'k [u8]>, Bound<&'k [u8]>) {
-    (Bound::Included(start), end.map_or(Bound::Unbounded, Bound::Excluded))
 }

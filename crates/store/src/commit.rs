@@ -129,7 +129,25 @@ impl StateDb {
         let keys = flat_keys(changes)?;
         let olds = self.reader().read_flat_batch(&keys)?;
         let read = start.elapsed();
-        let mut info = self.commit_with_olds(changes, &keys, &olds, false)?;
+        let mut info = self.commit_with_olds(changes, &keys, &olds, false, None)?;
+        info.timings.read_old_values = read;
+        Ok(info)
+    }
+
+    /// [`StateDb::commit`] that publishes the block only if its new main-trie root is
+    /// `expected` (a block header's post-state root): on a mismatch nothing of the block is
+    /// visible or queued, [`CommitError::RootMismatch`], and the store stays at its head.
+    pub fn commit_expecting(
+        &mut self,
+        changes: &ChangeSet,
+        expected: H256,
+    ) -> Result<CommitInfo, CommitError> {
+        self.prepare(changes)?;
+        let start = Instant::now();
+        let keys = flat_keys(changes)?;
+        let olds = self.reader().read_flat_batch(&keys)?;
+        let read = start.elapsed();
+        let mut info = self.commit_with_olds(changes, &keys, &olds, false, Some(expected))?;
         info.timings.read_old_values = read;
         Ok(info)
     }
@@ -158,7 +176,7 @@ impl StateDb {
                 olds.push(old.as_deref().filter(|v| !v.is_empty()).map(Arc::from));
             }
         }
-        self.commit_with_olds(changes, &keys, &olds, true).map_err(|e| match e {
+        self.commit_with_olds(changes, &keys, &olds, true, None).map_err(|e| match e {
             CommitError::Store(s) => match s.corruption() {
                 Some(Corruption::OldValue { trie, key }) => {
                     CommitError::PriorMismatch { trie: *trie, key: key.clone() }
@@ -190,6 +208,7 @@ impl StateDb {
         keys: &[Vec<u8>],
         olds: &[Option<Arc<[u8]>>],
         verify_old: bool,
+        expected: Option<H256>,
     ) -> Result<CommitInfo, CommitError> {
         let (head_number, head_root) = (self.head_number(), self.head_root());
         let number = head_number
@@ -204,6 +223,9 @@ impl StateDb {
         let start = Instant::now();
         let (layer, loaded, info) = self.assemble(number, head_root, tries)?;
         timings.assemble = start.elapsed();
+        if let Some(expected) = expected.filter(|e| *e != info.root) {
+            return Err(CommitError::RootMismatch { expected, computed: info.root });
+        }
 
         let start = Instant::now();
         let layer = self.push_layer(layer)?;

@@ -349,6 +349,15 @@ pub enum CommitError {
         /// The key.
         key: Vec<u8>,
     },
+    /// `commit_expecting`: the block's changes give another root than the expected one;
+    /// nothing was committed.
+    #[error("post-state root mismatch: expected {expected}, the changes give {computed}")]
+    RootMismatch {
+        /// The root the caller expected (a block header's).
+        expected: H256,
+        /// The root the changes give.
+        computed: H256,
+    },
     /// The store failed (I/O, corruption, poisoned, unfinished bulk load).
     #[error(transparent)]
     Store(#[from] StoreError),

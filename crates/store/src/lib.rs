@@ -29,6 +29,7 @@ mod error;
 mod history;
 mod keys;
 mod layer;
+mod range;
 mod rebuild;
 mod resident;
 mod state;
@@ -47,8 +48,9 @@ pub use error::{
     BulkError, CommitError, Corruption, HistoryError, OpenError, RevertError, StoreError,
 };
 pub use keys::KEY_BYTES_MAX;
+pub use range::FlatRange;
 pub use resident::ResidentStats;
-pub use state::{ChangeSet, CommitInfo, CommitTimings, StateDb, StoreStats};
+pub use state::{ChangeSet, CommitInfo, CommitTimings, ReadHandle, StateDb, StoreStats};
 pub use view::StoreSource;
 
 /// What tests and fuzz targets reach inside the store (feature `test-hooks`); not a
@@ -60,9 +62,22 @@ pub mod test_hooks {
     pub use crate::keys::Column;
 }
 
+/// The store is the state the import road executes against: point reads through the
+/// caches and layers, ranges merged from the layers and `flat`.
 impl trie::StateReader for StateDb {
     type Error = StoreError;
+    type Range<'a> = FlatRange<'a>;
+
     fn get(&self, trie: &trie::TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
         StateDb::get(self, trie, key)
+    }
+
+    fn range<'a>(
+        &'a self,
+        trie: &trie::TrieId,
+        start: &[u8],
+        end: Option<&[u8]>,
+    ) -> Result<FlatRange<'a>, StoreError> {
+        StateDb::range(self, trie, start, end)
     }
 }

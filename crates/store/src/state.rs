@@ -36,8 +36,7 @@ use crate::resident::{Resident, ResidentStats};
 use crate::view::{Reader, StoreSource};
 use crate::writer::{stage_write, writer_loop, ToWriter};
 
-/// A block's changes: per trie, key → new value (`None` or empty = delete).
-pub type ChangeSet = BTreeMap<TrieId, BTreeMap<Vec<u8>, Option<Vec<u8>>>>;
+pub use trie::ChangeSet;
 
 /// What a commit produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,6 +105,39 @@ pub(crate) struct Shared {
     pub(crate) commit_waits: AtomicU64,
     /// Cache counters of the sessions closed before this one.
     pub(crate) totals_at_open: CacheTotals,
+}
+
+/// A shareable read handle on a store ([`StateDb::read_handle`]): the seam's
+/// [`trie::StateReader`] for threads other than the committer's. Reads are consistent per
+/// key; a caller that needs one state across several reads while blocks commit keeps the
+/// changes of the blocks in flight above it (as `chain::import` does).
+#[derive(Clone)]
+pub struct ReadHandle {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for ReadHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadHandle").finish_non_exhaustive()
+    }
+}
+
+impl trie::StateReader for ReadHandle {
+    type Error = StoreError;
+    type Range<'a> = crate::FlatRange<'a>;
+
+    fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.shared.reader.get(trie, key)?.map(|v| v.to_vec()))
+    }
+
+    fn range<'a>(
+        &'a self,
+        trie: &TrieId,
+        start: &[u8],
+        end: Option<&[u8]>,
+    ) -> Result<crate::FlatRange<'a>, StoreError> {
+        self.shared.reader.flat_range(trie, start, end)
+    }
 }
 
 /// The persistent state. See the module docs.
@@ -194,11 +226,31 @@ impl StateDb {
         }
     }
 
+    /// A read handle on the latest published state, for other threads (an executor
+    /// running beside the committer): each read sees the state as of the newest block
+    /// published when it runs. Refused while a bulk load is unfinished.
+    pub fn read_handle(&self) -> Result<ReadHandle, StoreError> {
+        self.check_complete()?;
+        Ok(ReadHandle { shared: self.shared.clone() })
+    }
+
     /// Latest value of `key` in `trie` (never walks a trie; the read order is in
     /// `docs/design.md`, "Store").
     pub fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
         self.check_complete()?;
         Ok(self.shared.reader.get(trie, key)?.map(|v| v.to_vec()))
+    }
+
+    /// The entries of `trie` with `start <= key < end` (no upper bound when `end` is
+    /// `None`), in ascending key order: the newest layers merged over `flat`.
+    pub fn range(
+        &self,
+        trie: &TrieId,
+        start: &[u8],
+        end: Option<&[u8]>,
+    ) -> Result<crate::FlatRange<'_>, StoreError> {
+        self.check_complete()?;
+        self.shared.reader.flat_range(trie, start, end)
     }
 
     /// Current root of `trie`.

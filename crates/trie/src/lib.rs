@@ -7,7 +7,8 @@
 //! - [`Trie`]: the mutable trie over a [`NodeSource`], with cached hashes and dirty paths.
 //! - [`verify_proof`] and friends: inclusion/exclusion proofs, multiproofs, range proofs.
 //! - [`Recorder`]: the witness recorder with nested scopes.
-//! - [`TrieId`] and [`StateReader`]: the state seam every layer above reads through.
+//! - [`TrieId`], [`StateReader`], [`StateView`] and [`ChangeSet`]: the state seam every
+//!   layer above reads, executes and commits through.
 //!
 //! Modules are private; this list is the whole public surface, one path per item. The
 //! Ethereum account model (accounts, genesis, eth_getProof JSON) lives in the `eth` crate.
@@ -22,6 +23,7 @@ mod proof;
 mod recorder;
 mod rlp;
 mod source;
+mod state;
 mod trie;
 
 pub use builder::{
@@ -36,7 +38,11 @@ pub use proof::{
 };
 pub use recorder::Recorder;
 pub use rlp::{rlp_encode_list, rlp_encode_string, RlpError, RlpItem, RlpListIter};
-pub use source::{MemoryNodeSource, NodeSource, SourceError, StateReader, TrieId};
+pub use source::{MemoryNodeSource, NodeSource, SourceError, TrieId};
+pub use state::{
+    apply_delta, key_bounds, ChangeSet, MapRange, RangeItem, StateReader, StateView,
+    TransactionError, VecRange,
+};
 pub use trie::{
     path_hex, CollapseDelta, CommittedNode, Entry, RemovedNode, Trie, TrieError, TrieUpdates,
 };

@@ -140,21 +140,6 @@ impl TrieId {
     }
 }
 
-/// Read access to the latest flat state, without walking any trie.
-pub trait StateReader {
-    /// The error reads can fail with.
-    type Error: std::error::Error + Send + Sync + 'static;
-    /// The value of `key` in trie `trie`, or `None`.
-    fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, Self::Error>;
-}
-
-impl<T: StateReader + ?Sized> StateReader for &T {
-    type Error = T::Error;
-    fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, Self::Error> {
-        (**self).get(trie, key)
-    }
-}
-
 /// Nodes held in memory, keyed by hash. Insert-only: a hash-keyed map cannot tell whether
 /// a removed node is still referenced from elsewhere, so it keeps everything (an archive).
 #[derive(Debug, Default, Clone)]

@@ -16,7 +16,7 @@ use overlay::{Overlay, PovError, PovSession};
 use proptest::prelude::*;
 use trie::{
     root_from_sorted, EthLayout, Layout, MemoryNodeSource, NodeSource, SourceError, StateReader,
-    Trie, TrieError, TrieId, H256,
+    Trie, TrieId, H256,
 };
 
 #[derive(Debug, Clone)]
@@ -110,16 +110,6 @@ fn run<R: StateReader>(
     Ok(())
 }
 
-/// Reads through a recording trie that is never changed (the reference's backend).
-struct Plain(RefCell<Trie<MemoryNodeSource>>);
-
-impl StateReader for Plain {
-    type Error = TrieError;
-    fn get(&self, _trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, TrieError> {
-        self.0.borrow_mut().get(key)
-    }
-}
-
 /// The reference witness of the kept transactions: fresh recorder, fresh overlay, then
 /// the root over the change set. Returns its nodes by hash.
 fn reference_witness(
@@ -130,13 +120,13 @@ fn reference_witness(
 ) -> HashMap<H256, Vec<u8>> {
     let mut t = Trie::from_root(src.clone(), root);
     t.start_recording();
-    let mut o = Overlay::new(Plain(RefCell::new(t)));
+    let mut o = Overlay::new(RefCell::new(t));
     let mut model = parent.clone();
     for tx in kept {
         run(&mut o, &tx.ops, &mut model).unwrap();
     }
     let cs = o.drain_changes().unwrap();
-    let mut t = o.into_backend().0.into_inner();
+    let mut t = o.into_backend().into_inner();
     for (k, v) in cs.get(&TrieId::Main).into_iter().flatten() {
         t.write(k, v.as_deref()).unwrap();
     }

@@ -215,6 +215,22 @@ fn check(db: &StateDb, model: &Model, step: usize) -> Result<(), TestCaseError> 
     prop_assert_eq!(db.head_number(), model.head(), "step {}: head", step);
     prop_assert_eq!(db.head_root(), model_root(state, &TrieId::Main), "step {}: head root", step);
     for (t, keys) in probe_keys(model, step) {
+        // Ranges: the whole trie, and between probe keys (layers merged over `flat`).
+        let all: Vec<(Vec<u8>, Vec<u8>)> =
+            db.range(&t, &[], None).unwrap().map(Result::unwrap).collect();
+        let want: Vec<(Vec<u8>, Vec<u8>)> =
+            state.get(&t).map(|m| m.clone().into_iter().collect()).unwrap_or_default();
+        prop_assert_eq!(all, want, "step {}: range of {:?}", step, t);
+        let probes: Vec<&Vec<u8>> = keys.iter().step_by(7).collect();
+        for w in probes.windows(2) {
+            let got: Vec<Vec<u8>> =
+                db.range(&t, w[0], Some(w[1])).unwrap().map(|e| e.unwrap().0).collect();
+            let want: Vec<Vec<u8>> = state
+                .get(&t)
+                .map(|m| m.range(w[0].clone()..w[1].clone()).map(|(k, _)| k.clone()).collect())
+                .unwrap_or_default();
+            prop_assert_eq!(got, want, "step {}: range {:?}", step, w);
+        }
         let root = model_root(state, &t);
         prop_assert_eq!(db.trie_root(&t).unwrap(), root, "step {}: root of {:?}", step, t);
         for (i, k) in keys.iter().enumerate() {

@@ -52,6 +52,21 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         Ok(out)
     }
 
+    /// Every entry with `start <= key < end` (no upper bound when `end` is `None`), in
+    /// order: the [`crate::StateReader::range`] contract over a trie.
+    pub fn entries(&mut self, start: &[u8], end: Option<&[u8]>) -> Result<Vec<Entry>, TrieError> {
+        let mut out = Vec::new();
+        let mut cur = self.seek(start)?;
+        while let Some((k, v)) = cur {
+            if end.is_some_and(|end| k.as_slice() >= end) {
+                break;
+            }
+            cur = self.next_after(&k)?;
+            out.push((k, v));
+        }
+        Ok(out)
+    }
+
     fn neighbour(
         &mut self,
         key: &[u8],
