@@ -17,6 +17,7 @@
 
 mod blockstm_bench;
 mod bound;
+mod import_bench;
 mod incremental;
 mod input;
 mod machine;
@@ -38,6 +39,7 @@ mod timing;
 pub mod workload;
 
 pub use blockstm_bench::{blockstm_bench, AllocCounter, BlockStmOpts, BlockStmReport, BlockStmRow};
+pub use import_bench::{import_bench, ImportBenchOpts, ImportBenchReport, ImportRow};
 pub use machine::MachineInfo;
 pub use pov_bench::{pov_bench, ModeReport, PovBenchOpts, PovBenchReport, WorkloadReport};
 pub use progress::bar as progress_bar;

@@ -35,6 +35,34 @@ enum BenchCommand {
     Pov(PovArgs),
     /// Block-STM vs the sequential executor on the Cosmos SDK workloads.
     Blockstm(BlockStmArgs),
+    /// The import road: pipelined vs unpipelined on the same blocks (blocks/s, stages, RSS).
+    Import(ImportArgs),
+}
+
+/// Arguments of `arbor bench import`.
+#[derive(Debug, Args)]
+struct ImportArgs {
+    /// Genesis accounts; 2 to 10,000,000.
+    #[arg(long, default_value_t = 100_000, value_parser = limits::u64_in(2, limits::CHAIN_ACCOUNTS_MAX))]
+    accounts: u64,
+    /// Blocks; 1 to 100,000.
+    #[arg(long, default_value_t = 200, value_parser = limits::u64_in(1, limits::CHAIN_BLOCKS_MAX))]
+    blocks: u64,
+    /// Transfers per block; 1 to 100,000.
+    #[arg(long, default_value_t = 2_000, value_parser = limits::u64_in(1, limits::CHAIN_TRANSFERS_MAX))]
+    transfers: u64,
+    /// Seed of the chain.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Execution worker counts, comma-separated: 1 to 16 entries, each 1 to 64.
+    #[arg(long, value_name = "N,…", default_value = "1,2", value_parser = limits::counts(1, 64, limits::LIST_LEN_MAX))]
+    workers: Counts,
+    /// Rounds (every variant once per round; medians reported); 1 to 1,000.
+    #[arg(long, default_value_t = 3, value_parser = limits::usize_in(1, limits::RUNS_MAX))]
+    runs: usize,
+    /// Print the JSON report instead of the table.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Arguments of `arbor bench blockstm`.
@@ -188,6 +216,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<ExitCode> {
         BenchCommand::Store(s) => store(s),
         BenchCommand::Pov(p) => pov(p),
         BenchCommand::Blockstm(b) => blockstm(b),
+        BenchCommand::Import(i) => import(i),
     }
 }
 
@@ -204,6 +233,45 @@ fn blockstm(args: &BlockStmArgs) -> Result<ExitCode> {
         .context("blockstm benchmark failed")?;
     let json = serde_json::to_string_pretty(&report)?;
     emit(&json, &report.render(), args.json, args.out.as_deref())
+}
+
+fn import(args: &ImportArgs) -> Result<ExitCode> {
+    let opts = bench::ImportBenchOpts {
+        accounts: args.accounts,
+        blocks: args.blocks,
+        transfers: args.transfers,
+        seed: args.seed,
+        runs: args.runs,
+        workers: args.workers.0.clone(),
+    };
+    warn_if_debug();
+    let runs = (args.runs * opts.workers.len() * 2) as u64;
+    let pb = bench::progress_bar(!args.json, runs, "import runs");
+    let report = bench::import_bench(&opts, &|| pb.inc(1)).context("import benchmark failed")?;
+    pb.finish_and_clear();
+    let json = serde_json::to_string_pretty(&report)?;
+    let mut human = format!(
+        "import: {} accounts, {} blocks, {} transactions, {} rounds (medians)\n",
+        report.accounts, report.blocks, report.transactions, report.runs
+    );
+    human.push_str("mode         workers  blocks/s    tx/s  exec s  commit s  stalled s  flush s  peak RSS MiB  speed-up  RSS ratio\n");
+    for r in &report.rows {
+        human.push_str(&format!(
+            "{:<12} {:>7} {:>9.1} {:>7.0} {:>7.2} {:>9.2} {:>10.2} {:>8.2} {:>13.0} {:>9} {:>10}\n",
+            if r.pipelined { "pipelined" } else { "unpipelined" },
+            r.exec_workers,
+            r.blocks_per_s,
+            r.transactions_per_s,
+            r.exec_s,
+            r.commit_s,
+            r.stalled_s,
+            r.flush_s,
+            r.peak_rss_bytes as f64 / (1u64 << 20) as f64,
+            r.speedup.map_or("-".to_string(), |s| format!("{s:.2}x")),
+            r.rss_ratio.map_or("-".to_string(), |s| format!("{s:.2}x")),
+        ));
+    }
+    emit(&json, &human, args.json, None)
 }
 
 fn pov(args: &PovArgs) -> Result<ExitCode> {

@@ -16,6 +16,12 @@ use clap::builder::RangedU64ValueParser;
 pub(crate) const STORE_KEYS_MAX: u64 = 100_000_000;
 /// Blocks of a database workload (`load`, `bench store`).
 pub(crate) const BLOCKS_MAX: u64 = 1_000_000;
+/// Genesis accounts of `gen-chain` and `bench import`.
+pub(crate) const CHAIN_ACCOUNTS_MAX: u64 = 10_000_000;
+/// Blocks of `gen-chain` and `bench import`.
+pub(crate) const CHAIN_BLOCKS_MAX: u64 = 100_000;
+/// Transfers per block of `gen-chain` and `bench import`.
+pub(crate) const CHAIN_TRANSFERS_MAX: u64 = 100_000;
 /// Operations per block of a database workload: a block's change set is held in memory
 /// (about 250 bytes per operation).
 pub(crate) const UPDATES_PER_BLOCK_MAX: u64 = 1_000_000;

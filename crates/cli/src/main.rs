@@ -14,6 +14,7 @@ use clap::{Parser, Subcommand};
 
 mod cmd_bench;
 mod cmd_block;
+mod cmd_chain;
 mod cmd_db;
 mod cmd_demo;
 mod cmd_load;
@@ -62,6 +63,10 @@ enum Command {
     BuildBlock(cmd_block::BuildArgs),
     /// Re-execute a block from its witness alone: `ok <root>` or `invalid: …` (exit 1).
     VerifyBlock(cmd_block::VerifyBlockArgs),
+    /// Write a chain file: a genesis and random transfer blocks with their post-state roots.
+    GenChain(cmd_chain::GenChainArgs),
+    /// Import a chain file into a database (pipelined; resumable; Ctrl-C stops cleanly).
+    Import(cmd_chain::ImportArgs),
 }
 
 /// mimalloc (per-thread heaps: the parallel executor's workers allocate without meeting
@@ -95,6 +100,8 @@ fn main() -> ExitCode {
         Command::Stats(args) => cmd_db::stats(&args),
         Command::BuildBlock(args) => cmd_block::build(&args),
         Command::VerifyBlock(args) => cmd_block::verify(&args),
+        Command::GenChain(args) => cmd_chain::gen_chain(&args),
+        Command::Import(args) => cmd_chain::import(&args),
     };
     match result {
         Ok(code) => code,

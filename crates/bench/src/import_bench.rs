@@ -1,0 +1,216 @@
+//! `arbor bench import`: the import road pipelined against unpipelined, on the same blocks,
+//! each round on a fresh copy of one genesis database, rounds interleaved.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use anyhow::{ensure, Context, Result};
+use chain::block::Block;
+use chain::chainfile::{self, ChainHeader, ChainParams};
+use chain::ImportConfig;
+use serde::Serialize;
+use store::{StateDb, StoreConfig};
+use trie::TrieId;
+
+use crate::rss::{peak_rss_bytes, reset_peak_rss};
+use crate::timing::{median_sorted, ratio, sorted};
+
+/// What `arbor bench import` measures.
+#[derive(Debug, Clone)]
+pub struct ImportBenchOpts {
+    /// Genesis accounts.
+    pub accounts: u64,
+    /// Blocks.
+    pub blocks: u64,
+    /// Transfers per block.
+    pub transfers: u64,
+    /// Seed of the chain.
+    pub seed: u64,
+    /// Rounds (each runs every variant once).
+    pub runs: usize,
+    /// Execution worker counts to measure.
+    pub workers: Vec<usize>,
+}
+
+/// One variant's medians.
+#[derive(Debug, Clone, Serialize)]
+pub struct ImportRow {
+    /// Execute and commit overlapped.
+    pub pipelined: bool,
+    /// Block-STM workers.
+    pub exec_workers: usize,
+    /// Blocks per second (median).
+    pub blocks_per_s: f64,
+    /// Transactions per second (median).
+    pub transactions_per_s: f64,
+    /// Seconds executing (median).
+    pub exec_s: f64,
+    /// Seconds committing (median).
+    pub commit_s: f64,
+    /// Seconds the executor waited on a full queue (median).
+    pub stalled_s: f64,
+    /// Seconds of the final flush (median).
+    pub flush_s: f64,
+    /// Peak resident memory of the run, bytes (largest over rounds).
+    pub peak_rss_bytes: u64,
+    /// Pipelined only: median per-round ratio of its blocks/s to the unpipelined run with
+    /// the same workers.
+    pub speedup: Option<f64>,
+    /// Pipelined only: its peak RSS over the unpipelined one's.
+    pub rss_ratio: Option<f64>,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, Serialize)]
+pub struct ImportBenchReport {
+    /// Genesis accounts.
+    pub accounts: u64,
+    /// Blocks.
+    pub blocks: u64,
+    /// Transactions in all blocks.
+    pub transactions: u64,
+    /// Rounds.
+    pub runs: usize,
+    /// The rows.
+    pub rows: Vec<ImportRow>,
+}
+
+struct Sample {
+    secs: f64,
+    exec: f64,
+    commit: f64,
+    stalled: f64,
+    flush: f64,
+    rss: u64,
+}
+
+/// Run the benchmark; `tick` is called once per import run.
+pub fn import_bench(opts: &ImportBenchOpts, tick: &dyn Fn()) -> Result<ImportBenchReport> {
+    let tmp = tempfile::Builder::new().prefix("arbor-bench-import-").tempdir()?;
+    let (header, blocks) = generate(&tmp.path().join("gen"), opts)?;
+    let genesis = tmp.path().join("genesis");
+    {
+        let mut db = StateDb::open(&genesis, StoreConfig::default())?;
+        let entries = header.genesis_entries().into_iter().map(|(k, v)| (TrieId::Main, k, v));
+        db.bulk_load("bench import genesis", entries)?;
+        db.compact()?;
+        db.close()?;
+    }
+    let variants: Vec<(bool, usize)> =
+        opts.workers.iter().flat_map(|&w| [(false, w), (true, w)]).collect();
+    let mut samples: Vec<Vec<Sample>> = variants.iter().map(|_| Vec::new()).collect();
+    let last_root = blocks.last().map(|b| b.state_root);
+    for _ in 0..opts.runs {
+        for (i, &(pipelined, workers)) in variants.iter().enumerate() {
+            let run = tmp.path().join("run");
+            copy_dir(&genesis, &run)?;
+            let config = ImportConfig { pipelined, exec_workers: workers, queue_blocks: 1 };
+            let s = import_once(&run, &blocks, &config, last_root)?;
+            std::fs::remove_dir_all(&run)?;
+            samples[i].push(s);
+            tick();
+        }
+    }
+    let transactions = blocks.iter().map(|b| b.transfers.len() as u64).sum();
+    let rows = rows(&variants, &samples, opts.blocks, transactions);
+    Ok(ImportBenchReport {
+        accounts: opts.accounts,
+        blocks: opts.blocks,
+        transactions,
+        runs: opts.runs,
+        rows,
+    })
+}
+
+fn generate(dir: &Path, opts: &ImportBenchOpts) -> Result<(ChainHeader, Vec<Block>)> {
+    let mut db = StateDb::open(dir, StoreConfig::default())?;
+    let params = ChainParams {
+        accounts: opts.accounts,
+        blocks: opts.blocks,
+        transfers: opts.transfers,
+        seed: opts.seed,
+    };
+    let mut blocks = Vec::new();
+    let header = chainfile::generate(&mut db, &params, &mut |_, b| {
+        blocks.push(b);
+        Ok(())
+    })
+    .context("cannot generate the chain")?;
+    db.close()?;
+    Ok((header, blocks))
+}
+
+fn import_once(
+    dir: &Path,
+    blocks: &[Block],
+    config: &ImportConfig,
+    last_root: Option<trie::H256>,
+) -> Result<Sample> {
+    let mut db = StateDb::open(dir, StoreConfig::default())?;
+    reset_peak_rss();
+    let stop = AtomicBool::new(false);
+    let start = Instant::now();
+    let (stats, result) =
+        chain::import(&mut db, blocks.iter().cloned().map(Ok), config, &stop, &mut |_| {});
+    let secs = start.elapsed().as_secs_f64();
+    result.context("import failed")?;
+    ensure!(Some(db.head_root()) == last_root, "the import ended at another root than the chain");
+    let rss = peak_rss_bytes().unwrap_or(0);
+    db.close()?;
+    Ok(Sample {
+        secs,
+        exec: stats.exec.as_secs_f64(),
+        commit: stats.commit.as_secs_f64(),
+        stalled: stats.stalled.as_secs_f64(),
+        flush: stats.flush.as_secs_f64(),
+        rss,
+    })
+}
+
+fn rows(
+    variants: &[(bool, usize)],
+    samples: &[Vec<Sample>],
+    blocks: u64,
+    transactions: u64,
+) -> Vec<ImportRow> {
+    let med = |v: Vec<f64>| median_sorted(&sorted(&v));
+    variants
+        .iter()
+        .zip(samples)
+        .enumerate()
+        .map(|(i, (&(pipelined, exec_workers), s))| {
+            let base = (pipelined && i > 0).then(|| &samples[i - 1]);
+            let speedup =
+                base.map(|b| med(b.iter().zip(s).map(|(u, p)| ratio(u.secs, p.secs)).collect()));
+            let peak = s.iter().map(|x| x.rss).max().unwrap_or(0);
+            let rss_ratio =
+                base.map(|b| ratio(peak as f64, b.iter().map(|x| x.rss).max().unwrap_or(0) as f64));
+            let secs = med(s.iter().map(|x| x.secs).collect());
+            ImportRow {
+                pipelined,
+                exec_workers,
+                blocks_per_s: blocks as f64 / secs,
+                transactions_per_s: transactions as f64 / secs,
+                exec_s: med(s.iter().map(|x| x.exec).collect()),
+                commit_s: med(s.iter().map(|x| x.commit).collect()),
+                stalled_s: med(s.iter().map(|x| x.stalled).collect()),
+                flush_s: med(s.iter().map(|x| x.flush).collect()),
+                peak_rss_bytes: peak,
+                speedup,
+                rss_ratio,
+            }
+        })
+        .collect()
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        if entry.file_type()?.is_file() {
+            std::fs::copy(entry.path(), to.join(entry.file_name()))?;
+        }
+    }
+    Ok(())
+}

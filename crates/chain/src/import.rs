@@ -1,0 +1,483 @@
+//! The block import road: blocks → stateless checks → execution (Block-STM or
+//! sequential) → `StateDb::commit_expecting` (the header's post-state root checked before
+//! anything is published) → the store's background persistence.
+//!
+//! Pipelined, block N+1 executes on its own thread while block N commits: it reads the
+//! store's published state through a [`ReadHandle`] under the change sets of the blocks
+//! executed but not yet committed, so whichever of them the store has published, every
+//! read sees the state after block N. One bounded queue (`queue_blocks`) lies between
+//! execution and commit; a full queue blocks the executor (its wait is reported as
+//! stalled time). A failed block — invalid, a root mismatch, a store error — is reported
+//! after every block before it has committed, so the head and the error are the same
+//! pipelined or not; the speculative results of later blocks are dropped unpublished.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use exec::execute_parallel;
+use parking_lot::Mutex;
+use store::{CommitError, ReadHandle, StateDb, StoreError};
+use trie::{ChangeSet, StateReader, TransactionError, TrieId, VecRange, H256};
+
+use crate::block::{Block, CodecError};
+use crate::parallel::{block_txs, ChainReceipt};
+use crate::runtime::{CorruptState, Invalid};
+use crate::BlockContext;
+
+/// How [`import`] runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImportConfig {
+    /// Execute block N+1 while block N commits.
+    pub pipelined: bool,
+    /// Block-STM workers per block (1: the sequential executor).
+    pub exec_workers: usize,
+    /// Executed blocks that may wait for their commit (pipelined; at least 1).
+    pub queue_blocks: usize,
+}
+
+impl Default for ImportConfig {
+    /// Pipelined, one block queued, execution on every core but the committer's.
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        ImportConfig {
+            pipelined: true,
+            exec_workers: cores.saturating_sub(1).max(1),
+            queue_blocks: 1,
+        }
+    }
+}
+
+/// Why a block is invalid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidBlock {
+    /// Its bytes do not decode.
+    #[error("undecodable: {0}")]
+    Undecodable(#[source] CodecError),
+    /// Its number does not follow the previous block's.
+    #[error("number {got}, expected {expected}")]
+    Number {
+        /// The next number.
+        expected: u64,
+        /// The block's.
+        got: u64,
+    },
+    /// Its parent root is not the previous block's post-state root.
+    #[error("parent root {got}, the previous state root is {expected}")]
+    ParentRoot {
+        /// The previous block's post-state root.
+        expected: H256,
+        /// The block's.
+        got: H256,
+    },
+    /// A transaction is not valid.
+    #[error("transaction {index}: {reason}")]
+    Transaction {
+        /// Its position in the block.
+        index: usize,
+        /// Why.
+        reason: Invalid,
+    },
+    /// A transaction met state that does not decode.
+    #[error("transaction {index}: {source}")]
+    Corrupt {
+        /// Its position in the block (the block-end hook counts as one past the last).
+        index: usize,
+        /// What did not decode.
+        source: CorruptState,
+    },
+    /// The runtime's nested transactions did not balance.
+    #[error("runtime: {0}")]
+    Runtime(TransactionError),
+    /// Its post-state root is not the one its execution gives.
+    #[error("post-state root {expected} in the header, execution gives {computed}")]
+    PostRoot {
+        /// The header's.
+        expected: H256,
+        /// Computed.
+        computed: H256,
+    },
+}
+
+/// Why an import stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ImportError {
+    /// Block `number` is invalid; the head is the block before it.
+    #[error("invalid block {number}: {reason}")]
+    Invalid {
+        /// The block's number (its position in the chain for an undecodable one).
+        number: u64,
+        /// Why.
+        reason: InvalidBlock,
+    },
+    /// The block source failed (a truncated or unreadable chain file).
+    #[error(transparent)]
+    Source(Box<dyn std::error::Error + Send + Sync>),
+    /// The store failed while executing or committing.
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    /// A commit failed for another reason than the block.
+    #[error("commit: {0}")]
+    Commit(CommitError),
+}
+
+/// One committed block, for progress reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Imported {
+    /// Its number.
+    pub number: u64,
+    /// Its transactions.
+    pub transactions: usize,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ImportStats {
+    /// Blocks committed.
+    pub blocks: u64,
+    /// Their transactions.
+    pub transactions: u64,
+    /// Blocks skipped as already imported (at or below the head).
+    pub skipped: u64,
+    /// Time spent executing.
+    pub exec: Duration,
+    /// Time spent committing (trie update, publish; persistence runs behind).
+    pub commit: Duration,
+    /// Time the executor waited on a full queue.
+    pub stalled: Duration,
+    /// Time of the final flush (persistence catching up).
+    pub flush: Duration,
+    /// Most executed-but-uncommitted blocks held at once.
+    pub max_pending_blocks: usize,
+    /// Most bytes (keys and values) of their change sets held at once.
+    pub max_pending_bytes: u64,
+    /// Whether the stop flag ended the import before the source did.
+    pub stopped: bool,
+}
+
+/// Main-trie writes of one executed block (`None` = delete).
+type Writes = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
+
+/// An executed block on its way to the committer.
+struct Executed {
+    number: u64,
+    state_root: H256,
+    transactions: usize,
+    changes: ChangeSet,
+}
+
+/// Import `blocks` into `db`: blocks at or below the head are skipped, the rest must
+/// follow it. Stops at the first failure (the head stays at the block before it), at the
+/// end of `blocks`, or at a block boundary once `stop` is set. The store is flushed
+/// (durable) before returning, whatever the outcome.
+pub fn import<I>(
+    db: &mut StateDb,
+    blocks: I,
+    config: &ImportConfig,
+    stop: &AtomicBool,
+    on_block: &mut dyn FnMut(Imported),
+) -> (ImportStats, Result<(), ImportError>)
+where
+    I: Iterator<Item = Result<Block, ImportError>> + Send,
+{
+    let mut stats = ImportStats::default();
+    let result = if config.pipelined {
+        pipelined(db, blocks, config, stop, on_block, &mut stats)
+    } else {
+        unpipelined(db, blocks, config, stop, on_block, &mut stats)
+    };
+    let start = Instant::now();
+    let flushed = db.flush();
+    stats.flush = start.elapsed();
+    let result = result.and_then(|()| flushed.map_err(ImportError::from));
+    (stats, result)
+}
+
+/// The stateless checks of the next block: its number and parent root.
+struct Sequencer {
+    next: u64,
+    root: H256,
+}
+
+impl Sequencer {
+    /// `Ok(None)`: a block already imported, skipped.
+    fn admit(&mut self, block: &Block) -> Result<Option<()>, ImportError> {
+        if block.number < self.next {
+            return Ok(None);
+        }
+        let invalid = |reason| ImportError::Invalid { number: block.number, reason };
+        if block.number != self.next {
+            return Err(invalid(InvalidBlock::Number { expected: self.next, got: block.number }));
+        }
+        if block.parent_root != self.root {
+            return Err(invalid(InvalidBlock::ParentRoot {
+                expected: self.root,
+                got: block.parent_root,
+            }));
+        }
+        self.next += 1;
+        self.root = block.state_root;
+        Ok(Some(()))
+    }
+}
+
+fn unpipelined<I>(
+    db: &mut StateDb,
+    blocks: I,
+    config: &ImportConfig,
+    stop: &AtomicBool,
+    on_block: &mut dyn FnMut(Imported),
+    stats: &mut ImportStats,
+) -> Result<(), ImportError>
+where
+    I: Iterator<Item = Result<Block, ImportError>>,
+{
+    let mut seq = Sequencer { next: db.head_number() + 1, root: db.head_root() };
+    for block in blocks {
+        if stop.load(Ordering::Relaxed) {
+            stats.stopped = true;
+            break;
+        }
+        let block = block?;
+        if seq.admit(&block)?.is_none() {
+            stats.skipped += 1;
+            continue;
+        }
+        let start = Instant::now();
+        let reader = Pending { base: db.read_handle()?, above: Vec::new() };
+        let executed = execute(&block, &reader, config.exec_workers)?;
+        stats.exec += start.elapsed();
+        commit(db, executed, stats, on_block)?;
+    }
+    Ok(())
+}
+
+fn pipelined<I>(
+    db: &mut StateDb,
+    blocks: I,
+    config: &ImportConfig,
+    stop: &AtomicBool,
+    on_block: &mut dyn FnMut(Imported),
+    stats: &mut ImportStats,
+) -> Result<(), ImportError>
+where
+    I: Iterator<Item = Result<Block, ImportError>> + Send,
+{
+    let (tx, rx) = sync_channel::<Result<Executed, ImportError>>(config.queue_blocks.max(1));
+    let pending: Mutex<Vec<(u64, Arc<Writes>)>> = Mutex::new(Vec::new());
+    let base = db.read_handle()?;
+    let seq = Sequencer { next: db.head_number() + 1, root: db.head_root() };
+    let front = Front { base, pending: &pending, workers: config.exec_workers, stop };
+    std::thread::scope(|s| {
+        let executor = s.spawn(move || front.run(blocks, seq, tx));
+        let committed = drain(db, rx, &pending, stats, on_block);
+        // Dropping the receiver (inside `drain`) ends the executor at its next send.
+        let front_stats = executor.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        stats.exec += front_stats.exec;
+        stats.stalled += front_stats.stalled;
+        stats.skipped += front_stats.skipped;
+        stats.stopped |= front_stats.stopped;
+        stats.max_pending_blocks = stats.max_pending_blocks.max(front_stats.max_blocks);
+        stats.max_pending_bytes = stats.max_pending_bytes.max(front_stats.max_bytes);
+        committed
+    })
+}
+
+/// The executor's side of the pipeline.
+struct Front<'a> {
+    base: ReadHandle,
+    pending: &'a Mutex<Vec<(u64, Arc<Writes>)>>,
+    workers: usize,
+    stop: &'a AtomicBool,
+}
+
+#[derive(Default)]
+struct FrontStats {
+    exec: Duration,
+    stalled: Duration,
+    skipped: u64,
+    stopped: bool,
+    max_blocks: usize,
+    max_bytes: u64,
+}
+
+impl Front<'_> {
+    fn run<I>(
+        self,
+        blocks: I,
+        mut seq: Sequencer,
+        tx: SyncSender<Result<Executed, ImportError>>,
+    ) -> FrontStats
+    where
+        I: Iterator<Item = Result<Block, ImportError>>,
+    {
+        let mut st = FrontStats::default();
+        for block in blocks {
+            if self.stop.load(Ordering::Relaxed) {
+                st.stopped = true;
+                break;
+            }
+            let start = Instant::now();
+            let executed = block.and_then(|b| match seq.admit(&b)? {
+                None => Ok(None),
+                Some(()) => {
+                    let above: Vec<Arc<Writes>> =
+                        self.pending.lock().iter().map(|(_, w)| w.clone()).collect();
+                    let reader = Pending { base: self.base.clone(), above };
+                    execute(&b, &reader, self.workers).map(Some)
+                }
+            });
+            st.exec += start.elapsed();
+            let msg = match executed {
+                Ok(None) => {
+                    st.skipped += 1;
+                    continue;
+                }
+                Ok(Some(e)) => {
+                    self.hold(&e, &mut st);
+                    Ok(e)
+                }
+                Err(e) => Err(e),
+            };
+            let failed = msg.is_err();
+            let start = Instant::now();
+            if tx.send(msg).is_err() || failed {
+                break;
+            }
+            st.stalled += start.elapsed();
+        }
+        st
+    }
+
+    /// Keep `e`'s writes above the store until its commit has published them.
+    fn hold(&self, e: &Executed, st: &mut FrontStats) {
+        let writes = e.changes.get(&TrieId::Main).cloned().unwrap_or_default();
+        let mut pending = self.pending.lock();
+        pending.push((e.number, Arc::new(writes)));
+        st.max_blocks = st.max_blocks.max(pending.len());
+        let bytes: u64 = pending.iter().map(|(_, w)| writes_bytes(w)).sum();
+        st.max_bytes = st.max_bytes.max(bytes);
+    }
+}
+
+fn writes_bytes(w: &Writes) -> u64 {
+    w.iter().map(|(k, v)| (k.len() + v.as_ref().map_or(0, Vec::len)) as u64).sum()
+}
+
+/// The committer's side: commit each executed block in order, releasing its writes.
+fn drain(
+    db: &mut StateDb,
+    rx: Receiver<Result<Executed, ImportError>>,
+    pending: &Mutex<Vec<(u64, Arc<Writes>)>>,
+    stats: &mut ImportStats,
+    on_block: &mut dyn FnMut(Imported),
+) -> Result<(), ImportError> {
+    for msg in rx {
+        let executed = msg?;
+        let number = executed.number;
+        commit(db, executed, stats, on_block)?;
+        pending.lock().retain(|(n, _)| *n != number);
+    }
+    Ok(())
+}
+
+fn commit(
+    db: &mut StateDb,
+    e: Executed,
+    stats: &mut ImportStats,
+    on_block: &mut dyn FnMut(Imported),
+) -> Result<(), ImportError> {
+    let start = Instant::now();
+    db.commit_expecting(&e.changes, e.state_root).map_err(|err| match err {
+        CommitError::RootMismatch { expected, computed } => ImportError::Invalid {
+            number: e.number,
+            reason: InvalidBlock::PostRoot { expected, computed },
+        },
+        CommitError::Store(s) => ImportError::Store(s),
+        other => ImportError::Commit(other),
+    })?;
+    stats.commit += start.elapsed();
+    stats.blocks += 1;
+    stats.transactions += e.transactions as u64;
+    on_block(Imported { number: e.number, transactions: e.transactions });
+    Ok(())
+}
+
+/// Execute `block` over `reader`: its change set, or why the block is invalid.
+fn execute<R>(block: &Block, reader: &R, workers: usize) -> Result<Executed, ImportError>
+where
+    R: StateReader<Error = StoreError> + Sync,
+{
+    let ctx = BlockContext { number: block.number, author: block.author };
+    let txs = block_txs(ctx, &block.transfers);
+    let out = execute_parallel(&txs, reader, workers)?;
+    let invalid = |reason| ImportError::Invalid { number: block.number, reason };
+    for (i, receipt) in out.outputs.into_iter().enumerate() {
+        let index = i.saturating_sub(1);
+        match receipt {
+            ChainReceipt::Invalid(reason) => {
+                return Err(invalid(InvalidBlock::Transaction { index, reason }))
+            }
+            ChainReceipt::Corrupt(source) => {
+                return Err(invalid(InvalidBlock::Corrupt { index, source }))
+            }
+            ChainReceipt::Transaction(e) => return Err(invalid(InvalidBlock::Runtime(e))),
+            _ => {}
+        }
+    }
+    let changes = ChangeSet::from([(TrieId::Main, out.writes)]);
+    Ok(Executed {
+        number: block.number,
+        state_root: block.state_root,
+        transactions: block.transfers.len(),
+        changes,
+    })
+}
+
+/// The state after the blocks in flight: their writes (newest last) over the store.
+struct Pending {
+    base: ReadHandle,
+    above: Vec<Arc<Writes>>,
+}
+
+impl StateReader for Pending {
+    type Error = StoreError;
+    type Range<'a> = VecRange<StoreError>;
+
+    fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        if *trie == TrieId::Main {
+            if let Some(v) = self.above.iter().rev().find_map(|w| w.get(key)) {
+                return Ok(v.clone().filter(|v| !v.is_empty()));
+            }
+        }
+        self.base.get(trie, key)
+    }
+
+    fn range<'a>(
+        &'a self,
+        trie: &TrieId,
+        start: &[u8],
+        end: Option<&[u8]>,
+    ) -> Result<Self::Range<'a>, StoreError> {
+        let mut entries = BTreeMap::new();
+        for e in self.base.range(trie, start, end)? {
+            let (k, v) = e?;
+            entries.insert(k, v);
+        }
+        if let (TrieId::Main, Some(bounds)) = (trie, trie::key_bounds(start, end)) {
+            for w in &self.above {
+                for (k, v) in w.range::<[u8], _>(bounds) {
+                    match v.as_ref().filter(|v| !v.is_empty()) {
+                        Some(v) => entries.insert(k.clone(), v.clone()),
+                        None => entries.remove(k),
+                    };
+                }
+            }
+        }
+        Ok(entries.into_iter().map(Ok).collect::<Vec<_>>().into_iter())
+    }
+}

@@ -1,0 +1,206 @@
+//! The import road, differentially: random chains (1–300 transfers per block, failures,
+//! deaths, an invalid block at a random height) imported pipelined and unpipelined with 1–4
+//! execution workers, against the sequential overlay runtime: identical per-block roots,
+//! identical final flat state, and for an invalid block the same head and error.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
+
+use chain::block::Block;
+use chain::chainfile::{self, ChainParams};
+use chain::runtime::{self, BlockContext};
+use chain::{import, ImportConfig, ImportError, InvalidBlock};
+use overlay::Overlay;
+use proptest::prelude::*;
+use store::{StateDb, StoreConfig};
+use trie::{TrieId, H256};
+
+fn cases(default: u32) -> u32 {
+    std::env::var("ARBOR_PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
+}
+
+/// A generated chain: its genesis entries and blocks.
+fn chain(
+    accounts: u64,
+    blocks: u64,
+    transfers: u64,
+    seed: u64,
+) -> (Vec<(Vec<u8>, Vec<u8>)>, Vec<Block>) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut db = StateDb::open(dir.path(), StoreConfig::default()).unwrap();
+    let params = ChainParams { accounts, blocks, transfers, seed };
+    let mut out = Vec::new();
+    let header = chainfile::generate(&mut db, &params, &mut |_, b| {
+        out.push(b);
+        Ok(())
+    })
+    .unwrap();
+    (header.genesis_entries(), out)
+}
+
+/// How a block is spoiled.
+#[derive(Debug, Clone, Copy)]
+enum Spoil {
+    PostRoot,
+    ParentRoot,
+    Nonce,
+}
+
+fn spoil(blocks: &mut [Block], at: usize, how: Spoil) {
+    let b = &mut blocks[at];
+    match how {
+        Spoil::PostRoot => b.state_root = H256([0xee; 32]),
+        Spoil::ParentRoot => b.parent_root = H256([0xdd; 32]),
+        Spoil::Nonce => {
+            if let Some(t) = b.transfers.first_mut() {
+                t.nonce += 1_000;
+            } else {
+                b.state_root = H256([0xee; 32]);
+            }
+        }
+    }
+}
+
+/// The reference: the sequential overlay runtime over an in-memory map, root per block
+/// from scratch; stops at the first block whose transactions or roots do not check.
+fn reference(
+    genesis: &[(Vec<u8>, Vec<u8>)],
+    blocks: &[Block],
+) -> (Vec<H256>, BTreeMap<Vec<u8>, Vec<u8>>, Option<u64>) {
+    let mut state: BTreeMap<Vec<u8>, Vec<u8>> = genesis.iter().cloned().collect();
+    let mut roots = Vec::new();
+    let mut parent = root_of(&state);
+    for b in blocks {
+        if b.parent_root != parent {
+            return (roots, state, Some(b.number));
+        }
+        let ctx = BlockContext { number: b.number, author: b.author };
+        let mut o = Overlay::new(&state);
+        runtime::start_block(&mut o, &ctx).unwrap();
+        let ok =
+            (0u32..).zip(&b.transfers).all(|(i, t)| runtime::apply(&mut o, &ctx, i, t).is_ok());
+        if !ok {
+            return (roots, state, Some(b.number));
+        }
+        runtime::finish_block(&mut o, &ctx).unwrap();
+        let changes = o.into_change_set().unwrap();
+        let mut next = state.clone();
+        for (k, v) in changes.get(&TrieId::Main).into_iter().flatten() {
+            match v.as_ref().filter(|v| !v.is_empty()) {
+                Some(v) => next.insert(k.clone(), v.clone()),
+                None => next.remove(k),
+            };
+        }
+        let root = root_of(&next);
+        if root != b.state_root {
+            return (roots, state, Some(b.number));
+        }
+        state = next;
+        roots.push(root);
+        parent = root;
+    }
+    (roots, state, None)
+}
+
+fn root_of(state: &BTreeMap<Vec<u8>, Vec<u8>>) -> H256 {
+    let items: Vec<(&Vec<u8>, &Vec<u8>)> = state.iter().collect();
+    trie::root_from_sorted::<trie::EthLayout, _, _>(&items).unwrap().0
+}
+
+/// Import into a fresh store; returns per-block roots, the final flat state, the error.
+fn run(
+    genesis: &[(Vec<u8>, Vec<u8>)],
+    blocks: &[Block],
+    config: &ImportConfig,
+) -> (Vec<H256>, BTreeMap<Vec<u8>, Vec<u8>>, Option<(u64, String)>, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut db = StateDb::open(dir.path(), StoreConfig::default()).unwrap();
+    db.bulk_load("test genesis", genesis.iter().cloned().map(|(k, v)| (TrieId::Main, k, v)))
+        .unwrap();
+    let mut numbers = Vec::new();
+    let stop = AtomicBool::new(false);
+    let (_, result) = import(&mut db, blocks.iter().cloned().map(Ok), config, &stop, &mut |b| {
+        numbers.push(b.number)
+    });
+    let err = result.err().map(|e| match e {
+        ImportError::Invalid { number, reason } => (number, kind(&reason)),
+        other => panic!("import failed: {other}"),
+    });
+    let head = db.head_number();
+    assert_eq!(numbers, (1..=head).collect::<Vec<_>>());
+    let roots: Vec<H256> = (1..=head).map(|n| blocks[n as usize - 1].state_root).collect();
+    if let Some(last) = roots.last() {
+        assert_eq!(db.head_root(), *last, "head root");
+    }
+    let flat = db.range(&TrieId::Main, &[], None).unwrap().map(Result::unwrap).collect();
+    // The store verifies its own root from flat state.
+    assert!(db.verify().unwrap().ok(), "verify after import");
+    (roots, flat, err, head)
+}
+
+fn kind(r: &InvalidBlock) -> String {
+    match r {
+        InvalidBlock::PostRoot { .. } => "post-root".into(),
+        InvalidBlock::ParentRoot { .. } => "parent-root".into(),
+        InvalidBlock::Transaction { .. } => "transaction".into(),
+        other => format!("{other}"),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases(16)))]
+
+    #[test]
+    fn pipelined_unpipelined_and_sequential_agree(
+        seed in any::<u64>(),
+        blocks in 2u64..8,
+        transfers in 1u64..300,
+        workers in 1usize..=4,
+        bad in prop::option::of((0usize..8, 0u8..3)),
+    ) {
+        let (genesis, mut chain) = chain(60, blocks, transfers, seed);
+        if let Some((at, how)) = bad {
+            let how = [Spoil::PostRoot, Spoil::ParentRoot, Spoil::Nonce][how as usize];
+            let at = at % chain.len();
+            spoil(&mut chain, at, how);
+        }
+        let (ref_roots, ref_state, ref_err) = reference(&genesis, &chain);
+        for pipelined in [false, true] {
+            let config = ImportConfig { pipelined, exec_workers: workers, queue_blocks: 1 };
+            let (roots, flat, err, head) = run(&genesis, &chain, &config);
+            prop_assert_eq!(&roots, &ref_roots, "pipelined {}", pipelined);
+            prop_assert_eq!(&flat, &ref_state, "pipelined {}", pipelined);
+            prop_assert_eq!(err.as_ref().map(|e| e.0), ref_err, "pipelined {}", pipelined);
+            prop_assert_eq!(head, ref_roots.len() as u64);
+        }
+    }
+}
+
+/// A truncated chain file is a typed error after the blocks before the cut.
+#[test]
+fn truncated_chain_file_is_a_typed_error() {
+    let (_, blocks) = chain(20, 3, 5, 7);
+    let header = chainfile::ChainHeader {
+        accounts: 20,
+        balance: chainfile::GENESIS_BALANCE,
+        genesis_root: H256::default(),
+    };
+    let mut bytes = Vec::new();
+    chainfile::write_header(&mut bytes, &header).unwrap();
+    for b in &blocks {
+        chainfile::write_block(&mut bytes, b).unwrap();
+    }
+    for cut in [10, 65 + 2, bytes.len() - 1] {
+        let r = chainfile::ChainReader::new(&bytes[..cut]);
+        let items: Vec<_> = match r {
+            Ok(r) => r.collect(),
+            Err(e) => {
+                assert!(e.to_string().contains("truncated"), "{e}");
+                continue;
+            }
+        };
+        let last = items.last().unwrap();
+        assert!(matches!(last, Err(ImportError::Source(_))), "cut {cut}: {last:?}");
+        assert!(last.as_ref().unwrap_err().to_string().contains("truncated"));
+    }
+}

@@ -1,0 +1,246 @@
+//! `arbor gen-chain` (a genesis and random transfer blocks carrying their post-state roots)
+//! and `arbor import` (the import road: `chain::import`, resumable, stopping at a block
+//! boundary on Ctrl-C or SIGTERM).
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use chain::chainfile::{self, ChainHeader, ChainParams, ChainReader};
+use chain::{ImportConfig, ImportError, ImportStats};
+use clap::Args;
+use store::StateDb;
+use trie::TrieId;
+
+use crate::cmd_db::{open_or_create, DbArgs};
+use crate::limits;
+
+/// Arguments of `arbor gen-chain`.
+#[derive(Debug, Args)]
+pub(crate) struct GenChainArgs {
+    /// Funded genesis accounts; 2 to 10,000,000.
+    #[arg(long, value_name = "N", value_parser = limits::u64_in(2, limits::CHAIN_ACCOUNTS_MAX))]
+    accounts: u64,
+    /// Blocks after genesis; 1 to 100,000.
+    #[arg(long, value_name = "K", value_parser = limits::u64_in(1, limits::CHAIN_BLOCKS_MAX))]
+    blocks: u64,
+    /// Transfers per block; 1 to 100,000.
+    #[arg(long, value_name = "T", value_parser = limits::u64_in(1, limits::CHAIN_TRANSFERS_MAX))]
+    transfers: u64,
+    /// Seed of the random transfers (any 64-bit unsigned integer).
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    seed: u64,
+    /// The chain file to write (must not exist unless --force).
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    /// Overwrite an existing output file.
+    #[arg(long)]
+    force: bool,
+}
+
+/// Arguments of `arbor import`.
+#[derive(Debug, Args)]
+pub(crate) struct ImportArgs {
+    #[command(flatten)]
+    db: DbArgs,
+    /// The chain file (`arbor gen-chain`).
+    #[arg(long, value_name = "FILE")]
+    chain: PathBuf,
+    /// Execute and commit one block after the other instead of overlapping them.
+    #[arg(long)]
+    no_pipeline: bool,
+    /// Block-STM workers per block; 1 to 64 [default: cores - 1 pipelined, else cores].
+    #[arg(long, value_name = "W", value_parser = limits::usize_in(1, 64))]
+    exec_workers: Option<usize>,
+    /// Print the summary as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Run `arbor gen-chain`.
+pub(crate) fn gen_chain(args: &GenChainArgs) -> Result<ExitCode> {
+    if args.out.exists() && !args.force {
+        return Err(crate::usage(format!(
+            "{} exists; pass --force to overwrite it",
+            args.out.display()
+        )));
+    }
+    let tmp = tempfile::Builder::new().prefix("arbor-gen-chain-").tempdir()?;
+    let mut db = StateDb::open(tmp.path(), store::StoreConfig::default())?;
+    let staging = args.out.with_extension("arbor-partial");
+    let file =
+        File::create(&staging).with_context(|| format!("cannot create {}", staging.display()))?;
+    let mut w = BufWriter::new(file);
+    let params = ChainParams {
+        accounts: args.accounts,
+        blocks: args.blocks,
+        transfers: args.transfers,
+        seed: args.seed,
+    };
+    let pb = bench::progress_bar(true, args.blocks, "generating blocks");
+    let start = Instant::now();
+    let mut wrote_header = false;
+    let mut txs = 0u64;
+    let header = chainfile::generate(&mut db, &params, &mut |h: &ChainHeader, b| {
+        if !wrote_header {
+            chainfile::write_header(&mut w, h)?;
+            wrote_header = true;
+        }
+        txs += b.transfers.len() as u64;
+        pb.inc(1);
+        chainfile::write_block(&mut w, &b)
+    })
+    .context("cannot generate the chain")?;
+    if !wrote_header {
+        chainfile::write_header(&mut w, &header)?;
+    }
+    w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+    std::fs::rename(&staging, &args.out)
+        .with_context(|| format!("cannot move the chain into {}", args.out.display()))?;
+    pb.finish_and_clear();
+    let (head, root) = (db.head_number(), db.head_root());
+    db.close()?;
+    eprintln!(
+        "wrote {}: genesis of {} accounts ({}), {} blocks, {txs} transfers in {:.2} s; head {head} {root}",
+        args.out.display(),
+        args.accounts,
+        header.genesis_root,
+        args.blocks,
+        start.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Open a chain file.
+pub(crate) fn open_chain(path: &Path) -> Result<ChainReader<File>> {
+    let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    ChainReader::new(f).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// An empty database gets the chain's genesis (checked against the header's root); one
+/// at block 0 must hold that genesis.
+pub(crate) fn init_genesis(db: &mut StateDb, header: &ChainHeader) -> Result<()> {
+    if db.unfinished_bulk_load().is_some() || db.is_empty()? {
+        let entries = header.genesis_entries().into_iter().map(|(k, v)| (TrieId::Main, k, v));
+        let label = format!("chain genesis {}", header.genesis_root);
+        db.bulk_load(&label, entries).context("cannot load the chain's genesis")?;
+    }
+    if db.head_number() == 0 && db.head_root() != header.genesis_root {
+        bail!(
+            "the database's genesis root {} is not the chain's {}",
+            db.head_root(),
+            header.genesis_root
+        );
+    }
+    Ok(())
+}
+
+/// The workers `--exec-workers` asks for, or the default for the mode.
+pub(crate) fn exec_workers(requested: Option<usize>, pipelined: bool) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    requested.unwrap_or(if pipelined { cores.saturating_sub(1).max(1) } else { cores })
+}
+
+/// Stop at the next block boundary on Ctrl-C or SIGTERM.
+fn stop_flag() -> Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    ctrlc::set_handler(move || s.store(true, Ordering::SeqCst))
+        .context("cannot install the signal handler")?;
+    Ok(stop)
+}
+
+/// Run `arbor import`.
+pub(crate) fn import(args: &ImportArgs) -> Result<ExitCode> {
+    let chain = open_chain(&args.chain)?;
+    let mut db = open_or_create(&args.db)?;
+    init_genesis(&mut db, chain.header())?;
+    let pipelined = !args.no_pipeline;
+    let config = ImportConfig {
+        pipelined,
+        exec_workers: exec_workers(args.exec_workers, pipelined),
+        queue_blocks: 1,
+    };
+    let stop = stop_flag()?;
+    let pb = bench::progress_bar(true, 0, "importing");
+    pb.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} block {pos} · {per_sec} · {msg} · {elapsed_precise}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    let first = db.head_number();
+    pb.set_position(first);
+    let start = Instant::now();
+    let mut txs = 0u64;
+    let (stats, result) = chain::import(&mut db, chain, &config, &stop, &mut |b| {
+        txs += b.transactions as u64;
+        pb.set_position(b.number);
+        let secs = start.elapsed().as_secs_f64().max(1e-9);
+        pb.set_message(format!("{:.0} tx/s", txs as f64 / secs));
+    });
+    pb.finish_and_clear();
+    let seconds = start.elapsed().as_secs_f64();
+    let (head, root) = (db.head_number(), db.head_root());
+    db.close().context("cannot close the database")?;
+    report(args, &config, &stats, seconds, head, &root);
+    match result {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e @ ImportError::Invalid { .. }) => {
+            eprintln!("error: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+        Err(e) => Err(anyhow::Error::new(e).context("import failed")),
+    }
+}
+
+fn report(
+    args: &ImportArgs,
+    config: &ImportConfig,
+    stats: &ImportStats,
+    seconds: f64,
+    head: u64,
+    root: &trie::H256,
+) {
+    let per = |n: u64| if seconds > 0.0 { n as f64 / seconds } else { 0.0 };
+    if args.json {
+        let v = serde_json::json!({
+            "blocks": stats.blocks,
+            "transactions": stats.transactions,
+            "skipped": stats.skipped,
+            "seconds": seconds,
+            "blocks_per_s": per(stats.blocks),
+            "transactions_per_s": per(stats.transactions),
+            "exec_s": stats.exec.as_secs_f64(),
+            "commit_s": stats.commit.as_secs_f64(),
+            "stalled_s": stats.stalled.as_secs_f64(),
+            "flush_s": stats.flush.as_secs_f64(),
+            "pipelined": config.pipelined,
+            "exec_workers": config.exec_workers,
+            "stopped": stats.stopped,
+            "head": head,
+            "root": root.to_string(),
+        });
+        println!("{v}");
+    }
+    eprintln!(
+        "imported {} blocks ({} transactions, {} skipped) in {seconds:.2} s: {:.1} blocks/s, {:.0} tx/s; \
+         execute {:.2} s, commit {:.2} s, stalled {:.2} s, flush {:.2} s; {}head {head} {root}",
+        stats.blocks,
+        stats.transactions,
+        stats.skipped,
+        per(stats.blocks),
+        per(stats.transactions),
+        stats.exec.as_secs_f64(),
+        stats.commit.as_secs_f64(),
+        stats.stalled.as_secs_f64(),
+        stats.flush.as_secs_f64(),
+        if stats.stopped { "stopped by signal; " } else { "" },
+    );
+    let _ = std::io::stdout().flush();
+}
