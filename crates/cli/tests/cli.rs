@@ -15,6 +15,8 @@ use trie::{keccak256, EthLayout, H256};
 /// SIGKILL during `init` and bulk loads.
 #[path = "cli/crash.rs"]
 mod crash;
+#[path = "cli/import.rs"]
+mod import;
 #[path = "cli/limits.rs"]
 mod limits;
 

@@ -25,11 +25,11 @@ enum Left {
     Unfinished,
 }
 
-fn iterations() -> u64 {
+pub(super) fn iterations() -> u64 {
     std::env::var("ARBOR_CRASH_ITERATIONS").ok().and_then(|s| s.parse().ok()).unwrap_or(3)
 }
 
-fn seed(test: &str) -> u64 {
+pub(super) fn seed(test: &str) -> u64 {
     let seed = match std::env::var("ARBOR_SEED") {
         Ok(s) => s.parse().unwrap(),
         Err(_) => rand::thread_rng().gen(),
@@ -47,7 +47,7 @@ fn timed(args: &[&str]) -> (Duration, String) {
 }
 
 /// Start `args`, SIGKILL it after `delay` (unless it finished first).
-fn kill_after(args: &[&str], delay: Duration) -> bool {
+pub(super) fn kill_after(args: &[&str], delay: Duration) -> bool {
     let mut child = Command::new(env!("CARGO_BIN_EXE_arbor"))
         .args(args)
         .stdin(Stdio::null())
