@@ -34,7 +34,9 @@ pub struct ImportConfig {
     pub pipelined: bool,
     /// Block-STM workers per block (1: the sequential executor).
     pub exec_workers: usize,
-    /// Executed blocks that may wait for their commit (pipelined; at least 1).
+    /// Executed blocks that may wait in the queue for their commit (pipelined; at least
+    /// 1). Blocks in flight are at most this plus two: the one committing and one
+    /// executed and waiting for room.
     pub queue_blocks: usize,
 }
 

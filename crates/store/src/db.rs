@@ -215,6 +215,8 @@ pub fn rocksdb_options(config: &StoreConfig) -> Options {
 pub struct FaultInjector {
     /// Fail the write of this block number and later ones (0 = never).
     fail_from: AtomicU64,
+    /// Sleep this long (µs) before each write: a slow disk.
+    delay_us: AtomicU64,
 }
 
 #[cfg_attr(not(feature = "test-hooks"), allow(unreachable_pub, dead_code))]
@@ -224,12 +226,22 @@ impl FaultInjector {
         self.fail_from.store(number.max(1), Ordering::SeqCst);
     }
 
-    /// Stop failing.
+    /// Make every write wait `delay` first (a slow disk), until [`FaultInjector::clear`].
+    pub fn slow_writes(&self, delay: std::time::Duration) {
+        self.delay_us.store(delay.as_micros().min(u128::from(u64::MAX)) as u64, Ordering::SeqCst);
+    }
+
+    /// Stop failing and delaying.
     pub fn clear(&self) {
         self.fail_from.store(0, Ordering::SeqCst);
+        self.delay_us.store(0, Ordering::SeqCst);
     }
 
     pub(crate) fn check(&self, number: u64) -> Result<(), StoreError> {
+        let delay = self.delay_us.load(Ordering::SeqCst);
+        if delay > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(delay));
+        }
         let from = self.fail_from.load(Ordering::SeqCst);
         if from != 0 && number >= from {
             return Err(StoreError::Injected { number });

@@ -103,6 +103,8 @@ pub(crate) struct Shared {
     /// Bytes of the write batches the writer wrote (keys, values, batch framing).
     pub(crate) bytes_written: AtomicU64,
     pub(crate) commit_waits: AtomicU64,
+    /// The most bytes of unpersisted layers held at once this session.
+    pub(crate) peak_unpersisted_bytes: AtomicU64,
     /// Cache counters of the sessions closed before this one.
     pub(crate) totals_at_open: CacheTotals,
 }
@@ -178,6 +180,7 @@ impl StateDb {
             layers_persisted: AtomicU64::new(0),
             bytes_written: AtomicU64::new(0),
             commit_waits: AtomicU64::new(0),
+            peak_unpersisted_bytes: AtomicU64::new(0),
             totals_at_open,
         });
         // The channel only carries handles; memory is bounded by pending_bytes.
@@ -391,6 +394,7 @@ impl StateDb {
                 return Err(e.poisoned());
             }
             p.pending_bytes += layer.bytes;
+            self.shared.peak_unpersisted_bytes.fetch_max(p.pending_bytes, Ordering::Relaxed);
         }
         let layer = Arc::new(layer);
         {
@@ -503,6 +507,7 @@ impl StateDb {
             layers_persisted: self.shared.layers_persisted.load(Ordering::Relaxed),
             bytes_written: self.shared.bytes_written.load(Ordering::Relaxed),
             commit_waits: self.shared.commit_waits.load(Ordering::Relaxed),
+            peak_unpersisted_bytes: self.shared.peak_unpersisted_bytes.load(Ordering::Relaxed),
             node_cache: self.shared.reader.node_cache.stats(),
             flat_cache: self.shared.reader.flat_cache.stats(),
             resident: self.resident.stats(),
@@ -663,6 +668,9 @@ pub struct StoreStats {
     pub bytes_written: u64,
     /// Commits that waited for the writer (back-pressure).
     pub commit_waits: u64,
+    /// The most bytes of unpersisted layers held at once since the store was opened (at
+    /// most `layers.unpersisted_bytes_max`, or one layer when a single layer is larger).
+    pub peak_unpersisted_bytes: u64,
     /// Node cache counters.
     pub node_cache: crate::cache::CacheStats,
     /// Flat cache counters.
