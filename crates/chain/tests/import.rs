@@ -3,6 +3,9 @@
 //! execution workers, against the sequential overlay runtime: identical per-block roots,
 //! identical final flat state, and for an invalid block the same head and error.
 
+// Test helpers outside #[test] functions unwrap too: a failure there is a test failure.
+#![allow(clippy::unwrap_used)]
+
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
 
@@ -15,17 +18,17 @@ use proptest::prelude::*;
 use store::{StateDb, StoreConfig};
 use trie::{TrieId, H256};
 
+/// Main-trie entries.
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+/// The flat state.
+type Flat = BTreeMap<Vec<u8>, Vec<u8>>;
+
 fn cases(default: u32) -> u32 {
     std::env::var("ARBOR_PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
 }
 
 /// A generated chain: its genesis entries and blocks.
-fn chain(
-    accounts: u64,
-    blocks: u64,
-    transfers: u64,
-    seed: u64,
-) -> (Vec<(Vec<u8>, Vec<u8>)>, Vec<Block>) {
+fn chain(accounts: u64, blocks: u64, transfers: u64, seed: u64) -> (Entries, Vec<Block>) {
     let dir = tempfile::tempdir().unwrap();
     let mut db = StateDb::open(dir.path(), StoreConfig::default()).unwrap();
     let params = ChainParams { accounts, blocks, transfers, seed };
@@ -63,10 +66,7 @@ fn spoil(blocks: &mut [Block], at: usize, how: Spoil) {
 
 /// The reference: the sequential overlay runtime over an in-memory map, root per block
 /// from scratch; stops at the first block whose transactions or roots do not check.
-fn reference(
-    genesis: &[(Vec<u8>, Vec<u8>)],
-    blocks: &[Block],
-) -> (Vec<H256>, BTreeMap<Vec<u8>, Vec<u8>>, Option<u64>) {
+fn reference(genesis: &[(Vec<u8>, Vec<u8>)], blocks: &[Block]) -> (Vec<H256>, Flat, Option<u64>) {
     let mut state: BTreeMap<Vec<u8>, Vec<u8>> = genesis.iter().cloned().collect();
     let mut roots = Vec::new();
     let mut parent = root_of(&state);
@@ -112,7 +112,7 @@ fn run(
     genesis: &[(Vec<u8>, Vec<u8>)],
     blocks: &[Block],
     config: &ImportConfig,
-) -> (Vec<H256>, BTreeMap<Vec<u8>, Vec<u8>>, Option<(u64, String)>, u64) {
+) -> (Vec<H256>, Flat, Option<(u64, String)>, u64) {
     let dir = tempfile::tempdir().unwrap();
     let mut db = StateDb::open(dir.path(), StoreConfig::default()).unwrap();
     db.bulk_load("test genesis", genesis.iter().cloned().map(|(k, v)| (TrieId::Main, k, v)))

@@ -116,7 +116,7 @@ impl StateReader for MemoryState {
         &self,
         trie: &TrieId,
         before: &[u8],
-    ) -> Result<Option<(Vec<u8>, Vec<u8>)>, Infallible> {
+    ) -> Result<Option<trie::KeyValue>, Infallible> {
         let below = self.tries.get(trie).and_then(|entries| {
             entries
                 .range::<[u8], _>((std::ops::Bound::Unbounded, std::ops::Bound::Excluded(before)))

@@ -11,19 +11,22 @@ use std::iter::Peekable;
 use std::sync::Arc;
 
 use rocksdb::DBRawIterator;
-use trie::TrieId;
+use trie::{KeyValue, TrieId};
 
 use crate::error::StoreError;
 use crate::keys::{flat_key, flat_range_for_path, CF_FLAT};
 use crate::state::cf;
 use crate::view::Reader;
 
+/// A key's newest value in the layers (`None`: deleted).
+type LayerValue = Option<Arc<[u8]>>;
+
 /// The entries of one trie in a key range, in ascending key order (keys without the
 /// trie prefix). Stops after the first error.
 pub struct FlatRange<'a> {
     disk: Option<DBRawIterator<'a>>,
     /// Newest layer value of every key in the range (`None`: deleted).
-    layers: Peekable<btree_map::IntoIter<Vec<u8>, Option<Arc<[u8]>>>>,
+    layers: Peekable<btree_map::IntoIter<Vec<u8>, LayerValue>>,
     /// Exclusive end (full flat key), or the inclusive end of the trie's keys.
     end: (Vec<u8>, bool),
     prefix_len: usize,
@@ -85,7 +88,7 @@ impl FlatRange<'_> {
         }
     }
 
-    fn step(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>, StoreError> {
+    fn step(&mut self) -> Result<Option<KeyValue>, StoreError> {
         loop {
             let disk = self.disk_key()?;
             let take_layer = match (self.layers.peek(), &disk) {

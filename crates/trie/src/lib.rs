@@ -40,8 +40,8 @@ pub use recorder::Recorder;
 pub use rlp::{rlp_encode_list, rlp_encode_string, RlpError, RlpItem, RlpListIter};
 pub use source::{MemoryNodeSource, NodeSource, SourceError, TrieId};
 pub use state::{
-    apply_delta, key_bounds, ChangeSet, MapRange, RangeItem, StateReader, StateView,
-    TransactionError, VecRange,
+    apply_delta, key_bounds, ChangeSet, KeyBounds, KeyValue, MapRange, RangeItem, StateReader,
+    StateView, TransactionError, VecRange,
 };
 pub use trie::{
     path_hex, CollapseDelta, CommittedNode, Entry, RemovedNode, Trie, TrieError, TrieUpdates,

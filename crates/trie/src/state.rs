@@ -12,7 +12,13 @@ use crate::TrieId;
 pub type ChangeSet = BTreeMap<TrieId, BTreeMap<Vec<u8>, Option<Vec<u8>>>>;
 
 /// An entry of a range read, or the reader's error.
-pub type RangeItem<E> = Result<(Vec<u8>, Vec<u8>), E>;
+pub type RangeItem<E> = Result<KeyValue, E>;
+
+/// A key and its value.
+pub type KeyValue = (Vec<u8>, Vec<u8>);
+
+/// `BTreeMap::range` bounds over byte-string keys.
+pub type KeyBounds<'k> = (Bound<&'k [u8]>, Bound<&'k [u8]>);
 
 /// The range iterator of readers that collect a range before returning it.
 pub type VecRange<E> = std::vec::IntoIter<RangeItem<E>>;
@@ -45,11 +51,7 @@ pub trait StateReader {
     /// The greatest key of trie `trie` strictly below `before`, with its value. The
     /// provided method walks the range up to `before`; readers with reverse iteration
     /// override it.
-    fn last_before(
-        &self,
-        trie: &TrieId,
-        before: &[u8],
-    ) -> Result<Option<(Vec<u8>, Vec<u8>)>, Self::Error> {
+    fn last_before(&self, trie: &TrieId, before: &[u8]) -> Result<Option<KeyValue>, Self::Error> {
         let mut last = None;
         for entry in self.range(trie, &[], Some(before))? {
             last = Some(entry?);
@@ -78,21 +80,14 @@ impl<T: StateReader + ?Sized> StateReader for &T {
         (**self).range(trie, start, end)
     }
 
-    fn last_before(
-        &self,
-        trie: &TrieId,
-        before: &[u8],
-    ) -> Result<Option<(Vec<u8>, Vec<u8>)>, Self::Error> {
+    fn last_before(&self, trie: &TrieId, before: &[u8]) -> Result<Option<KeyValue>, Self::Error> {
         (**self).last_before(trie, before)
     }
 }
 
 /// The key bounds of `start <= key < end` for `BTreeMap::range`; `None` when the range is
 /// empty (`end <= start`), which `BTreeMap::range` would panic on.
-pub fn key_bounds<'k>(
-    start: &'k [u8],
-    end: Option<&'k [u8]>,
-) -> Option<(Bound<&'k [u8]>, Bound<&'k [u8]>)> {
+pub fn key_bounds<'k>(start: &'k [u8], end: Option<&'k [u8]>) -> Option<KeyBounds<'k>> {
     match end {
         Some(end) if end <= start => None,
         Some(end) => Some((Bound::Included(start), Bound::Excluded(end))),
@@ -126,11 +121,7 @@ impl StateReader for BTreeMap<Vec<u8>, Vec<u8>> {
         Ok(MapRange { inner })
     }
 
-    fn last_before(
-        &self,
-        trie: &TrieId,
-        before: &[u8],
-    ) -> Result<Option<(Vec<u8>, Vec<u8>)>, Self::Error> {
+    fn last_before(&self, trie: &TrieId, before: &[u8]) -> Result<Option<KeyValue>, Self::Error> {
         if *trie != TrieId::Main {
             return Ok(None);
         }
@@ -225,11 +216,7 @@ impl<S: crate::NodeSource> StateReader for std::cell::RefCell<crate::Trie<S>> {
         Ok(entries.into_iter().map(Ok).collect::<Vec<_>>().into_iter())
     }
 
-    fn last_before(
-        &self,
-        trie: &TrieId,
-        before: &[u8],
-    ) -> Result<Option<(Vec<u8>, Vec<u8>)>, Self::Error> {
+    fn last_before(&self, trie: &TrieId, before: &[u8]) -> Result<Option<KeyValue>, Self::Error> {
         match trie {
             TrieId::Main => self.borrow_mut().prev_before(before),
             TrieId::Storage(_) => Ok(None),
