@@ -90,22 +90,15 @@ impl exec::Transaction for BlockTx {
     type Output = ChainReceipt;
 
     fn execute(&self, view: &mut dyn View) -> Result<ChainReceipt, Stop> {
-        view.start();
         let receipt = match self.run(view) {
-            Ok(receipt) => {
-                view.commit().expect(BALANCED);
-                return Ok(receipt);
-            }
+            Ok(receipt) => return Ok(receipt),
             Err(ApplyError::State(stop)) => return Err(stop),
             Err(ApplyError::Invalid(i)) => ChainReceipt::Invalid(i),
             Err(ApplyError::Corrupt(c)) => ChainReceipt::Corrupt(c),
             Err(ApplyError::Transaction(e)) => ChainReceipt::Transaction(e),
         };
-        view.rollback().expect(BALANCED);
+        // A failed transaction changes nothing.
+        view.discard_writes();
         Ok(receipt)
     }
 }
-
-/// The runtime pairs every nested transaction it opens with a commit or a rollback, so
-/// the one this adapter opens around it is still open when the runtime returns.
-const BALANCED: &str = "the runtime closed a transaction it did not open";

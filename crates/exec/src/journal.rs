@@ -74,6 +74,13 @@ impl<W> Journaled<W> {
         Ok(())
     }
 
+    /// Drop every write and every open transaction.
+    pub(crate) fn clear(&mut self) {
+        self.writes.clear();
+        self.undo.clear();
+        self.marks.clear();
+    }
+
     /// The writes, once the transaction is done; open nested transactions are dropped
     /// with their writes (a transaction that returns without closing them keeps only what
     /// it committed).

@@ -75,6 +75,11 @@ pub trait View: StateView<Error = Stop> {
     /// replaying the range it covered (up to where it stopped) and comparing the entries.
     fn scan(&mut self, from: &[u8], reverse: bool, limit: usize)
         -> Result<Vec<(Key, Value)>, Stop>;
+
+    /// Drop every write this execution made so far (a transaction that fails as a whole
+    /// and must change nothing), open nested transactions included. Its reads stay
+    /// recorded.
+    fn discard_writes(&mut self);
 }
 
 /// A transaction's pending write to one key.

@@ -101,6 +101,10 @@ impl<S: StateReader> StateView for MvView<'_, '_, S> {
 }
 
 impl<S: StateReader> View for MvView<'_, '_, S> {
+    fn discard_writes(&mut self) {
+        self.writes.clear();
+    }
+
     fn scan(
         &mut self,
         from: &[u8],

@@ -61,6 +61,10 @@ impl<S: StateReader> StateView for SeqView<'_, '_, S> {
 }
 
 impl<S: StateReader> View for SeqView<'_, '_, S> {
+    fn discard_writes(&mut self) {
+        self.own.clear();
+    }
+
     fn scan(
         &mut self,
         from: &[u8],
