@@ -11,7 +11,7 @@
 //! after every block before it has committed, so the head and the error are the same
 //! pipelined or not; the speculative results of later blocks are dropped unpublished.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
@@ -24,7 +24,7 @@ use trie::{ChangeSet, StateReader, TransactionError, TrieId, VecRange, H256};
 
 use crate::block::{Block, CodecError};
 use crate::parallel::{block_txs, ChainReceipt};
-use crate::runtime::{CorruptState, Invalid};
+use crate::runtime::{account_key, event_key, CorruptState, Counter, Invalid};
 use crate::BlockContext;
 
 /// How [`import`] runs.
@@ -170,6 +170,8 @@ struct Executed {
     state_root: H256,
     transactions: usize,
     changes: ChangeSet,
+    /// Every changed key's value before the block, for the commit.
+    prior: ChangeSet,
 }
 
 /// Import `blocks` into `db`: blocks at or below the head are skipped, the rest must
@@ -250,7 +252,7 @@ where
             continue;
         }
         let start = Instant::now();
-        let reader = Pending { base: db.read_handle()?, above: Vec::new() };
+        let reader = Pending::new(db.read_handle()?, Vec::new(), &block)?;
         let executed = execute(&block, &reader, config.exec_workers)?;
         stats.exec += start.elapsed();
         commit(db, executed, stats, on_block)?;
@@ -329,7 +331,7 @@ impl Front<'_> {
                 Some(()) => {
                     let above: Vec<Arc<Writes>> =
                         self.pending.lock().iter().map(|(_, w)| w.clone()).collect();
-                    let reader = Pending { base: self.base.clone(), above };
+                    let reader = Pending::new(self.base.clone(), above, &b)?;
                     execute(&b, &reader, self.workers).map(Some)
                 }
             });
@@ -394,14 +396,16 @@ fn commit(
     on_block: &mut dyn FnMut(Imported),
 ) -> Result<(), ImportError> {
     let start = Instant::now();
-    db.commit_expecting(&e.changes, e.state_root).map_err(|err| match err {
-        CommitError::RootMismatch { expected, computed } => ImportError::Invalid {
-            number: e.number,
-            reason: InvalidBlock::PostRoot { expected, computed },
+    db.commit_with_prior_expecting(&e.changes, &e.prior, e.state_root).map_err(
+        |err| match err {
+            CommitError::RootMismatch { expected, computed } => ImportError::Invalid {
+                number: e.number,
+                reason: InvalidBlock::PostRoot { expected, computed },
+            },
+            CommitError::Store(s) => ImportError::Store(s),
+            other => ImportError::Commit(other),
         },
-        CommitError::Store(s) => ImportError::Store(s),
-        other => ImportError::Commit(other),
-    })?;
+    )?;
     stats.commit += start.elapsed();
     stats.blocks += 1;
     stats.transactions += e.transactions as u64;
@@ -410,10 +414,7 @@ fn commit(
 }
 
 /// Execute `block` over `reader`: its change set, or why the block is invalid.
-fn execute<R>(block: &Block, reader: &R, workers: usize) -> Result<Executed, ImportError>
-where
-    R: StateReader<Error = StoreError> + Sync,
-{
+fn execute(block: &Block, reader: &Pending, workers: usize) -> Result<Executed, ImportError> {
     let ctx = BlockContext { number: block.number, author: block.author };
     let txs = block_txs(ctx, &block.transfers);
     let out = execute_parallel(&txs, reader, workers)?;
@@ -431,19 +432,53 @@ where
             _ => {}
         }
     }
+    let prior = reader.prior(&out.writes)?;
     let changes = ChangeSet::from([(TrieId::Main, out.writes)]);
     Ok(Executed {
         number: block.number,
         state_root: block.state_root,
         transactions: block.transfers.len(),
         changes,
+        prior: ChangeSet::from([(TrieId::Main, prior)]),
     })
 }
 
-/// The state after the blocks in flight: their writes (newest last) over the store.
+/// The state after the blocks in flight: their writes (newest last) over the store, and
+/// the values of every key the block can write or read as a transfer (its accounts, its
+/// event keys, the counters), read in one batch before it executes.
+///
+/// The batch is read after `above` is fixed, so a key that a block in flight changes is
+/// answered by `above`, and any other key has the same value in every state the batch
+/// may have read it from.
 struct Pending {
     base: ReadHandle,
     above: Vec<Arc<Writes>>,
+    known: HashMap<Vec<u8>, Option<Vec<u8>>>,
+}
+
+impl Pending {
+    fn new(base: ReadHandle, above: Vec<Arc<Writes>>, block: &Block) -> Result<Self, StoreError> {
+        let mut keys: Vec<Vec<u8>> = block
+            .transfers
+            .iter()
+            .flat_map(|t| [account_key(&t.from), account_key(&t.to)])
+            .chain([account_key(&block.author)])
+            .map(|k| k.0.to_vec())
+            .chain((0..block.transfers.len() as u32).map(|i| event_key(block.number, i).0.to_vec()))
+            .chain(Counter::ALL.iter().map(|c| c.key().to_vec()))
+            .filter(|k| !above.iter().any(|w| w.contains_key(k)))
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let values = base.get_many(&TrieId::Main, &keys)?;
+        let known = keys.into_iter().zip(values).collect();
+        Ok(Pending { base, above, known })
+    }
+
+    /// The value before the block of every key in `writes`.
+    fn prior(&self, writes: &Writes) -> Result<Writes, StoreError> {
+        writes.keys().map(|k| Ok((k.clone(), self.get(&TrieId::Main, k)?))).collect()
+    }
 }
 
 impl StateReader for Pending {
@@ -454,6 +489,9 @@ impl StateReader for Pending {
         if *trie == TrieId::Main {
             if let Some(v) = self.above.iter().rev().find_map(|w| w.get(key)) {
                 return Ok(v.clone().filter(|v| !v.is_empty()));
+            }
+            if let Some(v) = self.known.get(key) {
+                return Ok(v.clone());
             }
         }
         self.base.get(trie, key)

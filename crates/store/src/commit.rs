@@ -164,6 +164,26 @@ impl StateDb {
         changes: &ChangeSet,
         prior: &ChangeSet,
     ) -> Result<CommitInfo, CommitError> {
+        self.commit_prior(changes, prior, None)
+    }
+
+    /// [`StateDb::commit_with_prior`] that publishes only if the new main-trie root is
+    /// `expected` (see [`StateDb::commit_expecting`]).
+    pub fn commit_with_prior_expecting(
+        &mut self,
+        changes: &ChangeSet,
+        prior: &ChangeSet,
+        expected: H256,
+    ) -> Result<CommitInfo, CommitError> {
+        self.commit_prior(changes, prior, Some(expected))
+    }
+
+    fn commit_prior(
+        &mut self,
+        changes: &ChangeSet,
+        prior: &ChangeSet,
+        expected: Option<H256>,
+    ) -> Result<CommitInfo, CommitError> {
         self.prepare(changes)?;
         let keys = flat_keys(changes)?;
         let mut olds = Vec::with_capacity(keys.len());
@@ -176,7 +196,7 @@ impl StateDb {
                 olds.push(old.as_deref().filter(|v| !v.is_empty()).map(Arc::from));
             }
         }
-        self.commit_with_olds(changes, &keys, &olds, true, None).map_err(|e| match e {
+        self.commit_with_olds(changes, &keys, &olds, true, expected).map_err(|e| match e {
             CommitError::Store(s) => match s.corruption() {
                 Some(Corruption::OldValue { trie, key }) => {
                     CommitError::PriorMismatch { trie: *trie, key: key.clone() }

@@ -124,6 +124,23 @@ impl std::fmt::Debug for ReadHandle {
     }
 }
 
+impl ReadHandle {
+    /// The values of many keys of one trie at once (`None`: absent), in the order given:
+    /// the layers answer what they hold, the rest comes from batched RocksDB MultiGets
+    /// spread over the rayon pool. Nothing is admitted to the caches. Each value is the
+    /// key's value in some state between the call's start and its end.
+    pub fn get_many(
+        &self,
+        trie: &TrieId,
+        keys: &[Vec<u8>],
+    ) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+        let flat: Vec<Vec<u8>> =
+            keys.iter().map(|k| crate::keys::flat_key(trie, k)).collect::<Result<_, _>>()?;
+        let values = self.shared.reader.read_flat_batch(&flat)?;
+        Ok(values.into_iter().map(|v| v.map(|v| v.to_vec())).collect())
+    }
+}
+
 impl trie::StateReader for ReadHandle {
     type Error = StoreError;
     type Range<'a> = crate::FlatRange<'a>;
