@@ -1,19 +1,17 @@
 //! `arbor bench import`: the import road pipelined against unpipelined, on the same blocks,
-//! each round on a fresh copy of one genesis database, rounds interleaved.
+//! each run an `arbor import` process on a fresh copy of one genesis database, rounds
+//! interleaved.
 
+use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
-use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
 use chain::block::Block;
 use chain::chainfile::{self, ChainHeader, ChainParams};
-use chain::ImportConfig;
 use serde::Serialize;
 use store::{StateDb, StoreConfig};
 use trie::TrieId;
 
-use crate::rss::{peak_rss_bytes, reset_peak_rss};
 use crate::timing::{median_sorted, ratio, sorted};
 
 /// What `arbor bench import` measures.
@@ -54,6 +52,9 @@ pub struct ImportRow {
     pub flush_s: f64,
     /// Peak resident memory of the run, bytes (largest over rounds).
     pub peak_rss_bytes: u64,
+    /// Cores busy on average (process CPU time over wall time, median): how much of the
+    /// machine the run used.
+    pub cores_busy: f64,
     /// Pipelined only: median per-round ratio of its blocks/s to the unpipelined run with
     /// the same workers.
     pub speedup: Option<f64>,
@@ -78,6 +79,7 @@ pub struct ImportBenchReport {
 
 struct Sample {
     secs: f64,
+    cpu: f64,
     exec: f64,
     commit: f64,
     stalled: f64,
@@ -85,28 +87,34 @@ struct Sample {
     rss: u64,
 }
 
-/// Run the benchmark; `tick` is called once per import run.
-pub fn import_bench(opts: &ImportBenchOpts, tick: &dyn Fn()) -> Result<ImportBenchReport> {
+/// Run the benchmark: every import is its own `program import` process (the `arbor`
+/// binary), on a fresh copy of the genesis database, so that each run's peak RSS and CPU
+/// time are its own. `tick` is called once per run.
+pub fn import_bench(
+    opts: &ImportBenchOpts,
+    program: &Path,
+    tick: &dyn Fn(),
+) -> Result<ImportBenchReport> {
     let tmp = tempfile::Builder::new().prefix("arbor-bench-import-").tempdir()?;
-    let (header, blocks) = generate(&tmp.path().join("gen"), opts)?;
+    let chain_file = tmp.path().join("bench.chain");
+    let (header, blocks) = generate(&tmp.path().join("gen"), opts, &chain_file)?;
     let genesis = tmp.path().join("genesis");
     {
         let mut db = StateDb::open(&genesis, StoreConfig::default())?;
         let entries = header.genesis_entries().into_iter().map(|(k, v)| (TrieId::Main, k, v));
-        db.bulk_load("bench import genesis", entries)?;
+        db.bulk_load(&format!("chain genesis {}", header.genesis_root), entries)?;
         db.compact()?;
         db.close()?;
     }
     let variants: Vec<(bool, usize)> =
         opts.workers.iter().flat_map(|&w| [(false, w), (true, w)]).collect();
     let mut samples: Vec<Vec<Sample>> = variants.iter().map(|_| Vec::new()).collect();
-    let last_root = blocks.last().map(|b| b.state_root);
+    let last_root = blocks.last().map_or(header.genesis_root, |b| b.state_root);
     for _ in 0..opts.runs {
         for (i, &(pipelined, workers)) in variants.iter().enumerate() {
             let run = tmp.path().join("run");
             copy_dir(&genesis, &run)?;
-            let config = ImportConfig { pipelined, exec_workers: workers, queue_blocks: 1 };
-            let s = import_once(&run, &blocks, &config, last_root)?;
+            let s = import_once(program, &run, &chain_file, pipelined, workers, last_root)?;
             std::fs::remove_dir_all(&run)?;
             samples[i].push(s);
             tick();
@@ -123,7 +131,11 @@ pub fn import_bench(opts: &ImportBenchOpts, tick: &dyn Fn()) -> Result<ImportBen
     })
 }
 
-fn generate(dir: &Path, opts: &ImportBenchOpts) -> Result<(ChainHeader, Vec<Block>)> {
+fn generate(
+    dir: &Path,
+    opts: &ImportBenchOpts,
+    chain_file: &Path,
+) -> Result<(ChainHeader, Vec<Block>)> {
     let mut db = StateDb::open(dir, StoreConfig::default())?;
     let params = ChainParams {
         accounts: opts.accounts,
@@ -138,33 +150,47 @@ fn generate(dir: &Path, opts: &ImportBenchOpts) -> Result<(ChainHeader, Vec<Bloc
     })
     .context("cannot generate the chain")?;
     db.close()?;
+    let mut w = std::io::BufWriter::new(std::fs::File::create(chain_file)?);
+    chainfile::write_header(&mut w, &header)?;
+    for b in &blocks {
+        chainfile::write_block(&mut w, b)?;
+    }
+    w.flush()?;
     Ok((header, blocks))
 }
 
 fn import_once(
+    program: &Path,
     dir: &Path,
-    blocks: &[Block],
-    config: &ImportConfig,
-    last_root: Option<trie::H256>,
+    chain_file: &Path,
+    pipelined: bool,
+    workers: usize,
+    last_root: trie::H256,
 ) -> Result<Sample> {
-    let mut db = StateDb::open(dir, StoreConfig::default())?;
-    reset_peak_rss();
-    let stop = AtomicBool::new(false);
-    let start = Instant::now();
-    let (stats, result) =
-        chain::import(&mut db, blocks.iter().cloned().map(Ok), config, &stop, &mut |_| {});
-    let secs = start.elapsed().as_secs_f64();
-    result.context("import failed")?;
-    ensure!(Some(db.head_root()) == last_root, "the import ended at another root than the chain");
-    let rss = peak_rss_bytes().unwrap_or(0);
-    db.close()?;
+    let mut cmd = std::process::Command::new(program);
+    cmd.arg("import").arg("--db").arg(dir).arg("--chain").arg(chain_file).arg("--json");
+    cmd.arg("--exec-workers").arg(workers.to_string());
+    if !pipelined {
+        cmd.arg("--no-pipeline");
+    }
+    let out =
+        cmd.stderr(std::process::Stdio::null()).output().context("cannot run the importer")?;
+    ensure!(out.status.success(), "the import run failed ({})", out.status);
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).context("the import printed no JSON report")?;
+    let f = |name: &str| v[name].as_f64().with_context(|| format!("no {name} in the report"));
+    ensure!(
+        v["root"].as_str() == Some(last_root.to_string().as_str()),
+        "the import ended at another root than the chain"
+    );
     Ok(Sample {
-        secs,
-        exec: stats.exec.as_secs_f64(),
-        commit: stats.commit.as_secs_f64(),
-        stalled: stats.stalled.as_secs_f64(),
-        flush: stats.flush.as_secs_f64(),
-        rss,
+        secs: f("seconds")?,
+        cpu: f("cpu_s")?,
+        exec: f("exec_s")?,
+        commit: f("commit_s")?,
+        stalled: f("stalled_s")?,
+        flush: f("flush_s")?,
+        rss: f("peak_rss_bytes")? as u64,
     })
 }
 
@@ -197,6 +223,7 @@ fn rows(
                 stalled_s: med(s.iter().map(|x| x.stalled).collect()),
                 flush_s: med(s.iter().map(|x| x.flush).collect()),
                 peak_rss_bytes: peak,
+                cores_busy: med(s.iter().map(|x| x.cpu / x.secs.max(1e-9)).collect()),
                 speedup,
                 rss_ratio,
             }

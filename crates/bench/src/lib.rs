@@ -47,6 +47,7 @@ pub use report::{
     BoundReport, HashClass, IncrementalReport, InputReport, ProofReport, RootReport,
     TrieBenchReport,
 };
+pub use rss::{cpu_seconds, peak_rss_bytes};
 pub use run::{trie_bench, TrieBenchOpts};
 pub use store_bench::{store_bench, StoreBenchOpts};
 pub use store_report::{CacheReport, EngineReport, RatioReport, StoreBenchReport};

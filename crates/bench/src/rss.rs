@@ -4,7 +4,7 @@
 //! one benchmark process measure two engines' peaks one after the other.
 
 /// Peak resident set size so far (`VmHWM`), bytes.
-pub(crate) fn peak_rss_bytes() -> Option<u64> {
+pub fn peak_rss_bytes() -> Option<u64> {
     status_kib("VmHWM:").map(|k| k * 1024)
 }
 
@@ -26,6 +26,18 @@ pub(crate) fn load_average() -> f64 {
         .ok()
         .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
         .unwrap_or(0.0)
+}
+
+/// CPU seconds this process has used so far (user + system, every thread), from
+/// `/proc/self/stat` at the kernel's usual 100 ticks per second.
+pub fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces) start at state (field 3).
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let mut fields = rest.split_whitespace();
+    let utime: f64 = fields.nth(11)?.parse().ok()?;
+    let stime: f64 = fields.next()?.parse().ok()?;
+    Some((utime + stime) / 100.0)
 }
 
 /// Bytes this process has caused to be written to storage so far (`write_bytes` of

@@ -247,17 +247,19 @@ fn import(args: &ImportArgs) -> Result<ExitCode> {
     warn_if_debug();
     let runs = (args.runs * opts.workers.len() * 2) as u64;
     let pb = bench::progress_bar(!args.json, runs, "import runs");
-    let report = bench::import_bench(&opts, &|| pb.inc(1)).context("import benchmark failed")?;
+    let program = std::env::current_exe().context("cannot find the arbor binary")?;
+    let report =
+        bench::import_bench(&opts, &program, &|| pb.inc(1)).context("import benchmark failed")?;
     pb.finish_and_clear();
     let json = serde_json::to_string_pretty(&report)?;
     let mut human = format!(
         "import: {} accounts, {} blocks, {} transactions, {} rounds (medians)\n",
         report.accounts, report.blocks, report.transactions, report.runs
     );
-    human.push_str("mode         workers  blocks/s    tx/s  exec s  commit s  stalled s  flush s  peak RSS MiB  speed-up  RSS ratio\n");
+    human.push_str("mode         workers  blocks/s    tx/s  exec s  commit s  stalled s  flush s  cores busy  peak RSS MiB  speed-up  RSS ratio\n");
     for r in &report.rows {
         human.push_str(&format!(
-            "{:<12} {:>7} {:>9.1} {:>7.0} {:>7.2} {:>9.2} {:>10.2} {:>8.2} {:>13.0} {:>9} {:>10}\n",
+            "{:<12} {:>7} {:>9.1} {:>7.0} {:>7.2} {:>9.2} {:>10.2} {:>8.2} {:>11.2} {:>13.0} {:>9} {:>10}\n",
             if r.pipelined { "pipelined" } else { "unpipelined" },
             r.exec_workers,
             r.blocks_per_s,
@@ -266,6 +268,7 @@ fn import(args: &ImportArgs) -> Result<ExitCode> {
             r.commit_s,
             r.stalled_s,
             r.flush_s,
+            r.cores_busy,
             r.peak_rss_bytes as f64 / (1u64 << 20) as f64,
             r.speedup.map_or("-".to_string(), |s| format!("{s:.2}x")),
             r.rss_ratio.map_or("-".to_string(), |s| format!("{s:.2}x")),

@@ -176,6 +176,7 @@ pub(crate) fn import(args: &ImportArgs) -> Result<ExitCode> {
     );
     let first = db.head_number();
     pb.set_position(first);
+    let cpu0 = bench::cpu_seconds().unwrap_or(0.0);
     let start = Instant::now();
     let mut txs = 0u64;
     let (stats, result) = chain::import(&mut db, chain, &config, &stop, &mut |b| {
@@ -186,9 +187,10 @@ pub(crate) fn import(args: &ImportArgs) -> Result<ExitCode> {
     });
     pb.finish_and_clear();
     let seconds = start.elapsed().as_secs_f64();
+    let cpu = bench::cpu_seconds().unwrap_or(0.0) - cpu0;
     let (head, root) = (db.head_number(), db.head_root());
     db.close().context("cannot close the database")?;
-    report(args, &config, &stats, seconds, head, &root);
+    report(args, &config, &stats, (seconds, cpu), head, &root);
     match result {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e @ ImportError::Invalid { .. }) => {
@@ -203,7 +205,7 @@ fn report(
     args: &ImportArgs,
     config: &ImportConfig,
     stats: &ImportStats,
-    seconds: f64,
+    (seconds, cpu): (f64, f64),
     head: u64,
     root: &trie::H256,
 ) {
@@ -214,6 +216,8 @@ fn report(
             "transactions": stats.transactions,
             "skipped": stats.skipped,
             "seconds": seconds,
+            "cpu_s": cpu,
+            "peak_rss_bytes": bench::peak_rss_bytes(),
             "blocks_per_s": per(stats.blocks),
             "transactions_per_s": per(stats.transactions),
             "exec_s": stats.exec.as_secs_f64(),
