@@ -165,6 +165,7 @@ proptest! {
             spoil(&mut chain, at, how);
         }
         let (ref_roots, ref_state, ref_err) = reference(&genesis, &chain);
+        let mut errors = Vec::new();
         for pipelined in [false, true] {
             let config = ImportConfig { pipelined, exec_workers: workers, queue_blocks: 1 };
             let (roots, flat, err, head) = run(&genesis, &chain, &config);
@@ -172,7 +173,10 @@ proptest! {
             prop_assert_eq!(&flat, &ref_state, "pipelined {}", pipelined);
             prop_assert_eq!(err.as_ref().map(|e| e.0), ref_err, "pipelined {}", pipelined);
             prop_assert_eq!(head, ref_roots.len() as u64);
+            errors.push(err);
         }
+        // The same error (block and reason) whether pipelined or not.
+        prop_assert_eq!(&errors[0], &errors[1]);
     }
 }
 
@@ -240,4 +244,35 @@ fn a_slow_writer_makes_the_import_stall_not_grow() {
     // A block's writes: two accounts, an event and a few counters per transfer.
     assert!(stats.max_pending_bytes <= 3 * (largest * 4 * 200 + 1_000), "{stats:?}");
     assert!(stats.stalled > std::time::Duration::ZERO, "{stats:?}");
+}
+
+/// A write failure poisons the store: the import reports it and the pipeline drains
+/// without deadlock, pipelined or not; the head stays at a block of the chain.
+#[test]
+fn a_failed_write_stops_the_import_without_deadlock() {
+    let (genesis, blocks) = chain(500, 30, 60, 4);
+    for pipelined in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = StoreConfig::default();
+        config.layers.persist_blocks = 1;
+        let mut db = StateDb::open(dir.path(), config).unwrap();
+        db.bulk_load("test genesis", genesis.iter().cloned().map(|(k, v)| (TrieId::Main, k, v)))
+            .unwrap();
+        db.faults().fail_writes_from(5);
+        let config = ImportConfig { pipelined, exec_workers: 2, queue_blocks: 1 };
+        let stop = AtomicBool::new(false);
+        let (stats, result) =
+            import(&mut db, blocks.iter().cloned().map(Ok), &config, &stop, &mut |_| {});
+        let err = result.unwrap_err();
+        assert!(matches!(err, ImportError::Store(_)), "pipelined {pipelined}: {err}");
+        assert!(stats.blocks < 30, "pipelined {pipelined}: {stats:?}");
+        drop(db);
+        // Reopened, the store is at a whole block of the chain (at most the last persisted).
+        let db = StateDb::open(dir.path(), StoreConfig::default()).unwrap();
+        let head = db.head_number();
+        assert!(head < 5, "pipelined {pipelined}: head {head}");
+        if head > 0 {
+            assert_eq!(db.head_root(), blocks[head as usize - 1].state_root);
+        }
+    }
 }
