@@ -49,6 +49,15 @@ fn no_node() -> Arc<[u8]> {
 impl Reader {
     /// The newest value of `key` in `column`: cache, layers, disk.
     pub(crate) fn read(&self, column: Column, key: &[u8]) -> Result<Option<Arc<[u8]>>, StoreError> {
+        // A flat-cache hit needs no layer lock: the entry is the newest value of its key
+        // (module invariant), and a commit invalidates it before it returns, so a hit is the
+        // key's value at some moment of this call. Readers on several threads then share no
+        // lock word on their hottest path.
+        if column == Column::Flat {
+            if let Some(v) = self.flat_cache.get(key) {
+                return Ok(v);
+            }
+        }
         let layers = self.layers.read();
         // A cached entry is the newest value (module invariant), so the cache goes first.
         match column {
