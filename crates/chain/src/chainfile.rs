@@ -24,6 +24,8 @@ const MAGIC: &[u8; 8] = b"ARBCHAIN";
 const VERSION: u8 = 1;
 /// The largest block record a reader accepts (a block of ~750k transfers).
 pub const BLOCK_BYTES_MAX: u32 = 64 << 20;
+/// The most genesis accounts a chain file may declare (the genesis is built in memory).
+pub const GENESIS_ACCOUNTS_MAX: u64 = 10_000_000;
 
 /// A chain file's genesis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +61,9 @@ pub enum ChainFileError {
         /// The record (0-based), or `None` for the header.
         block: Option<u64>,
     },
+    /// A genesis of more accounts than [`GENESIS_ACCOUNTS_MAX`], or of none.
+    #[error("the chain's genesis declares {0} accounts; 1 to {GENESIS_ACCOUNTS_MAX} are accepted")]
+    Accounts(u64),
     /// A block record longer than [`BLOCK_BYTES_MAX`].
     #[error("block record {block} claims {len} bytes, more than the {BLOCK_BYTES_MAX}-byte limit")]
     TooLong {
@@ -129,6 +134,9 @@ impl<R: Read> ChainReader<R> {
             return Err(ChainFileError::Header);
         }
         let accounts = u64::from_be_bytes(head[9..17].try_into().expect("8 bytes"));
+        if !(1..=GENESIS_ACCOUNTS_MAX).contains(&accounts) {
+            return Err(ChainFileError::Accounts(accounts));
+        }
         let balance = u128::from_be_bytes(head[17..33].try_into().expect("16 bytes"));
         let genesis_root = H256(head[33..65].try_into().expect("32 bytes"));
         let header = ChainHeader { accounts, balance, genesis_root };

@@ -223,7 +223,7 @@ impl Sequencer {
                 got: block.parent_root,
             }));
         }
-        self.next += 1;
+        self.next = self.next.saturating_add(1);
         self.root = block.state_root;
         Ok(Some(()))
     }

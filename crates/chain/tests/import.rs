@@ -276,3 +276,38 @@ fn a_failed_write_stops_the_import_without_deadlock() {
         }
     }
 }
+
+/// Hostile headers: not a chain file, another version, a genesis too large to build.
+#[test]
+fn hostile_chain_headers_are_typed_errors() {
+    let good = chainfile::ChainHeader {
+        accounts: 20,
+        balance: chainfile::GENESIS_BALANCE,
+        genesis_root: H256::default(),
+    };
+    let mut bytes = Vec::new();
+    chainfile::write_header(&mut bytes, &good).unwrap();
+    assert!(chainfile::ChainReader::new(&bytes[..]).is_ok());
+    let mut huge = bytes.clone();
+    huge[9..17].copy_from_slice(&u64::MAX.to_be_bytes());
+    let e = chainfile::ChainReader::new(&huge[..]).unwrap_err();
+    assert!(matches!(e, chainfile::ChainFileError::Accounts(u64::MAX)), "{e}");
+    let mut none = bytes.clone();
+    none[9..17].copy_from_slice(&0u64.to_be_bytes());
+    assert!(chainfile::ChainReader::new(&none[..]).is_err());
+    let mut version = bytes.clone();
+    version[8] = 2;
+    assert!(matches!(
+        chainfile::ChainReader::new(&version[..]).unwrap_err(),
+        chainfile::ChainFileError::Header
+    ));
+    assert!(chainfile::ChainReader::new(&b"hello"[..]).is_err());
+    assert!(chainfile::ChainReader::new(&b""[..]).is_err());
+    // A record claiming more than the limit.
+    let mut long = bytes.clone();
+    long.extend_from_slice(&u32::MAX.to_be_bytes());
+    let mut r = chainfile::ChainReader::new(&long[..]).unwrap();
+    let e = r.next().unwrap().unwrap_err();
+    assert!(e.to_string().contains("limit"), "{e}");
+    assert!(r.next().is_none());
+}
