@@ -61,10 +61,16 @@ impl ChangeMap {
 
     /// The change of `key`: `Some(None)` means deleted.
     pub(crate) fn get(&self, key: &[u8]) -> Option<Option<&Arc<[u8]>>> {
-        self.entries
-            .binary_search_by(|(k, _)| k.as_slice().cmp(key))
-            .ok()
-            .map(|i| self.entries[i].1.as_ref())
+        // Searched by the 8-byte prefixes (integer compares), then the few entries that
+        // share the key's prefix compared whole.
+        let p = prefix64(key);
+        let first = self.prefixes.partition_point(|x| *x < p);
+        self.prefixes[first..]
+            .iter()
+            .take_while(|x| **x == p)
+            .zip(&self.entries[first..])
+            .find(|(_, (k, _))| k.as_slice() == key)
+            .map(|(_, (_, v))| v.as_ref())
     }
 
     /// The changes with keys in `range`, ascending.
@@ -157,5 +163,17 @@ mod tests {
         assert_eq!(m.range(long(2).as_slice()..=long(4).as_slice()).len(), 0);
         assert_eq!(m.range(vec![7u8; 7].as_slice()..=long(0).as_slice()).len(), 0);
         assert_eq!(m.range(vec![7u8; 7].as_slice()..=long(1).as_slice()).len(), 1);
+        // Point reads among keys with one prefix, and a zero-padded shorter key.
+        assert_eq!(m.get(&long(5)).flatten().map(|v| v[0]), Some(5));
+        assert_eq!(m.get(&long(3)), None);
+        assert_eq!(m.get(&[7u8; 8]), None);
+        let m = ChangeMap::from_sorted(vec![
+            (vec![1], v(1)),
+            (vec![1, 0], v(2)),
+            (vec![1, 0, 0], v(3)),
+        ]);
+        assert_eq!(m.get(&[1, 0]).flatten().map(|v| v[0]), Some(2));
+        assert_eq!(m.get(&[1, 0, 0]).flatten().map(|v| v[0]), Some(3));
+        assert_eq!(m.get(&[1, 0, 0, 0]), None);
     }
 }
