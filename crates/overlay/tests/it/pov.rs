@@ -194,6 +194,23 @@ proptest! {
             }
             prop_assert_eq!(stateless.storage_root().unwrap(), post);
         }
+        // Range reads through the session (parent entries from the recording trie,
+        // merged with the overlay's writes) list the model, after roots were computed
+        // and the trie changed under the backend. Last: range reads are recorded, so
+        // they grow the witness beyond the reference's.
+        let listed: Vec<(Vec<u8>, Vec<u8>)> =
+            s.overlay().range(&TrieId::Main, &[], None).unwrap().map(Result::unwrap).collect();
+        let want_all: Vec<(Vec<u8>, Vec<u8>)> = model.clone().into_iter().collect();
+        prop_assert_eq!(listed, want_all);
+        let bounded: Vec<Vec<u8>> = s
+            .overlay()
+            .range(&TrieId::Main, &[0x01], Some(&[0x11]))
+            .unwrap()
+            .map(|e| e.unwrap().0)
+            .collect();
+        let want_bounded: Vec<Vec<u8>> =
+            model.range(vec![0x01]..vec![0x11]).map(|(k, _)| k.clone()).collect();
+        prop_assert_eq!(bounded, want_bounded);
     }
 }
 
