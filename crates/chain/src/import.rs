@@ -116,6 +116,17 @@ pub enum ImportError {
         /// Why.
         reason: InvalidBlock,
     },
+    /// The database's head is not the chain's block at that height: it holds another
+    /// chain (nothing was imported past it).
+    #[error("the database's block {number} has root {database}, the chain's block {number} has {chain}: the database holds another chain")]
+    OtherChain {
+        /// The head's number.
+        number: u64,
+        /// The database's root at the head.
+        database: H256,
+        /// The chain's post-state root of that block.
+        chain: H256,
+    },
     /// The block source failed (a truncated or unreadable chain file).
     #[error(transparent)]
     Source(Box<dyn std::error::Error + Send + Sync>),
@@ -208,9 +219,17 @@ struct Sequencer {
 }
 
 impl Sequencer {
-    /// `Ok(None)`: a block already imported, skipped.
+    /// `Ok(None)`: a block already imported, skipped. The skipped block at the head's
+    /// height must carry the head's root: otherwise the database holds another chain.
     fn admit(&mut self, block: &Block) -> Result<Option<()>, ImportError> {
         if block.number < self.next {
+            if block.number + 1 == self.next && block.state_root != self.root {
+                return Err(ImportError::OtherChain {
+                    number: block.number,
+                    database: self.root,
+                    chain: block.state_root,
+                });
+            }
             return Ok(None);
         }
         let invalid = |reason| ImportError::Invalid { number: block.number, reason };

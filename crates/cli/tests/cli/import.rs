@@ -146,6 +146,14 @@ fn bad_chain_files_stop_at_the_block_before() {
         assert_eq!(report["skipped"], 6);
         assert_eq!(report["root"], roots[6].as_str());
     }
+    // Another chain's file on this database: refused at the head's block, exit 1.
+    let (other, _) = gen_chain("bad-import-other", "600", "6", "40");
+    let db = fresh_db("bad-import-other");
+    let o = arbor(&["import", "--db", &db, "--chain", &chain]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = arbor(&["import", "--db", &db, "--chain", &other]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("holds another chain"), "{}", stderr(&o));
     // Not a chain file at all.
     let o = arbor(&[
         "import",
