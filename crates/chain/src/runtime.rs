@@ -284,7 +284,14 @@ pub fn account<V: StateView + ?Sized>(
     o: &mut V,
     who: &AccountId,
 ) -> Result<Option<Account>, ApplyError<V::Error>> {
-    let key = account_key(who);
+    account_at(o, account_key(who))
+}
+
+/// The account under trie key `key` (an [`account_key`]), if it exists.
+fn account_at<V: StateView + ?Sized>(
+    o: &mut V,
+    key: H256,
+) -> Result<Option<Account>, ApplyError<V::Error>> {
     match o.get(key.as_bytes()).map_err(ApplyError::State)? {
         None => Ok(None),
         Some(v) => Account::decode(&v)
@@ -293,8 +300,7 @@ pub fn account<V: StateView + ?Sized>(
     }
 }
 
-fn put_account<V: StateView + ?Sized>(o: &mut V, who: &AccountId, a: Option<Account>) {
-    let key = account_key(who);
+fn put_account<V: StateView + ?Sized>(o: &mut V, key: H256, a: Option<Account>) {
     match a {
         Some(a) => o.set(key.as_bytes(), a.encode()),
         None => o.remove(key.as_bytes()),
@@ -309,7 +315,9 @@ pub fn apply<V: StateView + ?Sized>(
     index: u32,
     tx: &Transfer,
 ) -> Result<Outcome, ApplyError<V::Error>> {
-    let mut sender = account(o, &tx.from)?.ok_or(Invalid::UnknownSender)?;
+    // The two account keys, hashed once per transaction.
+    let keys = (account_key(&tx.from), account_key(&tx.to));
+    let mut sender = account_at(o, keys.0)?.ok_or(Invalid::UnknownSender)?;
     if sender.nonce != tx.nonce {
         return Err(Invalid::Nonce { expected: sender.nonce, got: tx.nonce }.into());
     }
@@ -320,11 +328,11 @@ pub fn apply<V: StateView + ?Sized>(
     // (a commutative counter), paid to the author by `finish_block`.
     sender.balance -= FEE;
     sender.nonce += 1;
-    put_account(o, &tx.from, Some(sender));
+    put_account(o, keys.0, Some(sender));
     delta(o, FEE_POT_KEY, FEE as i64)?;
 
     o.start();
-    let outcome = match transfer(o, tx) {
+    let outcome = match transfer(o, tx, keys) {
         Ok(()) => {
             o.commit()?;
             Outcome::Transferred
@@ -361,8 +369,12 @@ impl<E: std::error::Error + 'static> From<ApplyError<E>> for Step<E> {
     }
 }
 
-fn transfer<V: StateView + ?Sized>(o: &mut V, tx: &Transfer) -> Result<(), Step<V::Error>> {
-    let mut sender = account(o, &tx.from)?.unwrap_or_default();
+fn transfer<V: StateView + ?Sized>(
+    o: &mut V,
+    tx: &Transfer,
+    (from, to): (H256, H256),
+) -> Result<(), Step<V::Error>> {
+    let mut sender = account_at(o, from)?.unwrap_or_default();
     if sender.balance < tx.amount {
         return Err(Step::Fail(FailReason::InsufficientBalance));
     }
@@ -373,22 +385,22 @@ fn transfer<V: StateView + ?Sized>(o: &mut V, tx: &Transfer) -> Result<(), Step<
     }
     sender.balance = left;
     // Allow-death below the deposit: the account goes, its dust is burned.
-    put_account(o, &tx.from, (!reaped).then_some(sender));
+    put_account(o, from, (!reaped).then_some(sender));
     if tx.from == tx.to {
         if !reaped {
-            let mut s = account(o, &tx.from)?.unwrap_or_default();
+            let mut s = account_at(o, from)?.unwrap_or_default();
             s.balance += tx.amount;
-            put_account(o, &tx.from, Some(s));
+            put_account(o, from, Some(s));
         }
         return Ok(());
     }
-    let receiver = account(o, &tx.to)?;
+    let receiver = account_at(o, to)?;
     if receiver.is_none() && tx.amount < EXISTENTIAL_DEPOSIT {
         return Err(Step::Fail(FailReason::ReceiverBelowDeposit));
     }
     let mut r = receiver.unwrap_or_default();
     r.balance = r.balance.saturating_add(tx.amount);
-    put_account(o, &tx.to, Some(r));
+    put_account(o, to, Some(r));
     Ok(())
 }
 
@@ -452,9 +464,10 @@ pub fn finish_block<V: StateView + ?Sized>(
 ) -> Result<(), ApplyError<V::Error>> {
     let fees = fee_pot(o)?;
     if fees > 0 {
-        let mut author = account(o, &ctx.author)?.unwrap_or_default();
+        let key = account_key(&ctx.author);
+        let mut author = account_at(o, key)?.unwrap_or_default();
         author.balance = author.balance.saturating_add(u128::from(fees));
-        put_account(o, &ctx.author, Some(author));
+        put_account(o, key, Some(author));
         o.set(FEE_POT_KEY, 0u64.to_be_bytes().to_vec());
     }
     Ok(())
