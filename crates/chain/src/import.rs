@@ -175,12 +175,21 @@ pub struct ImportStats {
 /// Main-trie writes of one executed block (`None` = delete).
 type Writes = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
 
+/// An executed block's changes, shared by the committer and the readers above the store
+/// until its commit has published them.
+type Shared = Arc<ChangeSet>;
+
+/// The main-trie writes of a change set, if any.
+fn main_writes(changes: &ChangeSet) -> Option<&Writes> {
+    changes.get(&TrieId::Main)
+}
+
 /// An executed block on its way to the committer.
 struct Executed {
     number: u64,
     state_root: H256,
     transactions: usize,
-    changes: ChangeSet,
+    changes: Shared,
     /// Every changed key's value before the block, for the commit.
     prior: ChangeSet,
 }
@@ -210,6 +219,23 @@ where
     stats.flush = start.elapsed();
     let result = result.and_then(|()| flushed.map_err(ImportError::from));
     (stats, result)
+}
+
+/// Check `block` and, unless it was imported already (`Ok(None)`), execute it on the
+/// store's state under the changes of the blocks in flight (`above`, oldest first).
+fn admit_and_execute(
+    seq: &mut Sequencer,
+    block: Result<Block, ImportError>,
+    base: &ReadHandle,
+    above: impl FnOnce() -> Vec<Shared>,
+    workers: usize,
+) -> Result<Option<Executed>, ImportError> {
+    let block = block?;
+    if seq.admit(&block)?.is_none() {
+        return Ok(None);
+    }
+    let reader = Pending::new(base.clone(), above(), &block)?;
+    execute(&block, &reader, workers).map(Some)
 }
 
 /// The stateless checks of the next block: its number and parent root.
@@ -265,16 +291,14 @@ where
             stats.stopped = true;
             break;
         }
-        let block = block?;
-        if seq.admit(&block)?.is_none() {
-            stats.skipped += 1;
-            continue;
-        }
         let start = Instant::now();
-        let reader = Pending::new(db.read_handle()?, Vec::new(), &block)?;
-        let executed = execute(&block, &reader, config.exec_workers)?;
+        let base = db.read_handle()?;
+        let executed = admit_and_execute(&mut seq, block, &base, Vec::new, config.exec_workers)?;
         stats.exec += start.elapsed();
-        commit(db, executed, stats, on_block)?;
+        match executed {
+            None => stats.skipped += 1,
+            Some(e) => commit(db, e, stats, on_block)?,
+        }
     }
     Ok(())
 }
@@ -291,7 +315,7 @@ where
     I: Iterator<Item = Result<Block, ImportError>> + Send,
 {
     let (tx, rx) = sync_channel::<Result<Executed, ImportError>>(config.queue_blocks.max(1));
-    let pending: Mutex<Vec<(u64, Arc<Writes>)>> = Mutex::new(Vec::new());
+    let pending: Mutex<Vec<(u64, Shared)>> = Mutex::new(Vec::new());
     let base = db.read_handle()?;
     let seq = Sequencer { next: db.head_number() + 1, root: db.head_root() };
     let front = Front { base, pending: &pending, workers: config.exec_workers, stop };
@@ -313,7 +337,7 @@ where
 /// The executor's side of the pipeline.
 struct Front<'a> {
     base: ReadHandle,
-    pending: &'a Mutex<Vec<(u64, Arc<Writes>)>>,
+    pending: &'a Mutex<Vec<(u64, Shared)>>,
     workers: usize,
     stop: &'a AtomicBool,
 }
@@ -345,15 +369,8 @@ impl Front<'_> {
                 break;
             }
             let start = Instant::now();
-            let executed = block.and_then(|b| match seq.admit(&b)? {
-                None => Ok(None),
-                Some(()) => {
-                    let above: Vec<Arc<Writes>> =
-                        self.pending.lock().iter().map(|(_, w)| w.clone()).collect();
-                    let reader = Pending::new(self.base.clone(), above, &b)?;
-                    execute(&b, &reader, self.workers).map(Some)
-                }
-            });
+            let above = || self.pending.lock().iter().map(|(_, w)| w.clone()).collect();
+            let executed = admit_and_execute(&mut seq, block, &self.base, above, self.workers);
             st.exec += start.elapsed();
             let msg = match executed {
                 Ok(None) => {
@@ -378,24 +395,24 @@ impl Front<'_> {
 
     /// Keep `e`'s writes above the store until its commit has published them.
     fn hold(&self, e: &Executed, st: &mut FrontStats) {
-        let writes = e.changes.get(&TrieId::Main).cloned().unwrap_or_default();
         let mut pending = self.pending.lock();
-        pending.push((e.number, Arc::new(writes)));
+        pending.push((e.number, e.changes.clone()));
         st.max_blocks = st.max_blocks.max(pending.len());
         let bytes: u64 = pending.iter().map(|(_, w)| writes_bytes(w)).sum();
         st.max_bytes = st.max_bytes.max(bytes);
     }
 }
 
-fn writes_bytes(w: &Writes) -> u64 {
-    w.iter().map(|(k, v)| (k.len() + v.as_ref().map_or(0, Vec::len)) as u64).sum()
+fn writes_bytes(changes: &ChangeSet) -> u64 {
+    let entry = |(k, v): (&Vec<u8>, &Option<Vec<u8>>)| k.len() + v.as_ref().map_or(0, Vec::len);
+    main_writes(changes).into_iter().flatten().map(|e| entry(e) as u64).sum()
 }
 
 /// The committer's side: commit each executed block in order, releasing its writes.
 fn drain(
     db: &mut StateDb,
     rx: Receiver<Result<Executed, ImportError>>,
-    pending: &Mutex<Vec<(u64, Arc<Writes>)>>,
+    pending: &Mutex<Vec<(u64, Shared)>>,
     stats: &mut ImportStats,
     on_block: &mut dyn FnMut(Imported),
 ) -> Result<(), ImportError> {
@@ -452,7 +469,7 @@ fn execute(block: &Block, reader: &Pending, workers: usize) -> Result<Executed, 
         }
     }
     let prior = reader.prior(&out.writes)?;
-    let changes = ChangeSet::from([(TrieId::Main, out.writes)]);
+    let changes = Arc::new(ChangeSet::from([(TrieId::Main, out.writes)]));
     Ok(Executed {
         number: block.number,
         state_root: block.state_root,
@@ -471,12 +488,12 @@ fn execute(block: &Block, reader: &Pending, workers: usize) -> Result<Executed, 
 /// may have read it from.
 struct Pending {
     base: ReadHandle,
-    above: Vec<Arc<Writes>>,
+    above: Vec<Shared>,
     known: HashMap<Vec<u8>, Option<Vec<u8>>>,
 }
 
 impl Pending {
-    fn new(base: ReadHandle, above: Vec<Arc<Writes>>, block: &Block) -> Result<Self, StoreError> {
+    fn new(base: ReadHandle, above: Vec<Shared>, block: &Block) -> Result<Self, StoreError> {
         let mut keys: Vec<Vec<u8>> = block
             .transfers
             .iter()
@@ -485,7 +502,7 @@ impl Pending {
             .map(|k| k.0.to_vec())
             .chain((0..block.transfers.len() as u32).map(|i| event_key(block.number, i).0.to_vec()))
             .chain(Counter::ALL.iter().map(|c| c.key().to_vec()))
-            .filter(|k| !above.iter().any(|w| w.contains_key(k)))
+            .filter(|k| !above.iter().filter_map(|c| main_writes(c)).any(|w| w.contains_key(k)))
             .collect();
         keys.sort_unstable();
         keys.dedup();
@@ -506,7 +523,8 @@ impl StateReader for Pending {
 
     fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
         if *trie == TrieId::Main {
-            if let Some(v) = self.above.iter().rev().find_map(|w| w.get(key)) {
+            let mut above = self.above.iter().rev().filter_map(|c| main_writes(c));
+            if let Some(v) = above.find_map(|w| w.get(key)) {
                 return Ok(v.clone().filter(|v| !v.is_empty()));
             }
             if let Some(v) = self.known.get(key) {
@@ -528,7 +546,7 @@ impl StateReader for Pending {
             entries.insert(k, v);
         }
         if let (TrieId::Main, Some(bounds)) = (trie, trie::key_bounds(start, end)) {
-            for w in &self.above {
+            for w in self.above.iter().filter_map(|c| main_writes(c)) {
                 for (k, v) in w.range::<[u8], _>(bounds) {
                     match v.as_ref().filter(|v| !v.is_empty()) {
                         Some(v) => entries.insert(k.clone(), v.clone()),

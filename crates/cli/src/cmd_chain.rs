@@ -117,14 +117,14 @@ pub(crate) fn gen_chain(args: &GenChainArgs) -> Result<ExitCode> {
 }
 
 /// Open a chain file.
-pub(crate) fn open_chain(path: &Path) -> Result<ChainReader<File>> {
+fn open_chain(path: &Path) -> Result<ChainReader<File>> {
     let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     ChainReader::new(f).with_context(|| format!("cannot read {}", path.display()))
 }
 
 /// An empty database gets the chain's genesis (checked against the header's root); one
 /// at block 0 must hold that genesis.
-pub(crate) fn init_genesis(db: &mut StateDb, header: &ChainHeader) -> Result<()> {
+fn init_genesis(db: &mut StateDb, header: &ChainHeader) -> Result<()> {
     if db.unfinished_bulk_load().is_some() || db.is_empty()? {
         let entries = header.genesis_entries().into_iter().map(|(k, v)| (TrieId::Main, k, v));
         let label = format!("chain genesis {}", header.genesis_root);
@@ -141,9 +141,10 @@ pub(crate) fn init_genesis(db: &mut StateDb, header: &ChainHeader) -> Result<()>
 }
 
 /// The workers `--exec-workers` asks for, or the default for the mode.
-pub(crate) fn exec_workers(requested: Option<usize>, pipelined: bool) -> usize {
+fn exec_workers(requested: Option<usize>, pipelined: bool) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    requested.unwrap_or(if pipelined { cores.saturating_sub(1).max(1) } else { cores })
+    // Pipelined, the committer keeps a core: the library's default.
+    requested.unwrap_or(if pipelined { ImportConfig::default().exec_workers } else { cores })
 }
 
 /// Stop at the next block boundary on Ctrl-C or SIGTERM.

@@ -124,14 +124,7 @@ impl StateDb {
     /// diff and the walk) are read here; [`StateDb::commit_with_prior`] takes them from the
     /// caller instead.
     pub fn commit(&mut self, changes: &ChangeSet) -> Result<CommitInfo, CommitError> {
-        self.prepare(changes)?;
-        let start = Instant::now();
-        let keys = flat_keys(changes)?;
-        let olds = self.reader().read_flat_batch(&keys)?;
-        let read = start.elapsed();
-        let mut info = self.commit_with_olds(changes, &keys, &olds, false, None)?;
-        info.timings.read_old_values = read;
-        Ok(info)
+        self.commit_reading(changes, None)
     }
 
     /// [`StateDb::commit`] that publishes the block only if its new main-trie root is
@@ -142,12 +135,21 @@ impl StateDb {
         changes: &ChangeSet,
         expected: H256,
     ) -> Result<CommitInfo, CommitError> {
+        self.commit_reading(changes, Some(expected))
+    }
+
+    /// A commit that reads the changed keys' old values itself.
+    fn commit_reading(
+        &mut self,
+        changes: &ChangeSet,
+        expected: Option<H256>,
+    ) -> Result<CommitInfo, CommitError> {
         self.prepare(changes)?;
         let start = Instant::now();
         let keys = flat_keys(changes)?;
         let olds = self.reader().read_flat_batch(&keys)?;
         let read = start.elapsed();
-        let mut info = self.commit_with_olds(changes, &keys, &olds, false, Some(expected))?;
+        let mut info = self.commit_with_olds(changes, &keys, &olds, false, expected)?;
         info.timings.read_old_values = read;
         Ok(info)
     }
