@@ -59,19 +59,12 @@ impl Reader {
             }
         }
         let layers = self.layers.read();
-        // A cached entry is the newest value (module invariant), so the cache goes first.
-        match column {
-            Column::Flat => {
-                if let Some(v) = self.flat_cache.get(key) {
-                    return Ok(v);
-                }
+        // A cached entry is the newest value (module invariant), so the cache goes first
+        // (the flat cache was asked above).
+        if column == Column::Nodes {
+            if let Some(v) = self.node_cache.get(key) {
+                return Ok((!v.is_empty()).then_some(v));
             }
-            Column::Nodes => {
-                if let Some(v) = self.node_cache.get(key) {
-                    return Ok((!v.is_empty()).then_some(v));
-                }
-            }
-            Column::Meta => {}
         }
         if let Some(v) = newest_in_layers(&layers, column, key) {
             return Ok(v);
