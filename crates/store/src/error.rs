@@ -416,6 +416,14 @@ pub enum BulkError {
         /// The limit.
         max: usize,
     },
+    /// A restore's nodes do not hold the root it was asked to finish at.
+    #[error("restored state does not hold the root {expected}: {found}")]
+    RestoredRoot {
+        /// The root the restore was to reach.
+        expected: H256,
+        /// What the database holds instead.
+        found: String,
+    },
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),

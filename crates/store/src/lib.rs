@@ -8,6 +8,9 @@
 //! - [`StateDb::commit`] applies a block through the mutable trie (only dirty paths are
 //!   hashed), turns it into an in-memory diff layer and returns; a background writer
 //!   persists layers in order, one atomic batch per block, with bounded unpersisted bytes.
+//! - [`ReadHandle::persisted`] pins the persisted state (a RocksDB snapshot) for long
+//!   reads such as checkpoint creation; [`StateDb::begin_restore`] writes a verified state
+//!   piece by piece, crash-safe and resumable.
 //! - [`StateDb::revert`] undoes blocks from reverse diffs; [`StateDb::verify`] and bulk
 //!   loads ([`StateDb::begin_bulk_load`], crash-safe) rebuild roots bottom-up from `flat`
 //!   in parallel.
@@ -32,6 +35,8 @@ mod layer;
 mod range;
 mod rebuild;
 mod resident;
+mod restore;
+mod snapshot;
 mod state;
 mod update;
 mod view;
@@ -50,6 +55,8 @@ pub use error::{
 pub use keys::KEY_BYTES_MAX;
 pub use range::FlatRange;
 pub use resident::ResidentStats;
+pub use restore::{Restore, RestoreBatch, RestoreWriter};
+pub use snapshot::{FlatCursor, PersistedSource, PersistedState};
 pub use state::{ChangeSet, CommitInfo, CommitTimings, ReadHandle, StateDb, StoreStats};
 pub use view::StoreSource;
 

@@ -125,6 +125,10 @@ impl std::fmt::Debug for ReadHandle {
 }
 
 impl ReadHandle {
+    pub(crate) fn db(&self) -> &DB {
+        &self.shared.reader.db
+    }
+
     /// The values of many keys of one trie at once (`None`: absent), in the order given:
     /// the layers answer what they hold, the rest comes from batched RocksDB MultiGets
     /// spread over the rayon pool. Nothing is admitted to the caches. Each value is the

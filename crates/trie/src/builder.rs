@@ -57,6 +57,19 @@ pub trait NodeSink {
     );
 }
 
+impl<T: NodeSink + ?Sized> NodeSink for &mut T {
+    #[inline]
+    fn node(
+        &mut self,
+        kind: EmittedKind,
+        path: NibbleSlice<'_>,
+        encoded: &[u8],
+        reference: &ChildRef,
+    ) {
+        (**self).node(kind, path, encoded, reference);
+    }
+}
+
 impl NodeSink for () {
     #[inline]
     fn node(&mut self, _: EmittedKind, _: NibbleSlice<'_>, _: &[u8], _: &ChildRef) {}

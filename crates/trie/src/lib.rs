@@ -6,6 +6,8 @@
 //! - [`RootBuilder`], [`root_from_sorted`], [`parallel_root`]: the streaming root builder.
 //! - [`Trie`]: the mutable trie over a [`NodeSource`], with cached hashes and dirty paths.
 //! - [`verify_proof`] and friends: inclusion/exclusion proofs, multiproofs, range proofs.
+//! - [`prove_key_range`] and [`verify_key_range`]: boundary proofs of key ranges whose
+//!   verification rebuilds (and reports) every node inside the range (checkpoint chunks).
 //! - [`Recorder`]: the witness recorder with nested scopes.
 //! - [`TrieId`], [`StateReader`], [`StateView`] and [`ChangeSet`]: the state seam every
 //!   layer above reads, executes and commits through.
@@ -20,6 +22,7 @@ mod hash;
 mod nibbles;
 mod node;
 mod proof;
+mod range;
 mod recorder;
 mod rlp;
 mod source;
@@ -36,6 +39,7 @@ pub use proof::{
     verify_multiproof, verify_proof, verify_range_proof, verify_value, ProofError, RangeProof,
     UsedNodes,
 };
+pub use range::{prove_key_range, verify_key_range, RangeStats};
 pub use recorder::Recorder;
 pub use rlp::{rlp_encode_list, rlp_encode_string, RlpError, RlpItem, RlpListIter};
 pub use source::{MemoryNodeSource, NodeSource, SourceError, TrieId};

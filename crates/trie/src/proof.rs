@@ -63,6 +63,15 @@ pub enum ProofError {
     /// Range entries out of order, outside the range, or with empty values.
     #[error("range entries invalid: {0}")]
     BadRange(&'static str),
+    /// A range's entries disagree with the trie at a node on its boundary paths (keys
+    /// missing, extra, or with other values).
+    #[error("range entries disagree with the trie at path {path}: {what}")]
+    EntriesMismatch {
+        /// Nibble path, hex digits.
+        path: String,
+        /// What disagreed.
+        what: &'static str,
+    },
     /// The rebuilt trie has a different root.
     #[error("range does not match the root: rebuilt {computed}, expected {expected}")]
     RootMismatch {

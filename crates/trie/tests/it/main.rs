@@ -8,6 +8,7 @@
 mod garbage;
 mod proofs;
 mod props;
+mod ranges;
 mod reference;
 mod witness;
 

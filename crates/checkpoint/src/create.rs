@@ -1,0 +1,381 @@
+//! Creating a checkpoint from a pinned persisted state, in parallel, with bytes that do
+//! not depend on the thread count.
+//!
+//! The key space is split into units (the main and the storage key spaces each in as many
+//! parts as threads); a unit's worker seeks to its start, skips to the first content
+//! boundary at or after it (the first unit starts at the first key), cuts chunks from
+//! there by the boundary rule, and stops after the first content boundary at or past its
+//! end. So every chunk is cut exactly where one walk from the first key would cut it, and
+//! the thread count only changes which worker writes it (`boundary.rs`).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+use store::{PersistedState, StoreError};
+use trie::{keccak256, EthLayout, TrieError, TrieId, EMPTY_ROOT, H256};
+
+use crate::dir::{CheckpointDir, DirError};
+use crate::format::{BoundaryRule, ChunkInfo, ChunkWriter, Manifest, CHUNK_BYTES_MAX};
+
+/// Most threads a creation uses.
+pub const THREADS_MAX: usize = 256;
+
+/// Why a checkpoint could not be created.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CreateError {
+    /// The options are out of range.
+    #[error("invalid checkpoint options: {0}")]
+    Options(&'static str),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A boundary proof could not be built from the stored nodes.
+    #[error("boundary proof of {trie:?}: {source}")]
+    Proof {
+        /// The trie.
+        trie: TrieId,
+        /// The trie's error.
+        source: TrieError,
+    },
+    /// A `flat` key is not a trie prefix and key.
+    #[error("malformed flat key 0x{0}")]
+    FlatKey(String),
+    /// One entry is too large for any chunk.
+    #[error("entry 0x{key} of {bytes} bytes is too large for a chunk")]
+    EntryTooLarge {
+        /// Its flat key, hex.
+        key: String,
+        /// Key and value bytes.
+        bytes: u64,
+    },
+    /// A storage trie whose root no account of the main trie commits to: a restore could
+    /// not verify it.
+    #[error("storage trie {trie:?} (root {root}) is not committed to by an account of the main trie")]
+    UnboundStorage {
+        /// The trie.
+        trie: TrieId,
+        /// Its root.
+        root: H256,
+    },
+    /// Writing the checkpoint failed.
+    #[error(transparent)]
+    Dir(#[from] DirError),
+    /// The thread pool could not be built.
+    #[error("thread pool: {0}")]
+    Pool(String),
+}
+
+/// How to create a checkpoint.
+#[derive(Debug, Clone, Copy)]
+pub struct CreateOptions {
+    /// Where chunks end.
+    pub rule: BoundaryRule,
+    /// Worker threads (1..=[`THREADS_MAX`]).
+    pub threads: usize,
+}
+
+impl Default for CreateOptions {
+    fn default() -> Self {
+        CreateOptions { rule: BoundaryRule::default(), threads: 2 }
+    }
+}
+
+/// What a creation produced.
+#[derive(Debug, Clone)]
+pub struct Created {
+    /// The manifest's id.
+    pub id: H256,
+    /// The manifest.
+    pub manifest: Manifest,
+    /// Chunks written (the others were there already).
+    pub chunks_written: usize,
+    /// Wall time.
+    pub elapsed: Duration,
+}
+
+/// Create a checkpoint of `state` into `out`: every chunk, then the manifest. `progress`
+/// counts the entries written so far (for a progress bar).
+pub fn create(
+    state: &PersistedState<'_>,
+    opts: &CreateOptions,
+    out: &CheckpointDir,
+    progress: &AtomicU64,
+) -> Result<Created, CreateError> {
+    opts.rule.validate().map_err(CreateError::Options)?;
+    if !(1..=THREADS_MAX).contains(&opts.threads) {
+        return Err(CreateError::Options("threads must be 1..=256"));
+    }
+    let t0 = Instant::now();
+    let units = units(opts.threads);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.threads)
+        .thread_name(|i| format!("checkpoint-{i}"))
+        .build()
+        .map_err(|e| CreateError::Pool(e.to_string()))?;
+    let ctx = Ctx {
+        state,
+        rule: opts.rule,
+        out,
+        progress,
+        written: AtomicU64::new(0),
+        flat_bytes: AtomicU64::new(0),
+    };
+    let parts: Vec<Result<Vec<ChunkInfo>, CreateError>> =
+        pool.install(|| units.par_iter().map(|u| ctx.unit(u)).collect());
+    let mut chunks = Vec::new();
+    for p in parts {
+        chunks.extend(p?);
+    }
+    let (block, root) = state.head();
+    let manifest = Manifest {
+        block,
+        root,
+        rule: opts.rule,
+        entries: chunks.iter().map(|c| c.entries).sum(),
+        chunk_bytes: chunks.iter().map(|c| c.len).sum(),
+        flat_bytes: ctx.flat_bytes.load(Ordering::Relaxed),
+        chunks,
+    };
+    let bytes = manifest.encode();
+    let id = keccak256(&bytes);
+    out.put_manifest(&id, &bytes)?;
+    let chunks_written = ctx.written.load(Ordering::Relaxed) as usize;
+    Ok(Created { id, manifest, chunks_written, elapsed: t0.elapsed() })
+}
+
+/// A unit of work: the flat keys `[start, end)`; the first unit starts at the first key.
+struct Unit {
+    start: Vec<u8>,
+    end: Option<Vec<u8>>,
+    first: bool,
+}
+
+/// The units for `threads` workers: the main and the storage key spaces each split evenly
+/// by their first key byte (one unit for one thread).
+fn units(threads: usize) -> Vec<Unit> {
+    if threads == 1 {
+        return vec![Unit { start: Vec::new(), end: None, first: true }];
+    }
+    let mut starts = Vec::new();
+    for prefix in [0u8, 1] {
+        for i in 0..threads {
+            starts.push(vec![prefix, (i * 256 / threads) as u8]);
+        }
+    }
+    starts.dedup();
+    let mut out = Vec::with_capacity(starts.len());
+    for (i, s) in starts.iter().enumerate() {
+        out.push(Unit {
+            start: if i == 0 { Vec::new() } else { s.clone() },
+            end: starts.get(i + 1).cloned(),
+            first: i == 0,
+        });
+    }
+    out
+}
+
+struct Ctx<'a, 's> {
+    state: &'a PersistedState<'s>,
+    rule: BoundaryRule,
+    out: &'a CheckpointDir,
+    progress: &'a AtomicU64,
+    written: AtomicU64,
+    flat_bytes: AtomicU64,
+}
+
+/// A chunk's entries, packed: full flat keys and values in one buffer.
+#[derive(Default)]
+struct Pending {
+    buf: Vec<u8>,
+    /// (key start, key length, value length) in `buf`.
+    spans: Vec<(usize, usize, usize)>,
+    bytes: u64,
+}
+
+impl Pending {
+    fn push(&mut self, k: &[u8], v: &[u8]) {
+        self.spans.push((self.buf.len(), k.len(), v.len()));
+        self.buf.extend_from_slice(k);
+        self.buf.extend_from_slice(v);
+        self.bytes += (k.len() + v.len()) as u64;
+    }
+
+    fn get(&self, i: usize) -> (&[u8], &[u8]) {
+        let (s, kl, vl) = self.spans[i];
+        (&self.buf[s..s + kl], &self.buf[s + kl..s + kl + vl])
+    }
+
+    fn clear(&mut self) {
+        self.buf.clear();
+        self.spans.clear();
+        self.bytes = 0;
+    }
+}
+
+impl Ctx<'_, '_> {
+    fn unit(&self, unit: &Unit) -> Result<Vec<ChunkInfo>, CreateError> {
+        let mut cur = self.state.cursor(&unit.start)?;
+        let mut before: Option<Vec<u8>> = None;
+        if !unit.first {
+            // Skip to the first content boundary at or after the start; none before the
+            // end: the previous unit covers this one.
+            loop {
+                let Some((k, _)) = cur.entry() else {
+                    cur.status()?;
+                    return Ok(Vec::new());
+                };
+                if self.rule.is_boundary(k) {
+                    if unit.end.as_deref().is_some_and(|e| k >= e) {
+                        return Ok(Vec::new());
+                    }
+                    before = Some(k.to_vec());
+                    cur.advance();
+                    break;
+                }
+                cur.advance();
+            }
+        }
+        let mut chunks = Vec::new();
+        let mut p = Pending::default();
+        loop {
+            p.clear();
+            let mut content_cut = false;
+            while let Some((k, v)) = cur.entry() {
+                let size = (k.len() + v.len()) as u64;
+                if size > CHUNK_BYTES_MAX / 4 {
+                    return Err(CreateError::EntryTooLarge { key: hex::encode(k), bytes: size });
+                }
+                if !p.spans.is_empty() && p.bytes + size > u64::from(self.rule.max_bytes) {
+                    break;
+                }
+                p.push(k, v);
+                content_cut = self.rule.is_boundary(k);
+                cur.advance();
+                if content_cut {
+                    break;
+                }
+            }
+            cur.status()?;
+            let next = cur.entry().map(|(k, _)| k.to_vec());
+            if p.spans.is_empty() {
+                if unit.first && chunks.is_empty() {
+                    // The empty state: one chunk proving the empty main trie.
+                    chunks.push(self.emit(None, &p, None)?);
+                }
+                break;
+            }
+            chunks.push(self.emit(before.as_deref(), &p, next.as_deref())?);
+            let last = p.get(p.spans.len() - 1).0.to_vec();
+            let past_end = unit.end.as_deref().is_some_and(|e| last.as_slice() >= e);
+            before = Some(last);
+            if next.is_none() || (content_cut && past_end) {
+                break;
+            }
+        }
+        Ok(chunks)
+    }
+
+    /// Encode and store the chunk of `p`'s entries; `before` is the flat key just before
+    /// it, `next` the one just after it.
+    fn emit(&self, before: Option<&[u8]>, p: &Pending, next: Option<&[u8]>) -> Result<ChunkInfo, CreateError> {
+        let before = before.map(split).transpose()?;
+        let next_trie = next.map(split).transpose()?.map(|(t, _)| t);
+        let mut groups: Vec<(TrieId, Vec<(&[u8], &[u8])>)> = Vec::new();
+        for i in 0..p.spans.len() {
+            let (k, v) = p.get(i);
+            let (trie, key) = split(k)?;
+            match groups.last_mut() {
+                Some((t, g)) if *t == trie => g.push((key, v)),
+                _ => groups.push((trie, vec![(key, v)])),
+            }
+        }
+        if groups.is_empty() {
+            groups.push((TrieId::Main, Vec::new()));
+        }
+        let n = groups.len();
+        let mut starts: Vec<Vec<u8>> = Vec::with_capacity(n);
+        for (i, (trie, _)) in groups.iter().enumerate() {
+            starts.push(match before {
+                Some((t, k)) if i == 0 && t == *trie => successor(k),
+                _ => Vec::new(),
+            });
+        }
+        let (block, root) = self.state.head();
+        let mut w = ChunkWriter::new(block, &root, n);
+        let mut ends_trie = false;
+        for (i, (trie, entries)) in groups.iter().enumerate() {
+            let open = i + 1 < n || next_trie != Some(*trie);
+            let proof = self.proof(*trie, &starts[i], open, entries)?;
+            w.segment(trie, &starts[i], open, entries, &proof);
+            ends_trie = open;
+        }
+        let bytes = w.finish();
+        let digest = keccak256(&bytes);
+        if self.out.put_chunk(&digest, &bytes)? {
+            self.written.fetch_add(1, Ordering::Relaxed);
+        }
+        self.progress.fetch_add(p.spans.len() as u64, Ordering::Relaxed);
+        self.flat_bytes.fetch_add(p.bytes, Ordering::Relaxed);
+        let (first, last) = match p.spans.len() {
+            0 => (Vec::new(), Vec::new()),
+            n => (p.get(0).0.to_vec(), p.get(n - 1).0.to_vec()),
+        };
+        Ok(ChunkInfo {
+            first,
+            last,
+            entries: p.spans.len() as u64,
+            len: bytes.len() as u64,
+            digest,
+            ends_trie,
+        })
+    }
+
+    /// The boundary proof of one segment (and, at a storage trie's first segment, the
+    /// check that its account commits to it).
+    fn proof(
+        &self,
+        trie: TrieId,
+        start: &[u8],
+        open: bool,
+        entries: &[(&[u8], &[u8])],
+    ) -> Result<Vec<Vec<u8>>, CreateError> {
+        let root = self.state.trie_root(&trie)?;
+        if let TrieId::Storage(account) = trie {
+            if start.is_empty() {
+                self.check_bound(&trie, &account, &root)?;
+            }
+        }
+        let last = if open { None } else { entries.last().map(|(k, _)| *k) };
+        let source = self.state.node_source(trie);
+        trie::prove_key_range::<EthLayout, _>(&source, &root, start, last)
+            .map_err(|source| CreateError::Proof { trie, source })
+    }
+
+    /// A storage trie must be committed to by its account's `storage_root`.
+    fn check_bound(&self, trie: &TrieId, account: &H256, root: &H256) -> Result<(), CreateError> {
+        let bound = self
+            .state
+            .get(&TrieId::Main, &account.0)?
+            .and_then(|v| eth::Account::decode(&v).ok())
+            .is_some_and(|a| a.storage_root == *root && *root != EMPTY_ROOT);
+        if bound {
+            Ok(())
+        } else {
+            Err(CreateError::UnboundStorage { trie: *trie, root: *root })
+        }
+    }
+}
+
+fn split(k: &[u8]) -> Result<(TrieId, &[u8]), CreateError> {
+    TrieId::split(k).ok_or_else(|| CreateError::FlatKey(hex::encode(k)))
+}
+
+/// The smallest key after `k`.
+pub(crate) fn successor(k: &[u8]) -> Vec<u8> {
+    let mut s = Vec::with_capacity(k.len() + 1);
+    s.extend_from_slice(k);
+    s.push(0);
+    s
+}

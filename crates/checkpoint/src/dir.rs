@@ -1,0 +1,228 @@
+//! The checkpoint layout, shared by directories, the HTTP server and object storage:
+//!
+//! ```text
+//! chunks/<digest hex>            a chunk, named by the keccak256 of its bytes (immutable)
+//! checkpoints/<id hex>/manifest  a manifest, named by the keccak256 of its bytes
+//! ```
+//!
+//! A manifest is written after every chunk it names, so a listed checkpoint is whole.
+//! [`CheckpointDir`] is that layout in a local directory.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use trie::{keccak256, H256};
+
+use crate::format::{DecodeError, Manifest, CHUNK_BYTES_MAX, MANIFEST_BYTES_MAX};
+
+/// Relative path of a chunk.
+pub fn chunk_path(digest: &H256) -> String {
+    format!("chunks/{}", hex::encode(digest.0))
+}
+
+/// Relative path of a manifest.
+pub fn manifest_path(id: &H256) -> String {
+    format!("checkpoints/{}/manifest", hex::encode(id.0))
+}
+
+/// Parse a 64-digit hex id (a manifest id or chunk digest), with or without `0x`.
+pub fn parse_id(s: &str) -> Option<H256> {
+    let s = s.strip_prefix("0x").unwrap_or(s);
+    if s.len() != 64 {
+        return None;
+    }
+    H256::from_slice(&hex::decode(s).ok()?)
+}
+
+/// Why a checkpoint directory operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DirError {
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A file is not what its name says.
+    #[error("{path}: {what}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        what: String,
+    },
+    /// A manifest does not decode.
+    #[error("{path}: {source}")]
+    Manifest {
+        /// The file.
+        path: PathBuf,
+        /// The decoder's error.
+        source: DecodeError,
+    },
+}
+
+/// Checkpoints in a local directory (see the module docs).
+#[derive(Debug, Clone)]
+pub struct CheckpointDir {
+    root: PathBuf,
+    /// fsync every file before it is renamed into place (off only for benchmarks of the
+    /// page cache).
+    sync: bool,
+}
+
+impl CheckpointDir {
+    /// The layout under `root` (created on first write).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        CheckpointDir { root: root.into(), sync: true }
+    }
+
+    /// The same, writing without fsync.
+    pub fn without_sync(mut self) -> Self {
+        self.sync = false;
+        self
+    }
+
+    /// The directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn io(path: &Path) -> impl FnOnce(std::io::Error) -> DirError + '_ {
+        move |source| DirError::Io { path: path.to_path_buf(), source }
+    }
+
+    /// Write `bytes` at `rel` atomically (a temporary file renamed into place); a file
+    /// already there is kept (names are digests of the contents).
+    fn put(&self, rel: &str, bytes: &[u8]) -> Result<bool, DirError> {
+        let path = self.root.join(rel);
+        if path.exists() {
+            return Ok(false);
+        }
+        let parent = path.parent().unwrap_or(&self.root);
+        fs::create_dir_all(parent).map_err(Self::io(parent))?;
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        let mut f = fs::File::create(&tmp).map_err(Self::io(&tmp))?;
+        f.write_all(bytes).map_err(Self::io(&tmp))?;
+        if self.sync {
+            f.sync_data().map_err(Self::io(&tmp))?;
+        }
+        drop(f);
+        fs::rename(&tmp, &path).map_err(Self::io(&path))?;
+        Ok(true)
+    }
+
+    /// Store a chunk under its digest; false when it was there already.
+    pub fn put_chunk(&self, digest: &H256, bytes: &[u8]) -> Result<bool, DirError> {
+        self.put(&chunk_path(digest), bytes)
+    }
+
+    /// Store a manifest under its id (after its chunks, which must be durable first).
+    pub fn put_manifest(&self, id: &H256, bytes: &[u8]) -> Result<bool, DirError> {
+        if self.sync {
+            let dir = self.root.join("chunks");
+            if dir.exists() {
+                fs::File::open(&dir).and_then(|d| d.sync_all()).map_err(Self::io(&dir))?;
+            }
+        }
+        self.put(&manifest_path(id), bytes)
+    }
+
+    fn read(&self, rel: &str, max: u64) -> Result<Option<Vec<u8>>, DirError> {
+        let path = self.root.join(rel);
+        let f = match fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Self::io(&path)(e)),
+        };
+        let mut out = Vec::new();
+        use std::io::Read;
+        f.take(max + 1).read_to_end(&mut out).map_err(Self::io(&path))?;
+        if out.len() as u64 > max {
+            return Err(DirError::Corrupt { path, what: format!("larger than {max} bytes") });
+        }
+        Ok(Some(out))
+    }
+
+    /// A chunk's bytes (`None`: not here); not checked against the digest.
+    pub fn chunk(&self, digest: &H256) -> Result<Option<Vec<u8>>, DirError> {
+        self.read(&chunk_path(digest), CHUNK_BYTES_MAX)
+    }
+
+    /// A manifest's bytes (`None`: not here), checked against the id.
+    pub fn manifest_bytes(&self, id: &H256) -> Result<Option<Vec<u8>>, DirError> {
+        let Some(bytes) = self.read(&manifest_path(id), MANIFEST_BYTES_MAX)? else {
+            return Ok(None);
+        };
+        if keccak256(&bytes) != *id {
+            let path = self.root.join(manifest_path(id));
+            return Err(DirError::Corrupt { path, what: "content does not hash to its name".into() });
+        }
+        Ok(Some(bytes))
+    }
+
+    /// The ids of the checkpoints here (those with a manifest), sorted.
+    pub fn ids(&self) -> Result<Vec<H256>, DirError> {
+        let dir = self.root.join("checkpoints");
+        let entries = match fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Self::io(&dir)(e)),
+        };
+        let mut out = Vec::new();
+        for e in entries {
+            let e = e.map_err(Self::io(&dir))?;
+            let Some(id) = e.file_name().to_str().and_then(parse_id) else { continue };
+            if e.path().join("manifest").exists() {
+                out.push(id);
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// Every checkpoint here, decoded, oldest block first.
+    pub fn list(&self) -> Result<Vec<(H256, Manifest)>, DirError> {
+        let mut out = Vec::new();
+        for id in self.ids()? {
+            let path = self.root.join(manifest_path(&id));
+            let Some(bytes) = self.manifest_bytes(&id)? else { continue };
+            let m = Manifest::decode(&bytes).map_err(|source| DirError::Manifest { path, source })?;
+            out.push((id, m));
+        }
+        out.sort_by_key(|(id, m)| (m.block, *id));
+        Ok(out)
+    }
+
+    /// Keep the `keep` newest checkpoints (by block): delete the others' manifests, then
+    /// every chunk no kept manifest names. Returns the ids removed.
+    pub fn prune(&self, keep: usize) -> Result<Vec<H256>, DirError> {
+        let all = self.list()?;
+        let cut = all.len().saturating_sub(keep);
+        let (old, kept) = all.split_at(cut);
+        let mut removed = Vec::new();
+        for (id, _) in old {
+            let dir = self.root.join("checkpoints").join(hex::encode(id.0));
+            fs::remove_dir_all(&dir).map_err(Self::io(&dir))?;
+            removed.push(*id);
+        }
+        if removed.is_empty() {
+            return Ok(removed);
+        }
+        let live: std::collections::HashSet<H256> =
+            kept.iter().flat_map(|(_, m)| m.chunks.iter().map(|c| c.digest)).collect();
+        let chunks = self.root.join("chunks");
+        for e in fs::read_dir(&chunks).map_err(Self::io(&chunks))? {
+            let e = e.map_err(Self::io(&chunks))?;
+            let Some(d) = e.file_name().to_str().and_then(parse_id) else { continue };
+            if !live.contains(&d) {
+                let p = e.path();
+                fs::remove_file(&p).map_err(Self::io(&p))?;
+            }
+        }
+        Ok(removed)
+    }
+}

@@ -1,0 +1,555 @@
+//! Byte formats of checkpoints (version 1; `docs/design.md`, "Checkpoints"): the chunk and
+//! the manifest, with decoders that return typed errors on any input and never allocate
+//! more than the input can hold.
+
+use trie::{keccak256, TrieId, H256};
+
+/// Magic bytes opening a chunk.
+pub const CHUNK_MAGIC: &[u8; 8] = b"ARBCHUNK";
+/// Magic bytes opening a manifest.
+pub const MANIFEST_MAGIC: &[u8; 8] = b"ARBMANIF";
+/// The format version this build writes and reads.
+pub const FORMAT_VERSION: u8 = 1;
+/// Largest chunk a decoder accepts (the byte rule's maximum is at most a quarter of it,
+/// the rest is room for boundary proofs and framing).
+pub const CHUNK_BYTES_MAX: u64 = 64 << 20;
+/// Largest manifest a decoder accepts.
+pub const MANIFEST_BYTES_MAX: u64 = 256 << 20;
+/// Longest trie key (the store's limit).
+pub(crate) const KEY_BYTES_MAX: usize = store::KEY_BYTES_MAX;
+/// Longest full flat key (trie prefix of up to 33 bytes, then the key).
+pub(crate) const FLAT_KEY_BYTES_MAX: usize = 33 + KEY_BYTES_MAX;
+/// Longest proof node.
+pub(crate) const NODE_BYTES_MAX: usize = 1 << 20;
+
+/// Why bytes are not a chunk or a manifest.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// The input does not start with the expected magic bytes.
+    #[error("not a {0} (bad magic bytes)")]
+    Magic(&'static str),
+    /// A version this build does not read.
+    #[error("unsupported {what} version {found} (this build reads {FORMAT_VERSION})")]
+    Version {
+        /// Chunk or manifest.
+        what: &'static str,
+        /// The version found.
+        found: u8,
+    },
+    /// The input ends inside a field.
+    #[error("truncated at byte {0}")]
+    Truncated(usize),
+    /// Bytes follow the last field.
+    #[error("{0} trailing byte(s)")]
+    Trailing(usize),
+    /// The input is larger than the format allows.
+    #[error("{len} bytes exceed the {max}-byte limit")]
+    TooLarge {
+        /// Input length.
+        len: u64,
+        /// The limit.
+        max: u64,
+    },
+    /// A length or count is out of range, not minimally encoded, or larger than the
+    /// bytes left.
+    #[error("bad length or count at byte {0}")]
+    Length(usize),
+    /// A field holds a value the format does not allow.
+    #[error("invalid field at byte {at}: {what}")]
+    Field {
+        /// Offset of the field.
+        at: usize,
+        /// What is wrong.
+        what: &'static str,
+    },
+}
+
+/// Reads fields off a byte slice, tracking the offset for errors.
+pub(crate) struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) fn new(buf: &'a [u8]) -> Self {
+        Reader { buf, pos: 0 }
+    }
+
+    fn left(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    fn bytes(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        if n > self.left() {
+            return Err(DecodeError::Truncated(self.pos));
+        }
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    fn u8(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.bytes(1)?[0])
+    }
+
+    fn u64(&mut self) -> Result<u64, DecodeError> {
+        let b = self.bytes(8)?;
+        Ok(u64::from_be_bytes(b.try_into().map_err(|_| DecodeError::Truncated(self.pos))?))
+    }
+
+    fn u32(&mut self) -> Result<u32, DecodeError> {
+        let b = self.bytes(4)?;
+        Ok(u32::from_be_bytes(b.try_into().map_err(|_| DecodeError::Truncated(self.pos))?))
+    }
+
+    fn h256(&mut self) -> Result<H256, DecodeError> {
+        let at = self.pos;
+        H256::from_slice(self.bytes(32)?).ok_or(DecodeError::Truncated(at))
+    }
+
+    /// A minimal LEB128 integer of at most `max`.
+    fn varint(&mut self, max: u64) -> Result<u64, DecodeError> {
+        let at = self.pos;
+        let mut v: u64 = 0;
+        for i in 0..10 {
+            let b = self.u8()?;
+            if i == 9 && b > 1 {
+                return Err(DecodeError::Length(at));
+            }
+            v |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                // Minimal: no trailing zero group (except the value 0 itself).
+                if b == 0 && i > 0 {
+                    return Err(DecodeError::Length(at));
+                }
+                return if v <= max { Ok(v) } else { Err(DecodeError::Length(at)) };
+            }
+        }
+        Err(DecodeError::Length(at))
+    }
+
+    /// A count of items each at least `min_item` bytes long: never more than the bytes
+    /// left can hold (so that no allocation exceeds the input).
+    fn count(&mut self, min_item: usize) -> Result<usize, DecodeError> {
+        let at = self.pos;
+        let n = self.varint(u64::from(u32::MAX))? as usize;
+        if n.saturating_mul(min_item.max(1)) > self.left() {
+            return Err(DecodeError::Length(at));
+        }
+        Ok(n)
+    }
+
+    /// Length-prefixed bytes of at most `max`.
+    fn var_bytes(&mut self, max: usize) -> Result<&'a [u8], DecodeError> {
+        let n = self.varint(max as u64)? as usize;
+        self.bytes(n)
+    }
+
+    fn end(&self) -> Result<(), DecodeError> {
+        match self.left() {
+            0 => Ok(()),
+            n => Err(DecodeError::Trailing(n)),
+        }
+    }
+
+    fn field(&self, what: &'static str) -> DecodeError {
+        DecodeError::Field { at: self.pos, what }
+    }
+}
+
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn put_var_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put_varint(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
+fn put_trie(out: &mut Vec<u8>, trie: &TrieId) {
+    trie.write_prefix(out);
+}
+
+fn read_trie(r: &mut Reader<'_>) -> Result<TrieId, DecodeError> {
+    match r.u8()? {
+        0 => Ok(TrieId::Main),
+        1 => Ok(TrieId::Storage(r.h256()?)),
+        _ => Err(DecodeError::Field { at: r.pos - 1, what: "unknown trie tag" }),
+    }
+}
+
+/// One trie's part of a chunk: the entries of `[start, last entry]` (or of `[start, end of
+/// the trie]` when `open`) and the boundary proof against the trie's root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Segment<'a> {
+    /// The trie.
+    pub trie: TrieId,
+    /// First key of the range (empty: the trie's first key).
+    pub start: &'a [u8],
+    /// The range runs to the end of the trie (no key of the trie follows the entries).
+    pub open: bool,
+    /// The entries, ascending, values non-empty.
+    pub entries: Vec<(&'a [u8], &'a [u8])>,
+    /// Boundary proof nodes ([`trie::prove_key_range`]).
+    pub proof: Vec<&'a [u8]>,
+}
+
+impl Segment<'_> {
+    /// The range's last key: the last entry (`None` when open).
+    pub fn last(&self) -> Option<&[u8]> {
+        if self.open {
+            None
+        } else {
+            self.entries.last().map(|(k, _)| *k)
+        }
+    }
+}
+
+/// A decoded chunk: the checkpoint it belongs to (block and root) and its segments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk<'a> {
+    /// The checkpoint's block.
+    pub block: u64,
+    /// The checkpoint's state root.
+    pub root: H256,
+    /// Segments in trie order.
+    pub segments: Vec<Segment<'a>>,
+}
+
+impl Chunk<'_> {
+    /// Encode (the inverse of [`Chunk::decode`]).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = ChunkWriter::new(self.block, &self.root, self.segments.len());
+        for s in &self.segments {
+            w.segment(&s.trie, s.start, s.open, &s.entries, &s.proof);
+        }
+        w.finish()
+    }
+
+    /// Decode a chunk. Checks the framing and each field's own rules (key and value
+    /// lengths, strictly ascending keys within a segment, tries in order, open flags);
+    /// how the chunk fits its checkpoint is checked by the restore.
+    pub fn decode(bytes: &[u8]) -> Result<Chunk<'_>, DecodeError> {
+        if bytes.len() as u64 > CHUNK_BYTES_MAX {
+            return Err(DecodeError::TooLarge { len: bytes.len() as u64, max: CHUNK_BYTES_MAX });
+        }
+        let mut r = Reader::new(bytes);
+        if r.bytes(8).ok() != Some(&CHUNK_MAGIC[..]) {
+            return Err(DecodeError::Magic("chunk"));
+        }
+        let version = r.u8()?;
+        if version != FORMAT_VERSION {
+            return Err(DecodeError::Version { what: "chunk", found: version });
+        }
+        let block = r.u64()?;
+        let root = r.h256()?;
+        // A segment is at least: trie tag, start length, open flag, two counts.
+        let n = r.count(5)?;
+        if n == 0 {
+            return Err(r.field("a chunk without segments"));
+        }
+        let mut segments: Vec<Segment<'_>> = Vec::with_capacity(n);
+        for _ in 0..n {
+            let s = read_segment(&mut r)?;
+            if let Some(prev) = segments.last() {
+                if prev.trie >= s.trie {
+                    return Err(r.field("segments not in trie order"));
+                }
+            }
+            segments.push(s);
+        }
+        r.end()?;
+        Ok(Chunk { block, root, segments })
+    }
+}
+
+/// Encodes a chunk segment by segment (the creator holds its proof nodes owned).
+pub(crate) struct ChunkWriter {
+    out: Vec<u8>,
+}
+
+impl ChunkWriter {
+    pub(crate) fn new(block: u64, root: &H256, segments: usize) -> Self {
+        let mut out = Vec::with_capacity(1 << 16);
+        out.extend_from_slice(CHUNK_MAGIC);
+        out.push(FORMAT_VERSION);
+        out.extend_from_slice(&block.to_be_bytes());
+        out.extend_from_slice(&root.0);
+        put_varint(&mut out, segments as u64);
+        ChunkWriter { out }
+    }
+
+    pub(crate) fn segment(
+        &mut self,
+        trie: &TrieId,
+        start: &[u8],
+        open: bool,
+        entries: &[(&[u8], &[u8])],
+        proof: &[impl AsRef<[u8]>],
+    ) {
+        let out = &mut self.out;
+        let bytes: usize = entries.iter().map(|(k, v)| k.len() + v.len() + 4).sum();
+        out.reserve(bytes);
+        put_trie(out, trie);
+        put_var_bytes(out, start);
+        out.push(u8::from(open));
+        put_varint(out, entries.len() as u64);
+        for (k, v) in entries {
+            put_var_bytes(out, k);
+            put_var_bytes(out, v);
+        }
+        put_varint(out, proof.len() as u64);
+        for n in proof {
+            put_var_bytes(out, n.as_ref());
+        }
+    }
+
+    pub(crate) fn finish(self) -> Vec<u8> {
+        self.out
+    }
+}
+
+fn read_segment<'a>(r: &mut Reader<'a>) -> Result<Segment<'a>, DecodeError> {
+    let trie = read_trie(r)?;
+    let start = r.var_bytes(KEY_BYTES_MAX + 1)?;
+    let open = match r.u8()? {
+        0 => false,
+        1 => true,
+        _ => return Err(r.field("open flag not 0 or 1")),
+    };
+    // An entry is at least a key length, a value length and one value byte.
+    let n = r.count(3)?;
+    let mut entries: Vec<(&[u8], &[u8])> = Vec::with_capacity(n);
+    for _ in 0..n {
+        let k = r.var_bytes(KEY_BYTES_MAX)?;
+        let v = r.var_bytes(CHUNK_BYTES_MAX as usize)?;
+        if v.is_empty() {
+            return Err(r.field("empty value"));
+        }
+        if let Some((prev, _)) = entries.last() {
+            if *prev >= k {
+                return Err(r.field("keys not strictly ascending"));
+            }
+        } else if k < start {
+            return Err(r.field("key before the segment start"));
+        }
+        entries.push((k, v));
+    }
+    if !open && entries.is_empty() {
+        return Err(r.field("a closed segment without entries"));
+    }
+    // A proof node is at least a length and one byte.
+    let n = r.count(2)?;
+    let mut proof = Vec::with_capacity(n);
+    for _ in 0..n {
+        let node = r.var_bytes(NODE_BYTES_MAX)?;
+        if node.is_empty() {
+            return Err(r.field("empty proof node"));
+        }
+        proof.push(node);
+    }
+    Ok(Segment { trie, start, open, entries, proof })
+}
+
+/// How chunk boundaries are chosen (recorded in the manifest; see `boundary.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct BoundaryRule {
+    /// Expected entries per chunk: a key ends a chunk when its boundary hash falls under
+    /// `u64::MAX / target_entries`.
+    pub target_entries: u32,
+    /// Entry bytes (key + value) after which a chunk is cut regardless.
+    pub max_bytes: u32,
+}
+
+impl Default for BoundaryRule {
+    fn default() -> Self {
+        BoundaryRule { target_entries: 8192, max_bytes: 4 << 20 }
+    }
+}
+
+impl BoundaryRule {
+    /// Smallest `max_bytes`: room for one entry of the longest key and a modest value.
+    pub const MAX_BYTES_MIN: u32 = 4096;
+    /// Largest `max_bytes` (a quarter of [`CHUNK_BYTES_MAX`]).
+    pub const MAX_BYTES_MAX: u32 = (CHUNK_BYTES_MAX / 4) as u32;
+    /// Largest `target_entries`.
+    pub const TARGET_ENTRIES_MAX: u32 = 1 << 24;
+
+    /// Check the parameters' ranges.
+    pub fn validate(&self) -> Result<(), &'static str> {
+        if self.target_entries == 0 || self.target_entries > Self::TARGET_ENTRIES_MAX {
+            return Err("target entries per chunk must be 1..=16777216");
+        }
+        if !(Self::MAX_BYTES_MIN..=Self::MAX_BYTES_MAX).contains(&self.max_bytes) {
+            return Err("maximum chunk bytes must be 4 KiB..=16 MiB");
+        }
+        Ok(())
+    }
+}
+
+/// What the manifest says about one chunk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkInfo {
+    /// Full flat key (trie prefix ‖ key) of its first entry (empty for the empty state).
+    pub first: Vec<u8>,
+    /// Full flat key of its last entry.
+    pub last: Vec<u8>,
+    /// Entries it holds.
+    pub entries: u64,
+    /// Its length in bytes.
+    pub len: u64,
+    /// keccak256 of its bytes: its id.
+    pub digest: H256,
+    /// Its last segment runs to the end of its trie.
+    pub ends_trie: bool,
+}
+
+/// The list of a checkpoint's chunks. The only trusted input of a restore is `(block,
+/// root)`: everything here is checked against the chunks, and they against the root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    /// The block whose state this is.
+    pub block: u64,
+    /// Its state root.
+    pub root: H256,
+    /// The boundary rule the chunks were cut by.
+    pub rule: BoundaryRule,
+    /// Entries in all chunks.
+    pub entries: u64,
+    /// Bytes of all chunks.
+    pub chunk_bytes: u64,
+    /// Key and value bytes of all entries (the flat state's size).
+    pub flat_bytes: u64,
+    /// The chunks in key order.
+    pub chunks: Vec<ChunkInfo>,
+}
+
+impl Manifest {
+    /// Encode (the inverse of [`Manifest::decode`]).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(96 + self.chunks.len() * 120);
+        out.extend_from_slice(MANIFEST_MAGIC);
+        out.push(FORMAT_VERSION);
+        out.extend_from_slice(&self.block.to_be_bytes());
+        out.extend_from_slice(&self.root.0);
+        out.extend_from_slice(&self.rule.target_entries.to_be_bytes());
+        out.extend_from_slice(&self.rule.max_bytes.to_be_bytes());
+        out.extend_from_slice(&self.entries.to_be_bytes());
+        out.extend_from_slice(&self.chunk_bytes.to_be_bytes());
+        out.extend_from_slice(&self.flat_bytes.to_be_bytes());
+        put_varint(&mut out, self.chunks.len() as u64);
+        for c in &self.chunks {
+            put_var_bytes(&mut out, &c.first);
+            put_var_bytes(&mut out, &c.last);
+            put_varint(&mut out, c.entries);
+            put_varint(&mut out, c.len);
+            out.extend_from_slice(&c.digest.0);
+            out.push(u8::from(c.ends_trie));
+        }
+        out
+    }
+
+    /// The manifest's id: keccak256 of its encoding.
+    pub fn id(&self) -> H256 {
+        keccak256(&self.encode())
+    }
+
+    /// Decode and check a manifest: framing, the rule's ranges, chunks in strictly
+    /// ascending key order, lengths within the chunk limit, totals that add up, and a last
+    /// chunk that ends its trie.
+    pub fn decode(bytes: &[u8]) -> Result<Manifest, DecodeError> {
+        if bytes.len() as u64 > MANIFEST_BYTES_MAX {
+            return Err(DecodeError::TooLarge { len: bytes.len() as u64, max: MANIFEST_BYTES_MAX });
+        }
+        let mut r = Reader::new(bytes);
+        if r.bytes(8).ok() != Some(&MANIFEST_MAGIC[..]) {
+            return Err(DecodeError::Magic("manifest"));
+        }
+        let version = r.u8()?;
+        if version != FORMAT_VERSION {
+            return Err(DecodeError::Version { what: "manifest", found: version });
+        }
+        let block = r.u64()?;
+        let root = r.h256()?;
+        let rule = BoundaryRule { target_entries: r.u32()?, max_bytes: r.u32()? };
+        rule.validate().map_err(|what| r.field(what))?;
+        let (entries, chunk_bytes, flat_bytes) = (r.u64()?, r.u64()?, r.u64()?);
+        // A chunk record is at least two key lengths, two varints, a digest and a flag.
+        let n = r.count(37)?;
+        if n == 0 {
+            return Err(r.field("a manifest without chunks"));
+        }
+        let mut chunks: Vec<ChunkInfo> = Vec::with_capacity(n);
+        for _ in 0..n {
+            let c = read_chunk_info(&mut r)?;
+            if let Some(prev) = chunks.last() {
+                if prev.last >= c.first {
+                    return Err(r.field("chunks overlap or are out of order"));
+                }
+            }
+            chunks.push(c);
+        }
+        r.end()?;
+        let m = Manifest { block, root, rule, entries, chunk_bytes, flat_bytes, chunks };
+        m.check_totals().map_err(|what| DecodeError::Field { at: bytes.len(), what })?;
+        Ok(m)
+    }
+
+    fn check_totals(&self) -> Result<(), &'static str> {
+        let entries: u64 = self.chunks.iter().map(|c| c.entries).sum();
+        let len: u64 = self.chunks.iter().map(|c| c.len).sum();
+        if entries != self.entries || len != self.chunk_bytes {
+            return Err("totals do not add up");
+        }
+        if self.chunks.last().is_some_and(|c| !c.ends_trie) {
+            return Err("the last chunk does not end its trie");
+        }
+        let empty_state = self.chunks.len() == 1 && self.entries == 0;
+        if !empty_state && self.chunks.iter().any(|c| c.entries == 0) {
+            return Err("a chunk without entries");
+        }
+        Ok(())
+    }
+}
+
+fn read_chunk_info(r: &mut Reader<'_>) -> Result<ChunkInfo, DecodeError> {
+    let first = r.var_bytes(FLAT_KEY_BYTES_MAX)?.to_vec();
+    let last = r.var_bytes(FLAT_KEY_BYTES_MAX)?.to_vec();
+    if first > last {
+        return Err(r.field("first key after last key"));
+    }
+    let entries = r.varint(CHUNK_BYTES_MAX)?;
+    let len = r.varint(CHUNK_BYTES_MAX)?;
+    if len == 0 {
+        return Err(r.field("empty chunk"));
+    }
+    let digest = r.h256()?;
+    let ends_trie = match r.u8()? {
+        0 => false,
+        1 => true,
+        _ => return Err(r.field("flag not 0 or 1")),
+    };
+    Ok(ChunkInfo { first, last, entries, len, digest, ends_trie })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_are_minimal() {
+        for v in [0u64, 1, 127, 128, 300, u64::from(u32::MAX), u64::MAX] {
+            let mut b = Vec::new();
+            put_varint(&mut b, v);
+            assert_eq!(Reader::new(&b).varint(u64::MAX), Ok(v));
+        }
+        assert!(Reader::new(&[0x80, 0x00]).varint(u64::MAX).is_err());
+        assert!(Reader::new(&[0xff; 11]).varint(u64::MAX).is_err());
+        assert!(Reader::new(&[0x05]).varint(4).is_err());
+    }
+}

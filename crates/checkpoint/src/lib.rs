@@ -1,0 +1,31 @@
+//! Verifiable chunked checkpoints of Arbor's state.
+//!
+//! - [`create`]: cut the persisted state ([`store::PersistedState`], a pinned snapshot)
+//!   into chunks at content-defined boundaries (`boundary.rs`: the bytes never depend on
+//!   the thread count), each with the boundary proofs of its key ranges, in parallel; then
+//!   the [`Manifest`] (block, root, the rule, per-chunk keys, sizes and digests).
+//! - [`Restorer`]: restore from chunks offered in any order, each verified on arrival
+//!   against the one trusted `(block, root)` ([`Trusted`]) before anything of it is
+//!   written, crash-safe and resumable.
+//! - Formats ([`Chunk`], [`Manifest`]: versioned, with magic bytes; `docs/design.md`,
+//!   "Checkpoints") and the layout shared by directories, HTTP and object storage
+//!   ([`CheckpointDir`]).
+
+#![forbid(unsafe_code)]
+
+mod boundary;
+mod create;
+mod dir;
+mod format;
+mod restore;
+
+pub use boundary::boundary_hash;
+pub use create::{create, CreateError, CreateOptions, Created, THREADS_MAX};
+pub use dir::{chunk_path, manifest_path, parse_id, CheckpointDir, DirError};
+pub use format::{
+    BoundaryRule, Chunk, ChunkInfo, DecodeError, Manifest, Segment, CHUNK_BYTES_MAX,
+    CHUNK_MAGIC, FORMAT_VERSION, MANIFEST_BYTES_MAX, MANIFEST_MAGIC,
+};
+pub use restore::{
+    ChunkError, Offered, RestoreError, RestoreOptions, Restorer, Trusted, STAGING_BYTES_DEFAULT,
+};

@@ -1,0 +1,644 @@
+//! Restoring a checkpoint into an empty database, chunk by chunk in any order.
+//!
+//! The only trusted input is `(block, root)`. A chunk offered for index `i` is checked in
+//! this order, and nothing of it is written unless every check passes:
+//! 1. its keccak256 is the manifest's digest for `i` (else the *source* is to blame);
+//! 2. it decodes, names the checkpoint's block and root, and fits the manifest: its
+//!    entries, first and last keys, and where its first segment starts (right after chunk
+//!    `i - 1`'s last key, or at the start of the next trie when that chunk ended its trie);
+//! 3. each segment verifies against its trie's root ([`trie::verify_key_range`]): the
+//!    trusted root for the main trie; for a storage trie, the `storage_root` of its account,
+//!    read from the restored main trie. A storage segment whose account's chunk is not
+//!    restored yet waits in a bounded on-disk staging directory.
+//!
+//! Then its `flat` entries, the nodes the verification established (boundary nodes and
+//! everything it rebuilt inside the range, so nothing is hashed twice), its storage tries'
+//! root records and a progress record go to the database in one atomic batch: a restore
+//! killed at any moment resumes with exactly the chunks it had. When every chunk is in,
+//! the accounts with storage must match the storage tries restored one to one, and
+//! [`Restorer::finish`] makes the block the head.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::Mutex;
+use store::{BulkError, RestoreBatch, RestoreWriter, StateDb, StoreError};
+use trie::{
+    keccak256, ChildRef, EmittedKind, EthLayout, Layout, NibbleSlice, NodeSink, ProofError,
+    TrieId, EMPTY_ROOT, H256,
+};
+
+use crate::create::successor;
+use crate::format::{Chunk, ChunkInfo, DecodeError, Manifest, Segment};
+
+/// The trusted input of a restore: the block and its state root (from consensus).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Trusted {
+    /// Block number.
+    pub block: u64,
+    /// State root at that block.
+    pub root: H256,
+}
+
+/// Default bound on staged chunk bytes.
+pub const STAGING_BYTES_DEFAULT: u64 = 256 << 20;
+
+/// How a restore runs.
+#[derive(Debug, Clone)]
+pub struct RestoreOptions {
+    /// Where chunks wait for their accounts (created if absent).
+    pub staging_dir: PathBuf,
+    /// Most bytes staged at once.
+    pub staging_bytes_max: u64,
+}
+
+impl RestoreOptions {
+    /// Staging in `dir`, with the default bound.
+    pub fn new(staging_dir: impl Into<PathBuf>) -> Self {
+        RestoreOptions { staging_dir: staging_dir.into(), staging_bytes_max: STAGING_BYTES_DEFAULT }
+    }
+}
+
+/// Why a chunk was refused. Nothing of a refused chunk is written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChunkError {
+    /// No chunk of the manifest has this index.
+    #[error("chunk index {index} out of range (the manifest has {len})")]
+    Index {
+        /// The index.
+        index: usize,
+        /// Chunks in the manifest.
+        len: usize,
+    },
+    /// The bytes are not the chunk the manifest names: the source served something else.
+    #[error("chunk {index}: bytes hash to {actual}, the manifest says {expected}")]
+    Digest {
+        /// The index.
+        index: usize,
+        /// The manifest's digest.
+        expected: H256,
+        /// The bytes' digest.
+        actual: H256,
+    },
+    /// The chunk the manifest names does not decode.
+    #[error("chunk {index}: {source}")]
+    Decode {
+        /// The index.
+        index: usize,
+        /// The decoder's error.
+        source: DecodeError,
+    },
+    /// The chunk does not fit the manifest or the checkpoint.
+    #[error("chunk {index}: {what}")]
+    Mismatch {
+        /// The index.
+        index: usize,
+        /// What does not fit.
+        what: String,
+    },
+    /// A segment does not verify against its trie's root.
+    #[error("chunk {index}, {trie:?}: {source}")]
+    Proof {
+        /// The index.
+        index: usize,
+        /// The segment's trie.
+        trie: TrieId,
+        /// Why.
+        source: ProofError,
+    },
+    /// The chunk must wait for its accounts, and the staging directory is full.
+    #[error("chunk {index} must wait for its accounts and staging is full")]
+    StagingFull {
+        /// The index.
+        index: usize,
+    },
+    /// The database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The staging directory failed.
+    #[error("staging {path}: {source}")]
+    Staging {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+impl ChunkError {
+    /// True when the source that served the bytes is at fault (they are not the chunk
+    /// the manifest names); otherwise the checkpoint itself is bad or the local database
+    /// failed.
+    pub fn blames_source(&self) -> bool {
+        matches!(self, ChunkError::Digest { .. })
+    }
+}
+
+/// Why a restore could not start or finish.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RestoreError {
+    /// The manifest does not decode.
+    #[error("manifest: {0}")]
+    Manifest(#[from] DecodeError),
+    /// The manifest is for another block or root than the trusted one.
+    #[error("the manifest is for block {found_block} root {found_root}, not the trusted block {block} root {root}")]
+    OtherCheckpoint {
+        /// Trusted block.
+        block: u64,
+        /// Trusted root.
+        root: H256,
+        /// The manifest's block.
+        found_block: u64,
+        /// The manifest's root.
+        found_root: H256,
+    },
+    /// The database refused the restore (not empty, another restore unfinished) or failed.
+    #[error(transparent)]
+    Store(#[from] BulkError),
+    /// A progress record on disk does not decode.
+    #[error("progress record {0} is corrupt")]
+    Progress(String),
+    /// `finish` before every chunk is in.
+    #[error("{missing} chunk(s) still missing")]
+    Incomplete {
+        /// Chunks not restored.
+        missing: usize,
+    },
+    /// Accounts commit to storage tries that no chunk held (or the reverse).
+    #[error("{accounts} account(s) have storage but {tries} storage trie(s) were restored")]
+    StorageMismatch {
+        /// Accounts whose storage root is not empty.
+        accounts: u64,
+        /// Storage tries restored.
+        tries: u64,
+    },
+    /// The staging directory failed.
+    #[error("staging {path}: {source}")]
+    Staging {
+        /// The directory.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// What happened to an offered chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offered {
+    /// Verified and written.
+    Applied {
+        /// Its entries.
+        entries: u64,
+    },
+    /// Verified as the manifest's bytes, waiting in staging for its accounts.
+    Staged,
+    /// Restored before.
+    AlreadyDone,
+}
+
+/// What a chunk adds to the storage bookkeeping.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Counts {
+    /// Main-trie accounts whose storage root is not empty.
+    accounts_with_storage: u64,
+    /// Storage tries whose first segment the chunk holds.
+    storage_tries: u64,
+}
+
+impl Counts {
+    fn encode(&self) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&self.accounts_with_storage.to_be_bytes());
+        b[8..].copy_from_slice(&self.storage_tries.to_be_bytes());
+        b
+    }
+
+    fn decode(b: &[u8]) -> Option<Counts> {
+        let b: &[u8; 16] = b.try_into().ok()?;
+        Some(Counts {
+            accounts_with_storage: u64::from_be_bytes(b[..8].try_into().ok()?),
+            storage_tries: u64::from_be_bytes(b[8..].try_into().ok()?),
+        })
+    }
+}
+
+/// Progress record name of chunk `i`.
+fn progress_name(i: usize) -> [u8; 9] {
+    let mut n = [0u8; 9];
+    n[0] = b'c';
+    n[1..].copy_from_slice(&(i as u64).to_be_bytes());
+    n
+}
+
+struct Staging {
+    dir: PathBuf,
+    max: u64,
+    bytes: u64,
+    files: BTreeMap<usize, Staged>,
+}
+
+struct Staged {
+    path: PathBuf,
+    len: u64,
+    /// Chunks to restore before this one can verify (empty after a restart: unknown).
+    waits_for: Vec<usize>,
+}
+
+/// A restore in progress; see the module docs. Methods take `&self`, so chunks can be
+/// verified on several threads at once.
+pub struct Restorer<'db> {
+    restore: store::Restore<'db>,
+    writer: RestoreWriter,
+    manifest: Manifest,
+    id: H256,
+    done: Vec<AtomicBool>,
+    counts: Mutex<Counts>,
+    staging: Mutex<Staging>,
+}
+
+impl<'db> Restorer<'db> {
+    /// Start (or resume) restoring the checkpoint whose manifest is `manifest` into `db`,
+    /// which must be empty or hold an unfinished restore of the same manifest.
+    pub fn begin(
+        db: &'db mut StateDb,
+        trusted: Trusted,
+        manifest: &[u8],
+        opts: &RestoreOptions,
+    ) -> Result<Restorer<'db>, RestoreError> {
+        let id = keccak256(manifest);
+        let manifest = Manifest::decode(manifest)?;
+        if manifest.block != trusted.block || manifest.root != trusted.root {
+            return Err(RestoreError::OtherCheckpoint {
+                block: trusted.block,
+                root: trusted.root,
+                found_block: manifest.block,
+                found_root: manifest.root,
+            });
+        }
+        let restore = db.begin_restore(&format!("checkpoint {}", hex::encode(id.0)))?;
+        let done: Vec<AtomicBool> = manifest.chunks.iter().map(|_| AtomicBool::new(false)).collect();
+        let mut counts = Counts::default();
+        for (name, value) in restore.progress().map_err(BulkError::from)? {
+            let bad = || RestoreError::Progress(hex::encode(&name));
+            let i = match name.as_slice() {
+                [b'c', rest @ ..] => u64::from_be_bytes(rest.try_into().map_err(|_| bad())?),
+                _ => return Err(bad()),
+            };
+            let c = Counts::decode(&value).ok_or_else(bad)?;
+            let flag = done.get(i as usize).ok_or_else(bad)?;
+            flag.store(true, Ordering::Relaxed);
+            counts.accounts_with_storage += c.accounts_with_storage;
+            counts.storage_tries += c.storage_tries;
+        }
+        let staging = Staging::open(opts, &manifest, &done)?;
+        let writer = restore.writer();
+        Ok(Restorer {
+            restore,
+            writer,
+            manifest,
+            id,
+            done,
+            counts: Mutex::new(counts),
+            staging: Mutex::new(staging),
+        })
+    }
+
+    /// The manifest being restored.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// Its id.
+    pub fn id(&self) -> H256 {
+        self.id
+    }
+
+    /// True when chunk `i` is restored.
+    pub fn is_done(&self, i: usize) -> bool {
+        self.done.get(i).is_some_and(|d| d.load(Ordering::Acquire))
+    }
+
+    /// Chunks neither restored nor staged, in index order.
+    pub fn missing(&self) -> Vec<usize> {
+        let staging = self.staging.lock();
+        (0..self.done.len())
+            .filter(|i| !self.is_done(*i) && !staging.files.contains_key(i))
+            .collect()
+    }
+
+    /// Chunks restored so far.
+    pub fn restored(&self) -> usize {
+        (0..self.done.len()).filter(|i| self.is_done(*i)).count()
+    }
+
+    /// Offer the bytes of chunk `index`. See the module docs for the checks.
+    pub fn offer(&self, index: usize, bytes: &[u8]) -> Result<Offered, ChunkError> {
+        let info = self
+            .manifest
+            .chunks
+            .get(index)
+            .ok_or(ChunkError::Index { index, len: self.manifest.chunks.len() })?;
+        if self.is_done(index) {
+            return Ok(Offered::AlreadyDone);
+        }
+        let actual = keccak256(bytes);
+        if actual != info.digest {
+            return Err(ChunkError::Digest { index, expected: info.digest, actual });
+        }
+        let chunk = Chunk::decode(bytes).map_err(|source| ChunkError::Decode { index, source })?;
+        self.check_fit(index, info, &chunk)?;
+        let mut roots = Vec::with_capacity(chunk.segments.len());
+        let mut waiting = Vec::new();
+        for s in &chunk.segments {
+            match self.trie_root(index, &chunk, s)? {
+                Ok(root) => roots.push(root),
+                Err(deps) => waiting.extend(deps),
+            }
+        }
+        if !waiting.is_empty() {
+            self.staging.lock().put(index, bytes, waiting)?;
+            return Ok(Offered::Staged);
+        }
+        let entries = self.apply(index, &chunk, &roots)?;
+        self.staging.lock().remove(index);
+        Ok(Offered::Applied { entries })
+    }
+
+    /// Offer every staged chunk whose accounts are now restored; returns how many were
+    /// applied.
+    pub fn retry_staged(&self) -> Result<usize, ChunkError> {
+        let staged: Vec<(usize, PathBuf)> = self
+            .staging
+            .lock()
+            .files
+            .iter()
+            .filter(|(_, f)| f.waits_for.iter().all(|d| self.is_done(*d)))
+            .map(|(i, f)| (*i, f.path.clone()))
+            .collect();
+        let mut applied = 0;
+        for (i, path) in staged {
+            let bytes = std::fs::read(&path).map_err(|source| ChunkError::Staging { path, source })?;
+            self.staging.lock().remove(i);
+            match self.offer(i, &bytes)? {
+                Offered::Applied { .. } => applied += 1,
+                Offered::Staged | Offered::AlreadyDone => {}
+            }
+        }
+        Ok(applied)
+    }
+
+    /// Make the checkpoint's block the database's head, once every chunk is in and the
+    /// storage bookkeeping balances.
+    pub fn finish(self) -> Result<Trusted, RestoreError> {
+        let missing = self.done.len() - self.restored();
+        if missing > 0 {
+            return Err(RestoreError::Incomplete { missing });
+        }
+        let c = *self.counts.lock();
+        if c.accounts_with_storage != c.storage_tries {
+            return Err(RestoreError::StorageMismatch {
+                accounts: c.accounts_with_storage,
+                tries: c.storage_tries,
+            });
+        }
+        let (block, root) = (self.manifest.block, self.manifest.root);
+        let dir = self.staging.lock().dir.clone();
+        self.restore.finish(block, root)?;
+        // Staging holds nothing once every chunk is in.
+        let _ = std::fs::remove_dir_all(&dir);
+        Ok(Trusted { block, root })
+    }
+
+    /// Check that `chunk` is the one the manifest describes at `index`.
+    fn check_fit(&self, index: usize, info: &ChunkInfo, chunk: &Chunk<'_>) -> Result<(), ChunkError> {
+        let bad = |what: String| ChunkError::Mismatch { index, what };
+        if chunk.block != self.manifest.block || chunk.root != self.manifest.root {
+            return Err(bad(format!("belongs to block {} root {}", chunk.block, chunk.root)));
+        }
+        let entries: usize = chunk.segments.iter().map(|s| s.entries.len()).sum();
+        if entries as u64 != info.entries {
+            return Err(bad(format!("{entries} entries, the manifest says {}", info.entries)));
+        }
+        let flat = |s: &Segment<'_>, k: &[u8]| {
+            let mut f = s.trie.prefix();
+            f.extend_from_slice(k);
+            f
+        };
+        let first = chunk.segments.iter().find_map(|s| s.entries.first().map(|(k, _)| flat(s, k)));
+        let last = chunk.segments.iter().rev().find_map(|s| s.entries.last().map(|(k, _)| flat(s, k)));
+        if first.unwrap_or_default() != info.first || last.unwrap_or_default() != info.last {
+            return Err(bad("first or last key differs from the manifest".into()));
+        }
+        let n = chunk.segments.len();
+        for (i, s) in chunk.segments.iter().enumerate() {
+            if i + 1 < n && !s.open {
+                return Err(bad("a segment before the last does not end its trie".into()));
+            }
+            if i > 0 && !s.start.is_empty() {
+                return Err(bad("a segment after the first does not start its trie".into()));
+            }
+            if s.entries.is_empty() && !(self.manifest.entries == 0 && s.trie == TrieId::Main) {
+                return Err(bad("a segment without entries".into()));
+            }
+        }
+        if chunk.segments.last().is_some_and(|s| s.open) != info.ends_trie {
+            return Err(bad("its last segment's end differs from the manifest".into()));
+        }
+        let s0 = &chunk.segments[0];
+        let expected_start = match index.checked_sub(1).map(|p| &self.manifest.chunks[p]) {
+            None => (s0.trie == TrieId::Main).then(Vec::new),
+            Some(prev) => {
+                let (pt, pk) = TrieId::split(&prev.last)
+                    .ok_or_else(|| bad("the previous chunk's last key is malformed".into()))?;
+                match prev.ends_trie {
+                    true => (s0.trie > pt).then(Vec::new),
+                    false => (s0.trie == pt).then(|| successor(pk)),
+                }
+            }
+        };
+        match expected_start {
+            Some(start) if start == s0.start => Ok(()),
+            _ => Err(bad("does not start where the previous chunk ends".into())),
+        }
+    }
+
+    /// The root segment `s` verifies against, or the chunks that must be restored first
+    /// (those that prove its account).
+    #[allow(clippy::type_complexity)]
+    fn trie_root(
+        &self,
+        index: usize,
+        chunk: &Chunk<'_>,
+        s: &Segment<'_>,
+    ) -> Result<Result<H256, Vec<usize>>, ChunkError> {
+        let TrieId::Storage(account) = s.trie else { return Ok(Ok(self.manifest.root)) };
+        let own = chunk.segments.first().filter(|m| {
+            m.trie == TrieId::Main
+                && account.0.as_slice() >= m.start
+                && m.last().is_none_or(|l| account.0.as_slice() <= l)
+        });
+        let account_value = match own {
+            // The account lies in this chunk's own main-trie range (verified with it).
+            Some(main) => main
+                .entries
+                .binary_search_by(|(k, _)| (*k).cmp(account.0.as_slice()))
+                .ok()
+                .map(|i| main.entries[i].1.to_vec()),
+            None => {
+                let mut key = vec![0u8];
+                key.extend_from_slice(&account.0);
+                let j = self.manifest.chunks.partition_point(|c| c.last < key);
+                let deps = [j.checked_sub(1), (j < self.done.len()).then_some(j)];
+                let waiting: Vec<usize> = deps
+                    .iter()
+                    .flatten()
+                    .copied()
+                    .filter(|d| *d != index && !self.is_done(*d))
+                    .collect();
+                if !waiting.is_empty() {
+                    return Ok(Err(waiting));
+                }
+                self.writer.get(&TrieId::Main, &account.0)?
+            }
+        };
+        let root = account_value
+            .and_then(|v| eth::Account::decode(&v).ok())
+            .map(|a| a.storage_root)
+            .filter(|r| *r != EMPTY_ROOT);
+        match root {
+            Some(r) => Ok(Ok(r)),
+            None => Err(ChunkError::Mismatch {
+                index,
+                what: format!("storage trie {account} has no account with storage"),
+            }),
+        }
+    }
+
+    /// Verify every segment against its root and write the chunk in one batch.
+    fn apply(&self, index: usize, chunk: &Chunk<'_>, roots: &[H256]) -> Result<u64, ChunkError> {
+        let mut batch = self.writer.batch()?;
+        let mut counts = Counts::default();
+        let mut entries = 0u64;
+        for (s, root) in chunk.segments.iter().zip(roots) {
+            let mut sink = NodeWriter { batch: &mut batch, trie: s.trie, error: None };
+            trie::verify_key_range::<EthLayout, _, _, _>(root, s.start, s.last(), &s.entries, &s.proof, &mut sink)
+                .map_err(|source| ChunkError::Proof { index, trie: s.trie, source })?;
+            if let Some(e) = sink.error {
+                return Err(e.into());
+            }
+            for (k, v) in &s.entries {
+                batch.put_flat(&s.trie, k, v)?;
+            }
+            entries += s.entries.len() as u64;
+            match s.trie {
+                TrieId::Main => {
+                    counts.accounts_with_storage += s
+                        .entries
+                        .iter()
+                        .filter(|(_, v)| {
+                            eth::Account::decode(v).is_ok_and(|a| a.storage_root != EMPTY_ROOT)
+                        })
+                        .count() as u64;
+                }
+                TrieId::Storage(_) => {
+                    batch.put_root(&s.trie, root);
+                    counts.storage_tries += u64::from(s.start.is_empty());
+                }
+            }
+        }
+        batch.put_progress(&progress_name(index), &counts.encode());
+        // Two threads verifying the same chunk write the same bytes; count it once.
+        self.writer.write(batch)?;
+        if !self.done[index].swap(true, Ordering::AcqRel) {
+            let mut c = self.counts.lock();
+            c.accounts_with_storage += counts.accounts_with_storage;
+            c.storage_tries += counts.storage_tries;
+        }
+        Ok(entries)
+    }
+
+}
+
+/// Writes the nodes a verification established into the chunk's batch: those referenced
+/// by hash, and the root (the store's rule, `docs/design.md`).
+struct NodeWriter<'b, 'w> {
+    batch: &'b mut RestoreBatch<'w>,
+    trie: TrieId,
+    error: Option<StoreError>,
+}
+
+impl NodeSink for NodeWriter<'_, '_> {
+    fn node(&mut self, _: EmittedKind, path: NibbleSlice<'_>, encoded: &[u8], reference: &ChildRef) {
+        let hash = match reference.as_hash() {
+            Some(h) => h,
+            None if path.is_empty() => EthLayout::hash(encoded),
+            None => return,
+        };
+        if self.error.is_none() {
+            let nibbles = path.to_nibbles();
+            if let Err(e) = self.batch.put_node(&self.trie, nibbles.as_slice(), &hash, encoded) {
+                self.error = Some(e);
+            }
+        }
+    }
+}
+
+impl Staging {
+    fn open(opts: &RestoreOptions, manifest: &Manifest, done: &[AtomicBool]) -> Result<Staging, RestoreError> {
+        let dir = opts.staging_dir.clone();
+        let io = |source| RestoreError::Staging { path: dir.clone(), source };
+        std::fs::create_dir_all(&dir).map_err(io)?;
+        let mut s = Staging { dir: dir.clone(), max: opts.staging_bytes_max, bytes: 0, files: BTreeMap::new() };
+        for e in std::fs::read_dir(&dir).map_err(io)? {
+            let e = e.map_err(io)?;
+            let path = e.path();
+            let keep = staged_index(&path).filter(|(i, d)| {
+                manifest.chunks.get(*i).is_some_and(|c| c.digest == *d)
+                    && !done[*i].load(Ordering::Relaxed)
+            });
+            match keep {
+                Some((i, _)) => {
+                    let len = e.metadata().map_err(io)?.len();
+                    s.bytes += len;
+                    s.files.insert(i, Staged { path, len, waits_for: Vec::new() });
+                }
+                None => std::fs::remove_file(&path).map_err(io)?,
+            }
+        }
+        Ok(s)
+    }
+
+    fn put(&mut self, index: usize, bytes: &[u8], waits_for: Vec<usize>) -> Result<(), ChunkError> {
+        if self.files.contains_key(&index) {
+            return Ok(());
+        }
+        if self.bytes + bytes.len() as u64 > self.max {
+            return Err(ChunkError::StagingFull { index });
+        }
+        let path = self.dir.join(format!("{index}-{}", hex::encode(keccak256(bytes).0)));
+        let tmp = path.with_extension("tmp");
+        let io = |source| ChunkError::Staging { path: path.clone(), source };
+        std::fs::write(&tmp, bytes).map_err(io)?;
+        std::fs::rename(&tmp, &path).map_err(io)?;
+        self.bytes += bytes.len() as u64;
+        self.files.insert(index, Staged { path, len: bytes.len() as u64, waits_for });
+        Ok(())
+    }
+
+    fn remove(&mut self, index: usize) {
+        if let Some(f) = self.files.remove(&index) {
+            self.bytes -= f.len;
+            let _ = std::fs::remove_file(f.path);
+        }
+    }
+}
+
+/// `<index>-<digest hex>` → (index, digest).
+fn staged_index(path: &Path) -> Option<(usize, H256)> {
+    let name = path.file_name()?.to_str()?;
+    let (i, d) = name.split_once('-')?;
+    Some((i.parse().ok()?, crate::dir::parse_id(d)?))
+}

@@ -1,0 +1,14 @@
+//! Checkpoint tests: round trips (restore equals source), determinism across thread
+//! counts, mutations, resume, and sources.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+mod determinism;
+mod mutations;
+mod roundtrip;
+
+/// Property-test case count: `ARBOR_PROPTEST_CASES` (default small enough for CI).
+pub fn cases(default: u32) -> u32 {
+    std::env::var("ARBOR_PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
+}

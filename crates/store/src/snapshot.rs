@@ -1,0 +1,177 @@
+//! [`PersistedState`]: the state as persisted on disk, pinned by a RocksDB snapshot, for
+//! long reads (checkpoint creation) while blocks keep committing.
+//!
+//! The writer persists each group of blocks in one atomic batch that carries its head
+//! record, so a snapshot always sees one whole block: its `flat`, `nodes`, root records
+//! and head agree. Reads through it bypass the caches and the unpersisted layers (they
+//! hold newer blocks) and do not fill RocksDB's block cache.
+
+use rocksdb::{DBRawIteratorWithThreadMode, ReadOptions, SnapshotWithThreadMode, DB};
+use trie::{EthLayout, Layout as _, NodeSource, SourceError, TrieId, EMPTY_ROOT, H256};
+
+use crate::error::{Corruption, StoreError};
+use crate::keys::{
+    decode_head, decode_root, flat_range_for_path, node_key, root_key, CF_FLAT, CF_META,
+    CF_NODES, META_BULK, META_HEAD,
+};
+use crate::state::{cf, ReadHandle};
+
+/// Readahead for sequential scans of `flat` (RocksDB reads ahead this much per iterator).
+const SCAN_READAHEAD_BYTES: usize = 2 << 20;
+
+/// The persisted state at one block, pinned (see the module docs). Shareable across
+/// threads: each scan opens its own cursor.
+pub struct PersistedState<'a> {
+    db: &'a DB,
+    snap: SnapshotWithThreadMode<'a, DB>,
+    head: (u64, H256),
+}
+
+impl std::fmt::Debug for PersistedState<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PersistedState").field("head", &self.head).finish_non_exhaustive()
+    }
+}
+
+impl ReadHandle {
+    /// Pin the persisted state (the last block the background writer finished; call
+    /// [`crate::StateDb::flush`] first for the head). A database holding an unfinished
+    /// bulk load is refused.
+    pub fn persisted(&self) -> Result<PersistedState<'_>, StoreError> {
+        let db = self.db();
+        let snap = db.snapshot();
+        let meta = cf(db, CF_META)?;
+        if let Some(v) = snap.get_cf(meta, META_BULK)? {
+            return Err(StoreError::UnfinishedBulkLoad {
+                label: String::from_utf8_lossy(&v).into_owned(),
+            });
+        }
+        let head = match snap.get_cf(meta, META_HEAD)? {
+            Some(v) => decode_head(&v)?,
+            None => return Err(Corruption::NoHead.into()),
+        };
+        Ok(PersistedState { db, snap, head })
+    }
+}
+
+impl<'a> PersistedState<'a> {
+    /// The pinned block: number and main root.
+    pub fn head(&self) -> (u64, H256) {
+        self.head
+    }
+
+    /// The root of `trie` at the pinned block (a storage trie without a root record is
+    /// empty).
+    pub fn trie_root(&self, trie: &TrieId) -> Result<H256, StoreError> {
+        if *trie == TrieId::Main {
+            return Ok(self.head.1);
+        }
+        match self.snap.get_cf(cf(self.db, CF_META)?, root_key(trie))? {
+            Some(v) => Ok(decode_root(trie, &v)?),
+            None => Ok(EMPTY_ROOT),
+        }
+    }
+
+    /// The flat value of `key` in `trie`.
+    pub fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        let k = crate::keys::flat_key(trie, key)?;
+        Ok(self.snap.get_cf(cf(self.db, CF_FLAT)?, k)?)
+    }
+
+    /// A cursor over `flat` in key order (full keys: trie prefix ‖ key), positioned at the
+    /// first key at or after `from`.
+    pub fn cursor(&self, from: &[u8]) -> Result<FlatCursor<'_>, StoreError> {
+        let mut opts = ReadOptions::default();
+        opts.fill_cache(false);
+        opts.set_readahead_size(SCAN_READAHEAD_BYTES);
+        let mut iter = self.snap.raw_iterator_cf_opt(cf(self.db, CF_FLAT)?, opts);
+        iter.seek(from);
+        Ok(FlatCursor { iter })
+    }
+
+    /// One trie at the pinned block as a [`NodeSource`] (stored nodes, and leaves rebuilt
+    /// from `flat`), for proofs.
+    pub fn node_source(&self, trie: TrieId) -> PersistedSource<'_, 'a> {
+        PersistedSource { state: self, trie }
+    }
+
+    fn read_opts(&self) -> ReadOptions {
+        let mut o = ReadOptions::default();
+        o.fill_cache(false);
+        o
+    }
+}
+
+/// A position in the pinned `flat` column family.
+pub struct FlatCursor<'s> {
+    iter: DBRawIteratorWithThreadMode<'s, DB>,
+}
+
+impl FlatCursor<'_> {
+    /// The entry under the cursor (full flat key, value), or `None` past the end; a read
+    /// error ends the scan and is reported by [`FlatCursor::status`].
+    pub fn entry(&self) -> Option<(&[u8], &[u8])> {
+        Some((self.iter.key()?, self.iter.value()?))
+    }
+
+    /// Move to the next entry.
+    pub fn advance(&mut self) {
+        self.iter.next();
+    }
+
+    /// Move to the first key at or after `key`.
+    pub fn seek(&mut self, key: &[u8]) {
+        self.iter.seek(key);
+    }
+
+    /// The error that ended the scan early, if any.
+    pub fn status(&self) -> Result<(), StoreError> {
+        Ok(self.iter.status()?)
+    }
+}
+
+/// [`PersistedState::node_source`].
+pub struct PersistedSource<'s, 'a> {
+    state: &'s PersistedState<'a>,
+    trie: TrieId,
+}
+
+impl PersistedSource<'_, '_> {
+    fn stored(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, StoreError> {
+        let s = self.state;
+        let key = node_key(&self.trie, path);
+        let Some(v) = s.snap.get_pinned_cf_opt(cf(s.db, CF_NODES)?, key, s.read_opts())? else {
+            return Ok(None);
+        };
+        // Invariant: the stored hash is the one the parent refers to.
+        if v.len() < 32 || &v[..32] != hash.as_bytes() {
+            let e = Corruption::NodeHash { trie: self.trie, path: path.to_vec(), expected: *hash };
+            return Err(e.into());
+        }
+        Ok(Some(v[32..].to_vec()))
+    }
+
+    /// The leaf at `path`: the one flat key under it.
+    fn leaf(&self, path: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        let (lo, hi) = flat_range_for_path(&self.trie, path);
+        let cursor = self.state.cursor(&lo)?;
+        let Some((k, v)) = cursor.entry().filter(|(k, _)| *k <= hi.as_slice()) else {
+            cursor.status()?;
+            return Ok(None);
+        };
+        let key = &k[self.trie.prefix_len()..];
+        let mut out = Vec::with_capacity(v.len() + key.len() + 8);
+        EthLayout::encode_leaf(trie::NibbleSlice::range(key, path.len(), key.len() * 2), v, &mut out);
+        Ok(Some(out))
+    }
+}
+
+impl NodeSource for PersistedSource<'_, '_> {
+    fn load(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, SourceError> {
+        if let Some(n) = self.stored(path, hash)? {
+            return Ok(Some(n));
+        }
+        Ok(self.leaf(path)?)
+    }
+}
+
