@@ -37,7 +37,7 @@ pub enum CreateError {
         /// The trie.
         trie: TrieId,
         /// The trie's error.
-        source: TrieError,
+        source: Box<TrieError>,
     },
     /// A `flat` key is not a trie prefix and key.
     #[error("malformed flat key 0x{0}")]
@@ -52,7 +52,9 @@ pub enum CreateError {
     },
     /// A storage trie whose root no account of the main trie commits to: a restore could
     /// not verify it.
-    #[error("storage trie {trie:?} (root {root}) is not committed to by an account of the main trie")]
+    #[error(
+        "storage trie {trie:?} (root {root}) is not committed to by an account of the main trie"
+    )]
     UnboundStorage {
         /// The trie.
         trie: TrieId,
@@ -279,10 +281,15 @@ impl Ctx<'_, '_> {
 
     /// Encode and store the chunk of `p`'s entries; `before` is the flat key just before
     /// it, `next` the one just after it.
-    fn emit(&self, before: Option<&[u8]>, p: &Pending, next: Option<&[u8]>) -> Result<ChunkInfo, CreateError> {
+    fn emit(
+        &self,
+        before: Option<&[u8]>,
+        p: &Pending,
+        next: Option<&[u8]>,
+    ) -> Result<ChunkInfo, CreateError> {
         let before = before.map(split).transpose()?;
         let next_trie = next.map(split).transpose()?.map(|(t, _)| t);
-        let mut groups: Vec<(TrieId, Vec<(&[u8], &[u8])>)> = Vec::new();
+        let mut groups: Vec<(TrieId, Entries<'_>)> = Vec::new();
         for i in 0..p.spans.len() {
             let (k, v) = p.get(i);
             let (trie, key) = split(k)?;
@@ -350,7 +357,7 @@ impl Ctx<'_, '_> {
         let last = if open { None } else { entries.last().map(|(k, _)| *k) };
         let source = self.state.node_source(trie);
         trie::prove_key_range::<EthLayout, _>(&source, &root, start, last)
-            .map_err(|source| CreateError::Proof { trie, source })
+            .map_err(|e| CreateError::Proof { trie, source: Box::new(e) })
     }
 
     /// A storage trie must be committed to by its account's `storage_root`.
@@ -367,6 +374,9 @@ impl Ctx<'_, '_> {
         }
     }
 }
+
+/// A segment's entries, borrowed.
+type Entries<'a> = Vec<(&'a [u8], &'a [u8])>;
 
 fn split(k: &[u8]) -> Result<(TrieId, &[u8]), CreateError> {
     TrieId::split(k).ok_or_else(|| CreateError::FlatKey(hex::encode(k)))

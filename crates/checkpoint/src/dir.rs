@@ -159,7 +159,10 @@ impl CheckpointDir {
         };
         if keccak256(&bytes) != *id {
             let path = self.root.join(manifest_path(id));
-            return Err(DirError::Corrupt { path, what: "content does not hash to its name".into() });
+            return Err(DirError::Corrupt {
+                path,
+                what: "content does not hash to its name".into(),
+            });
         }
         Ok(Some(bytes))
     }
@@ -190,7 +193,8 @@ impl CheckpointDir {
         for id in self.ids()? {
             let path = self.root.join(manifest_path(&id));
             let Some(bytes) = self.manifest_bytes(&id)? else { continue };
-            let m = Manifest::decode(&bytes).map_err(|source| DirError::Manifest { path, source })?;
+            let m =
+                Manifest::decode(&bytes).map_err(|source| DirError::Manifest { path, source })?;
             out.push((id, m));
         }
         out.sort_by_key(|(id, m)| (m.block, *id));

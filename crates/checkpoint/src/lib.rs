@@ -10,22 +10,39 @@
 //! - Formats ([`Chunk`], [`Manifest`]: versioned, with magic bytes; `docs/design.md`,
 //!   "Checkpoints") and the layout shared by directories, HTTP and object storage
 //!   ([`CheckpointDir`]).
+//! - Sources ([`open_source`]: directories, `http://`, `s3://`) and
+//!   [`restore_from_sources`], which restores from several untrusted sources at once,
+//!   names and excludes bad ones and reports ([`RestoreReport`]); [`HttpServer`] serves a
+//!   checkpoint directory; [`S3Store::push`] uploads one to an S3-compatible bucket.
 
 #![forbid(unsafe_code)]
 
 mod boundary;
 mod create;
 mod dir;
+mod fetch;
 mod format;
 mod restore;
+mod s3;
+mod serve;
+mod source;
+mod verify;
 
 pub use boundary::boundary_hash;
 pub use create::{create, CreateError, CreateOptions, Created, THREADS_MAX};
 pub use dir::{chunk_path, manifest_path, parse_id, CheckpointDir, DirError};
+pub use fetch::{
+    restore_from_sources, FetchError, FetchOptions, FetchProgress, RestoreReport, SourceReport,
+    WORKERS_MAX,
+};
 pub use format::{
-    BoundaryRule, Chunk, ChunkInfo, DecodeError, Manifest, Segment, CHUNK_BYTES_MAX,
-    CHUNK_MAGIC, FORMAT_VERSION, MANIFEST_BYTES_MAX, MANIFEST_MAGIC,
+    BoundaryRule, Chunk, ChunkInfo, DecodeError, Manifest, Segment, CHUNK_BYTES_MAX, CHUNK_MAGIC,
+    FORMAT_VERSION, MANIFEST_BYTES_MAX, MANIFEST_MAGIC,
 };
 pub use restore::{
     ChunkError, Offered, RestoreError, RestoreOptions, Restorer, Trusted, STAGING_BYTES_DEFAULT,
 };
+pub use s3::{PushError, PushReport, S3Store};
+pub use serve::{HttpServer, ServeError};
+pub use source::{open_source, Listed, Source, SourceError, SourceOptions};
+pub use verify::{verify_checkpoint, VerifyError, VerifySummary};

@@ -25,12 +25,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::Mutex;
 use store::{BulkError, RestoreBatch, RestoreWriter, StateDb, StoreError};
 use trie::{
-    keccak256, ChildRef, EmittedKind, EthLayout, Layout, NibbleSlice, NodeSink, ProofError,
-    TrieId, EMPTY_ROOT, H256,
+    keccak256, ChildRef, EmittedKind, EthLayout, Layout, NibbleSlice, NodeSink, ProofError, TrieId,
+    EMPTY_ROOT, H256,
 };
 
 use crate::create::successor;
-use crate::format::{Chunk, ChunkInfo, DecodeError, Manifest, Segment};
+use crate::format::{Chunk, DecodeError, Manifest, Segment};
 
 /// The trusted input of a restore: the block and its state root (from consensus).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -279,7 +279,8 @@ impl<'db> Restorer<'db> {
             });
         }
         let restore = db.begin_restore(&format!("checkpoint {}", hex::encode(id.0)))?;
-        let done: Vec<AtomicBool> = manifest.chunks.iter().map(|_| AtomicBool::new(false)).collect();
+        let done: Vec<AtomicBool> =
+            manifest.chunks.iter().map(|_| AtomicBool::new(false)).collect();
         let mut counts = Counts::default();
         for (name, value) in restore.progress().map_err(BulkError::from)? {
             let bad = || RestoreError::Progress(hex::encode(&name));
@@ -349,7 +350,8 @@ impl<'db> Restorer<'db> {
             return Err(ChunkError::Digest { index, expected: info.digest, actual });
         }
         let chunk = Chunk::decode(bytes).map_err(|source| ChunkError::Decode { index, source })?;
-        self.check_fit(index, info, &chunk)?;
+        check_fit(&self.manifest, index, &chunk)
+            .map_err(|what| ChunkError::Mismatch { index, what })?;
         let mut roots = Vec::with_capacity(chunk.segments.len());
         let mut waiting = Vec::new();
         for s in &chunk.segments {
@@ -380,7 +382,8 @@ impl<'db> Restorer<'db> {
             .collect();
         let mut applied = 0;
         for (i, path) in staged {
-            let bytes = std::fs::read(&path).map_err(|source| ChunkError::Staging { path, source })?;
+            let bytes =
+                std::fs::read(&path).map_err(|source| ChunkError::Staging { path, source })?;
             self.staging.lock().remove(i);
             match self.offer(i, &bytes)? {
                 Offered::Applied { .. } => applied += 1,
@@ -410,59 +413,6 @@ impl<'db> Restorer<'db> {
         // Staging holds nothing once every chunk is in.
         let _ = std::fs::remove_dir_all(&dir);
         Ok(Trusted { block, root })
-    }
-
-    /// Check that `chunk` is the one the manifest describes at `index`.
-    fn check_fit(&self, index: usize, info: &ChunkInfo, chunk: &Chunk<'_>) -> Result<(), ChunkError> {
-        let bad = |what: String| ChunkError::Mismatch { index, what };
-        if chunk.block != self.manifest.block || chunk.root != self.manifest.root {
-            return Err(bad(format!("belongs to block {} root {}", chunk.block, chunk.root)));
-        }
-        let entries: usize = chunk.segments.iter().map(|s| s.entries.len()).sum();
-        if entries as u64 != info.entries {
-            return Err(bad(format!("{entries} entries, the manifest says {}", info.entries)));
-        }
-        let flat = |s: &Segment<'_>, k: &[u8]| {
-            let mut f = s.trie.prefix();
-            f.extend_from_slice(k);
-            f
-        };
-        let first = chunk.segments.iter().find_map(|s| s.entries.first().map(|(k, _)| flat(s, k)));
-        let last = chunk.segments.iter().rev().find_map(|s| s.entries.last().map(|(k, _)| flat(s, k)));
-        if first.unwrap_or_default() != info.first || last.unwrap_or_default() != info.last {
-            return Err(bad("first or last key differs from the manifest".into()));
-        }
-        let n = chunk.segments.len();
-        for (i, s) in chunk.segments.iter().enumerate() {
-            if i + 1 < n && !s.open {
-                return Err(bad("a segment before the last does not end its trie".into()));
-            }
-            if i > 0 && !s.start.is_empty() {
-                return Err(bad("a segment after the first does not start its trie".into()));
-            }
-            if s.entries.is_empty() && !(self.manifest.entries == 0 && s.trie == TrieId::Main) {
-                return Err(bad("a segment without entries".into()));
-            }
-        }
-        if chunk.segments.last().is_some_and(|s| s.open) != info.ends_trie {
-            return Err(bad("its last segment's end differs from the manifest".into()));
-        }
-        let s0 = &chunk.segments[0];
-        let expected_start = match index.checked_sub(1).map(|p| &self.manifest.chunks[p]) {
-            None => (s0.trie == TrieId::Main).then(Vec::new),
-            Some(prev) => {
-                let (pt, pk) = TrieId::split(&prev.last)
-                    .ok_or_else(|| bad("the previous chunk's last key is malformed".into()))?;
-                match prev.ends_trie {
-                    true => (s0.trie > pt).then(Vec::new),
-                    false => (s0.trie == pt).then(|| successor(pk)),
-                }
-            }
-        };
-        match expected_start {
-            Some(start) if start == s0.start => Ok(()),
-            _ => Err(bad("does not start where the previous chunk ends".into())),
-        }
     }
 
     /// The root segment `s` verifies against, or the chunks that must be restored first
@@ -524,8 +474,15 @@ impl<'db> Restorer<'db> {
         let mut entries = 0u64;
         for (s, root) in chunk.segments.iter().zip(roots) {
             let mut sink = NodeWriter { batch: &mut batch, trie: s.trie, error: None };
-            trie::verify_key_range::<EthLayout, _, _, _>(root, s.start, s.last(), &s.entries, &s.proof, &mut sink)
-                .map_err(|source| ChunkError::Proof { index, trie: s.trie, source })?;
+            trie::verify_key_range::<EthLayout, _, _, _>(
+                root,
+                s.start,
+                s.last(),
+                &s.entries,
+                &s.proof,
+                &mut sink,
+            )
+            .map_err(|source| ChunkError::Proof { index, trie: s.trie, source })?;
             if let Some(e) = sink.error {
                 return Err(e.into());
             }
@@ -559,7 +516,64 @@ impl<'db> Restorer<'db> {
         }
         Ok(entries)
     }
+}
 
+/// Check that `chunk` is the one the manifest describes at `index`.
+pub(crate) fn check_fit(
+    manifest: &Manifest,
+    index: usize,
+    chunk: &Chunk<'_>,
+) -> Result<(), String> {
+    let info = &manifest.chunks[index];
+    let bad = |what: String| what;
+    if chunk.block != manifest.block || chunk.root != manifest.root {
+        return Err(bad(format!("belongs to block {} root {}", chunk.block, chunk.root)));
+    }
+    let entries: usize = chunk.segments.iter().map(|s| s.entries.len()).sum();
+    if entries as u64 != info.entries {
+        return Err(bad(format!("{entries} entries, the manifest says {}", info.entries)));
+    }
+    let flat = |s: &Segment<'_>, k: &[u8]| {
+        let mut f = s.trie.prefix();
+        f.extend_from_slice(k);
+        f
+    };
+    let first = chunk.segments.iter().find_map(|s| s.entries.first().map(|(k, _)| flat(s, k)));
+    let last = chunk.segments.iter().rev().find_map(|s| s.entries.last().map(|(k, _)| flat(s, k)));
+    if first.unwrap_or_default() != info.first || last.unwrap_or_default() != info.last {
+        return Err(bad("first or last key differs from the manifest".into()));
+    }
+    let n = chunk.segments.len();
+    for (i, s) in chunk.segments.iter().enumerate() {
+        if i + 1 < n && !s.open {
+            return Err(bad("a segment before the last does not end its trie".into()));
+        }
+        if i > 0 && !s.start.is_empty() {
+            return Err(bad("a segment after the first does not start its trie".into()));
+        }
+        if s.entries.is_empty() && !(manifest.entries == 0 && s.trie == TrieId::Main) {
+            return Err(bad("a segment without entries".into()));
+        }
+    }
+    if chunk.segments.last().is_some_and(|s| s.open) != info.ends_trie {
+        return Err(bad("its last segment's end differs from the manifest".into()));
+    }
+    let s0 = &chunk.segments[0];
+    let expected_start = match index.checked_sub(1).map(|p| &manifest.chunks[p]) {
+        None => (s0.trie == TrieId::Main).then(Vec::new),
+        Some(prev) => {
+            let (pt, pk) = TrieId::split(&prev.last)
+                .ok_or_else(|| bad("the previous chunk's last key is malformed".into()))?;
+            match prev.ends_trie {
+                true => (s0.trie > pt).then(Vec::new),
+                false => (s0.trie == pt).then(|| successor(pk)),
+            }
+        }
+    };
+    match expected_start {
+        Some(start) if start == s0.start => Ok(()),
+        _ => Err(bad("does not start where the previous chunk ends".into())),
+    }
 }
 
 /// Writes the nodes a verification established into the chunk's batch: those referenced
@@ -571,7 +585,13 @@ struct NodeWriter<'b, 'w> {
 }
 
 impl NodeSink for NodeWriter<'_, '_> {
-    fn node(&mut self, _: EmittedKind, path: NibbleSlice<'_>, encoded: &[u8], reference: &ChildRef) {
+    fn node(
+        &mut self,
+        _: EmittedKind,
+        path: NibbleSlice<'_>,
+        encoded: &[u8],
+        reference: &ChildRef,
+    ) {
         let hash = match reference.as_hash() {
             Some(h) => h,
             None if path.is_empty() => EthLayout::hash(encoded),
@@ -587,11 +607,20 @@ impl NodeSink for NodeWriter<'_, '_> {
 }
 
 impl Staging {
-    fn open(opts: &RestoreOptions, manifest: &Manifest, done: &[AtomicBool]) -> Result<Staging, RestoreError> {
+    fn open(
+        opts: &RestoreOptions,
+        manifest: &Manifest,
+        done: &[AtomicBool],
+    ) -> Result<Staging, RestoreError> {
         let dir = opts.staging_dir.clone();
         let io = |source| RestoreError::Staging { path: dir.clone(), source };
         std::fs::create_dir_all(&dir).map_err(io)?;
-        let mut s = Staging { dir: dir.clone(), max: opts.staging_bytes_max, bytes: 0, files: BTreeMap::new() };
+        let mut s = Staging {
+            dir: dir.clone(),
+            max: opts.staging_bytes_max,
+            bytes: 0,
+            files: BTreeMap::new(),
+        };
         for e in std::fs::read_dir(&dir).map_err(io)? {
             let e = e.map_err(io)?;
             let path = e.path();

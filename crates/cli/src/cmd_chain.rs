@@ -148,7 +148,7 @@ fn exec_workers(requested: Option<usize>, pipelined: bool) -> usize {
 }
 
 /// Stop at the next block boundary on Ctrl-C or SIGTERM.
-fn stop_flag() -> Result<Arc<AtomicBool>> {
+pub(crate) fn stop_flag() -> Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
     ctrlc::set_handler(move || s.store(true, Ordering::SeqCst))

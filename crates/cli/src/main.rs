@@ -15,6 +15,7 @@ use clap::{Parser, Subcommand};
 mod cmd_bench;
 mod cmd_block;
 mod cmd_chain;
+mod cmd_checkpoint;
 mod cmd_db;
 mod cmd_demo;
 mod cmd_load;
@@ -67,6 +68,8 @@ enum Command {
     GenChain(cmd_chain::GenChainArgs),
     /// Import a chain file into a database (pipelined; resumable; Ctrl-C stops cleanly).
     Import(cmd_chain::ImportArgs),
+    /// Verifiable chunked checkpoints: create, verify, serve, push, list, restore.
+    Checkpoint(cmd_checkpoint::CheckpointArgs),
 }
 
 /// mimalloc (per-thread heaps: the parallel executor's workers allocate without meeting
@@ -102,6 +105,7 @@ fn main() -> ExitCode {
         Command::VerifyBlock(args) => cmd_block::verify(&args),
         Command::GenChain(args) => cmd_chain::gen_chain(&args),
         Command::Import(args) => cmd_chain::import(&args),
+        Command::Checkpoint(args) => cmd_checkpoint::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -25,6 +25,9 @@ use crate::state::{cf, StateDb};
 /// `meta` prefix of the progress records a restore keeps until it finishes.
 const META_RESTORE: &[u8] = b"restore/";
 
+/// A progress record: (name, value).
+pub type ProgressRecord = (Vec<u8>, Vec<u8>);
+
 /// A restore in progress; see the module docs. Dropping it without [`Restore::finish`]
 /// leaves the database marked unfinished (and resumable).
 pub struct Restore<'a> {
@@ -93,7 +96,7 @@ impl Restore<'_> {
     }
 
     /// Every progress record written so far: (name, value).
-    pub fn progress(&self) -> Result<Vec<(Vec<u8>, Vec<u8>)>, StoreError> {
+    pub fn progress(&self) -> Result<Vec<ProgressRecord>, StoreError> {
         let db = &self.writer.db;
         let mut out = Vec::new();
         for item in db.prefix_iterator_cf(cf(db, CF_META)?, META_RESTORE) {
@@ -140,7 +143,9 @@ fn check_root(db: &DB, root: &H256) -> Result<(), BulkError> {
             Some(_) => Err(bad("main-trie entries".into())),
         };
     }
-    if let Some(v) = db.get_cf(cf(db, CF_NODES)?, node_key(&TrieId::Main, &[])).map_err(StoreError::from)? {
+    if let Some(v) =
+        db.get_cf(cf(db, CF_NODES)?, node_key(&TrieId::Main, &[])).map_err(StoreError::from)?
+    {
         return match v.get(..32) == Some(root.as_bytes()) && EthLayout::hash(&v[32..]) == *root {
             true => Ok(()),
             false => Err(bad("a root node with another hash".into())),
@@ -191,7 +196,13 @@ impl RestoreBatch<'_> {
     }
 
     /// A node at nibble path `path` (at most `2 × KEY_BYTES_MAX` nibbles) with its hash.
-    pub fn put_node(&mut self, trie: &TrieId, path: &[u8], hash: &H256, encoding: &[u8]) -> Result<(), StoreError> {
+    pub fn put_node(
+        &mut self,
+        trie: &TrieId,
+        path: &[u8],
+        hash: &H256,
+        encoding: &[u8],
+    ) -> Result<(), StoreError> {
         if path.len() > 2 * KEY_BYTES_MAX {
             return Err(StoreError::KeyTooLong { len: path.len().div_ceil(2), max: KEY_BYTES_MAX });
         }

@@ -11,8 +11,8 @@ use trie::{EthLayout, Layout as _, NodeSource, SourceError, TrieId, EMPTY_ROOT, 
 
 use crate::error::{Corruption, StoreError};
 use crate::keys::{
-    decode_head, decode_root, flat_range_for_path, node_key, root_key, CF_FLAT, CF_META,
-    CF_NODES, META_BULK, META_HEAD,
+    decode_head, decode_root, flat_range_for_path, node_key, root_key, CF_FLAT, CF_META, CF_NODES,
+    META_BULK, META_HEAD,
 };
 use crate::state::{cf, ReadHandle};
 
@@ -161,7 +161,11 @@ impl PersistedSource<'_, '_> {
         };
         let key = &k[self.trie.prefix_len()..];
         let mut out = Vec::with_capacity(v.len() + key.len() + 8);
-        EthLayout::encode_leaf(trie::NibbleSlice::range(key, path.len(), key.len() * 2), v, &mut out);
+        EthLayout::encode_leaf(
+            trie::NibbleSlice::range(key, path.len(), key.len() * 2),
+            v,
+            &mut out,
+        );
         Ok(Some(out))
     }
 }
@@ -174,4 +178,3 @@ impl NodeSource for PersistedSource<'_, '_> {
         Ok(self.leaf(path)?)
     }
 }
-

@@ -129,8 +129,8 @@ fn prove_below<L: Layout, S: NodeSource>(
     out: &mut Vec<Vec<u8>>,
     seen: &mut HashSet<H256>,
 ) -> Result<(), TrieError> {
-    let node = L::decode(enc)
-        .map_err(|source| TrieError::Corrupt { path: path_hex(path), source })?;
+    let node =
+        L::decode(enc).map_err(|source| TrieError::Corrupt { path: path_hex(path), source })?;
     let mut visit = |path: &mut Vec<u8>, child: &ChildRef| -> Result<(), TrieError> {
         if bounds.place(path) != Place::Straddle {
             return Ok(());
@@ -329,7 +329,8 @@ impl<'p, L: Layout, S: NodeSink> Verifier<'p, '_, L, S> {
                 let mut from = 0;
                 for (i, child) in children.iter().enumerate() {
                     let to = from
-                        + rest[from..].partition_point(|(k, _)| nibble_at(k.as_ref(), d) <= i as u8);
+                        + rest[from..]
+                            .partition_point(|(k, _)| nibble_at(k.as_ref(), d) <= i as u8);
                     path.push(i as u8);
                     let r = self.child(path, child, &rest[from..to]);
                     path.pop();
@@ -342,7 +343,11 @@ impl<'p, L: Layout, S: NodeSink> Verifier<'p, '_, L, S> {
     }
 
     /// The entries of `entries` whose key starts with nibbles `path` (a contiguous run).
-    fn under_prefix<'e, K: AsRef<[u8]>, V>(&self, path: &[u8], entries: &'e [(K, V)]) -> &'e [(K, V)] {
+    fn under_prefix<'e, K: AsRef<[u8]>, V>(
+        &self,
+        path: &[u8],
+        entries: &'e [(K, V)],
+    ) -> &'e [(K, V)] {
         let cmp = |k: &[u8]| -> Ordering {
             for (i, n) in path.iter().enumerate() {
                 if i >= k.len() * 2 {

@@ -6,7 +6,9 @@ use std::path::Path;
 use std::sync::atomic::AtomicU64;
 
 use alloy_primitives::U256;
-use checkpoint::{CheckpointDir, CreateOptions, Created, Offered, RestoreOptions, Restorer, Trusted};
+use checkpoint::{
+    CheckpointDir, CreateOptions, Created, Offered, RestoreOptions, Restorer, Trusted,
+};
 use eth::Account;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -37,13 +39,30 @@ pub(crate) type State = BTreeMap<TrieId, BTreeMap<Vec<u8>, Vec<u8>>>;
 
 /// A random Ethereum-shaped state: `accounts` accounts, of which those picked get a
 /// storage trie of 1..=`slots_max` slots.
-pub(crate) fn eth_state(seed: u64, accounts: usize, with_storage: usize, slots_max: usize) -> State {
+pub(crate) fn eth_state(
+    seed: u64,
+    accounts: usize,
+    with_storage: usize,
+    slots_max: usize,
+) -> State {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut state = State::new();
     let mut main = BTreeMap::new();
     for i in 0..accounts {
-        let key = keccak256(&(seed, i).0.to_be_bytes().iter().chain(&(i as u64).to_be_bytes()).copied().collect::<Vec<u8>>());
-        let mut account = Account { nonce: rng.gen_range(0..1000), balance: U256::from(rng.gen::<u64>()), ..Account::default() };
+        let key = keccak256(
+            &(seed, i)
+                .0
+                .to_be_bytes()
+                .iter()
+                .chain(&(i as u64).to_be_bytes())
+                .copied()
+                .collect::<Vec<u8>>(),
+        );
+        let mut account = Account {
+            nonce: rng.gen_range(0..1000),
+            balance: U256::from(rng.gen::<u64>()),
+            ..Account::default()
+        };
         if i < with_storage {
             let n = rng.gen_range(1..=slots_max);
             let slots: BTreeMap<Vec<u8>, Vec<u8>> = (0..n)
@@ -68,7 +87,8 @@ pub(crate) fn eth_state(seed: u64, accounts: usize, with_storage: usize, slots_m
 /// A database at block 0 holding `state` (bulk load + bottom-up rebuild).
 pub(crate) fn load(dir: &Path, state: &State) -> StateDb {
     let mut db = open(dir);
-    let entries = state.iter().flat_map(|(t, kv)| kv.iter().map(move |(k, v)| (*t, k.clone(), v.clone())));
+    let entries =
+        state.iter().flat_map(|(t, kv)| kv.iter().map(move |(k, v)| (*t, k.clone(), v.clone())));
     db.bulk_load("test state", entries).unwrap();
     db
 }
@@ -83,12 +103,21 @@ pub(crate) fn create(db: &StateDb, out: &CheckpointDir, opts: &CreateOptions) ->
 
 /// Small chunks so that small states span many.
 pub(crate) fn small_chunks(threads: usize) -> CreateOptions {
-    CreateOptions { rule: checkpoint::BoundaryRule { target_entries: 16, max_bytes: 4096 }, threads }
+    CreateOptions {
+        rule: checkpoint::BoundaryRule { target_entries: 16, max_bytes: 4096 },
+        threads,
+    }
 }
 
 /// Offer every chunk of `created` from `src` in the order `order`, then the staged ones
 /// until none is left; finish.
-pub(crate) fn restore(db: &mut StateDb, src: &CheckpointDir, created: &Created, order: &[usize], staging: &Path) -> Trusted {
+pub(crate) fn restore(
+    db: &mut StateDb,
+    src: &CheckpointDir,
+    created: &Created,
+    order: &[usize],
+    staging: &Path,
+) -> Trusted {
     let trusted = Trusted { block: created.manifest.block, root: created.manifest.root };
     let bytes = src.manifest_bytes(&created.id).unwrap().unwrap();
     let r = Restorer::begin(db, trusted, &bytes, &RestoreOptions::new(staging)).unwrap();

@@ -79,7 +79,13 @@ fn partial_restore_then_resume() {
     let dst_dir = tmp.path().join("dst");
     {
         let mut dst = open(&dst_dir);
-        let r = checkpoint::Restorer::begin(&mut dst, trusted, &manifest, &checkpoint::RestoreOptions::new(&staging)).unwrap();
+        let r = checkpoint::Restorer::begin(
+            &mut dst,
+            trusted,
+            &manifest,
+            &checkpoint::RestoreOptions::new(&staging),
+        )
+        .unwrap();
         for &i in &order[..n / 2] {
             r.offer(i, &out.chunk(&created.manifest.chunks[i].digest).unwrap().unwrap()).unwrap();
         }
@@ -88,7 +94,13 @@ fn partial_restore_then_resume() {
     let mut dst = open(&dst_dir);
     assert!(dst.unfinished_bulk_load().is_some());
     assert!(dst.get(&TrieId::Main, &[0; 32]).is_err(), "reads refused while restoring");
-    let r = checkpoint::Restorer::begin(&mut dst, trusted, &manifest, &checkpoint::RestoreOptions::new(&staging)).unwrap();
+    let r = checkpoint::Restorer::begin(
+        &mut dst,
+        trusted,
+        &manifest,
+        &checkpoint::RestoreOptions::new(&staging),
+    )
+    .unwrap();
     let restored_before = r.restored();
     assert!(restored_before > 0);
     let missing = r.missing();
@@ -113,6 +125,15 @@ fn a_non_empty_database_is_refused() {
     let mut other = load(&tmp.path().join("other"), &eth_state(13, 5, 0, 1));
     let trusted = checkpoint::Trusted { block: 0, root: src.head_root() };
     let manifest = out.manifest_bytes(&created.id).unwrap().unwrap();
-    let r = checkpoint::Restorer::begin(&mut other, trusted, &manifest, &checkpoint::RestoreOptions::new(tmp.path().join("s")));
-    assert!(matches!(r, Err(checkpoint::RestoreError::Store(store::BulkError::NotEmpty { .. }))), "{:?}", r.err());
+    let r = checkpoint::Restorer::begin(
+        &mut other,
+        trusted,
+        &manifest,
+        &checkpoint::RestoreOptions::new(tmp.path().join("s")),
+    );
+    assert!(
+        matches!(r, Err(checkpoint::RestoreError::Store(store::BulkError::NotEmpty { .. }))),
+        "{:?}",
+        r.err()
+    );
 }

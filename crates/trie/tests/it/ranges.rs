@@ -164,5 +164,13 @@ fn a_range_from_another_trie_is_refused() {
     let last = vec![20u8; 32];
     let entries = entries_in(&a, b"", Some(&last));
     let proof = prove_key_range::<EthLayout, _>(&src_a, &root_a, b"", Some(&last)).unwrap();
-    assert!(verify_key_range::<EthLayout, _, _, _>(&root_b, b"", Some(&last), &entries, &proof, &mut ()).is_err());
+    assert!(verify_key_range::<EthLayout, _, _, _>(
+        &root_b,
+        b"",
+        Some(&last),
+        &entries,
+        &proof,
+        &mut ()
+    )
+    .is_err());
 }

@@ -1,0 +1,503 @@
+//! Restoring from several untrusted sources at once.
+//!
+//! The manifest is the one for the trusted `(block, root)` that most sources offer (or the
+//! one an interrupted restore of the database was using). Workers then take the missing
+//! chunks in index order (main-trie chunks first, so storage chunks rarely wait), each
+//! fetched from a source not yet tried for it, and offer them to the [`Restorer`]:
+//! - a chunk whose bytes do not hash to the manifest's digest proves its source bad: the
+//!   source is excluded and the chunk fetched elsewhere;
+//! - a timeout, an oversized body (cut off at the manifest's length) or another fetch
+//!   error counts against the source, which is excluded after a few in a row;
+//! - a chunk that matches its digest but does not verify means the checkpoint itself is
+//!   bad: the restore stops (the database keeps what verified and stays resumable).
+//!
+//! The report names every source with what it served and why it was excluded.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use store::StateDb;
+use trie::{keccak256, H256};
+
+use crate::format::Manifest;
+use crate::restore::{ChunkError, Offered, RestoreError, RestoreOptions, Restorer, Trusted};
+use crate::source::{Source, SourceError};
+
+/// How a multi-source restore runs.
+#[derive(Debug, Clone, Copy)]
+pub struct FetchOptions {
+    /// Chunks fetched and verified at once.
+    pub workers: usize,
+    /// Failed fetches in a row (timeouts, errors) after which a source is excluded.
+    pub failures_to_exclude: u32,
+}
+
+impl Default for FetchOptions {
+    fn default() -> Self {
+        FetchOptions { workers: 4, failures_to_exclude: 2 }
+    }
+}
+
+/// Most fetch workers.
+pub const WORKERS_MAX: usize = 64;
+
+/// Why a multi-source restore failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FetchError {
+    /// No source offers a checkpoint of the trusted block and root.
+    #[error("no source offers a checkpoint of block {block} with root {root}")]
+    NoCheckpoint {
+        /// Trusted block.
+        block: u64,
+        /// Trusted root.
+        root: H256,
+    },
+    /// The restore could not start or finish.
+    #[error(transparent)]
+    Restore(#[from] RestoreError),
+    /// A chunk failed behind its digest (the checkpoint is bad) or the database failed.
+    #[error(transparent)]
+    Chunk(Box<ChunkError>),
+    /// Every source failed to serve a chunk.
+    #[error("no source could serve chunk {index} (every source failed or was excluded)")]
+    NoSource {
+        /// The chunk.
+        index: usize,
+    },
+    /// Staging stayed full with nothing else to do.
+    #[error("staging is full and no chunk it waits for is left to fetch; raise the staging bound")]
+    StagingStuck,
+    /// Stopped on request; the database keeps what was restored and resumes from there.
+    #[error("stopped; run the restore again to resume")]
+    Cancelled,
+}
+
+/// What one source did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct SourceReport {
+    /// Its address.
+    pub source: String,
+    /// It offered the chosen checkpoint's manifest.
+    pub offered_checkpoint: bool,
+    /// Chunks it served that verified.
+    pub chunks_served: u64,
+    /// Chunks it served that did not hash to their names.
+    pub bad_chunks: u64,
+    /// Requests that timed out.
+    pub timeouts: u64,
+    /// Other failed requests.
+    pub errors: u64,
+    /// Why it was excluded, if it was.
+    pub excluded: Option<String>,
+}
+
+/// What a multi-source restore did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct RestoreReport {
+    /// The manifest id, hex.
+    pub checkpoint: String,
+    /// The block restored.
+    pub block: u64,
+    /// Its state root, hex.
+    pub root: String,
+    /// Chunks in the checkpoint.
+    pub chunks: usize,
+    /// Chunks already restored when this run started (a resumed restore).
+    pub resumed_chunks: usize,
+    /// Chunks fetched by this run (including refetches after bad sources).
+    pub fetched_chunks: u64,
+    /// Bytes fetched.
+    pub fetched_bytes: u64,
+    /// Entries written by this run.
+    pub entries_restored: u64,
+    /// Chunks that waited in staging for their accounts.
+    pub staged_chunks: u64,
+    /// Wall time in seconds.
+    pub elapsed_s: f64,
+    /// `restored`, or the error.
+    pub outcome: String,
+    /// Every source.
+    pub sources: Vec<SourceReport>,
+}
+
+/// Progress of a restore, for a progress bar.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FetchProgress {
+    /// Chunks restored.
+    pub restored: usize,
+    /// Chunks in the checkpoint.
+    pub total: usize,
+    /// Bytes fetched by this run.
+    pub bytes: u64,
+}
+
+/// Restore the checkpoint of `trusted` into `db` from `sources`; see the module docs.
+/// Returns the report whatever happens, and the outcome.
+pub fn restore_from_sources(
+    db: &mut StateDb,
+    trusted: Trusted,
+    sources: &[Box<dyn Source>],
+    restore: &RestoreOptions,
+    opts: &FetchOptions,
+    stop: &AtomicBool,
+    progress: &(dyn Fn(FetchProgress) + Sync),
+) -> (RestoreReport, Result<Trusted, FetchError>) {
+    let t0 = Instant::now();
+    let mut report = RestoreReport {
+        block: trusted.block,
+        root: format!("{}", trusted.root),
+        sources: sources
+            .iter()
+            .map(|s| SourceReport { source: s.name().to_string(), ..Default::default() })
+            .collect(),
+        ..RestoreReport::default()
+    };
+    let outcome = run(db, trusted, sources, restore, opts, stop, progress, &mut report);
+    report.elapsed_s = t0.elapsed().as_secs_f64();
+    report.outcome = match &outcome {
+        Ok(_) => "restored".to_string(),
+        Err(e) => e.to_string(),
+    };
+    (report, outcome)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run(
+    db: &mut StateDb,
+    trusted: Trusted,
+    sources: &[Box<dyn Source>],
+    restore: &RestoreOptions,
+    opts: &FetchOptions,
+    stop: &AtomicBool,
+    progress: &(dyn Fn(FetchProgress) + Sync),
+    report: &mut RestoreReport,
+) -> Result<Trusted, FetchError> {
+    let resume = db
+        .unfinished_bulk_load()
+        .and_then(|l| l.strip_prefix("checkpoint "))
+        .and_then(crate::dir::parse_id);
+    let (id, bytes, offering) = choose_manifest(trusted, sources, resume, report)?;
+    for i in offering {
+        report.sources[i].offered_checkpoint = true;
+    }
+    report.checkpoint = hex::encode(id.0);
+    let r = Restorer::begin(db, trusted, &bytes, restore)?;
+    report.chunks = r.manifest().chunks.len();
+    report.resumed_chunks = r.restored();
+    let pool = Pool::new(&r, sources, opts, stop, progress, report);
+    pool.run()?;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Err(FetchError::Cancelled);
+        }
+        if r.retry_staged().map_err(|e| FetchError::Chunk(Box::new(e)))? == 0 {
+            break;
+        }
+    }
+    Ok(r.finish()?)
+}
+
+/// The manifest to restore: an interrupted restore's, else the one most sources offer.
+fn choose_manifest(
+    trusted: Trusted,
+    sources: &[Box<dyn Source>],
+    resume: Option<H256>,
+    report: &mut RestoreReport,
+) -> Result<(H256, Vec<u8>, Vec<usize>), FetchError> {
+    let mut found: BTreeMap<H256, (Vec<u8>, Vec<usize>)> = BTreeMap::new();
+    let mut refused: Vec<H256> = Vec::new();
+    for (si, s) in sources.iter().enumerate() {
+        let ids = match s.ids() {
+            Ok(ids) => ids,
+            Err(e) => {
+                note_failure(&mut report.sources[si], &e);
+                continue;
+            }
+        };
+        for id in ids {
+            if let Some((_, who)) = found.get_mut(&id) {
+                who.push(si);
+                continue;
+            }
+            if refused.contains(&id) {
+                continue;
+            }
+            let bytes = match s.manifest(&id) {
+                Ok(b) => b,
+                Err(e) => {
+                    note_failure(&mut report.sources[si], &e);
+                    continue;
+                }
+            };
+            if keccak256(&bytes) != id {
+                report.sources[si].excluded =
+                    Some(format!("served manifest {id} with other bytes"));
+                continue;
+            }
+            match Manifest::decode(&bytes) {
+                Ok(m) if m.block == trusted.block && m.root == trusted.root => {
+                    found.insert(id, (bytes, vec![si]));
+                }
+                _ => refused.push(id),
+            }
+        }
+    }
+    let pick = resume.filter(|id| found.contains_key(id)).or_else(|| {
+        found
+            .iter()
+            .max_by(|a, b| a.1 .1.len().cmp(&b.1 .1.len()).then(b.0.cmp(a.0)))
+            .map(|(id, _)| *id)
+    });
+    match pick.and_then(|id| found.remove(&id).map(|(b, who)| (id, b, who))) {
+        Some(x) => Ok(x),
+        None => Err(FetchError::NoCheckpoint { block: trusted.block, root: trusted.root }),
+    }
+}
+
+fn note_failure(r: &mut SourceReport, e: &SourceError) {
+    match e {
+        SourceError::Timeout => r.timeouts += 1,
+        _ => r.errors += 1,
+    }
+}
+
+struct Work {
+    queue: VecDeque<usize>,
+    in_flight: usize,
+    /// Sources tried per chunk (bit per source index, for at most 64 tracked sources).
+    tried: BTreeMap<usize, Vec<bool>>,
+    fatal: Option<FetchError>,
+    /// StagingFull answers since the last chunk applied.
+    stalls: usize,
+}
+
+struct SourceState {
+    report: SourceReport,
+    failures_in_a_row: u32,
+}
+
+struct Pool<'a, 'r> {
+    r: &'a Restorer<'r>,
+    sources: &'a [Box<dyn Source>],
+    opts: &'a FetchOptions,
+    stop: &'a AtomicBool,
+    progress: &'a (dyn Fn(FetchProgress) + Sync),
+    work: Mutex<Work>,
+    wake: Condvar,
+    states: Mutex<Vec<SourceState>>,
+    fetched: AtomicU64,
+    bytes: AtomicU64,
+    entries: AtomicU64,
+    staged: AtomicU64,
+    report: Mutex<&'a mut RestoreReport>,
+}
+
+impl<'a, 'r> Pool<'a, 'r> {
+    fn new(
+        r: &'a Restorer<'r>,
+        sources: &'a [Box<dyn Source>],
+        opts: &'a FetchOptions,
+        stop: &'a AtomicBool,
+        progress: &'a (dyn Fn(FetchProgress) + Sync),
+        report: &'a mut RestoreReport,
+    ) -> Self {
+        let states = report
+            .sources
+            .iter()
+            .map(|s| SourceState { report: s.clone(), failures_in_a_row: 0 })
+            .collect();
+        Pool {
+            r,
+            sources,
+            opts,
+            stop,
+            progress,
+            work: Mutex::new(Work {
+                queue: r.missing().into(),
+                in_flight: 0,
+                tried: BTreeMap::new(),
+                fatal: None,
+                stalls: 0,
+            }),
+            wake: Condvar::new(),
+            states: Mutex::new(states),
+            fetched: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            entries: AtomicU64::new(0),
+            staged: AtomicU64::new(0),
+            report: Mutex::new(report),
+        }
+    }
+
+    fn run(self) -> Result<(), FetchError> {
+        let workers = self.opts.workers.clamp(1, WORKERS_MAX);
+        std::thread::scope(|s| {
+            for _ in 0..workers {
+                s.spawn(|| self.worker());
+            }
+        });
+        let mut report = self.report.lock();
+        for (dst, st) in report.sources.iter_mut().zip(self.states.lock().iter()) {
+            *dst = st.report.clone();
+        }
+        report.fetched_chunks = self.fetched.load(Ordering::Relaxed);
+        report.fetched_bytes = self.bytes.load(Ordering::Relaxed);
+        report.entries_restored = self.entries.load(Ordering::Relaxed);
+        report.staged_chunks = self.staged.load(Ordering::Relaxed);
+        drop(report);
+        let fatal = self.work.lock().fatal.take();
+        match fatal {
+            Some(e) => Err(e),
+            None if self.stop.load(Ordering::Relaxed) => Err(FetchError::Cancelled),
+            None => Ok(()),
+        }
+    }
+
+    /// The next chunk to fetch, or `None` when the work is over.
+    fn next(&self) -> Option<usize> {
+        let mut w = self.work.lock();
+        loop {
+            if w.fatal.is_some() || self.stop.load(Ordering::Relaxed) {
+                return None;
+            }
+            if let Some(i) = w.queue.pop_front() {
+                w.in_flight += 1;
+                return Some(i);
+            }
+            if w.in_flight == 0 {
+                return None;
+            }
+            self.wake.wait_for(&mut w, Duration::from_millis(100));
+        }
+    }
+
+    fn worker(&self) {
+        while let Some(index) = self.next() {
+            let requeue = self.one(index);
+            let mut w = self.work.lock();
+            w.in_flight -= 1;
+            match requeue {
+                Ok(None) => {}
+                Ok(Some(front)) => {
+                    if front {
+                        w.queue.push_front(index);
+                    } else {
+                        w.queue.push_back(index);
+                    }
+                }
+                Err(e) => {
+                    w.fatal.get_or_insert(e);
+                }
+            }
+            drop(w);
+            self.wake.notify_all();
+        }
+    }
+
+    /// Fetch and offer chunk `index`: `Ok(Some(front))` to queue it again.
+    fn one(&self, index: usize) -> Result<Option<bool>, FetchError> {
+        let Some(si) = self.pick_source(index) else {
+            return Err(FetchError::NoSource { index });
+        };
+        let info = &self.r.manifest().chunks[index];
+        let bytes = match self.sources[si].chunk(&info.digest, info.len) {
+            Ok(b) => b,
+            Err(e) => {
+                self.failed(si, index, &e);
+                return Ok(Some(true));
+            }
+        };
+        self.fetched.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        match self.r.offer(index, &bytes) {
+            Ok(o) => {
+                self.served(si);
+                match o {
+                    Offered::Applied { entries } => {
+                        self.entries.fetch_add(entries, Ordering::Relaxed);
+                        self.work.lock().stalls = 0;
+                        self.r.retry_staged().map_err(|e| FetchError::Chunk(Box::new(e)))?;
+                    }
+                    Offered::Staged => {
+                        self.staged.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Offered::AlreadyDone => {}
+                }
+                (self.progress)(FetchProgress {
+                    restored: self.r.restored(),
+                    total: self.r.manifest().chunks.len(),
+                    bytes: self.bytes.load(Ordering::Relaxed),
+                });
+                Ok(None)
+            }
+            Err(e) if e.blames_source() => {
+                let mut st = self.states.lock();
+                st[si].report.bad_chunks += 1;
+                st[si].report.excluded.get_or_insert_with(|| {
+                    format!("served bytes that are not chunk {index} ({e})")
+                });
+                drop(st);
+                self.tried(index, si);
+                Ok(Some(true))
+            }
+            Err(ChunkError::StagingFull { .. }) => {
+                self.served(si);
+                let mut w = self.work.lock();
+                w.stalls += 1;
+                if w.stalls > 2 * self.r.manifest().chunks.len() + 16 {
+                    return Err(FetchError::StagingStuck);
+                }
+                drop(w);
+                std::thread::sleep(Duration::from_millis(5));
+                Ok(Some(false))
+            }
+            Err(e) => Err(FetchError::Chunk(Box::new(e))),
+        }
+    }
+
+    /// A source not yet tried for `index` and not excluded, spreading chunks over them.
+    fn pick_source(&self, index: usize) -> Option<usize> {
+        let states = self.states.lock();
+        let w = self.work.lock();
+        let tried = w.tried.get(&index);
+        let n = self.sources.len();
+        (0..n)
+            .map(|k| (index + k) % n)
+            .filter(|si| states[*si].report.excluded.is_none())
+            .filter(|si| !tried.is_some_and(|t| t.get(*si).copied().unwrap_or(false)))
+            .min_by_key(|si| {
+                (!states[*si].report.offered_checkpoint, states[*si].failures_in_a_row)
+            })
+    }
+
+    fn tried(&self, index: usize, si: usize) {
+        let n = self.sources.len();
+        let mut w = self.work.lock();
+        let t = w.tried.entry(index).or_insert_with(|| vec![false; n]);
+        t[si] = true;
+    }
+
+    fn served(&self, si: usize) {
+        let mut st = self.states.lock();
+        st[si].report.chunks_served += 1;
+        st[si].failures_in_a_row = 0;
+    }
+
+    fn failed(&self, si: usize, index: usize, e: &SourceError) {
+        let mut st = self.states.lock();
+        let s = &mut st[si];
+        note_failure(&mut s.report, e);
+        s.failures_in_a_row += 1;
+        if s.failures_in_a_row >= self.opts.failures_to_exclude.max(1)
+            && s.report.excluded.is_none()
+        {
+            s.report.excluded =
+                Some(format!("{} failed requests in a row (last: {e})", s.failures_in_a_row));
+        }
+        drop(st);
+        self.tried(index, si);
+    }
+}

@@ -1,0 +1,252 @@
+//! `arbor checkpoint serve`: a checkpoint directory over HTTP.
+//!
+//! - `GET /checkpoints`: JSON list (`id`, `block`, `root`, `chunks`, `bytes`);
+//! - `GET /checkpoints/{id}/manifest`: the manifest's bytes;
+//! - `GET /chunks/{digest}`: a chunk's bytes.
+//!
+//! Manifests and chunks are immutable (named by their digests): each answer carries a
+//! strong `ETag` (the name) and honours `If-None-Match` (304) and a single `Range:
+//! bytes=…` (206, or 416 when unsatisfiable). `HEAD` answers without a body. Anything else
+//! is 404 (unknown path), 400 (a malformed id) or 405 (another method).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tiny_http::{Header, Method, Request, Response, StatusCode};
+use trie::H256;
+
+use crate::dir::{parse_id, CheckpointDir};
+use crate::source::Listed;
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// Binding the address failed.
+    #[error("cannot listen on {addr}: {message}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// Why.
+        message: String,
+    },
+}
+
+/// A running server; [`HttpServer::shutdown`] (or dropping it) stops it.
+pub struct HttpServer {
+    server: Arc<tiny_http::Server>,
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    requests: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for HttpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpServer").field("addr", &self.addr).finish_non_exhaustive()
+    }
+}
+
+impl HttpServer {
+    /// Serve `dir` on `addr` (`127.0.0.1:0` picks a free port) with `threads` handlers.
+    pub fn start(dir: CheckpointDir, addr: &str, threads: usize) -> Result<HttpServer, ServeError> {
+        let server = tiny_http::Server::http(addr)
+            .map_err(|e| ServeError::Bind { addr: addr.to_string(), message: e.to_string() })?;
+        let local = server.server_addr().to_ip().ok_or_else(|| ServeError::Bind {
+            addr: addr.to_string(),
+            message: "not an IP socket".into(),
+        })?;
+        let server = Arc::new(server);
+        let stop = Arc::new(AtomicBool::new(false));
+        let requests = Arc::new(AtomicU64::new(0));
+        let dir = Arc::new(dir);
+        let threads = (0..threads.max(1))
+            .map(|_| {
+                let (server, stop, dir, requests) =
+                    (server.clone(), stop.clone(), dir.clone(), requests.clone());
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        match server.recv_timeout(Duration::from_millis(200)) {
+                            Ok(Some(req)) => {
+                                requests.fetch_add(1, Ordering::Relaxed);
+                                handle(&dir, req);
+                            }
+                            Ok(None) => {}
+                            Err(_) => break,
+                        }
+                    }
+                })
+            })
+            .collect();
+        Ok(HttpServer { server, addr: local, stop, threads, requests })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Requests answered so far.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    /// Stop accepting and wait for the handlers.
+    pub fn shutdown(mut self) {
+        self.stop_threads();
+    }
+
+    fn stop_threads(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.server.unblock();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        self.stop_threads();
+    }
+}
+
+fn header(name: &str, value: &str) -> Header {
+    // Names and values here are ASCII constants or hex: always valid.
+    Header::from_bytes(name.as_bytes(), value.as_bytes())
+        .unwrap_or_else(|()| unreachable!("ASCII header {name}"))
+}
+
+fn status(req: Request, code: u16, text: &str) {
+    let _ = req.respond(Response::from_string(text).with_status_code(StatusCode(code)));
+}
+
+fn handle(dir: &CheckpointDir, req: Request) {
+    let head = match req.method() {
+        Method::Get => false,
+        Method::Head => true,
+        _ => return status(req, 405, "only GET and HEAD\n"),
+    };
+    let url = req.url().split('?').next().unwrap_or("").to_string();
+    let parts: Vec<&str> = url.trim_start_matches('/').split('/').collect();
+    match parts.as_slice() {
+        ["checkpoints"] => listing(dir, req, head),
+        ["checkpoints", id, "manifest"] => match parse_id(id) {
+            Some(id) => object(req, head, &id, dir.manifest_bytes(&id).ok().flatten()),
+            None => status(req, 400, "bad checkpoint id\n"),
+        },
+        ["chunks", digest] => match parse_id(digest) {
+            Some(d) => object(req, head, &d, dir.chunk(&d).ok().flatten()),
+            None => status(req, 400, "bad chunk digest\n"),
+        },
+        _ => status(req, 404, "not found\n"),
+    }
+}
+
+fn listing(dir: &CheckpointDir, req: Request, head: bool) {
+    let list: Vec<Listed> = match dir.list() {
+        Ok(l) => l
+            .into_iter()
+            .map(|(id, m)| Listed {
+                id: hex::encode(id.0),
+                block: m.block,
+                root: format!("{}", m.root),
+                chunks: m.chunks.len(),
+                bytes: m.chunk_bytes,
+            })
+            .collect(),
+        Err(e) => return status(req, 500, &format!("{e}\n")),
+    };
+    let body = serde_json::to_vec(&list).unwrap_or_default();
+    let len = body.len();
+    let resp = Response::from_data(if head { Vec::new() } else { body })
+        .with_header(header("Content-Type", "application/json"));
+    let resp =
+        if head { resp.with_header(header("Content-Length", &len.to_string())) } else { resp };
+    let _ = req.respond(resp);
+}
+
+/// An immutable object named `name`, with ETag, conditional and range requests.
+fn object(req: Request, head: bool, name: &H256, bytes: Option<Vec<u8>>) {
+    let Some(bytes) = bytes else { return status(req, 404, "not found\n") };
+    let etag = format!("\"{}\"", hex::encode(name.0));
+    let hdr = |n: &'static str| {
+        req.headers().iter().find(|h| h.field.equiv(n)).map(|h| h.value.as_str().to_string())
+    };
+    if hdr("If-None-Match")
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"))
+    {
+        let resp = Response::empty(StatusCode(304)).with_header(header("ETag", &etag));
+        let _ = req.respond(resp);
+        return;
+    }
+    let total = bytes.len() as u64;
+    let (code, range) = match hdr("Range") {
+        None => (200, 0..total),
+        Some(r) => match parse_range(&r, total) {
+            Some(range) => (206, range),
+            None => {
+                let resp = Response::empty(StatusCode(416))
+                    .with_header(header("Content-Range", &format!("bytes */{total}")));
+                let _ = req.respond(resp);
+                return;
+            }
+        },
+    };
+    let body =
+        if head { Vec::new() } else { bytes[range.start as usize..range.end as usize].to_vec() };
+    let mut resp = Response::from_data(body)
+        .with_status_code(StatusCode(code))
+        .with_header(header("ETag", &etag))
+        .with_header(header("Accept-Ranges", "bytes"))
+        .with_header(header("Content-Type", "application/octet-stream"))
+        .with_header(header("Cache-Control", "public, max-age=31536000, immutable"));
+    if code == 206 {
+        let cr = format!("bytes {}-{}/{total}", range.start, range.end - 1);
+        resp = resp.with_header(header("Content-Range", &cr));
+    }
+    if head {
+        resp = resp.with_header(header("Content-Length", &(range.end - range.start).to_string()));
+    }
+    let _ = req.respond(resp);
+}
+
+/// One `bytes=a-b`, `bytes=a-` or `bytes=-n` range within `total` bytes.
+fn parse_range(v: &str, total: u64) -> Option<std::ops::Range<u64>> {
+    let spec = v.trim().strip_prefix("bytes=")?;
+    if spec.contains(',') {
+        return None;
+    }
+    let (a, b) = spec.split_once('-')?;
+    let (a, b) = (a.trim(), b.trim());
+    let range = if a.is_empty() {
+        let n: u64 = b.parse().ok()?;
+        total.saturating_sub(n)..total
+    } else {
+        let start: u64 = a.parse().ok()?;
+        let end =
+            if b.is_empty() { total } else { b.parse::<u64>().ok()?.saturating_add(1).min(total) };
+        start..end
+    };
+    (range.start < range.end && range.start < total).then_some(range)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_range;
+
+    #[test]
+    fn ranges() {
+        assert_eq!(parse_range("bytes=0-9", 100), Some(0..10));
+        assert_eq!(parse_range("bytes=90-", 100), Some(90..100));
+        assert_eq!(parse_range("bytes=-5", 100), Some(95..100));
+        assert_eq!(parse_range("bytes=95-200", 100), Some(95..100));
+        assert_eq!(parse_range("bytes=100-", 100), None);
+        assert_eq!(parse_range("bytes=5-2", 100), None);
+        assert_eq!(parse_range("bytes=0-1,3-4", 100), None);
+        assert_eq!(parse_range("items=0-1", 100), None);
+        assert_eq!(parse_range("bytes=-0", 100), None);
+    }
+}

@@ -1,0 +1,237 @@
+//! Where a restore fetches checkpoints from: local directories, HTTP servers (`arbor
+//! checkpoint serve`, or any server of the layout in `dir.rs`) and S3-compatible buckets.
+//! Every source is untrusted: what it serves is checked by the caller (manifest bytes
+//! against their id, chunk bytes against the manifest's digest).
+
+use std::io::Read;
+use std::time::Duration;
+
+use trie::H256;
+
+use crate::dir::{chunk_path, manifest_path, parse_id, CheckpointDir, DirError};
+use crate::format::MANIFEST_BYTES_MAX;
+
+/// Why a source could not serve a request.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SourceError {
+    /// The source's address is not one this build understands.
+    #[error("unsupported source {0:?} (use a directory, http://HOST[:PORT][/PATH] or s3://BUCKET[/PREFIX])")]
+    Url(String),
+    /// The object is not there.
+    #[error("not found")]
+    NotFound,
+    /// No answer within the timeout.
+    #[error("timed out")]
+    Timeout,
+    /// The body is larger than the request allows (cut off).
+    #[error("body larger than {max} bytes")]
+    TooLarge {
+        /// The limit.
+        max: u64,
+    },
+    /// The server answered with an error status.
+    #[error("HTTP status {0}")]
+    Status(u16),
+    /// Reading failed.
+    #[error("{0}")]
+    Io(String),
+    /// The listing does not parse.
+    #[error("bad listing: {0}")]
+    Listing(String),
+}
+
+impl From<DirError> for SourceError {
+    fn from(e: DirError) -> Self {
+        SourceError::Io(e.to_string())
+    }
+}
+
+/// A place that serves checkpoints.
+pub trait Source: Send + Sync {
+    /// How reports name it (its address).
+    fn name(&self) -> &str;
+    /// The ids of the checkpoints it offers.
+    fn ids(&self) -> Result<Vec<H256>, SourceError>;
+    /// A manifest's bytes (unchecked).
+    fn manifest(&self, id: &H256) -> Result<Vec<u8>, SourceError>;
+    /// A chunk's bytes (unchecked); more than `max` bytes is an error, cut off early.
+    fn chunk(&self, digest: &H256, max: u64) -> Result<Vec<u8>, SourceError>;
+}
+
+/// Options for opening sources.
+#[derive(Debug, Clone, Copy)]
+pub struct SourceOptions {
+    /// Per-request timeout (a chunk's whole transfer).
+    pub timeout: Duration,
+}
+
+impl Default for SourceOptions {
+    fn default() -> Self {
+        SourceOptions { timeout: Duration::from_secs(30) }
+    }
+}
+
+/// Open the source at `addr`: `http://…`/`https://…`, `s3://bucket[/prefix]` (endpoint
+/// and credentials from the `AWS_*` environment), `file://…` or a directory path.
+pub fn open_source(addr: &str, opts: &SourceOptions) -> Result<Box<dyn Source>, SourceError> {
+    if addr.starts_with("http://") || addr.starts_with("https://") {
+        return Ok(Box::new(HttpSource::new(addr, opts)?));
+    }
+    if let Some(rest) = addr.strip_prefix("s3://") {
+        return Ok(Box::new(crate::s3::S3Store::from_env(rest, opts.timeout)?));
+    }
+    let path = addr.strip_prefix("file://").unwrap_or(addr);
+    if addr.contains("://") && !addr.starts_with("file://") {
+        return Err(SourceError::Url(addr.to_string()));
+    }
+    let p = std::path::Path::new(path);
+    if !p.is_dir() {
+        return Err(SourceError::Io(format!("{path} is not a directory")));
+    }
+    Ok(Box::new(DirSource { name: addr.to_string(), dir: CheckpointDir::new(p) }))
+}
+
+/// A local directory.
+struct DirSource {
+    name: String,
+    dir: CheckpointDir,
+}
+
+impl Source for DirSource {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn ids(&self) -> Result<Vec<H256>, SourceError> {
+        Ok(self.dir.ids()?)
+    }
+
+    fn manifest(&self, id: &H256) -> Result<Vec<u8>, SourceError> {
+        let path = self.dir.root().join(manifest_path(id));
+        read_capped(&path, MANIFEST_BYTES_MAX)
+    }
+
+    fn chunk(&self, digest: &H256, max: u64) -> Result<Vec<u8>, SourceError> {
+        read_capped(&self.dir.root().join(chunk_path(digest)), max)
+    }
+}
+
+fn read_capped(path: &std::path::Path, max: u64) -> Result<Vec<u8>, SourceError> {
+    let f = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(SourceError::NotFound),
+        Err(e) => return Err(SourceError::Io(e.to_string())),
+    };
+    capped(f, max)
+}
+
+/// Read at most `max` bytes; more is [`SourceError::TooLarge`] (reading stops there).
+pub(crate) fn capped(r: impl Read, max: u64) -> Result<Vec<u8>, SourceError> {
+    let mut out = Vec::new();
+    r.take(max.saturating_add(1)).read_to_end(&mut out).map_err(io_error)?;
+    if out.len() as u64 > max {
+        return Err(SourceError::TooLarge { max });
+    }
+    Ok(out)
+}
+
+fn io_error(e: std::io::Error) -> SourceError {
+    if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock) {
+        return SourceError::Timeout;
+    }
+    // reqwest wraps its timeout inside an io::Error when a body read times out.
+    let timed_out = e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<reqwest::Error>())
+        .is_some_and(reqwest::Error::is_timeout);
+    if timed_out {
+        SourceError::Timeout
+    } else {
+        SourceError::Io(e.to_string())
+    }
+}
+
+/// An HTTP server of the layout.
+struct HttpSource {
+    base: String,
+    client: reqwest::blocking::Client,
+}
+
+impl HttpSource {
+    fn new(addr: &str, opts: &SourceOptions) -> Result<Self, SourceError> {
+        let client = reqwest::blocking::Client::builder()
+            .timeout(opts.timeout)
+            .connect_timeout(opts.timeout.min(Duration::from_secs(10)))
+            .build()
+            .map_err(|e| SourceError::Io(e.to_string()))?;
+        Ok(HttpSource { base: addr.trim_end_matches('/').to_string(), client })
+    }
+
+    fn get(&self, rel: &str, max: u64) -> Result<Vec<u8>, SourceError> {
+        let resp = self.client.get(format!("{}/{rel}", self.base)).send().map_err(http_error)?;
+        match resp.status().as_u16() {
+            200 => {}
+            404 => return Err(SourceError::NotFound),
+            s => return Err(SourceError::Status(s)),
+        }
+        if resp.content_length().is_some_and(|n| n > max) {
+            return Err(SourceError::TooLarge { max });
+        }
+        capped(resp, max)
+    }
+}
+
+fn http_error(e: reqwest::Error) -> SourceError {
+    if e.is_timeout() {
+        SourceError::Timeout
+    } else {
+        SourceError::Io(e.to_string())
+    }
+}
+
+/// Longest checkpoint listing accepted from a server.
+const LISTING_BYTES_MAX: u64 = 16 << 20;
+
+impl Source for HttpSource {
+    fn name(&self) -> &str {
+        &self.base
+    }
+
+    fn ids(&self) -> Result<Vec<H256>, SourceError> {
+        let body = self.get("checkpoints", LISTING_BYTES_MAX)?;
+        parse_listing(&body)
+    }
+
+    fn manifest(&self, id: &H256) -> Result<Vec<u8>, SourceError> {
+        self.get(&manifest_path(id), MANIFEST_BYTES_MAX)
+    }
+
+    fn chunk(&self, digest: &H256, max: u64) -> Result<Vec<u8>, SourceError> {
+        self.get(&chunk_path(digest), max)
+    }
+}
+
+/// One entry of `GET /checkpoints`.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Listed {
+    /// Manifest id, hex.
+    pub id: String,
+    /// Block.
+    pub block: u64,
+    /// State root, hex.
+    pub root: String,
+    /// Chunks.
+    pub chunks: usize,
+    /// Chunk bytes.
+    pub bytes: u64,
+}
+
+fn parse_listing(body: &[u8]) -> Result<Vec<H256>, SourceError> {
+    let listed: Vec<Listed> =
+        serde_json::from_slice(body).map_err(|e| SourceError::Listing(e.to_string()))?;
+    listed
+        .iter()
+        .map(|l| parse_id(&l.id).ok_or_else(|| SourceError::Listing(format!("bad id {:?}", l.id))))
+        .collect()
+}

@@ -1,0 +1,527 @@
+//! `arbor checkpoint create|verify|serve|push|list|restore`: verifiable chunked
+//! checkpoints (the `checkpoint` crate). Create and restore show progress; every command
+//! ends with a summary (`--json` for machines); restore stops cleanly on Ctrl-C or SIGTERM
+//! and resumes when run again.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use checkpoint::{
+    BoundaryRule, CheckpointDir, CreateOptions, FetchOptions, RestoreOptions, SourceOptions,
+    Trusted,
+};
+use clap::{Args, Subcommand};
+use trie::H256;
+
+use crate::cmd_db::{open_existing, open_or_create, DbArgs};
+use crate::limits;
+
+/// `arbor checkpoint …`.
+#[derive(Debug, Args)]
+pub(crate) struct CheckpointArgs {
+    #[command(subcommand)]
+    command: CheckpointCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum CheckpointCommand {
+    /// Cut the database's persisted state into verifiable chunks and a manifest.
+    Create(CreateArgs),
+    /// Verify a whole checkpoint against a trusted block and root, without a database.
+    Verify(VerifyArgs),
+    /// Serve a checkpoint directory over HTTP until Ctrl-C.
+    Serve(ServeArgs),
+    /// Upload a checkpoint to an S3-compatible bucket (chunks first, the manifest last).
+    Push(PushArgs),
+    /// List the checkpoints a source offers.
+    List(ListArgs),
+    /// Restore a checkpoint from untrusted sources into an empty database (resumable).
+    Restore(RestoreArgs),
+}
+
+#[derive(Debug, Args)]
+struct CreateArgs {
+    #[command(flatten)]
+    db: DbArgs,
+    /// The checkpoint directory (created if absent; chunks already there are kept).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Worker threads; 1 to 256 (the bytes do not depend on it).
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = limits::usize_in(1, checkpoint::THREADS_MAX))]
+    threads: usize,
+    /// Expected entries per chunk; 1 to 16,777,216.
+    #[arg(long, value_name = "N", default_value_t = 8192, value_parser = limits::u64_in(1, u64::from(BoundaryRule::TARGET_ENTRIES_MAX)))]
+    target_entries: u64,
+    /// Entry bytes after which a chunk is cut; 4096 to 16,777,216.
+    #[arg(long, value_name = "BYTES", default_value_t = 4 << 20, value_parser = limits::u64_in(u64::from(BoundaryRule::MAX_BYTES_MIN), u64::from(BoundaryRule::MAX_BYTES_MAX)))]
+    max_chunk_bytes: u64,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The trusted input of verify and restore.
+#[derive(Debug, Args)]
+struct TrustedArgs {
+    /// The trusted block number.
+    #[arg(long, value_name = "N")]
+    block: u64,
+    /// The trusted state root at that block (32 bytes hex).
+    #[arg(long, value_name = "0x…", value_parser = parse_h256)]
+    root: H256,
+}
+
+#[derive(Debug, Args)]
+struct VerifyArgs {
+    /// Where the checkpoint is: a directory, http://… or s3://bucket[/prefix].
+    #[arg(long, value_name = "URL")]
+    source: String,
+    #[command(flatten)]
+    trusted: TrustedArgs,
+    /// Per-request timeout in milliseconds; 1 to 3,600,000.
+    #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = limits::u64_in(1, 3_600_000))]
+    timeout_ms: u64,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// The checkpoint directory.
+    #[arg(long, value_name = "DIR")]
+    dir: PathBuf,
+    /// Address to listen on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8600")]
+    listen: String,
+    /// Handler threads; 1 to 64.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = limits::usize_in(1, 64))]
+    threads: usize,
+}
+
+#[derive(Debug, Args)]
+struct PushArgs {
+    /// The checkpoint directory.
+    #[arg(long, value_name = "DIR")]
+    dir: PathBuf,
+    /// The checkpoint id (64 hex digits) [default: the newest in the directory].
+    #[arg(long, value_name = "ID", value_parser = parse_h256)]
+    id: Option<H256>,
+    /// The bucket: s3://bucket[/prefix] (endpoint and credentials from AWS_* variables).
+    #[arg(long, value_name = "URL")]
+    to: String,
+    /// Per-request timeout in milliseconds; 1 to 3,600,000.
+    #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = limits::u64_in(1, 3_600_000))]
+    timeout_ms: u64,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct ListArgs {
+    /// A directory, http://… or s3://bucket[/prefix].
+    #[arg(long, value_name = "URL")]
+    source: String,
+    /// Per-request timeout in milliseconds; 1 to 3,600,000.
+    #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = limits::u64_in(1, 3_600_000))]
+    timeout_ms: u64,
+    /// Print the list as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct RestoreArgs {
+    #[command(flatten)]
+    db: DbArgs,
+    #[command(flatten)]
+    trusted: TrustedArgs,
+    /// A source (repeat for several): a directory, http://… or s3://bucket[/prefix]; 1 to 64.
+    #[arg(long = "source", value_name = "URL", required = true, num_args = 1)]
+    sources: Vec<String>,
+    /// Write the report (what every source served, which were excluded and why) as JSON.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// Chunks fetched and verified at once; 1 to 64.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = limits::usize_in(1, checkpoint::WORKERS_MAX))]
+    workers: usize,
+    /// Per-chunk timeout in milliseconds; 1 to 3,600,000.
+    #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = limits::u64_in(1, 3_600_000))]
+    timeout_ms: u64,
+    /// Where chunks wait for their accounts [default: beside the database].
+    #[arg(long, value_name = "DIR")]
+    staging: Option<PathBuf>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Most sources a restore takes.
+const SOURCES_MAX: usize = 64;
+
+fn parse_h256(s: &str) -> Result<H256, String> {
+    checkpoint::parse_id(s).ok_or_else(|| format!("{s:?} is not 32 bytes of hex"))
+}
+
+/// Run `arbor checkpoint …`.
+pub(crate) fn run(args: &CheckpointArgs) -> Result<ExitCode> {
+    match &args.command {
+        CheckpointCommand::Create(a) => create(a),
+        CheckpointCommand::Verify(a) => verify(a),
+        CheckpointCommand::Serve(a) => serve(a),
+        CheckpointCommand::Push(a) => push(a),
+        CheckpointCommand::List(a) => list(a),
+        CheckpointCommand::Restore(a) => restore(a),
+    }
+}
+
+fn spinner(json: bool, template: &str) -> indicatif::ProgressBar {
+    let pb = bench::progress_bar(!json, 0, "");
+    pb.set_style(
+        indicatif::ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    pb
+}
+
+fn print_json(v: &impl serde::Serialize) -> Result<()> {
+    println!("{}", serde_json::to_string_pretty(v)?);
+    Ok(())
+}
+
+/// Human units for a byte count.
+fn human(bytes: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < units.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", units[u])
+    }
+}
+
+#[derive(serde::Serialize)]
+struct CreateSummary {
+    id: String,
+    block: u64,
+    root: String,
+    chunks: usize,
+    chunks_written: usize,
+    entries: u64,
+    chunk_bytes: u64,
+    flat_bytes: u64,
+    threads: usize,
+    seconds: f64,
+    dir: String,
+}
+
+fn create(a: &CreateArgs) -> Result<ExitCode> {
+    let db = open_existing(&a.db)?;
+    db.flush().context("cannot flush the database")?;
+    let handle = db.read_handle()?;
+    let state = handle.persisted()?;
+    let opts = CreateOptions {
+        rule: BoundaryRule {
+            target_entries: u32::try_from(a.target_entries).unwrap_or(u32::MAX),
+            max_bytes: u32::try_from(a.max_chunk_bytes).unwrap_or(u32::MAX),
+        },
+        threads: a.threads,
+    };
+    let out = CheckpointDir::new(&a.out);
+    let done = AtomicU64::new(0);
+    let pb = spinner(a.json, "{spinner} creating · {msg} · {elapsed_precise}");
+    let created = std::thread::scope(|s| {
+        let worker = s.spawn(|| checkpoint::create(&state, &opts, &out, &done));
+        let t0 = Instant::now();
+        while !worker.is_finished() {
+            let n = done.load(Ordering::Relaxed);
+            let rate = n as f64 / t0.elapsed().as_secs_f64().max(1e-9);
+            pb.set_message(format!("{n} entries · {rate:.0} entries/s"));
+            pb.tick();
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        worker.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+    })?;
+    pb.finish_and_clear();
+    let m = &created.manifest;
+    let summary = CreateSummary {
+        id: hex::encode(created.id.0),
+        block: m.block,
+        root: format!("{}", m.root),
+        chunks: m.chunks.len(),
+        chunks_written: created.chunks_written,
+        entries: m.entries,
+        chunk_bytes: m.chunk_bytes,
+        flat_bytes: m.flat_bytes,
+        threads: a.threads,
+        seconds: created.elapsed.as_secs_f64(),
+        dir: a.out.display().to_string(),
+    };
+    if a.json {
+        print_json(&summary)?;
+    } else {
+        println!("checkpoint {}", summary.id);
+        println!(
+            "  block {} root {}\n  {} chunks ({} new), {} entries, {} ({} of flat state)\n  {:.2} s with {} threads, in {}",
+            summary.block,
+            summary.root,
+            summary.chunks,
+            summary.chunks_written,
+            summary.entries,
+            human(summary.chunk_bytes),
+            human(summary.flat_bytes),
+            summary.seconds,
+            summary.threads,
+            summary.dir
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn source_opts(timeout_ms: u64) -> SourceOptions {
+    SourceOptions { timeout: Duration::from_millis(timeout_ms) }
+}
+
+fn verify(a: &VerifyArgs) -> Result<ExitCode> {
+    let source = checkpoint::open_source(&a.source, &source_opts(a.timeout_ms))?;
+    let trusted = Trusted { block: a.trusted.block, root: a.trusted.root };
+    let ids = source.ids().with_context(|| format!("cannot list {}", a.source))?;
+    let mut candidates = Vec::new();
+    for id in ids {
+        let Ok(bytes) = source.manifest(&id) else { continue };
+        if let Ok(m) = checkpoint::Manifest::decode(&bytes) {
+            if (m.block, m.root) == (trusted.block, trusted.root) {
+                candidates.push(id);
+            }
+        }
+    }
+    let Some(id) = candidates.first().copied() else {
+        bail!(
+            "{} offers no checkpoint of block {} with root {}",
+            a.source,
+            trusted.block,
+            trusted.root
+        );
+    };
+    let pb = spinner(a.json, "{spinner} verifying · chunk {msg} · {elapsed_precise}");
+    let t0 = Instant::now();
+    let result = checkpoint::verify_checkpoint(source.as_ref(), &id, trusted, &|n| {
+        pb.set_message(n.to_string())
+    });
+    pb.finish_and_clear();
+    match result {
+        Ok(s) => {
+            if a.json {
+                print_json(&s)?;
+            } else {
+                println!(
+                    "valid {} block {} root {}: {} chunks, {} entries, {} storage tries, {} in {:.2} s",
+                    hex::encode(id.0),
+                    s.block,
+                    s.root,
+                    s.chunks,
+                    s.entries,
+                    s.storage_tries,
+                    human(s.bytes),
+                    t0.elapsed().as_secs_f64()
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            println!("invalid {}: {e}", hex::encode(id.0));
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+fn serve(a: &ServeArgs) -> Result<ExitCode> {
+    if !a.dir.is_dir() {
+        bail!("{} is not a directory", a.dir.display());
+    }
+    let stop = crate::cmd_chain::stop_flag()?;
+    let server = checkpoint::HttpServer::start(CheckpointDir::new(&a.dir), &a.listen, a.threads)?;
+    println!("serving {} on http://{}", a.dir.display(), server.addr());
+    while !stop.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let n = server.requests();
+    server.shutdown();
+    eprintln!("stopped after {n} requests");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn push(a: &PushArgs) -> Result<ExitCode> {
+    let Some(rest) = a.to.strip_prefix("s3://") else {
+        return Err(crate::usage(format!("--to {:?}: expected s3://bucket[/prefix]", a.to)));
+    };
+    let dir = CheckpointDir::new(&a.dir);
+    let id = match a.id {
+        Some(id) => id,
+        None => match dir.list()?.last() {
+            Some((id, _)) => *id,
+            None => bail!("{} holds no checkpoint", a.dir.display()),
+        },
+    };
+    let store = checkpoint::S3Store::from_env(rest, Duration::from_millis(a.timeout_ms))?;
+    let pb = spinner(a.json, "{spinner} pushing · chunk {msg} · {elapsed_precise}");
+    let t0 = Instant::now();
+    let report = store.push(&dir, &id, &|n| pb.set_message(n.to_string()))?;
+    pb.finish_and_clear();
+    if a.json {
+        print_json(&report)?;
+    } else {
+        println!(
+            "pushed {} to {}: {} of {} chunks uploaded, manifest {}, {} in {:.2} s",
+            hex::encode(id.0),
+            a.to,
+            report.uploaded,
+            report.chunks,
+            if report.manifest_uploaded { "uploaded" } else { "already there" },
+            human(report.bytes_uploaded),
+            t0.elapsed().as_secs_f64()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn list(a: &ListArgs) -> Result<ExitCode> {
+    let source = checkpoint::open_source(&a.source, &source_opts(a.timeout_ms))?;
+    let mut out = Vec::new();
+    for id in source.ids().with_context(|| format!("cannot list {}", a.source))? {
+        let m = source
+            .manifest(&id)
+            .ok()
+            .filter(|b| trie::keccak256(b) == id)
+            .and_then(|b| checkpoint::Manifest::decode(&b).ok());
+        match m {
+            Some(m) => out.push(checkpoint::Listed {
+                id: hex::encode(id.0),
+                block: m.block,
+                root: format!("{}", m.root),
+                chunks: m.chunks.len(),
+                bytes: m.chunk_bytes,
+            }),
+            None => eprintln!("warning: manifest {id} is unreadable or damaged; skipped"),
+        }
+    }
+    out.sort_by_key(|l| l.block);
+    if a.json {
+        print_json(&out)?;
+    } else if out.is_empty() {
+        println!("no checkpoints");
+    } else {
+        for l in &out {
+            println!(
+                "{} block {} root {} {} chunks {}",
+                l.id,
+                l.block,
+                l.root,
+                l.chunks,
+                human(l.bytes)
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn restore(a: &RestoreArgs) -> Result<ExitCode> {
+    if a.sources.len() > SOURCES_MAX {
+        return Err(crate::usage(format!("at most {SOURCES_MAX} --source flags")));
+    }
+    if let Some(r) = &a.report {
+        crate::output::check(&[crate::output::Output { flag: "--report", path: r }], true)?;
+    }
+    let opts = source_opts(a.timeout_ms);
+    let sources = a
+        .sources
+        .iter()
+        .map(|s| checkpoint::open_source(s, &opts).with_context(|| format!("--source {s}")))
+        .collect::<Result<Vec<_>>>()?;
+    let mut db = open_or_create(&a.db)?;
+    let staging = a.staging.clone().unwrap_or_else(|| {
+        let mut name = a.db.db.file_name().unwrap_or_default().to_os_string();
+        name.push(".restore-staging");
+        a.db.db.with_file_name(name)
+    });
+    let trusted = Trusted { block: a.trusted.block, root: a.trusted.root };
+    let stop = crate::cmd_chain::stop_flag()?;
+    let pb = bench::progress_bar(!a.json, 0, "restoring");
+    pb.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} restoring [{bar:30}] {pos}/{len} chunks · {msg} · ETA {eta} · {elapsed_precise}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let t0 = Instant::now();
+    let (report, result) = checkpoint::restore_from_sources(
+        &mut db,
+        trusted,
+        &sources,
+        &RestoreOptions::new(staging),
+        &FetchOptions { workers: a.workers, ..FetchOptions::default() },
+        &stop,
+        &|p| {
+            pb.set_length(p.total as u64);
+            pb.set_position(p.restored as u64);
+            let rate = p.bytes as f64 / t0.elapsed().as_secs_f64().max(1e-9);
+            pb.set_message(format!("{}/s", human(rate as u64)));
+        },
+    );
+    pb.finish_and_clear();
+    if let Some(path) = &a.report {
+        let bytes = serde_json::to_vec_pretty(&report)?;
+        std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if a.json {
+        print_json(&report)?;
+    } else {
+        print_restore(&report);
+    }
+    let head = (db.head_number(), db.head_root());
+    db.close().context("cannot close the database")?;
+    match result {
+        Ok(t) => {
+            if !a.json {
+                println!("restored block {} root {} (head {} {})", t.block, t.root, head.0, head.1);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn print_restore(r: &checkpoint::RestoreReport) {
+    println!(
+        "checkpoint {} block {}: {} chunks, {} already restored, {} fetched ({}), {} entries written, {:.2} s: {}",
+        if r.checkpoint.is_empty() { "-" } else { &r.checkpoint },
+        r.block,
+        r.chunks,
+        r.resumed_chunks,
+        r.fetched_chunks,
+        human(r.fetched_bytes),
+        r.entries_restored,
+        r.elapsed_s,
+        r.outcome
+    );
+    for s in &r.sources {
+        println!(
+            "  {}: {} chunks served, {} bad, {} timeouts, {} errors{}",
+            s.source,
+            s.chunks_served,
+            s.bad_chunks,
+            s.timeouts,
+            s.errors,
+            s.excluded.as_ref().map(|e| format!(" — excluded: {e}")).unwrap_or_default()
+        );
+    }
+}
