@@ -69,6 +69,22 @@ setup() {
     rocksdb_library
 }
 
+# The S3-compatible server the object-storage tests use (scripts/s3-server.sh): its
+# AWS_* and ARBOR_S3_BUCKET variables go into the test environment. Under CI=true a
+# server that does not start fails the run; elsewhere those tests are skipped.
+s3_start() {
+    local s3_env
+    if s3_env="$(bash "$here/scripts/s3-server.sh" start)"; then
+        eval "$s3_env"
+        trap 'bash "$here/scripts/s3-server.sh" stop >/dev/null 2>&1 || true' EXIT
+    elif [ "${CI:-}" = true ]; then
+        echo "error: the S3 test server did not start (scripts/s3-server.sh)" >&2
+        exit 1
+    else
+        echo "warning: no S3 test server; the object-storage tests are skipped" >&2
+    fi
+}
+
 case "${1:-}" in
     demo)
         shift
@@ -78,6 +94,7 @@ case "${1:-}" in
     test)
         shift
         setup
+        s3_start
         # `--profile dev`: the tests share clippy's and the demo's build of every crate.
         cargo test --workspace --profile dev "$@"
         ;;

@@ -17,6 +17,7 @@
 
 mod blockstm_bench;
 mod bound;
+mod checkpoint_bench;
 mod import_bench;
 mod incremental;
 mod input;
@@ -39,6 +40,7 @@ mod timing;
 pub mod workload;
 
 pub use blockstm_bench::{blockstm_bench, AllocCounter, BlockStmOpts, BlockStmReport, BlockStmRow};
+pub use checkpoint_bench::{checkpoint_bench, CheckpointBenchOpts, CheckpointBenchReport, Target};
 pub use import_bench::{import_bench, ImportBenchOpts, ImportBenchReport, ImportRow};
 pub use machine::MachineInfo;
 pub use pov_bench::{pov_bench, ModeReport, PovBenchOpts, PovBenchReport, WorkloadReport};

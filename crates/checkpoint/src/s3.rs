@@ -82,7 +82,11 @@ impl S3Store {
         if bucket.is_empty() {
             return Err(SourceError::Url(format!("s3://{bucket_and_prefix}")));
         }
+        // Client options replace the ones `from_env` read: carry AWS_ALLOW_HTTP over.
+        let allow_http = std::env::var("AWS_ALLOW_HTTP")
+            .is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
         let options = ClientOptions::new()
+            .with_allow_http(allow_http)
             .with_timeout(timeout)
             .with_connect_timeout(timeout.min(Duration::from_secs(10)));
         let store = AmazonS3Builder::from_env()

@@ -37,6 +37,28 @@ enum BenchCommand {
     Blockstm(BlockStmArgs),
     /// The import road: pipelined vs unpipelined on the same blocks (blocks/s, stages, RSS).
     Import(ImportArgs),
+    /// Checkpoints: create vs a scan of flat, restore vs a bulk load, 3 HTTP sources vs local, bytes.
+    Checkpoint(CheckpointArgs),
+}
+
+/// Arguments of `arbor bench checkpoint`.
+#[derive(Debug, Args)]
+struct CheckpointArgs {
+    /// Entries of the state (80% accounts, 20% storage slots); 1,000 to 100,000,000.
+    #[arg(long, default_value_t = 1_000_000, value_parser = limits::u64_in(1_000, limits::STORE_KEYS_MAX))]
+    keys: u64,
+    /// Creation threads; 1 to 256.
+    #[arg(long, default_value_t = 2, value_parser = limits::usize_in(1, checkpoint::THREADS_MAX))]
+    threads: usize,
+    /// Seed of the state.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Rounds (every measurement once per round; medians reported); 1 to 1,000.
+    #[arg(long, default_value_t = 3, value_parser = limits::usize_in(1, limits::RUNS_MAX))]
+    runs: usize,
+    /// Print the JSON report instead of the table.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Arguments of `arbor bench import`.
@@ -217,7 +239,24 @@ pub(crate) fn run(args: &BenchArgs) -> Result<ExitCode> {
         BenchCommand::Pov(p) => pov(p),
         BenchCommand::Blockstm(b) => blockstm(b),
         BenchCommand::Import(i) => import(i),
+        BenchCommand::Checkpoint(c) => checkpoint_bench(c),
     }
+}
+
+fn checkpoint_bench(args: &CheckpointArgs) -> Result<ExitCode> {
+    let opts = bench::CheckpointBenchOpts {
+        keys: args.keys,
+        runs: args.runs,
+        threads: args.threads,
+        seed: args.seed,
+    };
+    warn_if_debug();
+    let pb = bench::progress_bar(!args.json, (args.runs * 5) as u64, "checkpoint measurements");
+    let report =
+        bench::checkpoint_bench(&opts, &|| pb.inc(1)).context("checkpoint benchmark failed")?;
+    pb.finish_and_clear();
+    let json = serde_json::to_string_pretty(&report)?;
+    emit(&json, &report.render(), args.json, None)
 }
 
 fn blockstm(args: &BlockStmArgs) -> Result<ExitCode> {

@@ -180,13 +180,27 @@ pub(crate) fn import(args: &ImportArgs) -> Result<ExitCode> {
     let cpu0 = bench::cpu_seconds().unwrap_or(0.0);
     let start = Instant::now();
     let mut txs = 0u64;
+    let mut auto = crate::cmd_checkpoint::AutoCheckpoint::new(&args.db.db, db.config());
+    let handle = db.read_handle()?;
+    let mut auto_error = None;
     let (stats, result) = chain::import(&mut db, chain, &config, &stop, &mut |b| {
+        if let Some(a) = auto.as_mut().filter(|a| a.due(b.number)) {
+            if let Err(e) = a.start(handle.clone()) {
+                auto_error.get_or_insert(e);
+            }
+        }
         txs += b.transactions as u64;
         pb.set_position(b.number);
         let secs = start.elapsed().as_secs_f64().max(1e-9);
         pb.set_message(format!("{:.0} tx/s", txs as f64 / secs));
     });
     pb.finish_and_clear();
+    if let Some(a) = auto.as_mut() {
+        a.finish_running()?;
+    }
+    if let Some(e) = auto_error {
+        return Err(e.context("automatic checkpoint failed"));
+    }
     let seconds = start.elapsed().as_secs_f64();
     let cpu = bench::cpu_seconds().unwrap_or(0.0) - cpu0;
     let (head, root) = (db.head_number(), db.head_root());

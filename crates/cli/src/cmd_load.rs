@@ -110,6 +110,7 @@ pub(crate) fn run(args: &LoadArgs) -> Result<ExitCode> {
     };
     let (first, last) = block_span(db.head_number(), args.blocks)?;
     let pb = bar(args.blocks > PROGRESS_BLOCKS_MIN, args.blocks, "committing blocks");
+    let mut auto = crate::cmd_checkpoint::AutoCheckpoint::new(&args.db.db, db.config());
     let start = Instant::now();
     for b in first..=last {
         let info = db
@@ -117,8 +118,16 @@ pub(crate) fn run(args: &LoadArgs) -> Result<ExitCode> {
             .with_context(|| format!("cannot commit block {b}"))?;
         lines.emit(&pb, info.number, &info.root)?;
         pb.inc(1);
+        if let Some(a) = auto.as_mut().filter(|a| a.due(info.number)) {
+            // Flushed first, so that the checkpoint is of exactly this block.
+            db.flush().context("cannot flush the database")?;
+            a.start(db.read_handle()?)?;
+        }
     }
     db.flush().context("cannot flush the database")?;
+    if let Some(a) = auto.as_mut() {
+        a.finish_running()?;
+    }
     let seconds = start.elapsed().as_secs_f64();
     pb.finish_and_clear();
     let (number, root) = (db.head_number(), db.head_root());

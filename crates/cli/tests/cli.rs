@@ -12,6 +12,9 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 use trie::{keccak256, EthLayout, H256};
 
+/// `arbor checkpoint …`: round trips, hostile sources and command lines, SIGKILL.
+#[path = "cli/checkpoint.rs"]
+mod checkpoint;
 /// SIGKILL during `init` and bulk loads.
 #[path = "cli/crash.rs"]
 mod crash;

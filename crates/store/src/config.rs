@@ -36,6 +36,13 @@ macro_rules! identity_literal {
 }
 identity_literal!(u64, i32, f64);
 
+impl FromLiteral for String {
+    type Literal = &'static str;
+    fn from_literal(literal: &'static str) -> String {
+        literal.to_owned()
+    }
+}
+
 impl FromLiteral for Compression {
     type Literal = &'static str;
     fn from_literal(literal: &'static str) -> Compression {
@@ -143,6 +150,20 @@ config_table! {
         /// sooner. 1 to 1024; 1 writes every block on its own.
         persist_blocks: u64 = 16,
     }
+
+    /// Automatic checkpoints (`[checkpoint]` section), created by `arbor load` and `arbor
+    /// import` as blocks commit; see `docs/design.md`, "Checkpoints".
+    ["checkpoint"] CheckpointConfig {
+        /// Create a checkpoint at every block number divisible by this; 0 turns them off.
+        every_blocks: u64 = 0,
+        /// Checkpoints kept: older ones are deleted, with the chunks only they use; at
+        /// least 1.
+        keep: u64 = 2,
+        /// Their directory; empty means `<database>.checkpoints` beside the database.
+        dir: String = "",
+        /// Threads creating a checkpoint; 1 to 256 (the bytes do not depend on it).
+        threads: u64 = 2,
+    }
 }
 
 /// Why a store configuration could not be loaded or was rejected.
@@ -216,6 +237,8 @@ pub struct StoreConfig {
     pub cache: CacheConfig,
     /// Diff layers and history (`[layers]`).
     pub layers: LayerConfig,
+    /// Automatic checkpoints (`[checkpoint]`).
+    pub checkpoint: CheckpointConfig,
 }
 
 impl RocksConfig {
@@ -318,6 +341,13 @@ impl StoreConfig {
         }
         if l.history_depth < 1 {
             return Err(invalid("layers.history_depth", l.history_depth.to_string(), "at least 1"));
+        }
+        let c = &self.checkpoint;
+        if c.keep < 1 {
+            return Err(invalid("checkpoint.keep", c.keep.to_string(), "at least 1"));
+        }
+        if !(1..=256).contains(&c.threads) {
+            return Err(invalid("checkpoint.threads", c.threads.to_string(), "1 to 256"));
         }
         Ok(())
     }

@@ -45,7 +45,7 @@ mod writer;
 pub use bulk::{BulkLoad, BulkSummary, TrieMismatch, VerifyReport, BULK_LABEL_BYTES_MAX};
 pub use cache::{CacheStats, CacheTotals};
 pub use config::{
-    CacheConfig, Compression, ConfigError, LayerConfig, RocksConfig, StoreConfig,
+    CacheConfig, CheckpointConfig, Compression, ConfigError, LayerConfig, RocksConfig, StoreConfig,
     DEFAULT_CONFIG_TOML,
 };
 pub use db::rocksdb_options;

@@ -7,6 +7,7 @@ mod common;
 mod determinism;
 mod mutations;
 mod roundtrip;
+mod sources;
 
 /// Property-test case count: `ARBOR_PROPTEST_CASES` (default small enough for CI).
 pub fn cases(default: u32) -> u32 {

@@ -1,0 +1,302 @@
+//! `arbor bench checkpoint`: checkpoint creation against a plain scan of `flat`, verified
+//! restore against a plain bulk load with the bottom-up rebuild, a restore from three
+//! local HTTP servers against a local one, and the checkpoint's bytes against the flat
+//! bytes. Every round runs every measurement once (rounds interleaved); the figures are
+//! medians, and each ratio is the median of the per-round ratios.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::time::Instant;
+
+use alloy_primitives::U256;
+use anyhow::{ensure, Context, Result};
+use checkpoint::{
+    open_source, restore_from_sources, CheckpointDir, CreateOptions, FetchOptions, HttpServer,
+    RestoreOptions, SourceOptions, Trusted,
+};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use store::{StateDb, StoreConfig};
+use trie::{keccak256, root_from_sorted, EthLayout, TrieId, H256};
+
+use crate::timing::{median_sorted, ratio, sorted, Timing};
+
+/// What `arbor bench checkpoint` measures.
+#[derive(Debug, Clone)]
+pub struct CheckpointBenchOpts {
+    /// Entries in the state (accounts and storage slots).
+    pub keys: u64,
+    /// Rounds.
+    pub runs: usize,
+    /// Creation threads.
+    pub threads: usize,
+    /// Seed of the state.
+    pub seed: u64,
+}
+
+/// A measured ratio against its target.
+#[derive(Debug, Clone, Serialize)]
+pub struct Target {
+    /// Median of the per-round ratios.
+    pub ratio: f64,
+    /// The bound.
+    pub target: f64,
+    /// `ratio <= target`.
+    pub met: bool,
+}
+
+impl Target {
+    fn new(samples: &[f64], target: f64) -> Target {
+        let ratio = median_sorted(&sorted(samples));
+        Target { ratio, target, met: ratio <= target }
+    }
+}
+
+/// The report.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckpointBenchReport {
+    /// Entries (flat keys).
+    pub entries: u64,
+    /// Accounts.
+    pub accounts: u64,
+    /// Storage tries.
+    pub storage_tries: u64,
+    /// Key and value bytes of the flat state.
+    pub flat_bytes: u64,
+    /// Bytes of all chunks.
+    pub checkpoint_bytes: u64,
+    /// Chunks.
+    pub chunks: usize,
+    /// Creation threads.
+    pub threads: usize,
+    /// Single-threaded scan of `flat` (keys and values), seconds.
+    pub scan: Timing,
+    /// Checkpoint creation with `threads` threads (chunks fsynced), seconds.
+    pub create: Timing,
+    /// Plain bulk load of the same entries plus the bottom-up rebuild, seconds.
+    pub bulk_load: Timing,
+    /// Verified restore from the local checkpoint directory, seconds.
+    pub restore_local: Timing,
+    /// Verified restore from three local HTTP servers, seconds.
+    pub restore_http3: Timing,
+    /// create / scan (target ≤ 1.2).
+    pub create_vs_scan: Target,
+    /// restore_local / bulk_load (target ≤ 1.5).
+    pub restore_vs_bulk_load: Target,
+    /// restore_http3 / restore_local (target ≤ 1.2).
+    pub http3_vs_local: Target,
+    /// checkpoint_bytes / flat_bytes (target ≤ 1.3).
+    pub bytes_vs_flat: Target,
+    /// Rounds.
+    pub runs: usize,
+}
+
+type Entries = Vec<(TrieId, Vec<u8>, Vec<u8>)>;
+
+/// Ethereum-shaped state of about `keys` entries: 80% accounts, 20% storage slots spread
+/// over one contract per thousand entries; each contract's storage root is committed to
+/// by its account.
+fn state(keys: u64, seed: u64) -> (Entries, u64, u64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let contracts = (keys / 1000).max(1);
+    let slots_each = (keys / 5) / contracts;
+    let accounts = keys - contracts * slots_each;
+    let mut out = Vec::with_capacity(keys as usize);
+    for i in 0..accounts {
+        let key = keccak256(&i.to_be_bytes());
+        let mut a = eth::Account {
+            nonce: rng.gen_range(0..1000),
+            balance: U256::from(rng.gen::<u64>()),
+            ..eth::Account::default()
+        };
+        if i < contracts && slots_each > 0 {
+            let mut slots: Vec<(Vec<u8>, Vec<u8>)> = (0..slots_each)
+                .map(|_| {
+                    let k = keccak256(&rng.gen::<[u8; 32]>()).0.to_vec();
+                    (k, trie::rlp_encode_string(&rng.gen::<[u8; 16]>()))
+                })
+                .collect();
+            slots.sort();
+            slots.dedup_by(|a, b| a.0 == b.0);
+            a.storage_root = root_from_sorted::<EthLayout, _, _>(&slots)
+                .map(|(r, _)| r)
+                .unwrap_or(trie::EMPTY_ROOT);
+            out.extend(slots.into_iter().map(|(k, v)| (TrieId::Storage(key), k, v)));
+        }
+        out.push((TrieId::Main, key.0.to_vec(), a.rlp()));
+    }
+    (out, accounts, contracts.min(accounts))
+}
+
+fn bulk_load(dir: &Path, entries: &Entries) -> Result<StateDb> {
+    let mut db = StateDb::open(dir, StoreConfig::default())?;
+    db.bulk_load("bench", entries.iter().map(|(t, k, v)| (*t, k.as_slice(), v.as_slice())))?;
+    db.flush()?;
+    Ok(db)
+}
+
+fn scan(db: &StateDb) -> Result<(f64, u64)> {
+    let h = db.read_handle()?;
+    let s = h.persisted()?;
+    let t0 = Instant::now();
+    let mut cur = s.cursor(&[])?;
+    let mut bytes = 0u64;
+    while let Some((k, v)) = cur.entry() {
+        bytes += (k.len() + v.len()) as u64;
+        cur.advance();
+    }
+    cur.status()?;
+    Ok((t0.elapsed().as_secs_f64(), bytes))
+}
+
+fn restore(dir: &Path, staging: &Path, urls: &[String], trusted: Trusted) -> Result<f64> {
+    let opts = SourceOptions::default();
+    let sources = urls.iter().map(|u| open_source(u, &opts)).collect::<Result<Vec<_>, _>>()?;
+    let t0 = Instant::now();
+    let mut db = StateDb::open(dir, StoreConfig::default())?;
+    let (report, outcome) = restore_from_sources(
+        &mut db,
+        trusted,
+        &sources,
+        &RestoreOptions::new(staging),
+        &FetchOptions::default(),
+        &AtomicBool::new(false),
+        &|_| {},
+    );
+    outcome.with_context(|| format!("restore: {}", report.outcome))?;
+    db.flush()?;
+    let secs = t0.elapsed().as_secs_f64();
+    ensure!(db.head_root() == trusted.root, "restored root differs");
+    db.close()?;
+    Ok(secs)
+}
+
+/// Run the benchmark; `tick` is called after each measurement.
+pub fn checkpoint_bench(
+    opts: &CheckpointBenchOpts,
+    tick: &dyn Fn(),
+) -> Result<CheckpointBenchReport> {
+    let tmp = tempfile::Builder::new().prefix("arbor-bench-checkpoint-").tempdir()?;
+    let (entries, accounts, storage_tries) = state(opts.keys, opts.seed);
+    let db = bulk_load(&tmp.path().join("source"), &entries)?;
+    let trusted = Trusted { block: db.head_number(), root: db.head_root() };
+    let mut t = [(); 5].map(|()| Vec::with_capacity(opts.runs));
+    let (mut r_create, mut r_restore, mut r_http) = (Vec::new(), Vec::new(), Vec::new());
+    let mut last: Option<(H256, checkpoint::Manifest, u64)> = None;
+    let create_opts = CreateOptions { threads: opts.threads, ..CreateOptions::default() };
+    for round in 0..opts.runs {
+        let (scan_s, flat_bytes) = scan(&db)?;
+        tick();
+        let out = tmp.path().join(format!("ckpt-{round}"));
+        let h = db.read_handle()?;
+        let pinned = h.persisted()?;
+        let t0 = Instant::now();
+        let created = checkpoint::create(
+            &pinned,
+            &create_opts,
+            &CheckpointDir::new(&out),
+            &AtomicU64::new(0),
+        )?;
+        let create_s = t0.elapsed().as_secs_f64();
+        tick();
+        let t0 = Instant::now();
+        drop(bulk_load(&tmp.path().join(format!("bulk-{round}")), &entries)?);
+        let bulk_s = t0.elapsed().as_secs_f64();
+        std::fs::remove_dir_all(tmp.path().join(format!("bulk-{round}")))?;
+        tick();
+        let local = [out.to_string_lossy().into_owned()];
+        let restore_s = restore(
+            &tmp.path().join(format!("dst-{round}")),
+            &tmp.path().join("staging"),
+            &local,
+            trusted,
+        )?;
+        std::fs::remove_dir_all(tmp.path().join(format!("dst-{round}")))?;
+        tick();
+        let servers = (0..3)
+            .map(|_| HttpServer::start(CheckpointDir::new(&out), "127.0.0.1:0", 2))
+            .collect::<Result<Vec<_>, _>>()?;
+        let urls: Vec<String> = servers.iter().map(|s| format!("http://{}", s.addr())).collect();
+        let http_s = restore(
+            &tmp.path().join(format!("http-{round}")),
+            &tmp.path().join("staging"),
+            &urls,
+            trusted,
+        )?;
+        servers.into_iter().for_each(HttpServer::shutdown);
+        std::fs::remove_dir_all(tmp.path().join(format!("http-{round}")))?;
+        std::fs::remove_dir_all(&out)?;
+        tick();
+        for (v, x) in t.iter_mut().zip([scan_s, create_s, bulk_s, restore_s, http_s]) {
+            v.push(x);
+        }
+        r_create.push(ratio(create_s, scan_s));
+        r_restore.push(ratio(restore_s, bulk_s));
+        r_http.push(ratio(http_s, restore_s));
+        last = Some((created.id, created.manifest, flat_bytes));
+    }
+    let (_, manifest, flat_bytes) = last.context("no rounds")?;
+    let [scan_t, create_t, bulk_t, restore_t, http_t] = t.map(|v| Timing::from_samples(&v));
+    Ok(CheckpointBenchReport {
+        entries: manifest.entries,
+        accounts,
+        storage_tries,
+        flat_bytes,
+        checkpoint_bytes: manifest.chunk_bytes,
+        chunks: manifest.chunks.len(),
+        threads: opts.threads,
+        scan: scan_t,
+        create: create_t,
+        bulk_load: bulk_t,
+        restore_local: restore_t,
+        restore_http3: http_t,
+        create_vs_scan: Target::new(&r_create, 1.2),
+        restore_vs_bulk_load: Target::new(&r_restore, 1.5),
+        http3_vs_local: Target::new(&r_http, 1.2),
+        bytes_vs_flat: Target::new(&[ratio(manifest.chunk_bytes as f64, flat_bytes as f64)], 1.3),
+        runs: opts.runs,
+    })
+}
+
+impl CheckpointBenchReport {
+    /// The human-readable table.
+    pub fn render(&self) -> String {
+        let mut s = format!(
+            "checkpoint: {} entries ({} accounts, {} storage tries), flat {:.1} MiB, checkpoint {:.1} MiB in {} chunks, {} rounds (medians)\n",
+            self.entries,
+            self.accounts,
+            self.storage_tries,
+            self.flat_bytes as f64 / 1048576.0,
+            self.checkpoint_bytes as f64 / 1048576.0,
+            self.chunks,
+            self.runs
+        );
+        for (name, t) in [
+            ("scan of flat (1 thread)", &self.scan),
+            (&*format!("create ({} threads)", self.threads), &self.create),
+            ("bulk load + rebuild", &self.bulk_load),
+            ("restore, local", &self.restore_local),
+            ("restore, 3 HTTP sources", &self.restore_http3),
+        ] {
+            s.push_str(&format!(
+                "  {name:<26} {:>8.3} s  (min {:.3}, max {:.3})\n",
+                t.seconds_median, t.seconds_min, t.seconds_max
+            ));
+        }
+        for (name, r) in [
+            ("create / scan", &self.create_vs_scan),
+            ("restore / bulk load", &self.restore_vs_bulk_load),
+            ("3 HTTP / local restore", &self.http3_vs_local),
+            ("checkpoint / flat bytes", &self.bytes_vs_flat),
+        ] {
+            s.push_str(&format!(
+                "  {name:<26} {:>7.2}x  target <= {:.1}x  {}\n",
+                r.ratio,
+                r.target,
+                if r.met { "met" } else { "NOT met" }
+            ));
+        }
+        s
+    }
+}

@@ -1,0 +1,264 @@
+//! Restores from untrusted sources: three HTTP servers (one altering 30% of its chunks,
+//! one that never answers), and an S3-compatible bucket (the real server that
+//! `scripts/s3-server.sh` starts; skipped without it unless `CI=true`).
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use checkpoint::{
+    open_source, restore_from_sources, CheckpointDir, FetchOptions, HttpServer, RestoreOptions,
+    SourceOptions, Trusted,
+};
+
+use crate::common::*;
+
+/// Copy a checkpoint directory, flipping a byte in every chunk `pick` selects.
+fn corrupted_copy(
+    src: &std::path::Path,
+    dst: &std::path::Path,
+    mut pick: impl FnMut(usize) -> bool,
+) -> usize {
+    let mut altered = 0;
+    for sub in ["chunks", "checkpoints"] {
+        let mut stack = vec![src.join(sub)];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                let rel = p.strip_prefix(src).unwrap().to_path_buf();
+                if p.is_dir() {
+                    stack.push(p);
+                    continue;
+                }
+                let mut bytes = std::fs::read(&p).unwrap();
+                if sub == "chunks" && pick(altered + bytes.len()) {
+                    let at = bytes.len() / 2;
+                    bytes[at] ^= 0x5a;
+                    altered += 1;
+                }
+                std::fs::create_dir_all(dst.join(&rel).parent().unwrap()).unwrap();
+                std::fs::write(dst.join(&rel), bytes).unwrap();
+            }
+        }
+    }
+    altered
+}
+
+/// A TCP server that accepts and never answers.
+fn silent_server() -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in l.incoming().flatten() {
+            held.push(s);
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// A server that lists `dir`'s checkpoints and serves their manifests, then hangs on
+/// every chunk request.
+fn hanging_server(dir: &std::path::Path) -> String {
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let addr = server.server_addr().to_ip().unwrap();
+    let dir = CheckpointDir::new(dir);
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for req in server.incoming_requests() {
+            let url = req.url().to_string();
+            if url.starts_with("/chunks/") {
+                held.push(req);
+                continue;
+            }
+            let body = if url == "/checkpoints" {
+                let list: Vec<checkpoint::Listed> = dir
+                    .list()
+                    .unwrap()
+                    .into_iter()
+                    .map(|(id, m)| checkpoint::Listed {
+                        id: hex::encode(id.0),
+                        block: m.block,
+                        root: m.root.to_string(),
+                        chunks: m.chunks.len(),
+                        bytes: m.chunk_bytes,
+                    })
+                    .collect();
+                serde_json::to_vec(&list).unwrap()
+            } else {
+                let id = url.split('/').nth(2).and_then(checkpoint::parse_id).unwrap();
+                dir.manifest_bytes(&id).unwrap().unwrap()
+            };
+            let _ = req.respond(tiny_http::Response::from_data(body));
+        }
+    });
+    format!("http://{addr}")
+}
+
+#[test]
+fn three_http_sources_one_bad_one_hanging() {
+    let state = eth_state(51, 3000, 30, 100);
+    let tmp = tempfile::tempdir().unwrap();
+    let src = load(&tmp.path().join("src"), &state);
+    let good_dir = tmp.path().join("good");
+    let created = create(&src, &CheckpointDir::new(&good_dir), &small_chunks(2));
+    let n = created.manifest.chunks.len();
+    assert!(n >= 40, "{n} chunks");
+    let bad_dir = tmp.path().join("bad");
+    let mut k = 0usize;
+    let altered = corrupted_copy(&good_dir, &bad_dir, |_| {
+        k += 1;
+        k % 10 < 3
+    });
+    assert!(altered * 10 >= n * 2, "{altered} of {n} altered");
+    let good = HttpServer::start(CheckpointDir::new(&good_dir), "127.0.0.1:0", 2).unwrap();
+    let bad = HttpServer::start(CheckpointDir::new(&bad_dir), "127.0.0.1:0", 2).unwrap();
+    let hang = hanging_server(&good_dir);
+    let silent = silent_server();
+    let urls = [
+        format!("http://{}", bad.addr()),
+        hang.clone(),
+        format!("http://{}", good.addr()),
+        silent.clone(),
+    ];
+    let opts = SourceOptions { timeout: Duration::from_millis(500) };
+    let sources: Vec<_> = urls.iter().map(|u| open_source(u, &opts).unwrap()).collect();
+    let mut dst = open(&tmp.path().join("dst"));
+    let trusted = Trusted { block: 0, root: src.head_root() };
+    let t0 = Instant::now();
+    let (report, outcome) = restore_from_sources(
+        &mut dst,
+        trusted,
+        &sources,
+        &RestoreOptions::new(tmp.path().join("staging")),
+        &FetchOptions::default(),
+        &AtomicBool::new(false),
+        &|_| {},
+    );
+    outcome.unwrap_or_else(|e| panic!("{e}: {report:#?}"));
+    assert!(t0.elapsed() < Duration::from_secs(60));
+    assert_eq!(dst.head_root(), src.head_root());
+    assert_eq!(dump(&dst), dump(&src));
+    let by = |u: &str| report.sources.iter().find(|s| s.source == u).unwrap();
+    let bad_report = by(&urls[0]);
+    assert!(bad_report.bad_chunks >= 1 && bad_report.excluded.is_some(), "{report:#?}");
+    let hang_report = by(&urls[1]);
+    assert!(hang_report.timeouts >= 1 && hang_report.excluded.is_some(), "{report:#?}");
+    assert!(by(&urls[2]).chunks_served > 0);
+    let silent_report = by(&urls[3]);
+    assert!(silent_report.timeouts >= 1 && silent_report.chunks_served == 0, "{report:#?}");
+    assert_eq!(report.outcome, "restored");
+    // The report serialises for `--report`.
+    let json = serde_json::to_string(&report).unwrap();
+    assert!(json.contains(&urls[0]));
+    good.shutdown();
+    bad.shutdown();
+}
+
+#[test]
+fn an_oversized_body_is_cut_off() {
+    let state = eth_state(52, 200, 0, 1);
+    let tmp = tempfile::tempdir().unwrap();
+    let src = load(&tmp.path().join("src"), &state);
+    let dir = tmp.path().join("ckpt");
+    let created = create(&src, &CheckpointDir::new(&dir), &small_chunks(1));
+    let digest = created.manifest.chunks[0].digest;
+    let path = dir.join(checkpoint::chunk_path(&digest));
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend(std::iter::repeat_n(0u8, 1 << 20));
+    std::fs::write(&path, &bytes).unwrap();
+    let server = HttpServer::start(CheckpointDir::new(&dir), "127.0.0.1:0", 1).unwrap();
+    let s = open_source(&format!("http://{}", server.addr()), &SourceOptions::default()).unwrap();
+    let r = s.chunk(&digest, created.manifest.chunks[0].len);
+    assert!(matches!(r, Err(checkpoint::SourceError::TooLarge { .. })), "{r:?}");
+    let local = open_source(dir.to_str().unwrap(), &SourceOptions::default()).unwrap();
+    assert!(matches!(local.chunk(&digest, 10), Err(checkpoint::SourceError::TooLarge { .. })));
+}
+
+/// The S3 test server's bucket, or `None` (then the test is skipped; under `CI=true`
+/// that is a failure).
+fn s3_bucket() -> Option<String> {
+    let bucket = std::env::var("ARBOR_S3_BUCKET").ok();
+    let endpoint = std::env::var("AWS_ENDPOINT_URL").ok();
+    match (bucket, endpoint) {
+        (Some(b), Some(_)) => Some(b),
+        _ if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("CI=true but no S3 test server (AWS_ENDPOINT_URL, ARBOR_S3_BUCKET): run scripts/s3-server.sh start")
+        }
+        _ => {
+            eprintln!("skipped: no S3 test server (eval \"$(bash scripts/s3-server.sh start)\")");
+            None
+        }
+    }
+}
+
+#[test]
+fn s3_push_then_restore() {
+    let Some(bucket) = s3_bucket() else { return };
+    let state = eth_state(53, 2000, 20, 80);
+    let tmp = tempfile::tempdir().unwrap();
+    let src = load(&tmp.path().join("src"), &state);
+    let dir = CheckpointDir::new(tmp.path().join("ckpt"));
+    let created = create(&src, &dir, &small_chunks(2));
+    // A fresh prefix per run: the bucket outlives test runs.
+    let prefix =
+        format!("t{}-{}", std::process::id(), Instant::now().elapsed().as_nanos() ^ rand_suffix());
+    let url = format!("{bucket}/{prefix}");
+    let store = checkpoint::S3Store::from_env(&url, Duration::from_secs(30)).unwrap();
+
+    // A lister polls the bucket during the push: whenever it sees the manifest, every
+    // chunk must already be there.
+    let stop = AtomicBool::new(false);
+    let watcher_store = checkpoint::S3Store::from_env(&url, Duration::from_secs(30)).unwrap();
+    let seen = std::thread::scope(|s| {
+        let watcher = s.spawn(|| {
+            let mut checks = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                use checkpoint::Source;
+                if watcher_store.ids().unwrap().contains(&created.id) {
+                    for c in &created.manifest.chunks {
+                        watcher_store
+                            .chunk(&c.digest, c.len)
+                            .expect("a listed manifest names a missing chunk");
+                    }
+                    checks += 1;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            checks
+        });
+        let first = store.push(&dir, &created.id, &|_| {}).unwrap();
+        assert_eq!(first.uploaded, created.manifest.chunks.len());
+        assert!(first.manifest_uploaded);
+        std::thread::sleep(Duration::from_millis(50));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        watcher.join().unwrap()
+    });
+    assert!(seen >= 1, "the watcher never saw the manifest");
+
+    let second = store.push(&dir, &created.id, &|_| {}).unwrap();
+    assert_eq!((second.uploaded, second.manifest_uploaded, second.bytes_uploaded), (0, false, 0));
+
+    let source = open_source(&format!("s3://{url}"), &SourceOptions::default()).unwrap();
+    let mut dst = open(&tmp.path().join("dst"));
+    let trusted = Trusted { block: 0, root: src.head_root() };
+    let (report, outcome) = restore_from_sources(
+        &mut dst,
+        trusted,
+        &[source],
+        &RestoreOptions::new(tmp.path().join("staging")),
+        &FetchOptions::default(),
+        &AtomicBool::new(false),
+        &|_| {},
+    );
+    outcome.unwrap_or_else(|e| panic!("{e}: {report:#?}"));
+    assert_eq!(dst.head_root(), src.head_root());
+    assert_eq!(dump(&dst), dump(&src));
+}
+
+fn rand_suffix() -> u128 {
+    let mut b = [0u8; 8];
+    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b)).unwrap();
+    u128::from(u64::from_le_bytes(b))
+}
