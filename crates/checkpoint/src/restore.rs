@@ -342,12 +342,12 @@ impl<'db> Restorer<'db> {
             .chunks
             .get(index)
             .ok_or(ChunkError::Index { index, len: self.manifest.chunks.len() })?;
-        if self.is_done(index) {
-            return Ok(Offered::AlreadyDone);
-        }
         let actual = keccak256(bytes);
         if actual != info.digest {
             return Err(ChunkError::Digest { index, expected: info.digest, actual });
+        }
+        if self.is_done(index) {
+            return Ok(Offered::AlreadyDone);
         }
         let chunk = Chunk::decode(bytes).map_err(|source| ChunkError::Decode { index, source })?;
         check_fit(&self.manifest, index, &chunk)

@@ -395,6 +395,14 @@ fn print_store(s: &StoreDemo) {
         ok(s.revert_matches),
         ok(s.reverted_verified)
     );
+    println!(
+        "  checkpoint: {} chunks in {:.1} ms; restored from them in {:.1} ms: root {} {}",
+        s.checkpoint_chunks,
+        s.checkpoint_ms,
+        s.restore_ms,
+        s.restored_root,
+        verdict(s.restored_matches)
+    );
     println!("  (3 verifies: {:.1} ms in all)", s.verify_ms);
 }
 

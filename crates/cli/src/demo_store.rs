@@ -3,8 +3,9 @@
 //!
 //! Blocks 1-20 each write 1,000 random accounts (seeded ChaCha8): 70% change a genesis
 //! account's nonce and balance, 20% create an account, 10% delete a genesis account.
-//! Reverting 5 blocks must restore exactly the root recorded at block 15. The directory
-//! is removed at the end, whatever happened. Cost: about a second in a release build.
+//! Reverting 5 blocks must restore exactly the root recorded at block 15; a checkpoint of
+//! that head, restored into a second database, must hold the same root. The directories
+//! are removed at the end, whatever happened. Cost: about a second in a release build.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -45,17 +46,23 @@ pub(crate) struct StoreDemo {
     pub(crate) revert_matches: bool,
     pub(crate) reverted_verified: bool,
     pub(crate) verify_ms: f64,
+    pub(crate) checkpoint_chunks: usize,
+    pub(crate) checkpoint_ms: f64,
+    pub(crate) restore_ms: f64,
+    pub(crate) restored_root: String,
+    pub(crate) restored_matches: bool,
 }
 
 impl StoreDemo {
     /// Every pass/fail outcome, in report order.
-    pub(crate) fn outcomes(&self) -> [bool; 5] {
+    pub(crate) fn outcomes(&self) -> [bool; 6] {
         [
             self.genesis_root_matches,
             self.genesis_verified,
             self.loaded_verified,
             self.revert_matches,
             self.reverted_verified,
+            self.restored_matches,
         ]
     }
 }
@@ -105,6 +112,7 @@ pub(crate) fn run(genesis: &Genesis, expected_root: &H256) -> Result<StoreDemo> 
     let expected_after = roots[(BLOCKS - REVERTED) as usize];
     let root_after_revert = db.head_root();
     let reverted_verified = verified(&db)?;
+    let restored = checkpoint_round_trip(&db)?;
     db.close().context("cannot close the demo database")?;
 
     Ok(StoreDemo {
@@ -124,7 +132,61 @@ pub(crate) fn run(genesis: &Genesis, expected_root: &H256) -> Result<StoreDemo> 
         revert_matches: root_after_revert == expected_after && root_after_revert != head_root,
         reverted_verified,
         verify_ms,
+        checkpoint_chunks: restored.chunks,
+        checkpoint_ms: restored.create_ms,
+        restore_ms: restored.restore_ms,
+        restored_root: restored.root.to_string(),
+        restored_matches: restored.root == root_after_revert && restored.verified,
     })
+}
+
+struct RoundTrip {
+    chunks: usize,
+    create_ms: f64,
+    restore_ms: f64,
+    root: H256,
+    verified: bool,
+}
+
+/// Checkpoint the head (small chunks, 2 threads) into a temporary directory and restore it
+/// into a new database from there, trusting only the head's block and root.
+fn checkpoint_round_trip(db: &StateDb) -> Result<RoundTrip> {
+    let tmp = tempfile::Builder::new()
+        .prefix("arbor-demo-checkpoint-")
+        .tempdir()
+        .context("cannot create a temporary checkpoint directory")?;
+    let work = tmp.path();
+    let out = checkpoint::CheckpointDir::new(work.join("checkpoint"));
+    let handle = db.read_handle()?;
+    let pinned = handle.persisted()?;
+    let opts = checkpoint::CreateOptions {
+        rule: checkpoint::BoundaryRule { target_entries: 512, max_bytes: 1 << 20 },
+        threads: 2,
+    };
+    let start = Instant::now();
+    let created = checkpoint::create(&pinned, &opts, &out, &Default::default())
+        .context("cannot create the demo checkpoint")?;
+    let create_ms = ms_since(start);
+    let trusted = checkpoint::Trusted { block: db.head_number(), root: db.head_root() };
+    let sources = [checkpoint::open_source(&out.root().to_string_lossy(), &Default::default())?];
+    let dst = work.join("restored");
+    let mut restored = StateDb::open(&dst, StoreConfig::default())?;
+    let start = Instant::now();
+    let (report, outcome) = checkpoint::restore_from_sources(
+        &mut restored,
+        trusted,
+        &sources,
+        &checkpoint::RestoreOptions::new(work.join("staging")),
+        &checkpoint::FetchOptions::default(),
+        &Default::default(),
+        &|_| {},
+    );
+    outcome.with_context(|| format!("cannot restore the demo checkpoint: {}", report.outcome))?;
+    let restore_ms = ms_since(start);
+    let verified = restored.verify()?.ok();
+    let root = restored.head_root();
+    restored.close()?;
+    Ok(RoundTrip { chunks: created.manifest.chunks.len(), create_ms, restore_ms, root, verified })
 }
 
 /// One block of account writes (see the module docs).

@@ -515,7 +515,9 @@ fn behind_the_digest_a_dropped_entry_is_refused() {
                 c.segments[0].entries.remove(at);
             });
             // The manifest's entry count refuses it...
-            refused_behind("dropped entry, manifest count", i, &b, false, mismatch);
+            if at == len / 2 {
+                refused_behind("dropped entry, manifest count", i, &b, false, mismatch);
+            }
             // ...and with the count matching, the fit (first and last keys) or the proof.
             let kind: fn(&ChunkError) -> bool = if at == len / 2 { proof } else { mismatch };
             refused_behind("dropped entry, chunk count", i, &b, true, kind);
@@ -574,7 +576,7 @@ fn behind_the_digest_a_reordered_pair_of_entries_is_refused() {
 fn behind_the_digest_a_changed_value_is_refused() {
     let fx = fixture();
     for i in [fx.main_mid, fx.storage_mid] {
-        for at in [0, 1, usize::MAX] {
+        for at in [0, usize::MAX] {
             let b = edited(i, |c| {
                 let e = &mut c.segments[0].entries;
                 let at = at.min(e.len() - 1);
@@ -658,7 +660,7 @@ fn behind_the_digest_a_chunk_of_another_index_is_refused() {
     let fx = fixture();
     let n = fx.chunks.len();
     for i in [fx.main_mid, fx.storage_mid, fx.multi] {
-        for j in [i - 1, (i + 1) % n, (i + n / 2) % n] {
+        for j in [i - 1, (i + 1) % n] {
             refused_behind("chunk of another index", i, &fx.chunks[j].clone(), true, mismatch);
         }
     }
@@ -699,15 +701,16 @@ fn behind_the_digest_truncated_and_extended_chunks_are_refused() {
     let s = &fx.chunks[fx.small];
     let len = s.len();
     assert!(len > 60, "{len}");
-    for cut in [1, 8, 9, 17, 48, 49, 50, len / 2, len - 2, len - 1] {
+    // Inside the magic bytes, the header, the segment count, a segment; one byte short.
+    for cut in [1, 9, 49, 50, len / 2, len - 1] {
         refused_behind("truncated chunk", fx.small, &s[..cut], false, decode_err);
     }
     for i in [fx.small, fx.main_mid] {
         let b = [fx.chunks[i].as_slice(), &[0]].concat();
         refused_behind("trailing byte", i, &b, false, decode_err);
-        let b = [fx.chunks[i].as_slice(), &fx.chunks[i]].concat();
-        refused_behind("chunk twice", i, &b, false, decode_err);
     }
+    let b = [s.as_slice(), s].concat();
+    refused_behind("chunk twice", fx.small, &b, false, decode_err);
 }
 
 #[test]
@@ -933,7 +936,7 @@ fn a_manifest_of_another_checkpoint_or_garbage_is_refused_before_anything_is_wri
 // Property tests of the restorer.
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(crate::cases(10)))]
+    #![proptest_config(ProptestConfig::with_cases(crate::cases(8)))]
 
     /// Any changed byte, behind the digest, is refused and leaves nothing.
     #[test]

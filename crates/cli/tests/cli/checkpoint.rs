@@ -433,6 +433,23 @@ fn restore_from_good_corrupt_and_hanging_http_sources() {
     let bad_chunks: u64 = sources.iter().map(|x| x["bad_chunks"].as_u64().unwrap()).sum();
     assert_eq!(served, m.chunks, "{r}");
     assert_eq!(r["fetched_chunks"].as_u64().unwrap(), m.chunks + bad_chunks, "{r}");
+
+    // verify names the corrupted copy invalid (exit 1), over HTTP and from its directory,
+    // and the genuine server valid; list gives up on the silent one after its timeout.
+    let b = m.block();
+    for src in [bad.url.as_str(), s(&corrupt)] {
+        let o = arbor(&["checkpoint", "verify", "--source", src, "--block", &b, "--root", &m.root]);
+        no_panic(&o);
+        assert_eq!(o.status.code(), Some(1), "{src}: {}{}", stdout(&o), stderr(&o));
+        assert!(stdout(&o).starts_with(&format!("invalid {}: chunk ", m.id)), "{}", stdout(&o));
+    }
+    let o =
+        arbor(&["checkpoint", "verify", "--source", &good.url, "--block", &b, "--root", &m.root]);
+    assert!(stdout(&o).starts_with(&format!("valid {}", m.id)), "{}{}", stdout(&o), stderr(&o));
+    let t0 = Instant::now();
+    let o = arbor(&["checkpoint", "list", "--source", &hang, "--timeout-ms", "300"]);
+    assert_one_line_error(&o, "timed out");
+    assert!(t0.elapsed() < Duration::from_secs(5), "list took {:?}", t0.elapsed());
     drop((good, bad));
 }
 
@@ -454,7 +471,7 @@ fn restore_killed_then_resumed() {
     for i in 0..12 {
         let db = fresh_restore_db(&format!("kill-{i}"));
         let args = restore_args(&db, &m, &[dir], &extra);
-        let delay = full.mul_f64(rng.gen_range(0.2..0.95));
+        let delay = full.mul_f64(rng.gen_range(0.15..0.85));
         let killed = kill_after(&strs(&args), delay);
         // What the kill left: nothing, an empty database, the finished state, or an
         // unfinished restore that verify and get refuse with one line naming it.
@@ -513,6 +530,38 @@ fn restore_killed_then_resumed() {
     }
     eprintln!("restore of {} chunks in {full:?}; kills (delay, left, resumed): {seen:?}", m.chunks);
     assert!(mid >= 1, "no kill landed mid-restore: {seen:?}");
+
+    // SIGTERM instead: the restore stops cleanly (exit 1, `stopped`, the report written)
+    // unless it lands before the handler is installed or after the end.
+    let db = fresh_restore_db("kill-term");
+    let report = fresh_dir("kill-term-report.json");
+    let mut args = restore_args(&db, &m, &[dir], &extra);
+    args.extend(["--report".to_string(), s(&report).to_string()]);
+    let child = Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(full.mul_f64(0.5));
+    let term = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(term.success());
+    let o = child.wait_with_output().unwrap();
+    no_panic(&o);
+    eprintln!("SIGTERM after {:?}: {:?}", full.mul_f64(0.5), o.status);
+    if o.status.code() == Some(1) {
+        assert_one_line_error(&o, "stopped; run the restore again to resume");
+        let r = json(&std::fs::read_to_string(&report).unwrap());
+        assert!(r["outcome"].as_str().unwrap().starts_with("stopped"), "{r}");
+        let o = arbor(&strs(&args));
+        assert!(o.status.success(), "resume after SIGTERM: {}", stderr(&o));
+        let again = json(&std::fs::read_to_string(&report).unwrap());
+        let resumed = again["resumed_chunks"].as_u64().unwrap();
+        assert_eq!(resumed + again["fetched_chunks"].as_u64().unwrap(), m.chunks, "{again}");
+        assert_eq!(resumed, r["fetched_chunks"].as_u64().unwrap(), "stopped {r}, then {again}");
+    }
+    assert_eq!(ok(&["verify", "--db", &db]), m.verified_line());
 }
 
 #[test]
