@@ -201,6 +201,20 @@ impl CheckpointDir {
         Ok(out)
     }
 
+    /// Every checkpoint here whose manifest reads, hashes to its name and decodes, oldest
+    /// block first; the others are skipped (what a server lists).
+    pub fn list_readable(&self) -> Result<Vec<(H256, Manifest)>, DirError> {
+        let mut out = Vec::new();
+        for id in self.ids()? {
+            let m = self.manifest_bytes(&id).ok().flatten().and_then(|b| Manifest::decode(&b).ok());
+            if let Some(m) = m {
+                out.push((id, m));
+            }
+        }
+        out.sort_by_key(|(id, m)| (m.block, *id));
+        Ok(out)
+    }
+
     /// Keep the `keep` newest checkpoints (by block): delete the others' manifests, then
     /// every chunk no kept manifest names. Returns the ids removed.
     pub fn prune(&self, keep: usize) -> Result<Vec<H256>, DirError> {

@@ -232,9 +232,10 @@ fn choose_manifest(
                     continue;
                 }
             };
+            // A damaged manifest is skipped; the source may still serve good chunks (each
+            // is checked against its digest).
             if keccak256(&bytes) != id {
-                report.sources[si].excluded =
-                    Some(format!("served manifest {id} with other bytes"));
+                report.sources[si].errors += 1;
                 continue;
             }
             match Manifest::decode(&bytes) {
