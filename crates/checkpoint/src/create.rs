@@ -125,7 +125,7 @@ pub fn create(
         flat_bytes: AtomicU64::new(0),
     };
     let parts: Vec<Result<Vec<ChunkInfo>, CreateError>> =
-        pool.install(|| units.par_iter().map(|u| ctx.unit(u)).collect());
+        pool.install(|| units.par_iter().with_max_len(1).map(|u| ctx.unit(u)).collect());
     let mut chunks = Vec::new();
     for p in parts {
         chunks.extend(p?);
@@ -155,15 +155,18 @@ struct Unit {
 }
 
 /// The units for `threads` workers: the main and the storage key spaces each split evenly
-/// by their first key byte (one unit for one thread).
+/// by their first key byte into twice as many parts as threads, taken one at a time by
+/// whichever worker is free (one unit for one thread). A unit costs a skip to its first
+/// content boundary (about `target_entries` keys read, their boundary hashes computed).
 fn units(threads: usize) -> Vec<Unit> {
     if threads == 1 {
         return vec![Unit { start: Vec::new(), end: None, first: true }];
     }
+    let parts = (2 * threads).min(256);
     let mut starts = Vec::new();
     for prefix in [0u8, 1] {
-        for i in 0..threads {
-            starts.push(vec![prefix, (i * 256 / threads) as u8]);
+        for i in 0..parts {
+            starts.push(vec![prefix, (i * 256 / parts) as u8]);
         }
     }
     starts.dedup();
@@ -241,6 +244,9 @@ impl Ctx<'_, '_> {
         }
         let mut chunks = Vec::new();
         let mut p = Pending::default();
+        // One encoding buffer per unit, reused: fresh megabyte buffers per chunk cost page
+        // faults.
+        let mut buf = Vec::new();
         loop {
             p.clear();
             let mut content_cut = false;
@@ -264,11 +270,11 @@ impl Ctx<'_, '_> {
             if p.spans.is_empty() {
                 if unit.first && chunks.is_empty() {
                     // The empty state: one chunk proving the empty main trie.
-                    chunks.push(self.emit(None, &p, None)?);
+                    chunks.push(self.emit(None, &p, None, &mut buf)?);
                 }
                 break;
             }
-            chunks.push(self.emit(before.as_deref(), &p, next.as_deref())?);
+            chunks.push(self.emit(before.as_deref(), &p, next.as_deref(), &mut buf)?);
             let last = p.get(p.spans.len() - 1).0.to_vec();
             let past_end = unit.end.as_deref().is_some_and(|e| last.as_slice() >= e);
             before = Some(last);
@@ -286,6 +292,7 @@ impl Ctx<'_, '_> {
         before: Option<&[u8]>,
         p: &Pending,
         next: Option<&[u8]>,
+        buf: &mut Vec<u8>,
     ) -> Result<ChunkInfo, CreateError> {
         let before = before.map(split).transpose()?;
         let next_trie = next.map(split).transpose()?.map(|(t, _)| t);
@@ -310,7 +317,7 @@ impl Ctx<'_, '_> {
             });
         }
         let (block, root) = self.state.head();
-        let mut w = ChunkWriter::new(block, &root, n);
+        let mut w = ChunkWriter::new_in(std::mem::take(buf), block, &root, n);
         let mut ends_trie = false;
         for (i, (trie, entries)) in groups.iter().enumerate() {
             let open = i + 1 < n || next_trie != Some(*trie);
@@ -323,20 +330,15 @@ impl Ctx<'_, '_> {
         if self.out.put_chunk(&digest, &bytes)? {
             self.written.fetch_add(1, Ordering::Relaxed);
         }
+        let len = bytes.len() as u64;
+        *buf = bytes;
         self.progress.fetch_add(p.spans.len() as u64, Ordering::Relaxed);
         self.flat_bytes.fetch_add(p.bytes, Ordering::Relaxed);
         let (first, last) = match p.spans.len() {
             0 => (Vec::new(), Vec::new()),
             n => (p.get(0).0.to_vec(), p.get(n - 1).0.to_vec()),
         };
-        Ok(ChunkInfo {
-            first,
-            last,
-            entries: p.spans.len() as u64,
-            len: bytes.len() as u64,
-            digest,
-            ends_trie,
-        })
+        Ok(ChunkInfo { first, last, entries: p.spans.len() as u64, len, digest, ends_trie })
     }
 
     /// The boundary proof of one segment (and, at a storage trie's first segment, the

@@ -275,7 +275,12 @@ pub(crate) struct ChunkWriter {
 
 impl ChunkWriter {
     pub(crate) fn new(block: u64, root: &H256, segments: usize) -> Self {
-        let mut out = Vec::with_capacity(1 << 16);
+        Self::new_in(Vec::with_capacity(1 << 16), block, root, segments)
+    }
+
+    /// A writer into `out` (cleared first), so that a caller can reuse one buffer.
+    pub(crate) fn new_in(mut out: Vec<u8>, block: u64, root: &H256, segments: usize) -> Self {
+        out.clear();
         out.extend_from_slice(CHUNK_MAGIC);
         out.push(FORMAT_VERSION);
         out.extend_from_slice(&block.to_be_bytes());

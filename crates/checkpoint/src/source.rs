@@ -123,12 +123,14 @@ fn read_capped(path: &std::path::Path, max: u64) -> Result<Vec<u8>, SourceError>
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(SourceError::NotFound),
         Err(e) => return Err(SourceError::Io(e.to_string())),
     };
-    capped(f, max)
+    let hint = f.metadata().map_or(0, |m| m.len());
+    capped(f, max, hint)
 }
 
 /// Read at most `max` bytes; more is [`SourceError::TooLarge`] (reading stops there).
-pub(crate) fn capped(r: impl Read, max: u64) -> Result<Vec<u8>, SourceError> {
-    let mut out = Vec::new();
+/// `hint` is the expected length (a buffer of that size is reserved, up to `max`).
+pub(crate) fn capped(r: impl Read, max: u64, hint: u64) -> Result<Vec<u8>, SourceError> {
+    let mut out = Vec::with_capacity(hint.min(max.saturating_add(1)) as usize);
     r.take(max.saturating_add(1)).read_to_end(&mut out).map_err(io_error)?;
     if out.len() as u64 > max {
         return Err(SourceError::TooLarge { max });
@@ -175,10 +177,11 @@ impl HttpSource {
             404 => return Err(SourceError::NotFound),
             s => return Err(SourceError::Status(s)),
         }
-        if resp.content_length().is_some_and(|n| n > max) {
+        let len = resp.content_length();
+        if len.is_some_and(|n| n > max) {
             return Err(SourceError::TooLarge { max });
         }
-        capped(resp, max)
+        capped(resp, max, len.unwrap_or(0))
     }
 }
 

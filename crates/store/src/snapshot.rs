@@ -17,7 +17,10 @@ use crate::keys::{
 use crate::state::{cf, ReadHandle};
 
 /// Readahead for sequential scans of `flat` (RocksDB reads ahead this much per iterator).
-const SCAN_READAHEAD_BYTES: usize = 2 << 20;
+/// Measured on a 1M-key checkpoint creation with 2 threads: 256 KiB 0.27-0.31 s, RocksDB's
+/// automatic readahead 0.31 s, 2 MiB 0.61-0.68 s (page faults on its buffer, twice the
+/// system time).
+const SCAN_READAHEAD_BYTES: usize = 256 << 10;
 
 /// The persisted state at one block, pinned (see the module docs). Shareable across
 /// threads: each scan opens its own cursor.
