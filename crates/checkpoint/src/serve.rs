@@ -17,7 +17,8 @@ use std::time::Duration;
 use tiny_http::{Header, Method, Request, Response, StatusCode};
 use trie::H256;
 
-use crate::dir::{parse_id, CheckpointDir};
+use crate::dir::{chunk_path, parse_id, CheckpointDir};
+use crate::format::CHUNK_BYTES_MAX;
 use crate::source::Listed;
 
 /// Why the server could not start.
@@ -155,11 +156,13 @@ fn handle(dir: &CheckpointDir, req: Request) {
     match parts.as_slice() {
         ["checkpoints"] => listing(dir, req, head),
         ["checkpoints", id, "manifest"] => match parse_id(id) {
-            Some(id) => object(req, head, &id, dir.manifest_bytes(&id).ok().flatten()),
+            Some(id) => {
+                object(req, head, &id, dir.manifest_bytes(&id).ok().flatten().map(Body::Bytes))
+            }
             None => status(req, 400, "bad checkpoint id\n"),
         },
         ["chunks", digest] => match parse_id(digest) {
-            Some(d) => object(req, head, &d, dir.chunk(&d).ok().flatten()),
+            Some(d) => object(req, head, &d, Body::file(&dir.root().join(chunk_path(&d)))),
             None => status(req, 400, "bad chunk digest\n"),
         },
         _ => status(req, 404, "not found\n"),
@@ -189,9 +192,48 @@ fn listing(dir: &CheckpointDir, req: Request, head: bool) {
     let _ = req.respond(resp);
 }
 
+/// What an object is served from: bytes in memory, or a file streamed as it is read (a
+/// chunk: no megabyte buffer per request).
+enum Body {
+    Bytes(Vec<u8>),
+    File(std::fs::File, u64),
+}
+
+impl Body {
+    fn file(path: &std::path::Path) -> Option<Body> {
+        let f = std::fs::File::open(path).ok()?;
+        let len = f.metadata().ok()?.len();
+        (len <= CHUNK_BYTES_MAX).then_some(Body::File(f, len))
+    }
+
+    fn len(&self) -> u64 {
+        match self {
+            Body::Bytes(b) => b.len() as u64,
+            Body::File(_, len) => *len,
+        }
+    }
+
+    /// A reader of `range`.
+    fn reader(self, range: std::ops::Range<u64>) -> Box<dyn std::io::Read + Send> {
+        use std::io::{Read, Seek};
+        match self {
+            Body::Bytes(mut b) => {
+                b.truncate(range.end as usize);
+                let mut c = std::io::Cursor::new(b);
+                c.set_position(range.start);
+                Box::new(c)
+            }
+            Body::File(mut f, _) => match f.seek(std::io::SeekFrom::Start(range.start)) {
+                Ok(_) => Box::new(f.take(range.end - range.start)),
+                Err(_) => Box::new(std::io::empty()),
+            },
+        }
+    }
+}
+
 /// An immutable object named `name`, with ETag, conditional and range requests.
-fn object(req: Request, head: bool, name: &H256, bytes: Option<Vec<u8>>) {
-    let Some(bytes) = bytes else { return status(req, 404, "not found\n") };
+fn object(req: Request, head: bool, name: &H256, body: Option<Body>) {
+    let Some(body) = body else { return status(req, 404, "not found\n") };
     let etag = format!("\"{}\"", hex::encode(name.0));
     let hdr = |n: &'static str| {
         req.headers().iter().find(|h| h.field.equiv(n)).map(|h| h.value.as_str().to_string())
@@ -203,7 +245,7 @@ fn object(req: Request, head: bool, name: &H256, bytes: Option<Vec<u8>>) {
         let _ = req.respond(resp);
         return;
     }
-    let total = bytes.len() as u64;
+    let total = body.len();
     let (code, range) = match hdr("Range") {
         None => (200, 0..total),
         Some(r) => match parse_range(&r, total) {
@@ -216,20 +258,19 @@ fn object(req: Request, head: bool, name: &H256, bytes: Option<Vec<u8>>) {
             }
         },
     };
-    let body =
-        if head { Vec::new() } else { bytes[range.start as usize..range.end as usize].to_vec() };
-    let mut resp = Response::from_data(body)
-        .with_status_code(StatusCode(code))
-        .with_header(header("ETag", &etag))
-        .with_header(header("Accept-Ranges", "bytes"))
-        .with_header(header("Content-Type", "application/octet-stream"))
-        .with_header(header("Cache-Control", "public, max-age=31536000, immutable"));
+    let len = range.end - range.start;
+    let reader: Box<dyn std::io::Read + Send> =
+        if head { Box::new(std::io::empty()) } else { body.reader(range.clone()) };
+    let headers = vec![
+        header("ETag", &etag),
+        header("Accept-Ranges", "bytes"),
+        header("Content-Type", "application/octet-stream"),
+        header("Cache-Control", "public, max-age=31536000, immutable"),
+    ];
+    let mut resp = Response::new(StatusCode(code), headers, reader, Some(len as usize), None);
     if code == 206 {
         let cr = format!("bytes {}-{}/{total}", range.start, range.end - 1);
         resp = resp.with_header(header("Content-Range", &cr));
-    }
-    if head {
-        resp = resp.with_header(header("Content-Length", &(range.end - range.start).to_string()));
     }
     let _ = req.respond(resp);
 }
