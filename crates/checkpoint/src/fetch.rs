@@ -155,7 +155,8 @@ pub fn restore_from_sources(
             .collect(),
         ..RestoreReport::default()
     };
-    let outcome = run(db, trusted, sources, restore, opts, stop, progress, &mut report);
+    let job = Job { trusted, sources, restore, opts, stop, progress };
+    let outcome = run(db, &job, &mut report);
     report.elapsed_s = t0.elapsed().as_secs_f64();
     report.outcome = match &outcome {
         Ok(_) => "restored".to_string(),
@@ -164,17 +165,18 @@ pub fn restore_from_sources(
     (report, outcome)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run(
-    db: &mut StateDb,
+/// What a multi-source restore was asked to do.
+struct Job<'a> {
     trusted: Trusted,
-    sources: &[Box<dyn Source>],
-    restore: &RestoreOptions,
-    opts: &FetchOptions,
-    stop: &AtomicBool,
-    progress: &(dyn Fn(FetchProgress) + Sync),
-    report: &mut RestoreReport,
-) -> Result<Trusted, FetchError> {
+    sources: &'a [Box<dyn Source>],
+    restore: &'a RestoreOptions,
+    opts: &'a FetchOptions,
+    stop: &'a AtomicBool,
+    progress: &'a (dyn Fn(FetchProgress) + Sync),
+}
+
+fn run(db: &mut StateDb, job: &Job<'_>, report: &mut RestoreReport) -> Result<Trusted, FetchError> {
+    let Job { trusted, sources, restore, opts, stop, progress } = *job;
     let resume = db
         .unfinished_bulk_load()
         .and_then(|l| l.strip_prefix("checkpoint "))

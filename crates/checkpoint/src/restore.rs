@@ -23,11 +23,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
-use store::{BulkError, RestoreBatch, RestoreWriter, StateDb, StoreError};
-use trie::{
-    keccak256, ChildRef, EmittedKind, EthLayout, Layout, NibbleSlice, NodeSink, ProofError, TrieId,
-    EMPTY_ROOT, H256,
-};
+use store::{BulkError, RestoreWriter, StateDb, StoreError};
+use trie::{keccak256, EthLayout, ProofError, TrieId, EMPTY_ROOT, H256};
 
 use crate::create::successor;
 use crate::format::{Chunk, DecodeError, Manifest, Segment};
@@ -473,7 +470,7 @@ impl<'db> Restorer<'db> {
         let mut counts = Counts::default();
         let mut entries = 0u64;
         for (s, root) in chunk.segments.iter().zip(roots) {
-            let mut sink = NodeWriter { batch: &mut batch, trie: s.trie, error: None };
+            let mut sink = batch.nodes(s.trie);
             trie::verify_key_range::<EthLayout, _, _, _>(
                 root,
                 s.start,
@@ -483,9 +480,7 @@ impl<'db> Restorer<'db> {
                 &mut sink,
             )
             .map_err(|source| ChunkError::Proof { index, trie: s.trie, source })?;
-            if let Some(e) = sink.error {
-                return Err(e.into());
-            }
+            sink.finish()?;
             for (k, v) in &s.entries {
                 batch.put_flat(&s.trie, k, v)?;
             }
@@ -573,36 +568,6 @@ pub(crate) fn check_fit(
     match expected_start {
         Some(start) if start == s0.start => Ok(()),
         _ => Err(bad("does not start where the previous chunk ends".into())),
-    }
-}
-
-/// Writes the nodes a verification established into the chunk's batch: those referenced
-/// by hash, and the root (the store's rule, `docs/design.md`).
-struct NodeWriter<'b, 'w> {
-    batch: &'b mut RestoreBatch<'w>,
-    trie: TrieId,
-    error: Option<StoreError>,
-}
-
-impl NodeSink for NodeWriter<'_, '_> {
-    fn node(
-        &mut self,
-        _: EmittedKind,
-        path: NibbleSlice<'_>,
-        encoded: &[u8],
-        reference: &ChildRef,
-    ) {
-        let hash = match reference.as_hash() {
-            Some(h) => h,
-            None if path.is_empty() => EthLayout::hash(encoded),
-            None => return,
-        };
-        if self.error.is_none() {
-            let nibbles = path.to_nibbles();
-            if let Err(e) = self.batch.put_node(&self.trie, nibbles.as_slice(), &hash, encoded) {
-                self.error = Some(e);
-            }
-        }
     }
 }
 

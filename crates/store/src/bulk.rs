@@ -56,29 +56,8 @@ impl StateDb {
     /// label, its partial state is cleared and the load starts over; anything else is
     /// refused.
     pub fn begin_bulk_load(&mut self, label: &str) -> Result<BulkLoad<'_>, BulkError> {
-        if label.len() > BULK_LABEL_BYTES_MAX {
-            return Err(BulkError::LabelTooLong { len: label.len(), max: BULK_LABEL_BYTES_MAX });
-        }
-        self.check_poison()?;
-        match self.bulk.as_deref() {
-            Some(found) if found == label => self.clear_partial_state()?,
-            Some(found) => {
-                return Err(BulkError::OtherUnfinished {
-                    found: found.to_owned(),
-                    requested: label.to_owned(),
-                })
-            }
-            None => {
-                if !self.is_empty()? {
-                    return Err(BulkError::NotEmpty { head: self.head_number() });
-                }
-                let db = &self.reader().db;
-                let mut sync = WriteOptions::default();
-                sync.set_sync(true);
-                db.put_cf_opt(cf(db, CF_META)?, META_BULK, label.as_bytes(), &sync)
-                    .map_err(StoreError::from)?;
-                self.bulk = Some(label.to_owned());
-            }
+        if self.claim_marker(label)? {
+            self.clear_partial_state()?;
         }
         Ok(BulkLoad { db: self, batch: WriteBatch::default(), entries: 0, tries: BTreeSet::new() })
     }
@@ -94,6 +73,36 @@ impl StateDb {
             load.put(&trie, k.as_ref(), v.as_ref())?;
         }
         load.finish()
+    }
+
+    /// Put the unfinished-load marker `label` on an empty database (synced), or find it
+    /// there already: `true` when the database holds an unfinished load of the same label
+    /// (which the caller resumes or restarts). Another label, or a database that is not
+    /// empty, is refused.
+    pub(crate) fn claim_marker(&mut self, label: &str) -> Result<bool, BulkError> {
+        if label.len() > BULK_LABEL_BYTES_MAX {
+            return Err(BulkError::LabelTooLong { len: label.len(), max: BULK_LABEL_BYTES_MAX });
+        }
+        self.check_poison()?;
+        match self.bulk.as_deref() {
+            Some(found) if found == label => Ok(true),
+            Some(found) => Err(BulkError::OtherUnfinished {
+                found: found.to_owned(),
+                requested: label.to_owned(),
+            }),
+            None => {
+                if !self.is_empty()? {
+                    return Err(BulkError::NotEmpty { head: self.head_number() });
+                }
+                let db = &self.reader().db;
+                let mut sync = WriteOptions::default();
+                sync.set_sync(true);
+                db.put_cf_opt(cf(db, CF_META)?, META_BULK, label.as_bytes(), &sync)
+                    .map_err(StoreError::from)?;
+                self.bulk = Some(label.to_owned());
+                Ok(false)
+            }
+        }
     }
 
     /// True for a database with no blocks, no state and no unfinished bulk load.

@@ -154,6 +154,22 @@ pub(crate) fn decode_root(trie: &TrieId, bytes: &[u8]) -> Result<H256, Corruptio
     H256::from_slice(bytes).ok_or(Corruption::RootRecord { trie: *trie, len: bytes.len() })
 }
 
+/// The hash under which the store keeps a branch or extension node a builder reports, or
+/// `None` for one it does not keep: nodes referenced by hash, and the root whatever its
+/// size (inline nodes live inside their parent).
+pub(crate) fn stored_hash(
+    path: &trie::NibbleSlice<'_>,
+    encoded: &[u8],
+    reference: &trie::ChildRef,
+) -> Option<H256> {
+    use trie::Layout;
+    match reference.as_hash() {
+        Some(h) => Some(h),
+        None if path.is_empty() => Some(trie::EthLayout::hash(encoded)),
+        None => None,
+    }
+}
+
 /// Node value: `hash ‖ encoding`.
 pub(crate) fn encode_node_value(hash: &H256, encoding: &[u8]) -> Vec<u8> {
     let mut v = Vec::with_capacity(32 + encoding.len());

@@ -55,7 +55,7 @@ pub use error::{
 pub use keys::KEY_BYTES_MAX;
 pub use range::FlatRange;
 pub use resident::ResidentStats;
-pub use restore::{ProgressRecord, Restore, RestoreBatch, RestoreWriter};
+pub use restore::{NodeBatch, ProgressRecord, Restore, RestoreBatch, RestoreWriter};
 pub use snapshot::{FlatCursor, PersistedSource, PersistedState};
 pub use state::{ChangeSet, CommitInfo, CommitTimings, ReadHandle, StateDb, StoreStats};
 pub use view::StoreSource;

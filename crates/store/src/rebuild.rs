@@ -56,12 +56,7 @@ impl NodeSink for NodeWriter<'_> {
         encoded: &[u8],
         reference: &ChildRef,
     ) {
-        // Inline nodes live inside their parent; the root is stored whatever its size.
-        let hash = match reference.as_hash() {
-            Some(h) => h,
-            None if path.is_empty() => EthLayout::hash(encoded),
-            None => return,
-        };
+        let Some(hash) = crate::keys::stored_hash(&path, encoded, reference) else { return };
         self.nodes += 1;
         if !self.write {
             return;

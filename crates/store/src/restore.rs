@@ -14,7 +14,6 @@ use std::sync::Arc;
 use rocksdb::{ColumnFamily, WriteBatch, WriteOptions, DB};
 use trie::{EthLayout, Layout, TrieId, EMPTY_ROOT, H256};
 
-use crate::bulk::BULK_LABEL_BYTES_MAX;
 use crate::error::{BulkError, StoreError};
 use crate::keys::{
     encode_head, encode_node_value, flat_key, node_key, root_key, CF_FLAT, CF_META, CF_NODES,
@@ -60,30 +59,7 @@ impl StateDb {
     /// restore of the same label that a crash or a stop interrupted. An empty database is
     /// marked first (synced); a database holding anything else is refused.
     pub fn begin_restore(&mut self, label: &str) -> Result<Restore<'_>, BulkError> {
-        if label.len() > BULK_LABEL_BYTES_MAX {
-            return Err(BulkError::LabelTooLong { len: label.len(), max: BULK_LABEL_BYTES_MAX });
-        }
-        self.check_poison()?;
-        match self.bulk.as_deref() {
-            Some(found) if found == label => {}
-            Some(found) => {
-                return Err(BulkError::OtherUnfinished {
-                    found: found.to_owned(),
-                    requested: label.to_owned(),
-                })
-            }
-            None => {
-                if !self.is_empty()? {
-                    return Err(BulkError::NotEmpty { head: self.head_number() });
-                }
-                let db = &self.reader().db;
-                let mut sync = WriteOptions::default();
-                sync.set_sync(true);
-                db.put_cf_opt(cf(db, CF_META)?, META_BULK, label.as_bytes(), &sync)
-                    .map_err(StoreError::from)?;
-                self.bulk = Some(label.to_owned());
-            }
-        }
+        self.claim_marker(label)?;
         let writer = RestoreWriter { db: self.reader().db.clone() };
         Ok(Restore { state: self, writer })
     }
@@ -185,7 +161,7 @@ impl RestoreWriter {
     }
 }
 
-impl RestoreBatch<'_> {
+impl<'w> RestoreBatch<'w> {
     /// A `flat` entry (the value must not be empty: empty means absent).
     pub fn put_flat(&mut self, trie: &TrieId, key: &[u8], value: &[u8]) -> Result<(), StoreError> {
         if key.len() > KEY_BYTES_MAX {
@@ -217,6 +193,13 @@ impl RestoreBatch<'_> {
         }
     }
 
+    /// A sink for the nodes of `trie` that a streaming builder or a range verification
+    /// reports: it keeps those the store stores (`keys::stored_hash`) in this batch. The
+    /// first error (a path too long) is kept for [`NodeBatch::finish`].
+    pub fn nodes(&mut self, trie: TrieId) -> NodeBatch<'_, 'w> {
+        NodeBatch { batch: self, trie, error: None }
+    }
+
     /// A progress record (read back by [`Restore::progress`]).
     pub fn put_progress(&mut self, name: &[u8], value: &[u8]) {
         let mut k = META_RESTORE.to_vec();
@@ -227,5 +210,37 @@ impl RestoreBatch<'_> {
     /// Bytes the batch holds.
     pub fn size_in_bytes(&self) -> usize {
         self.batch.size_in_bytes()
+    }
+}
+
+/// [`RestoreBatch::nodes`].
+pub struct NodeBatch<'b, 'w> {
+    batch: &'b mut RestoreBatch<'w>,
+    trie: TrieId,
+    error: Option<StoreError>,
+}
+
+impl NodeBatch<'_, '_> {
+    /// The first error, if a node could not be added.
+    pub fn finish(self) -> Result<(), StoreError> {
+        self.error.map_or(Ok(()), Err)
+    }
+}
+
+impl trie::NodeSink for NodeBatch<'_, '_> {
+    fn node(
+        &mut self,
+        _: trie::EmittedKind,
+        path: trie::NibbleSlice<'_>,
+        encoded: &[u8],
+        reference: &trie::ChildRef,
+    ) {
+        let Some(hash) = crate::keys::stored_hash(&path, encoded, reference) else { return };
+        if self.error.is_none() {
+            let nibbles = path.to_nibbles();
+            if let Err(e) = self.batch.put_node(&self.trie, nibbles.as_slice(), &hash, encoded) {
+                self.error = Some(e);
+            }
+        }
     }
 }
