@@ -223,6 +223,27 @@ enum ArborCode arbor_restore(const uint8_t *path,
                              uint64_t token,
                              struct ArborBytes *error);
 
+/**
+ * Benchmark helper: the mean nanoseconds of `iterations` native `StateDb` reads of a
+ * main-trie `key` (the figure the Go package's `Get` is compared with).
+ */
+enum ArborCode arbor_native_get_ns(uint64_t handle,
+                                   const uint8_t *key,
+                                   size_t key_len,
+                                   uint64_t iterations,
+                                   double *ns,
+                                   struct ArborBytes *error);
+
+/**
+ * Benchmark helper: commit an encoded change set natively, timing only `StateDb::commit`
+ * (the figure the Go package's `Commit` is compared with); `*ns` receives the time.
+ */
+enum ArborCode arbor_native_commit_ns(uint64_t handle,
+                                      const uint8_t *changes,
+                                      size_t changes_len,
+                                      double *ns,
+                                      struct ArborBytes *error);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

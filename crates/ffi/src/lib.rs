@@ -533,3 +533,55 @@ pub extern "C" fn arbor_restore(
         }
     })
 }
+
+/// Benchmark helper: the mean nanoseconds of `iterations` native `StateDb` reads of a
+/// main-trie `key` (the figure the Go package's `Get` is compared with).
+// SAFETY: an `arbor_`-prefixed name, exported once: no other symbol of the link has it.
+#[allow(unsafe_code)]
+#[no_mangle]
+pub extern "C" fn arbor_native_get_ns(
+    handle: u64,
+    key: *const u8,
+    key_len: usize,
+    iterations: u64,
+    ns: *mut f64,
+    error: *mut ArborBytes,
+) -> ArborCode {
+    run(error, || {
+        let key = input(key, key_len, "key", ARBOR_KEY_MAX)?;
+        if iterations == 0 || iterations > 1 << 32 {
+            return Err(FfiError::invalid("iterations must be 1..=2^32"));
+        }
+        let call = handle::call(handle)?;
+        let t0 = std::time::Instant::now();
+        for _ in 0..iterations {
+            std::hint::black_box(trie::StateReader::get(&call.entry.reader, &TrieId::Main, key)?);
+        }
+        put(ns, t0.elapsed().as_nanos() as f64 / iterations as f64);
+        Ok(())
+    })
+}
+
+/// Benchmark helper: commit an encoded change set natively, timing only `StateDb::commit`
+/// (the figure the Go package's `Commit` is compared with); `*ns` receives the time.
+// SAFETY: an `arbor_`-prefixed name, exported once: no other symbol of the link has it.
+#[allow(unsafe_code)]
+#[no_mangle]
+pub extern "C" fn arbor_native_commit_ns(
+    handle: u64,
+    changes: *const u8,
+    changes_len: usize,
+    ns: *mut f64,
+    error: *mut ArborBytes,
+) -> ArborCode {
+    run(error, || {
+        let changes = decode_changes(input(changes, changes_len, "changes", ARBOR_INPUT_MAX)?)?;
+        let call = handle::call(handle)?;
+        let mut db = call.entry.db.lock();
+        let db = db.as_mut().ok_or_else(|| FfiError::closed("the database is closed"))?;
+        let t0 = std::time::Instant::now();
+        db.commit(&changes)?;
+        put(ns, t0.elapsed().as_nanos() as f64);
+        Ok(())
+    })
+}
