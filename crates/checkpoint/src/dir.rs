@@ -65,6 +65,25 @@ pub enum DirError {
     },
 }
 
+/// A file written under a temporary name: not yet durable, not yet under its name.
+pub(crate) struct Unsynced {
+    file: fs::File,
+    tmp: PathBuf,
+    path: PathBuf,
+    sync: bool,
+}
+
+impl Unsynced {
+    /// fsync (unless the directory writes without) and rename into place.
+    pub(crate) fn finish(self) -> Result<(), DirError> {
+        if self.sync {
+            self.file.sync_data().map_err(CheckpointDir::io(&self.tmp))?;
+        }
+        drop(self.file);
+        fs::rename(&self.tmp, &self.path).map_err(CheckpointDir::io(&self.path))
+    }
+}
+
 /// Checkpoints in a local directory (see the module docs).
 #[derive(Debug, Clone)]
 pub struct CheckpointDir {
@@ -98,21 +117,38 @@ impl CheckpointDir {
     /// Write `bytes` at `rel` atomically (a temporary file renamed into place); a file
     /// already there is kept (names are digests of the contents).
     fn put(&self, rel: &str, bytes: &[u8]) -> Result<bool, DirError> {
+        match self.write_unsynced(rel, bytes)? {
+            Some(u) => {
+                u.finish()?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Write `bytes` to a temporary file for `rel`; [`Unsynced::finish`] makes it durable
+    /// and renames it into place. `None` when `rel` exists.
+    fn write_unsynced(&self, rel: &str, bytes: &[u8]) -> Result<Option<Unsynced>, DirError> {
         let path = self.root.join(rel);
         if path.exists() {
-            return Ok(false);
+            return Ok(None);
         }
         let parent = path.parent().unwrap_or(&self.root);
         fs::create_dir_all(parent).map_err(Self::io(parent))?;
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        let mut f = fs::File::create(&tmp).map_err(Self::io(&tmp))?;
-        f.write_all(bytes).map_err(Self::io(&tmp))?;
-        if self.sync {
-            f.sync_data().map_err(Self::io(&tmp))?;
-        }
-        drop(f);
-        fs::rename(&tmp, &path).map_err(Self::io(&path))?;
-        Ok(true)
+        let mut file = fs::File::create(&tmp).map_err(Self::io(&tmp))?;
+        file.write_all(bytes).map_err(Self::io(&tmp))?;
+        Ok(Some(Unsynced { file, tmp, path, sync: self.sync }))
+    }
+
+    /// A chunk written under a temporary name, for another thread to make durable and
+    /// visible ([`Unsynced::finish`]); `None` when it is there already.
+    pub(crate) fn put_chunk_unsynced(
+        &self,
+        digest: &H256,
+        bytes: &[u8],
+    ) -> Result<Option<Unsynced>, DirError> {
+        self.write_unsynced(&chunk_path(digest), bytes)
     }
 
     /// Store a chunk under its digest; false when it was there already.
