@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One entry point for the README's quick start and for CI.
 #   bash scripts/arbor.sh demo   # set up, build and run `arbor demo`
-#   bash scripts/arbor.sh test   # set up and run the whole test suite
+#   bash scripts/arbor.sh test   # set up and run the whole test suite (Rust, then Go)
 #   bash scripts/arbor.sh lint   # set up, then `cargo fmt --check` and clippy (CI)
+#   bash scripts/arbor.sh go-test [ARGS]  # only the Go package: go vet, go test -race
 #   bash scripts/arbor.sh setup  # only the setup
 # Setup installs what a fresh machine lacks (Rust via rustup is assumed present; clang and
 # libclang-dev from Debian for RocksDB's bindings), keeps the cargo target directory
@@ -85,6 +86,24 @@ s3_start() {
     fi
 }
 
+# The Go package (bindings/go) over the C ABI: build the static library and the CLI (dev
+# profile, like the tests), point cgo at the library, then `go vet` and `go test -race`
+# (extra arguments go to `go test`, e.g. `-run TestRestoreCancel -v`).
+go_test() {
+    # go.dev's tarball installs into /usr/local/go, which a non-login shell may lack on PATH.
+    if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
+        export PATH="/usr/local/go/bin:$PATH"
+    fi
+    command -v go >/dev/null 2>&1 || { echo "go-test needs Go (1.26 or newer) on PATH" >&2; exit 1; }
+    cargo build -p ffi -p cli
+    export CGO_ENABLED=1
+    export CGO_LDFLAGS="-L$CARGO_TARGET_DIR/debug"
+    export ARBOR_BIN="$CARGO_TARGET_DIR/debug/arbor"
+    cd "$here/bindings/go"
+    go vet ./...
+    go test -race -count=1 "$@" ./...
+}
+
 case "${1:-}" in
     demo)
         shift
@@ -97,12 +116,26 @@ case "${1:-}" in
         s3_start
         # `--profile dev`: the tests share clippy's and the demo's build of every crate.
         cargo test --workspace --profile dev "$@"
+        # The Go package is part of the suite (go vet, go test -race).
+        go_test
         ;;
     lint)
         shift
         setup
         cargo fmt --all -- --check
         cargo clippy --workspace --all-targets "$@" -- -D warnings
+        if command -v gofmt >/dev/null 2>&1 || [ -x /usr/local/go/bin/gofmt ]; then
+            unformatted="$(PATH="/usr/local/go/bin:$PATH" gofmt -l bindings/go)"
+            if [ -n "$unformatted" ]; then
+                echo "gofmt: not formatted: $unformatted" >&2
+                exit 1
+            fi
+        fi
+        ;;
+    go-test)
+        shift
+        setup
+        go_test "$@"
         ;;
     setup)
         setup
@@ -114,7 +147,7 @@ case "${1:-}" in
             "$CARGO_TARGET_DIR" "$ARBOR_TESTDATA" "$ROCKSDB_LIB_DIR"
         ;;
     *)
-        echo "usage: bash scripts/arbor.sh demo|test|lint|setup|env" >&2
+        echo "usage: bash scripts/arbor.sh demo|test|lint|go-test|setup|env" >&2
         exit 2
         ;;
 esac

@@ -143,6 +143,16 @@ enum ArborCode arbor_root(uint64_t handle,
                           struct ArborBytes *error);
 
 /**
+ * The root of a trie at the head (`account_len` 0: the main trie; 32: that account's
+ * storage trie, the empty root when it has no keys) into the 32 bytes at `root`.
+ */
+enum ArborCode arbor_trie_root(uint64_t handle,
+                               const uint8_t *account,
+                               size_t account_len,
+                               uint8_t *root,
+                               struct ArborBytes *error);
+
+/**
  * The proof of a main-trie `key` at the head (inclusion or exclusion) into `*proof`.
  */
 enum ArborCode arbor_prove(uint64_t handle,

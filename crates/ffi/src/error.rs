@@ -74,6 +74,12 @@ impl From<OpenError> for FfiError {
             | OpenError::MissingColumnFamily { .. }
             | OpenError::Corrupt(_) => ArborCode::Corrupt,
             OpenError::Rocks(r) if r.kind() == rocksdb::ErrorKind::Corruption => ArborCode::Corrupt,
+            // A directory that holds something else than a database.
+            OpenError::CreateDir { source, .. }
+                if source.kind() == std::io::ErrorKind::DirectoryNotEmpty =>
+            {
+                ArborCode::Corrupt
+            }
             _ => ArborCode::Io,
         };
         FfiError::new(code, e.to_string())
@@ -95,6 +101,44 @@ impl From<BulkError> for FfiError {
         let code = match &e {
             BulkError::Store(s) => store_code(s),
             _ => ArborCode::InvalidArgument,
+        };
+        FfiError::new(code, e.to_string())
+    }
+}
+
+impl From<checkpoint::CreateError> for FfiError {
+    fn from(e: checkpoint::CreateError) -> Self {
+        let code = match &e {
+            checkpoint::CreateError::Store(s) => store_code(s),
+            checkpoint::CreateError::Options(_)
+            | checkpoint::CreateError::UnboundStorage { .. } => ArborCode::InvalidArgument,
+            checkpoint::CreateError::FlatKey(_) | checkpoint::CreateError::Proof { .. } => {
+                ArborCode::Corrupt
+            }
+            _ => ArborCode::Io,
+        };
+        FfiError::new(code, e.to_string())
+    }
+}
+
+impl From<checkpoint::FetchError> for FfiError {
+    fn from(e: checkpoint::FetchError) -> Self {
+        use checkpoint::{ChunkError, FetchError, RestoreError};
+        let code = match &e {
+            FetchError::Cancelled => ArborCode::Cancelled,
+            FetchError::NoCheckpoint { .. } => ArborCode::NotFound,
+            FetchError::Chunk(c) => match c.as_ref() {
+                ChunkError::Store(s) => store_code(s),
+                ChunkError::Staging { .. } => ArborCode::Io,
+                _ => ArborCode::Corrupt,
+            },
+            FetchError::Restore(RestoreError::Store(BulkError::Store(s))) => store_code(s),
+            FetchError::Restore(RestoreError::Store(_) | RestoreError::OtherCheckpoint { .. }) => {
+                ArborCode::InvalidArgument
+            }
+            FetchError::Restore(RestoreError::Staging { .. }) => ArborCode::Io,
+            FetchError::Restore(_) => ArborCode::Corrupt,
+            _ => ArborCode::Io,
         };
         FfiError::new(code, e.to_string())
     }

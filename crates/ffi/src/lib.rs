@@ -230,8 +230,9 @@ pub extern "C" fn arbor_commit(
     error: *mut ArborBytes,
 ) -> ArborCode {
     run(error, || {
-        let changes = decode_changes(input(changes, changes_len, "changes", ARBOR_INPUT_MAX)?)?;
+        // In flight from here: a close waits for the decoding too.
         let call = handle::call(handle)?;
+        let changes = decode_changes(input(changes, changes_len, "changes", ARBOR_INPUT_MAX)?)?;
         let mut db = call.entry.db.lock();
         let db = db.as_mut().ok_or_else(|| FfiError::closed("the database is closed"))?;
         let info = db.commit(&changes)?;
@@ -257,6 +258,28 @@ pub extern "C" fn arbor_root(
         let db = db.as_ref().ok_or_else(|| FfiError::closed("the database is closed"))?;
         put(number, db.head_number());
         put_root(root, &db.head_root());
+        Ok(())
+    })
+}
+
+/// The root of a trie at the head (`account_len` 0: the main trie; 32: that account's
+/// storage trie, the empty root when it has no keys) into the 32 bytes at `root`.
+// SAFETY: an `arbor_`-prefixed name, exported once: no other symbol of the link has it.
+#[allow(unsafe_code)]
+#[no_mangle]
+pub extern "C" fn arbor_trie_root(
+    handle: u64,
+    account: *const u8,
+    account_len: usize,
+    root: *mut u8,
+    error: *mut ArborBytes,
+) -> ArborCode {
+    run(error, || {
+        let trie = trie_of(input(account, account_len, "account", 32)?)?;
+        let call = handle::call(handle)?;
+        let db = call.entry.db.lock();
+        let db = db.as_ref().ok_or_else(|| FfiError::closed("the database is closed"))?;
+        put_root(root, &db.trie_root(&trie)?);
         Ok(())
     })
 }
@@ -461,8 +484,7 @@ pub extern "C" fn arbor_checkpoint_create(
             &opts,
             &checkpoint::CheckpointDir::new(dir),
             &AtomicU64::new(0),
-        )
-        .map_err(|e| FfiError::new(ArborCode::Io, e.to_string()))?;
+        )?;
         put_root(id, &created.id);
         Ok(())
     })
@@ -489,6 +511,9 @@ pub extern "C" fn arbor_restore(
 ) -> ArborCode {
     run(error, || {
         let path = utf8(input(path, path_len, "path", ARBOR_PATH_MAX)?, "path")?;
+        if path.is_empty() {
+            return Err(FfiError::invalid("path is empty"));
+        }
         let toml = utf8(input(config, config_len, "config", ARBOR_CONFIG_MAX)?, "config")?;
         let trusted = checkpoint::Trusted { block, root: root_in(root)? };
         let list = utf8(input(sources, sources_len, "sources", ARBOR_CONFIG_MAX)?, "sources")?;
@@ -520,17 +545,8 @@ pub extern "C" fn arbor_restore(
             &|_| {},
         );
         let closed = db.close();
-        match outcome {
-            Ok(_) => Ok(closed?),
-            Err(checkpoint::FetchError::Cancelled) => Err(FfiError::new(
-                ArborCode::Cancelled,
-                "restore cancelled; run it again to resume",
-            )),
-            Err(e @ checkpoint::FetchError::Chunk(_)) => {
-                Err(FfiError::new(ArborCode::Corrupt, e.to_string()))
-            }
-            Err(e) => Err(FfiError::new(ArborCode::Io, e.to_string())),
-        }
+        outcome?;
+        Ok(closed?)
     })
 }
 

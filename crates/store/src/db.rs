@@ -172,7 +172,11 @@ fn create_db(path: &Path, config: &StoreConfig) -> Result<(), OpenError> {
         write_birth_records(&db, meta)?;
     }
     // Renaming onto an empty directory replaces it; a non-empty one is refused.
-    std::fs::rename(&staging, path).map_err(io(path))?;
+    if let Err(e) = std::fs::rename(&staging, path) {
+        // Refused (say, a non-empty directory that is not a database): leave nothing behind.
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(io(path)(e));
+    }
     std::fs::File::open(parent).and_then(|d| d.sync_all()).map_err(io(parent))?;
     Ok(())
 }
