@@ -265,3 +265,29 @@ func debugPanic() error {
 	rc := C.arbor_debug_panic(&msg)
 	return result("debug panic", rc, msg)
 }
+
+// nativeGetNS is the mean nanoseconds of n native Rust reads of a main-trie key (for the
+// benchmarks' side-by-side figure).
+func nativeGetNS(handle uint64, key []byte, n uint64) (float64, error) {
+	k, kn := in(key)
+	var ns C.double
+	var msg C.ArborBytes
+	rc := C.arbor_native_get_ns(C.uint64_t(handle), k, kn, C.uint64_t(n), &ns, &msg)
+	if err := result("native get", rc, msg); err != nil {
+		return 0, err
+	}
+	return float64(ns), nil
+}
+
+// nativeCommitNS commits an encoded change set natively and returns the nanoseconds of
+// the Rust commit alone (for the benchmarks' side-by-side figure).
+func nativeCommitNS(handle uint64, enc []byte) (float64, error) {
+	c, cn := in(enc)
+	var ns C.double
+	var msg C.ArborBytes
+	rc := C.arbor_native_commit_ns(C.uint64_t(handle), c, cn, &ns, &msg)
+	if err := result("native commit", rc, msg); err != nil {
+		return 0, err
+	}
+	return float64(ns), nil
+}
