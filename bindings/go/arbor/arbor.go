@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/BurntSushi/toml"
 )
 
 // DefaultCloseTimeout is how long Close waits for calls in flight when its context has
@@ -93,6 +95,11 @@ func collect(op string, opts []Option) (options, error) {
 	}
 	if !utf8.ValidString(o.config) {
 		return o, invalid(op, "config is not UTF-8")
+	}
+	// TOML syntax is checked here, before any call; Rust then checks the keys and ranges.
+	var doc map[string]any
+	if _, err := toml.Decode(o.config, &doc); err != nil {
+		return o, invalid(op, "config is not TOML: "+err.Error())
 	}
 	return o, nil
 }
@@ -248,9 +255,9 @@ func VerifyProof(root [32]byte, key []byte, proof [][]byte) ([]byte, error) {
 // CreateCheckpoint writes a checkpoint of the database's head (persisted first) into
 // directory dir (created if absent; chunks already there are kept) and returns the
 // checkpoint's manifest id. Restore it with Restore, or with `arbor checkpoint restore
-// --block N --root 0x… --source DIR`, using the head from Root. ctx is checked before
-// the checkpoint starts; a running checkpoint cannot be interrupted (the C ABI offers no
-// cancellation for it), and Close waits for it.
+// --block N --root 0x… --source DIR`, using the head from Root. Cancelling ctx stops it
+// (an error matching ErrCancelled and ctx.Err(); no manifest is written); Close waits
+// for it.
 func (db *DB) CreateCheckpoint(ctx context.Context, dir string) ([32]byte, error) {
 	h, err := db.use("create checkpoint")
 	if err != nil {
@@ -265,7 +272,44 @@ func (db *DB) CreateCheckpoint(ctx context.Context, dir string) ([32]byte, error
 	if testHookCall != nil {
 		testHookCall("create checkpoint")
 	}
-	return cCheckpointCreate(h, dir, 0)
+	token, release := cancelToken(ctx)
+	defer release()
+	id, err := cCheckpointCreate(h, dir, 0, token)
+	return id, withCtx(ctx, err)
+}
+
+// cancelToken makes a Rust cancellation token that ctx's cancellation sets (0, nothing to
+// release, when ctx cannot be cancelled); release stops watching and frees it.
+func cancelToken(ctx context.Context) (uint64, func()) {
+	done := ctx.Done()
+	if done == nil {
+		return 0, func() {}
+	}
+	token := cCancelNew()
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-done:
+			_ = cCancel(token)
+		case <-stop:
+		}
+	}()
+	return token, func() {
+		close(stop)
+		<-watched
+		_ = cCancelFree(token)
+	}
+}
+
+// withCtx makes a cancellation error also match ctx's error.
+func withCtx(ctx context.Context, err error) error {
+	var e *Error
+	if errors.As(err, &e) && e.Kind == ErrCancelled && ctx.Err() != nil {
+		e.also = append(e.also, ctx.Err())
+	}
+	return err
 }
 
 func cancelled(op string, ctxErr error) *Error {
@@ -303,31 +347,9 @@ func Restore(ctx context.Context, dir string, block uint64, root [32]byte, sourc
 	if err := ctx.Err(); err != nil {
 		return cancelled("restore", err)
 	}
-	var token uint64
-	if done := ctx.Done(); done != nil {
-		token = cCancelNew()
-		stop := make(chan struct{})
-		watched := make(chan struct{})
-		go func() {
-			defer close(watched)
-			select {
-			case <-done:
-				_ = cCancel(token)
-			case <-stop:
-			}
-		}()
-		defer func() {
-			close(stop)
-			<-watched
-			_ = cCancelFree(token)
-		}()
-	}
-	err = cRestore(dir, o.config, block, &root, list, token)
-	var e *Error
-	if errors.As(err, &e) && e.Kind == ErrCancelled && ctx.Err() != nil {
-		e.also = append(e.also, ctx.Err())
-	}
-	return err
+	token, release := cancelToken(ctx)
+	defer release()
+	return withCtx(ctx, cRestore(dir, o.config, block, &root, list, token))
 }
 
 // Close closes the database, waiting for the calls in flight (Rust refuses new calls at

@@ -214,11 +214,11 @@ func cVerifyProof(root *[32]byte, key, proof []byte) ([]byte, error) {
 	return v, nil
 }
 
-func cCheckpointCreate(handle uint64, dir string, threads uint32) ([32]byte, error) {
+func cCheckpointCreate(handle uint64, dir string, threads uint32, token uint64) ([32]byte, error) {
 	d, dn := inString(dir)
 	var id [32]byte
 	var msg C.ArborBytes
-	rc := C.arbor_checkpoint_create(C.uint64_t(handle), d, dn, C.uint32_t(threads), (*C.uint8_t)(unsafe.Pointer(&id[0])), &msg)
+	rc := C.arbor_checkpoint_create(C.uint64_t(handle), d, dn, C.uint32_t(threads), C.uint64_t(token), (*C.uint8_t)(unsafe.Pointer(&id[0])), &msg)
 	if err := result("create checkpoint", rc, msg); err != nil {
 		return [32]byte{}, err
 	}

@@ -613,3 +613,42 @@ func TestCloseRacingWithCalls(t *testing.T) {
 		t.Fatalf("after reopen: head %v, %v; the newest commit returned block %d", h, err, newest.Load())
 	}
 }
+
+func TestCreateCheckpointCancel(t *testing.T) {
+	checkLeaks(t)
+	db, _ := openFixture(t)
+	// Cancelled before it starts.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := db.CreateCheckpoint(ctx, filepath.Join(t.TempDir(), "pre"))
+	wantKind(t, "CreateCheckpoint with a cancelled ctx", err, ErrCancelled)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("%v does not match context.Canceled", err)
+	}
+	// Cancelled while Rust cuts chunks: it stops, and no manifest names what it wrote.
+	stopped := 0
+	for _, after := range []time.Duration{0, time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond} {
+		dir := filepath.Join(t.TempDir(), "ckpt")
+		ctx, cancel := context.WithCancel(context.Background())
+		timer := time.AfterFunc(after, cancel)
+		start := time.Now()
+		_, err := db.CreateCheckpoint(ctx, dir)
+		took := time.Since(start)
+		timer.Stop()
+		cancel()
+		if err == nil {
+			continue
+		}
+		wantKind(t, "CreateCheckpoint cancelled", err, ErrCancelled)
+		if took > after+time.Second {
+			t.Fatalf("cancelled after %v, returned after %v", after, took)
+		}
+		if m, _ := filepath.Glob(filepath.Join(dir, "checkpoints", "*", "manifest")); len(m) != 0 {
+			t.Fatalf("a cancelled creation wrote a manifest: %v", m)
+		}
+		stopped++
+	}
+	if stopped == 0 {
+		t.Fatal("no creation was cancelled while running")
+	}
+}

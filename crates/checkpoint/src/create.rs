@@ -67,6 +67,10 @@ pub enum CreateError {
     /// The thread pool could not be built.
     #[error("thread pool: {0}")]
     Pool(String),
+    /// Stopped on request; the chunks written so far stay (they are named by their
+    /// digests), no manifest names them.
+    #[error("checkpoint creation cancelled")]
+    Cancelled,
 }
 
 /// How to create a checkpoint.
@@ -105,6 +109,18 @@ pub fn create(
     out: &CheckpointDir,
     progress: &AtomicU64,
 ) -> Result<Created, CreateError> {
+    create_cancellable(state, opts, out, progress, &std::sync::atomic::AtomicBool::new(false))
+}
+
+/// [`create`] that stops with [`CreateError::Cancelled`] once `stop` is set (checked
+/// before every chunk).
+pub fn create_cancellable(
+    state: &PersistedState<'_>,
+    opts: &CreateOptions,
+    out: &CheckpointDir,
+    progress: &AtomicU64,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<Created, CreateError> {
     opts.rule.validate().map_err(CreateError::Options)?;
     if !(1..=THREADS_MAX).contains(&opts.threads) {
         return Err(CreateError::Options("threads must be 1..=256"));
@@ -137,10 +153,16 @@ pub fn create(
         written: AtomicU64::new(0),
         flat_bytes: AtomicU64::new(0),
         syncer: to_syncer,
+        stop,
     };
     let parts: Vec<Result<Vec<ChunkInfo>, CreateError>> =
         pool.install(|| units.par_iter().with_max_len(1).map(|u| ctx.unit(u)).collect());
     let Ctx { written, flat_bytes, syncer: to_syncer, .. } = ctx;
+    if stop.load(Ordering::Relaxed) {
+        drop(to_syncer);
+        let _ = syncer.join();
+        return Err(CreateError::Cancelled);
+    }
     drop(to_syncer);
     syncer.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?;
     let mut chunks = Vec::new();
@@ -206,6 +228,7 @@ struct Ctx<'a, 's> {
     written: AtomicU64,
     flat_bytes: AtomicU64,
     syncer: std::sync::mpsc::Sender<Unsynced>,
+    stop: &'a std::sync::atomic::AtomicBool,
 }
 
 /// A chunk's entries, packed: full flat keys and values in one buffer.
@@ -266,6 +289,9 @@ impl Ctx<'_, '_> {
         // faults.
         let mut buf = Vec::new();
         loop {
+            if self.stop.load(Ordering::Relaxed) {
+                return Err(CreateError::Cancelled);
+            }
             p.clear();
             let mut content_cut = false;
             while let Some((k, v)) = cur.entry() {

@@ -29,7 +29,7 @@ mod source;
 mod verify;
 
 pub use boundary::boundary_hash;
-pub use create::{create, CreateError, CreateOptions, Created, THREADS_MAX};
+pub use create::{create, create_cancellable, CreateError, CreateOptions, Created, THREADS_MAX};
 pub use dir::{chunk_path, manifest_path, parse_id, CheckpointDir, DirError};
 pub use fetch::{
     restore_from_sources, FetchError, FetchOptions, FetchProgress, RestoreReport, SourceReport,

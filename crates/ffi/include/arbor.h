@@ -206,13 +206,15 @@ enum ArborCode arbor_cancel(uint64_t token, struct ArborBytes *error);
 enum ArborCode arbor_cancel_free(uint64_t token, struct ArborBytes *error);
 
 /**
- * Create a checkpoint of the database's persisted head into directory `dir` with
- * `threads` threads (1 to 256; 0: 2); the manifest id's 32 bytes go to `id`.
+ * Create a checkpoint of the database's head into directory `dir` with `threads` threads
+ * (1 to 256; 0: 2); the manifest id's 32 bytes go to `id`. `token` (0: none) cancels it
+ * (`ARBOR_CODE_CANCELLED`).
  */
 enum ArborCode arbor_checkpoint_create(uint64_t handle,
                                        const uint8_t *dir,
                                        size_t dir_len,
                                        uint32_t threads,
+                                       uint64_t token,
                                        uint8_t *id,
                                        struct ArborBytes *error);
 

@@ -115,6 +115,7 @@ impl From<checkpoint::CreateError> for FfiError {
             checkpoint::CreateError::FlatKey(_) | checkpoint::CreateError::Proof { .. } => {
                 ArborCode::Corrupt
             }
+            checkpoint::CreateError::Cancelled => ArborCode::Cancelled,
             _ => ArborCode::Io,
         };
         FfiError::new(code, e.to_string())

@@ -451,8 +451,9 @@ fn token(id: u64) -> Result<Arc<AtomicBool>, FfiError> {
     tokens().lock().get(&id).cloned().ok_or_else(|| FfiError::invalid("unknown cancellation token"))
 }
 
-/// Create a checkpoint of the database's persisted head into directory `dir` with
-/// `threads` threads (1 to 256; 0: 2); the manifest id's 32 bytes go to `id`.
+/// Create a checkpoint of the database's head into directory `dir` with `threads` threads
+/// (1 to 256; 0: 2); the manifest id's 32 bytes go to `id`. `token` (0: none) cancels it
+/// (`ARBOR_CODE_CANCELLED`).
 // SAFETY: an `arbor_`-prefixed name, exported once: no other symbol of the link has it.
 #[allow(unsafe_code)]
 #[no_mangle]
@@ -461,6 +462,7 @@ pub extern "C" fn arbor_checkpoint_create(
     dir: *const u8,
     dir_len: usize,
     threads: u32,
+    token: u64,
     id: *mut u8,
     error: *mut ArborBytes,
 ) -> ArborCode {
@@ -473,17 +475,19 @@ pub extern "C" fn arbor_checkpoint_create(
         if threads > checkpoint::THREADS_MAX {
             return Err(FfiError::invalid("threads must be 1..=256"));
         }
+        let stop = self::token(token)?;
         let call = handle::call(handle)?;
         if let Some(db) = call.entry.db.lock().as_ref() {
             db.flush()?;
         }
         let state = call.entry.reader.persisted()?;
         let opts = checkpoint::CreateOptions { threads, ..Default::default() };
-        let created = checkpoint::create(
+        let created = checkpoint::create_cancellable(
             &state,
             &opts,
             &checkpoint::CheckpointDir::new(dir),
             &AtomicU64::new(0),
+            &stop,
         )?;
         put_root(id, &created.id);
         Ok(())
