@@ -281,13 +281,13 @@ func nativeGetNS(handle uint64, key []byte, n uint64) (float64, error) {
 
 // nativeCommitNS commits an encoded change set natively and returns the nanoseconds of
 // the Rust commit alone (for the benchmarks' side-by-side figure).
-func nativeCommitNS(handle uint64, enc []byte) (float64, error) {
+func nativeCommitNS(handle uint64, enc []byte) (commitNS, decodeNS float64, err error) {
 	c, cn := in(enc)
-	var ns C.double
+	var ns, dns C.double
 	var msg C.ArborBytes
-	rc := C.arbor_native_commit_ns(C.uint64_t(handle), c, cn, &ns, &msg)
+	rc := C.arbor_native_commit_ns(C.uint64_t(handle), c, cn, &ns, &dns, &msg)
 	if err := result("native commit", rc, msg); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return float64(ns), nil
+	return float64(ns), float64(dns), nil
 }
