@@ -75,6 +75,24 @@ fn utf8<'a>(bytes: &'a [u8], what: &'static str) -> Result<&'a str, FfiError> {
     std::str::from_utf8(bytes).map_err(|_| FfiError::invalid_owned(format!("{what} is not UTF-8")))
 }
 
+/// A non-empty UTF-8 path argument.
+fn path_arg<'a>(ptr: *const u8, len: usize, what: &'static str) -> Result<&'a str, FfiError> {
+    let path = utf8(input(ptr, len, what, ARBOR_PATH_MAX)?, what)?;
+    if path.is_empty() {
+        return Err(FfiError::invalid_owned(format!("{what} is empty")));
+    }
+    Ok(path)
+}
+
+/// A TOML store configuration argument (empty: the defaults).
+fn config_arg(ptr: *const u8, len: usize) -> Result<StoreConfig, FfiError> {
+    let toml = utf8(input(ptr, len, "config", ARBOR_CONFIG_MAX)?, "config")?;
+    if toml.is_empty() {
+        return Ok(StoreConfig::default());
+    }
+    StoreConfig::from_toml_str(toml).map_err(|e| FfiError::invalid_owned(e.to_string()))
+}
+
 fn trie_of(account: &[u8]) -> Result<TrieId, FfiError> {
     match account.len() {
         0 => Ok(TrieId::Main),
@@ -120,16 +138,8 @@ pub extern "C" fn arbor_open(
     error: *mut ArborBytes,
 ) -> ArborCode {
     run(error, || {
-        let path = utf8(input(path, path_len, "path", ARBOR_PATH_MAX)?, "path")?;
-        if path.is_empty() {
-            return Err(FfiError::invalid("path is empty"));
-        }
-        let toml = utf8(input(config, config_len, "config", ARBOR_CONFIG_MAX)?, "config")?;
-        let config = if toml.is_empty() {
-            StoreConfig::default()
-        } else {
-            StoreConfig::from_toml_str(toml).map_err(|e| FfiError::invalid_owned(e.to_string()))?
-        };
+        let path = path_arg(path, path_len, "path")?;
+        let config = config_arg(config, config_len)?;
         let db = StateDb::open(std::path::Path::new(path), config)?;
         put(handle, handle::register(db)?);
         Ok(())
@@ -490,10 +500,7 @@ pub extern "C" fn arbor_checkpoint_create(
     error: *mut ArborBytes,
 ) -> ArborCode {
     run(error, || {
-        let dir = utf8(input(dir, dir_len, "dir", ARBOR_PATH_MAX)?, "dir")?;
-        if dir.is_empty() {
-            return Err(FfiError::invalid("dir is empty"));
-        }
+        let dir = path_arg(dir, dir_len, "dir")?;
         let threads = if threads == 0 { 2 } else { threads as usize };
         if threads > checkpoint::THREADS_MAX {
             return Err(FfiError::invalid("threads must be 1..=256"));
@@ -537,19 +544,11 @@ pub extern "C" fn arbor_restore(
     error: *mut ArborBytes,
 ) -> ArborCode {
     run(error, || {
-        let path = utf8(input(path, path_len, "path", ARBOR_PATH_MAX)?, "path")?;
-        if path.is_empty() {
-            return Err(FfiError::invalid("path is empty"));
-        }
-        let toml = utf8(input(config, config_len, "config", ARBOR_CONFIG_MAX)?, "config")?;
+        let path = path_arg(path, path_len, "path")?;
+        let config = config_arg(config, config_len)?;
         let trusted = checkpoint::Trusted { block, root: root_in(root)? };
         let list = utf8(input(sources, sources_len, "sources", ARBOR_CONFIG_MAX)?, "sources")?;
         let stop = self::token(token)?;
-        let config = if toml.is_empty() {
-            StoreConfig::default()
-        } else {
-            StoreConfig::from_toml_str(toml).map_err(|e| FfiError::invalid_owned(e.to_string()))?
-        };
         let opts = checkpoint::SourceOptions::default();
         let sources = list
             .split('\n')
