@@ -48,9 +48,34 @@ pub(crate) struct InitArgs {
 pub(crate) struct VerifyArgs {
     #[command(flatten)]
     db: DbArgs,
+    /// Also check every stored node against the trie recomputed from flat state.
+    #[arg(long)]
+    deep: bool,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+}
+
+/// Arguments of `arbor config`.
+#[derive(Debug, Args)]
+pub(crate) struct ConfigArgs {
+    /// What to print: `defaults`, the commented default configuration.
+    #[arg(value_name = "WHAT", value_parser = ["defaults"])]
+    what: String,
+}
+
+/// Run `arbor config defaults`.
+pub(crate) fn config(args: &ConfigArgs) -> Result<ExitCode> {
+    debug_assert_eq!(args.what, "defaults");
+    print!("{}", store::DEFAULT_CONFIG_TOML);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Arguments of `arbor repair`.
+#[derive(Debug, Args)]
+pub(crate) struct RepairArgs {
+    #[command(flatten)]
+    db: DbArgs,
 }
 
 /// Arguments of `arbor get`.
@@ -167,6 +192,21 @@ struct VerifyJson {
     leaves: u64,
     tries_checked: usize,
     trie_mismatches: Vec<TrieMismatch>,
+    /// With `--deep`: nodes checked, and every trie whose stored nodes are wrong.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nodes_checked: Option<u64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    bad_nodes: Vec<BadNodes>,
+}
+
+#[derive(Debug, Serialize)]
+struct BadNodes {
+    trie: String,
+    expected: u64,
+    differing: u64,
+    missing: u64,
+    extra: u64,
+    first_bad_path: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -176,14 +216,33 @@ struct TrieMismatch {
     computed: String,
 }
 
-/// Run `arbor verify`: `ok <number> <root>` (exit 0) or `mismatch …` lines (exit 1).
+/// Run `arbor verify`: `ok <number> <root>` (exit 0) or `mismatch …` lines (exit 1);
+/// with `--deep`, also every stored node.
 pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
     let db = open_existing(&args.db)?;
-    let r = db.verify().context("cannot recompute the root")?;
-    let code = if r.ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE };
+    let (r, deep) = if args.deep {
+        let d = db.verify_deep().context("cannot check the stored nodes")?;
+        (d.roots.clone(), Some(d))
+    } else {
+        (db.verify().context("cannot recompute the root")?, None)
+    };
+    let ok = r.ok() && deep.as_ref().is_none_or(|d| d.ok());
+    let code = if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE };
+    let bad_nodes: Vec<BadNodes> = deep
+        .iter()
+        .flat_map(|d| &d.bad_tries)
+        .map(|b| BadNodes {
+            trie: trie_name(&b.trie),
+            expected: b.expected,
+            differing: b.differing,
+            missing: b.missing,
+            extra: b.extra,
+            first_bad_path: b.first_bad.clone(),
+        })
+        .collect();
     if args.json {
         let v = VerifyJson {
-            ok: r.ok(),
+            ok,
             number: r.number,
             stored_root: r.stored_root.to_string(),
             computed_root: r.computed_root.to_string(),
@@ -198,12 +257,19 @@ pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
                     computed: m.computed.to_string(),
                 })
                 .collect(),
+            nodes_checked: deep.as_ref().map(|d| d.nodes_checked),
+            bad_nodes,
         };
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(code);
     }
-    if r.ok() {
-        println!("ok {} {}", r.number, r.stored_root);
+    if ok {
+        match &deep {
+            Some(d) => {
+                println!("ok {} {} ({} nodes checked)", r.number, r.stored_root, d.nodes_checked)
+            }
+            None => println!("ok {} {}", r.number, r.stored_root),
+        }
         return Ok(code);
     }
     if r.stored_root != r.computed_root {
@@ -218,7 +284,37 @@ pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
             m.computed
         );
     }
+    for b in &bad_nodes {
+        println!(
+            "bad nodes {} {}: {} differ, {} missing, {} stray of {} (first at path {}); run `arbor repair`",
+            r.number,
+            b.trie,
+            b.differing,
+            b.missing,
+            b.extra,
+            b.expected,
+            b.first_bad_path.as_deref().unwrap_or("-")
+        );
+    }
     Ok(code)
+}
+
+/// Run `arbor repair`: rebuild every trie's nodes from flat state (refused when flat
+/// state does not hold the recorded roots), then check them.
+pub(crate) fn repair(args: &RepairArgs) -> Result<ExitCode> {
+    let mut db = open_existing(&args.db)?;
+    let nodes = db.repair().context("cannot repair the nodes")?;
+    let d = db.verify_deep().context("cannot check the repaired nodes")?;
+    if !d.ok() {
+        bail!("the repaired nodes still do not check out");
+    }
+    println!(
+        "repaired {} {}: {nodes} nodes rebuilt from flat state",
+        db.head_number(),
+        db.head_root()
+    );
+    db.close().context("cannot close the database")?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Run `arbor get`: the value in hex, or `absent`.

@@ -52,8 +52,13 @@ enum Command {
     Init(cmd_db::InitArgs),
     /// Commit deterministic random blocks (bulk-loading initial keys into an empty database).
     Load(cmd_load::LoadArgs),
-    /// Recompute the root from flat state: `ok <number> <root>` or `mismatch …` (exit 1).
+    /// Recompute the root from flat state: `ok <number> <root>` or `mismatch …` (exit 1);
+    /// `--deep` also checks every stored node.
     Verify(cmd_db::VerifyArgs),
+    /// Rebuild the stored nodes from flat state (when flat holds the recorded roots).
+    Repair(cmd_db::RepairArgs),
+    /// Print the commented default store configuration (TOML).
+    Config(cmd_db::ConfigArgs),
     /// Print the value of a main-trie key (hex), or `absent`.
     Get(cmd_db::GetArgs),
     /// Undo the last N blocks and print the new head.
@@ -98,6 +103,8 @@ fn main() -> ExitCode {
         Command::Init(args) => cmd_db::init(&args),
         Command::Load(args) => cmd_load::run(&args),
         Command::Verify(args) => cmd_db::verify(&args),
+        Command::Repair(args) => cmd_db::repair(&args),
+        Command::Config(args) => cmd_db::config(&args),
         Command::Get(args) => cmd_db::get(&args),
         Command::Revert(args) => cmd_db::revert(&args),
         Command::Stats(args) => cmd_db::stats(&args),

@@ -572,3 +572,39 @@ fn bench_blockstm_smoke() {
             && forced.clone().all(|r| r["validations_per_tx"].as_f64().unwrap() >= 1.0)
     );
 }
+
+#[test]
+fn deep_verify_repair_and_config_defaults() {
+    let db = fresh_db("deep");
+    ok(&[
+        "load",
+        "--db",
+        &db,
+        "--blocks",
+        "3",
+        "--updates-per-block",
+        "50",
+        "--keys",
+        "5000",
+        "--seed",
+        "4",
+        "--quiet",
+    ]);
+    let out = ok(&["verify", "--db", &db, "--deep"]);
+    assert!(out.starts_with("ok 3 ") && out.contains("nodes checked"), "{out}");
+    let v: Value = serde_json::from_str(&ok(&["verify", "--db", &db, "--deep", "--json"])).unwrap();
+    assert_eq!(v["ok"], true);
+    assert!(v["nodes_checked"].as_u64().unwrap() > 100, "{v}");
+    let out = ok(&["repair", "--db", &db]);
+    assert!(out.starts_with("repaired 3 "), "{out}");
+    assert!(ok(&["verify", "--db", &db, "--deep"]).starts_with("ok 3 "));
+    // The printed defaults are a configuration the commands accept.
+    let defaults = ok(&["config", "defaults"]);
+    assert!(defaults.contains("[checkpoint]") && defaults.contains("[rocksdb]"), "{defaults}");
+    let file = temp_file("defaults.toml", &defaults);
+    ok(&["verify", "--db", &db, "--config", file.to_str().unwrap()]);
+    let o = arbor(&["config", "nonsense"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = arbor(&["repair", "--db", &fresh_db("no-such-db")]);
+    assert_one_line_error(&o, "no database");
+}

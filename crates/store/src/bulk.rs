@@ -20,7 +20,7 @@ use crate::keys::{
     decode_root, encode_head, flat_key, root_key, split_trie_prefix, CF_FLAT, CF_HISTORY, CF_META,
     CF_NODES, KEY_BYTES_MAX, META_BULK, META_HEAD, META_ROOT,
 };
-use crate::rebuild::rebuild;
+use crate::rebuild::{rebuild, Mode};
 use crate::state::{cf, StateDb};
 
 /// Longest label a bulk load may carry.
@@ -165,11 +165,11 @@ impl BulkLoad<'_> {
         let mut last = WriteBatch::default();
         let mut roots = Vec::with_capacity(tries.len());
         for t in &tries {
-            let root = rebuild(&db, t, true)?.root;
+            let root = rebuild(&db, t, Mode::Write)?.root;
             last.put_cf(cf(&db, CF_META)?, root_key(t), root.0);
             roots.push((*t, root));
         }
-        let root = rebuild(&db, &TrieId::Main, true)?.root;
+        let root = rebuild(&db, &TrieId::Main, Mode::Write)?.root;
         let meta = cf(&db, CF_META)?;
         last.put_cf(meta, META_HEAD, encode_head(0, &root));
         last.delete_cf(meta, META_BULK);
@@ -228,14 +228,14 @@ impl StateDb {
         self.check_complete()?;
         self.flush()?;
         let db = &self.reader().db;
-        let main = rebuild(db, &TrieId::Main, false)?;
+        let main = rebuild(db, &TrieId::Main, Mode::Count)?;
         let mut tries = root_records(db)?;
         for t in storage_tries_in_flat(db)? {
             tries.entry(t).or_insert(EMPTY_ROOT);
         }
         let mut trie_mismatches = Vec::new();
         for (trie, stored) in &tries {
-            let computed = rebuild(db, trie, false)?.root;
+            let computed = rebuild(db, trie, Mode::Count)?.root;
             if computed != *stored {
                 trie_mismatches.push(TrieMismatch { trie: *trie, stored: *stored, computed });
             }
@@ -249,6 +249,135 @@ impl StateDb {
             trie_mismatches,
         })
     }
+}
+
+/// How one trie's stored nodes compare with the nodes recomputed from `flat`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeReport {
+    /// The trie.
+    pub trie: TrieId,
+    /// Nodes recomputed (referenced by hash, and the root).
+    pub expected: u64,
+    /// Stored exactly as recomputed.
+    pub matched: u64,
+    /// Stored with other bytes.
+    pub differing: u64,
+    /// Not stored.
+    pub missing: u64,
+    /// Stored at paths the recomputed trie has no node at.
+    pub extra: u64,
+    /// Nibble path (hex digits) of the first differing or missing node.
+    pub first_bad: Option<String>,
+}
+
+impl NodeReport {
+    /// True when every stored node is the recomputed one and nothing else is stored.
+    pub fn ok(&self) -> bool {
+        self.differing == 0 && self.missing == 0 && self.extra == 0
+    }
+}
+
+/// The outcome of [`StateDb::verify_deep`]: the roots ([`VerifyReport`]) and every trie's
+/// stored nodes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeepReport {
+    /// Roots recomputed from `flat` against the stored ones.
+    pub roots: VerifyReport,
+    /// Per trie, the stored nodes against the recomputed ones (only tries with a problem
+    /// are listed).
+    pub bad_tries: Vec<NodeReport>,
+    /// Nodes checked in all.
+    pub nodes_checked: u64,
+}
+
+impl DeepReport {
+    /// True when the roots match and every stored node is right.
+    pub fn ok(&self) -> bool {
+        self.roots.ok() && self.bad_tries.is_empty()
+    }
+}
+
+impl StateDb {
+    /// [`StateDb::verify`], and then every stored node against the trie recomputed from
+    /// `flat` (a corrupted, missing or stray node is found even when the roots match).
+    pub fn verify_deep(&self) -> Result<DeepReport, StoreError> {
+        let roots = self.verify()?;
+        let db = &self.reader().db;
+        let mut tries = vec![TrieId::Main];
+        tries.extend(root_records(db)?.into_keys());
+        for t in storage_tries_in_flat(db)? {
+            if !tries.contains(&t) {
+                tries.push(t);
+            }
+        }
+        let mut bad_tries = Vec::new();
+        let mut nodes_checked = 0;
+        for trie in &tries {
+            let r = rebuild(db, trie, Mode::Check)?;
+            let stored = stored_nodes(db, trie)?;
+            let c = r.check;
+            let report = NodeReport {
+                trie: *trie,
+                expected: r.nodes,
+                matched: c.matched,
+                differing: c.differing,
+                missing: c.missing,
+                extra: stored.saturating_sub(c.matched + c.differing),
+                first_bad: c.first_bad.map(|p| trie::path_hex(&p)),
+            };
+            nodes_checked += r.nodes;
+            if !report.ok() {
+                bad_tries.push(report);
+            }
+        }
+        Ok(DeepReport { roots, bad_tries, nodes_checked })
+    }
+
+    /// Rebuild every trie's stored nodes from `flat` (the bottom-up rebuild), when the
+    /// roots recomputed from `flat` are the recorded ones: nodes are derived data, `flat`
+    /// and the roots are not. Refused (nothing written) when a root differs.
+    pub fn repair(&mut self) -> Result<u64, StoreError> {
+        let roots = self.verify()?;
+        if !roots.ok() {
+            return Err(Corruption::FlatRoot {
+                stored: roots.stored_root,
+                computed: roots.computed_root,
+                tries: roots.trie_mismatches.len(),
+            }
+            .into());
+        }
+        let db = self.reader().db.clone();
+        let mut tries = vec![TrieId::Main];
+        tries.extend(root_records(&db)?.into_keys());
+        let mut nodes = 0;
+        for trie in &tries {
+            nodes += rebuild(&db, trie, Mode::Write)?.nodes;
+        }
+        // The rebuild wrote `nodes` behind the caches' and the resident trie's back.
+        self.reader().clear_caches();
+        let (number, root) = (self.head_number(), self.head_root());
+        self.set_head(number, root);
+        Ok(nodes)
+    }
+}
+
+/// How many nodes `trie` has stored.
+fn stored_nodes(db: &DB, trie: &TrieId) -> Result<u64, StoreError> {
+    let lo = trie.prefix();
+    let mut hi = trie.prefix();
+    hi.extend(std::iter::repeat_n(0xff, KEY_BYTES_MAX + 2));
+    let mut opts = rocksdb::ReadOptions::default();
+    opts.set_iterate_upper_bound(hi);
+    opts.fill_cache(false);
+    let mut it = db.raw_iterator_cf_opt(cf(db, CF_NODES)?, opts);
+    it.seek(&lo);
+    let mut n = 0;
+    while it.valid() {
+        n += 1;
+        it.next();
+    }
+    it.status()?;
+    Ok(n)
 }
 
 /// Every root record in `meta`: trie → stored root.

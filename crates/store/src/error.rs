@@ -26,6 +26,20 @@ pub enum Corruption {
     /// The `head` record is missing.
     #[error("the head record is missing")]
     NoHead,
+    /// The roots recomputed from `flat` are not the recorded ones: the flat state itself
+    /// is damaged, which rebuilding nodes cannot repair.
+    #[error(
+        "the flat state does not hold the recorded roots (head {stored}, recomputed {computed}; \
+         {tries} other trie(s) differ): nodes cannot repair it"
+    )]
+    FlatRoot {
+        /// The head's root.
+        stored: H256,
+        /// The root of `flat`.
+        computed: H256,
+        /// Other tries whose recomputed root differs.
+        tries: usize,
+    },
     /// The `head` record has the wrong size.
     #[error("head record of {len} bytes (expected 40)")]
     HeadRecord {

@@ -42,7 +42,9 @@ mod update;
 mod view;
 mod writer;
 
-pub use bulk::{BulkLoad, BulkSummary, TrieMismatch, VerifyReport, BULK_LABEL_BYTES_MAX};
+pub use bulk::{
+    BulkLoad, BulkSummary, DeepReport, NodeReport, TrieMismatch, VerifyReport, BULK_LABEL_BYTES_MAX,
+};
 pub use cache::{CacheStats, CacheTotals};
 pub use config::{
     CacheConfig, CheckpointConfig, Compression, ConfigError, LayerConfig, RocksConfig, StoreConfig,

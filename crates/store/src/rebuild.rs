@@ -18,14 +18,82 @@ use crate::state::cf;
 /// Write batches of the rebuild are flushed at about this size.
 const BATCH_BYTES_TARGET: usize = 8 << 20;
 
-/// Collects emitted nodes into write batches (or only counts them).
+/// What a rebuild does with the nodes it recomputes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Count them (the root only).
+    Count,
+    /// Replace the trie's stored nodes with them.
+    Write,
+    /// Compare each with the stored node at its path.
+    Check,
+}
+
+/// How the stored nodes compare with the recomputed ones ([`Mode::Check`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct NodeCheck {
+    /// Stored exactly as recomputed.
+    pub(crate) matched: u64,
+    /// Stored with other bytes (hash or encoding).
+    pub(crate) differing: u64,
+    /// Not stored.
+    pub(crate) missing: u64,
+    /// The nibble path of the first node that differs or is missing.
+    pub(crate) first_bad: Option<Vec<u8>>,
+}
+
+impl NodeCheck {
+    fn merge(&mut self, other: NodeCheck) {
+        self.matched += other.matched;
+        self.differing += other.differing;
+        self.missing += other.missing;
+        if self.first_bad.is_none() {
+            self.first_bad = other.first_bad;
+        }
+    }
+}
+
+/// Collects emitted nodes into write batches, checks them, or only counts them.
 struct NodeWriter<'a> {
     db: &'a DB,
     trie: TrieId,
-    write: bool,
+    mode: Mode,
     batch: WriteBatch,
     nodes: u64,
+    check: NodeCheck,
     error: Option<StoreError>,
+}
+
+impl<'a> NodeWriter<'a> {
+    fn new(db: &'a DB, trie: TrieId, mode: Mode) -> Self {
+        NodeWriter {
+            db,
+            trie,
+            mode,
+            batch: WriteBatch::default(),
+            nodes: 0,
+            check: NodeCheck::default(),
+            error: None,
+        }
+    }
+
+    fn compare(&mut self, path: &[u8], key: &[u8], expected: &[u8]) {
+        let stored = match cf(self.db, CF_NODES).and_then(|h| Ok(self.db.get_pinned_cf(h, key)?)) {
+            Ok(v) => v,
+            Err(e) => {
+                self.error.get_or_insert(e);
+                return;
+            }
+        };
+        match stored {
+            Some(v) if &v[..] == expected => self.check.matched += 1,
+            Some(_) => self.check.differing += 1,
+            None => self.check.missing += 1,
+        }
+        if self.check.differing + self.check.missing > 0 && self.check.first_bad.is_none() {
+            self.check.first_bad = Some(path.to_vec());
+        }
+    }
 }
 
 impl NodeWriter<'_> {
@@ -39,11 +107,11 @@ impl NodeWriter<'_> {
         }
     }
 
-    fn finish(mut self) -> Result<u64, StoreError> {
+    fn finish(mut self) -> Result<(u64, NodeCheck), StoreError> {
         self.flush();
         match self.error {
             Some(e) => Err(e),
-            None => Ok(self.nodes),
+            None => Ok((self.nodes, self.check)),
         }
     }
 }
@@ -58,11 +126,16 @@ impl NodeSink for NodeWriter<'_> {
     ) {
         let Some(hash) = crate::keys::stored_hash(&path, encoded, reference) else { return };
         self.nodes += 1;
-        if !self.write {
+        if self.mode == Mode::Count {
+            return;
+        }
+        let nibbles = path.to_nibbles();
+        let key = node_key(&self.trie, nibbles.as_slice());
+        if self.mode == Mode::Check {
+            self.compare(nibbles.as_slice(), &key, &encode_node_value(&hash, encoded));
             return;
         }
         let Ok(h) = cf(self.db, CF_NODES) else { return };
-        let key = node_key(&self.trie, path.to_nibbles().as_slice());
         self.batch.put_cf(h, key, encode_node_value(&hash, encoded));
         if self.batch.size_in_bytes() >= BATCH_BYTES_TARGET {
             self.flush();
@@ -71,7 +144,7 @@ impl NodeSink for NodeWriter<'_> {
 }
 
 /// Result of a rebuild.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Rebuilt {
     /// The recomputed root.
     pub(crate) root: H256,
@@ -79,6 +152,8 @@ pub(crate) struct Rebuilt {
     pub(crate) leaves: u64,
     /// Branch/extension nodes (stored by hash, or the root) emitted.
     pub(crate) nodes: u64,
+    /// With [`Mode::Check`]: how the stored nodes compare.
+    pub(crate) check: NodeCheck,
 }
 
 /// One `flat` entry as RocksDB's iterator yields it.
@@ -110,10 +185,10 @@ fn feed<S: NodeSink>(
     Ok(())
 }
 
-/// Recompute `trie`'s root from `flat`; with `write`, replace its stored nodes.
-/// The caller makes sure every layer is persisted first.
-pub(crate) fn rebuild(db: &DB, trie: &TrieId, write: bool) -> Result<Rebuilt, StoreError> {
-    if write {
+/// Recompute `trie`'s root from `flat`; with [`Mode::Write`], replace its stored nodes,
+/// with [`Mode::Check`], compare them. The caller makes sure every layer is persisted first.
+pub(crate) fn rebuild(db: &DB, trie: &TrieId, mode: Mode) -> Result<Rebuilt, StoreError> {
+    if mode == Mode::Write {
         let lo = node_key(trie, &[]);
         let mut hi = trie.prefix();
         hi.extend(std::iter::repeat_n(0xff, KEY_BYTES_MAX + 2));
@@ -121,23 +196,14 @@ pub(crate) fn rebuild(db: &DB, trie: &TrieId, write: bool) -> Result<Rebuilt, St
     }
     // An empty key sorts before every first-nibble range: the split cannot apply.
     let has_empty_key = db.get_cf(cf(db, CF_FLAT)?, trie.prefix())?.is_some();
-    let parts: Vec<Result<(ChildRef, u64, u64), StoreError>> = if has_empty_key {
+    let parts: Vec<Result<(ChildRef, u64, (u64, NodeCheck)), StoreError>> = if has_empty_key {
         Vec::new()
     } else {
         (0..16u8)
             .into_par_iter()
             .map(|n| {
-                let mut b = RootBuilder::<EthLayout, _>::subtree(
-                    1,
-                    NodeWriter {
-                        db,
-                        trie: *trie,
-                        write,
-                        batch: WriteBatch::default(),
-                        nodes: 0,
-                        error: None,
-                    },
-                );
+                let mut b =
+                    RootBuilder::<EthLayout, _>::subtree(1, NodeWriter::new(db, *trie, mode));
                 feed(&mut b, scan(db, trie, &[n])?, trie)?;
                 let leaves = b.leaves();
                 let (r, sink, _) = b.finish_ref();
@@ -146,39 +212,39 @@ pub(crate) fn rebuild(db: &DB, trie: &TrieId, write: bool) -> Result<Rebuilt, St
             .collect()
     };
     let mut children = [ChildRef::EMPTY; 16];
-    let (mut leaves, mut nodes) = (0, 0);
+    let (mut leaves, mut nodes, mut check) = (0, 0, NodeCheck::default());
     for (i, p) in parts.into_iter().enumerate() {
-        let (r, l, n) = p?;
+        let (r, l, (n, c)) = p?;
         children[i] = r;
         leaves += l;
         nodes += n;
+        check.merge(c);
     }
     if has_empty_key || children.iter().filter(|c| !c.is_empty()).count() < 2 {
-        return rebuild_serial(db, trie, write);
+        return rebuild_serial(db, trie, mode);
     }
     let mut enc = Vec::with_capacity(600);
     EthLayout::encode_branch(&children, None, &mut enc);
     let root = EthLayout::hash(&enc);
-    let mut w =
-        NodeWriter { db, trie: *trie, write, batch: WriteBatch::default(), nodes: 0, error: None };
+    let mut w = NodeWriter::new(db, *trie, mode);
     w.node(EmittedKind::Branch, NibbleSlice::new(&[]), &enc, &ChildRef::hash(root));
-    nodes += w.finish()?;
-    Ok(Rebuilt { root, leaves, nodes })
+    let (n, c) = w.finish()?;
+    nodes += n;
+    check.merge(c);
+    Ok(Rebuilt { root, leaves, nodes, check })
 }
 
-fn rebuild_serial(db: &DB, trie: &TrieId, write: bool) -> Result<Rebuilt, StoreError> {
-    if write {
+fn rebuild_serial(db: &DB, trie: &TrieId, mode: Mode) -> Result<Rebuilt, StoreError> {
+    if mode == Mode::Write {
         let lo = trie.prefix();
         let mut hi = trie.prefix();
         hi.extend(std::iter::repeat_n(0xff, KEY_BYTES_MAX + 2));
         db.delete_range_cf(cf(db, CF_NODES)?, &lo, &hi)?;
     }
-    let w =
-        NodeWriter { db, trie: *trie, write, batch: WriteBatch::default(), nodes: 0, error: None };
-    let mut b = RootBuilder::<EthLayout, _>::with_sink(w);
+    let mut b = RootBuilder::<EthLayout, _>::with_sink(NodeWriter::new(db, *trie, mode));
     feed(&mut b, scan(db, trie, &[])?, trie)?;
     let leaves = b.leaves();
     let (root, sink, _) = b.finish_with();
-    let nodes = sink.finish()?;
-    Ok(Rebuilt { root, leaves, nodes })
+    let (nodes, check) = sink.finish()?;
+    Ok(Rebuilt { root, leaves, nodes, check })
 }
