@@ -156,6 +156,9 @@ pub(crate) struct Rebuilt {
     pub(crate) check: NodeCheck,
 }
 
+/// A first-nibble subtree's result: its reference, leaves, nodes and node check.
+type Part = (ChildRef, u64, (u64, NodeCheck));
+
 /// One `flat` entry as RocksDB's iterator yields it.
 type FlatEntry = Result<(Box<[u8]>, Box<[u8]>), rocksdb::Error>;
 
@@ -196,7 +199,7 @@ pub(crate) fn rebuild(db: &DB, trie: &TrieId, mode: Mode) -> Result<Rebuilt, Sto
     }
     // An empty key sorts before every first-nibble range: the split cannot apply.
     let has_empty_key = db.get_cf(cf(db, CF_FLAT)?, trie.prefix())?.is_some();
-    let parts: Vec<Result<(ChildRef, u64, (u64, NodeCheck)), StoreError>> = if has_empty_key {
+    let parts: Vec<Result<Part, StoreError>> = if has_empty_key {
         Vec::new()
     } else {
         (0..16u8)
