@@ -43,8 +43,8 @@ pub(crate) struct ProveArgs {
     key: Option<String>,
 }
 
-/// What `arbor prove --db` prints.
-#[derive(Debug, Serialize)]
+/// What `arbor prove --db` prints, and `verify-proof` reads back.
+#[derive(Debug, Serialize, serde::Deserialize)]
 struct KeyProof {
     number: u64,
     root: String,
@@ -125,9 +125,22 @@ pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
         format!("invalid --root {:?}: expected 0x followed by 64 hex digits", args.root)
     })?;
     let json = read_json(&args.file)?;
-    let proof = AccountProof::from_json(proof_object(&json)?)
-        .with_context(|| format!("{} is not an eth_getProof result", display_name(&args.file)))?;
-    let verdict = proof.verify(&root);
+    let obj = proof_object(&json)?;
+    let verdict = if obj.get("accountProof").is_none() && obj.get("proof").is_some() {
+        // The shape `arbor prove --db` prints: a main-trie key, its value, the nodes.
+        let proof = KeyProof::from_json(obj).with_context(|| {
+            format!(
+                "{} is neither an eth_getProof result nor a key proof",
+                display_name(&args.file)
+            )
+        })?;
+        proof.verify(&root)
+    } else {
+        let proof = AccountProof::from_json(obj).with_context(|| {
+            format!("{} is not an eth_getProof result", display_name(&args.file))
+        })?;
+        proof.verify(&root).map_err(|e| e.to_string())
+    };
     if args.json {
         let reason = verdict.as_ref().err().map(ToString::to_string);
         println!("{}", serde_json::json!({ "valid": verdict.is_ok(), "reason": reason }));
@@ -138,6 +151,38 @@ pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
         }
     }
     Ok(if verdict.is_ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// Largest key proof `verify-proof` reads: nodes of a 127-byte key's path.
+const KEY_PROOF_NODES_MAX: usize = 2 * 127 + 1;
+
+impl KeyProof {
+    fn from_json(v: &Value) -> Result<KeyProof> {
+        let p: KeyProof = serde_json::from_value(v.clone()).context("not a key proof")?;
+        if p.proof.len() > KEY_PROOF_NODES_MAX {
+            bail!("{} proof nodes exceed the {KEY_PROOF_NODES_MAX}-node limit", p.proof.len());
+        }
+        Ok(p)
+    }
+
+    /// Check the proof against `root`: it must show the claimed value (or absence).
+    fn verify(&self, root: &H256) -> Result<(), String> {
+        let hex = |s: &str, what: &str| {
+            trie::decode_hex(s).map_err(|e| format!("{what} is not hex: {e}"))
+        };
+        let key = hex(&self.key, "key")?;
+        if key.len() > store::KEY_BYTES_MAX {
+            return Err(format!("key of {} bytes exceeds {}", key.len(), store::KEY_BYTES_MAX));
+        }
+        let claimed = self.value.as_deref().map(|v| hex(v, "value")).transpose()?;
+        let nodes =
+            self.proof.iter().map(|n| hex(n, "proof node")).collect::<Result<Vec<_>, _>>()?;
+        let proven = verify_proof::<EthLayout>(root, &key, &nodes).map_err(|e| e.to_string())?;
+        if proven != claimed {
+            return Err("the proof shows another value for the key".into());
+        }
+        Ok(())
+    }
 }
 
 /// The eth_getProof result inside `json`: the object itself, or a JSON-RPC response's

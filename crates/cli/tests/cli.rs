@@ -605,6 +605,19 @@ fn deep_verify_repair_and_config_defaults() {
     ok(&["verify", "--db", &db, "--config", file.to_str().unwrap()]);
     let o = arbor(&["config", "nonsense"]);
     assert_eq!(o.status.code(), Some(2));
+    // `prove --db` prints what `verify-proof` checks (here an absence proof), and a tampered
+    // claim is refused.
+    let v: Value = serde_json::from_str(&ok(&["stats", "--db", &db, "--json"])).unwrap();
+    let root = v["head_root"].as_str().unwrap().to_string();
+    let proof = ok(&["prove", "--db", &db, "0x00112233"]);
+    let file = temp_file("db-proof.json", &proof);
+    assert_eq!(ok(&["verify-proof", "--root", &root, file.to_str().unwrap()]).trim(), "valid");
+    let mut tampered: Value = serde_json::from_str(&proof).unwrap();
+    tampered["value"] = Value::String("0x01".into());
+    let file = temp_file("db-proof-tampered.json", &tampered.to_string());
+    let o = arbor(&["verify-proof", "--root", &root, file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).starts_with("invalid: "), "{}", stdout(&o));
     let o = arbor(&["repair", "--db", &fresh_db("no-such-db")]);
     assert_one_line_error(&o, "no database");
 }
