@@ -16,7 +16,7 @@ use checkpoint::{
 use clap::{Args, Subcommand};
 use trie::H256;
 
-use crate::cmd_db::{open_existing, open_or_create, DbArgs};
+use crate::cmd_db::{open_or_create, open_reading, DbArgs};
 use crate::limits;
 
 /// `arbor checkpoint …`.
@@ -225,8 +225,7 @@ struct CreateSummary {
 }
 
 fn create(a: &CreateArgs) -> Result<ExitCode> {
-    let db = open_existing(&a.db)?;
-    db.flush().context("cannot flush the database")?;
+    let db = open_reading(&a.db)?;
     let handle = db.read_handle()?;
     let state = handle.persisted()?;
     let opts = CreateOptions {

@@ -129,6 +129,21 @@ pub(crate) fn open_existing(args: &DbArgs) -> Result<StateDb> {
     StateDb::open(&args.db, config).with_context(|| format!("cannot open {}", args.db.display()))
 }
 
+/// Open an existing database read-only, for the read commands (`get`, `stats`, `verify`,
+/// `prove --db`, `checkpoint create`): they run beside a writer in another process and
+/// write nothing to the directory.
+pub(crate) fn open_reading(args: &DbArgs) -> Result<StateDb> {
+    let config = load_config(args.config.as_deref())?;
+    if !args.db.join("CURRENT").is_file() {
+        bail!(
+            "no database at {} (create one with `arbor init` or `arbor load`)",
+            args.db.display()
+        );
+    }
+    StateDb::open_read_only(&args.db, config)
+        .with_context(|| format!("cannot open {} read-only", args.db.display()))
+}
+
 /// Open a database, creating it when the directory is absent or empty.
 pub(crate) fn open_or_create(args: &DbArgs) -> Result<StateDb> {
     let config = load_config(args.config.as_deref())?;
@@ -219,7 +234,7 @@ struct TrieMismatch {
 /// Run `arbor verify`: `ok <number> <root>` (exit 0) or `mismatch …` lines (exit 1);
 /// with `--deep`, also every stored node.
 pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
-    let db = open_existing(&args.db)?;
+    let db = open_reading(&args.db)?;
     let (r, deep) = if args.deep {
         let d = db.verify_deep().context("cannot check the stored nodes")?;
         (d.roots.clone(), Some(d))
@@ -320,7 +335,7 @@ pub(crate) fn repair(args: &RepairArgs) -> Result<ExitCode> {
 /// Run `arbor get`: the value in hex, or `absent`.
 pub(crate) fn get(args: &GetArgs) -> Result<ExitCode> {
     let key = parse_key(&args.key)?;
-    let db = open_existing(&args.db)?;
+    let db = open_reading(&args.db)?;
     match db.get(&TrieId::Main, &key).context("cannot read the key")? {
         Some(v) => println!("0x{}", hex::encode(v)),
         None => println!("absent"),
@@ -351,7 +366,7 @@ struct StatsJson<'a> {
 
 /// Run `arbor stats`.
 pub(crate) fn stats(args: &StatsArgs) -> Result<ExitCode> {
-    let db = open_existing(&args.db)?;
+    let db = open_reading(&args.db)?;
     let s = db.stats();
     let budget = db.config().cache_budget_bytes();
     let mut out = std::io::stdout().lock();

@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde_json::Value;
 use trie::{verify_proof, EthLayout, TrieId, H256};
 
-use crate::cmd_db::{open_existing, parse_key, DbArgs};
+use crate::cmd_db::{open_reading, parse_key, DbArgs};
 use crate::input::{display_name, read_genesis, read_json};
 
 /// Arguments of `arbor prove`: `--genesis FILE --address A [--slot S…]`, or `--db DIR KEY`.
@@ -81,7 +81,7 @@ pub(crate) fn prove(args: &ProveArgs) -> Result<ExitCode> {
 /// A proof of `key` in the main trie of a database, checked before it is printed.
 fn prove_db(db: &Path, config: Option<&PathBuf>, key: &str) -> Result<ExitCode> {
     let key = parse_key(key)?;
-    let db = open_existing(&DbArgs { db: db.to_path_buf(), config: config.cloned() })?;
+    let db = open_reading(&DbArgs { db: db.to_path_buf(), config: config.cloned() })?;
     let root = db.head_root();
     let proof = db.with_trie(TrieId::Main, |t| t.prove(&key)).context("cannot build the proof")?;
     let value = db.get(&TrieId::Main, &key).context("cannot read the key")?;

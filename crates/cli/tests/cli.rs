@@ -621,3 +621,93 @@ fn deep_verify_repair_and_config_defaults() {
     let o = arbor(&["repair", "--db", &fresh_db("no-such-db")]);
     assert_one_line_error(&o, "no database");
 }
+
+/// Every file of a directory (names and contents).
+fn dir_files(path: &str) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(path)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap_or_default(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn read_commands_run_beside_a_writer_and_write_nothing() {
+    let db = fresh_db("beside-writer");
+    ok(&[
+        "load",
+        "--db",
+        &db,
+        "--blocks",
+        "1",
+        "--updates-per-block",
+        "50",
+        "--keys",
+        "20000",
+        "--seed",
+        "6",
+        "--quiet",
+    ]);
+    // Idle: the read commands leave the directory exactly as it was.
+    let before = dir_files(&db);
+    ok(&["get", "--db", &db, "0x0011"]);
+    ok(&["stats", "--db", &db, "--json"]);
+    ok(&["verify", "--db", &db, "--deep"]);
+    ok(&["prove", "--db", &db, "0x0011"]);
+    assert!(dir_files(&db) == before, "a read command changed the database directory");
+    // Beside a writer in another process: they all succeed.
+    let mut writer = Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .args([
+            "load",
+            "--db",
+            &db,
+            "--blocks",
+            "400",
+            "--updates-per-block",
+            "200",
+            "--keys",
+            "20000",
+            "--seed",
+            "6",
+            "--quiet",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    for _ in 0..3 {
+        ok(&["get", "--db", &db, "0x0011"]);
+        ok(&["stats", "--db", &db]);
+        ok(&["verify", "--db", &db]);
+        ok(&["prove", "--db", &db, "0x0011"]);
+    }
+    // A second writer is told the database is in use.
+    let o = arbor(&[
+        "load",
+        "--db",
+        &db,
+        "--blocks",
+        "1",
+        "--updates-per-block",
+        "1",
+        "--keys",
+        "20000",
+        "--seed",
+        "6",
+    ]);
+    let still_running = writer.try_wait().unwrap().is_none();
+    if still_running {
+        assert_one_line_error(&o, "in use by another process");
+    }
+    let status = writer.wait().unwrap();
+    assert!(status.success(), "the writer failed");
+    assert!(ok(&["verify", "--db", &db]).starts_with("ok "));
+}

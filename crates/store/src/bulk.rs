@@ -337,6 +337,7 @@ impl StateDb {
     /// roots recomputed from `flat` are the recorded ones: nodes are derived data, `flat`
     /// and the roots are not. Refused (nothing written) when a root differs.
     pub fn repair(&mut self) -> Result<u64, StoreError> {
+        self.check_poison()?;
         let roots = self.verify()?;
         if !roots.ok() {
             return Err(Corruption::FlatRoot {

@@ -128,6 +128,40 @@ pub(crate) fn open_db(path: &Path, config: &StoreConfig) -> Result<DB, OpenError
     Ok(db)
 }
 
+/// Open the existing database at `path` read-only: no lock is taken (a writer may run in
+/// another process; this instance sees the state as of its opening), nothing is written,
+/// and a missing database is an error rather than a new one.
+pub(crate) fn open_db_read_only(path: &Path, config: &StoreConfig) -> Result<DB, OpenError> {
+    config.validate()?;
+    if !path.join("CURRENT").exists() {
+        return Err(OpenError::NotArbor { path: path.to_path_buf() });
+    }
+    let cache = block_cache(config);
+    let opts = base_options(config, cache.as_ref());
+    let db = DB::open_cf_descriptors_read_only(
+        &opts,
+        path,
+        family_descriptors(config, cache.as_ref()),
+        false,
+    )?;
+    let meta = db.cf_handle(CF_META).ok_or_else(|| OpenError::MissingColumnFamily {
+        path: path.to_path_buf(),
+        name: CF_META,
+    })?;
+    match db.get_cf(meta, META_SCHEMA)? {
+        Some(v) => {
+            let bytes: [u8; 4] =
+                v.as_slice().try_into().map_err(|_| Corruption::SchemaRecord { len: v.len() })?;
+            let found = u32::from_be_bytes(bytes);
+            if found != SCHEMA_VERSION {
+                return Err(OpenError::SchemaMismatch { found, expected: SCHEMA_VERSION });
+            }
+        }
+        None => return Err(OpenError::NotArbor { path: path.to_path_buf() }),
+    }
+    Ok(db)
+}
+
 /// The schema version and the empty head of a new database, in one synced batch.
 fn write_birth_records(db: &DB, meta: &rocksdb::ColumnFamily) -> Result<(), rocksdb::Error> {
     let mut batch = WriteBatch::default();

@@ -188,6 +188,9 @@ pub enum Corruption {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
+    /// The store was opened read-only ([`crate::StateDb::open_read_only`]).
+    #[error("the database is open read-only")]
+    ReadOnly,
     /// RocksDB reported an error.
     #[error("rocksdb: {0}")]
     Rocks(#[from] rocksdb::Error),
@@ -272,6 +275,12 @@ impl From<StoreError> for trie::SourceError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum OpenError {
+    /// Another process has the database open for writing.
+    #[error("{} is in use by another process (it holds the database's lock)", path.display())]
+    InUse {
+        /// The database directory.
+        path: PathBuf,
+    },
     /// The configuration is invalid.
     #[error("config: {0}")]
     Config(#[from] crate::config::ConfigError),

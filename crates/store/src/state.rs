@@ -107,6 +107,8 @@ pub(crate) struct Shared {
     pub(crate) peak_unpersisted_bytes: AtomicU64,
     /// Cache counters of the sessions closed before this one.
     pub(crate) totals_at_open: CacheTotals,
+    /// Opened read-only: nothing is ever written.
+    pub(crate) read_only: bool,
 }
 
 /// A shareable read handle on a store ([`StateDb::read_handle`]): the seam's
@@ -182,7 +184,21 @@ impl StateDb {
     /// the load finished); [`StateDb::unfinished_bulk_load`] names it, and reads, commits
     /// and reverts refuse it with [`StoreError::UnfinishedBulkLoad`].
     pub fn open(path: &Path, config: StoreConfig) -> Result<StateDb, OpenError> {
-        let db = Arc::new(open_db(path, &config)?);
+        let db = open_db(path, &config).map_err(|e| in_use(path, e))?;
+        Self::with_db(db, config, false)
+    }
+
+    /// Open the existing database at `path` read-only, for inspection while a writer may
+    /// run in another process: no lock is taken, nothing is written (not even the cache
+    /// counters at close), and the state is the one persisted when it opened. Commits,
+    /// reverts, bulk loads, restores and repairs are refused ([`StoreError::ReadOnly`]).
+    pub fn open_read_only(path: &Path, config: StoreConfig) -> Result<StateDb, OpenError> {
+        let db = crate::db::open_db_read_only(path, &config)?;
+        Self::with_db(db, config, true)
+    }
+
+    fn with_db(db: DB, config: StoreConfig, read_only: bool) -> Result<StateDb, OpenError> {
+        let db = Arc::new(db);
         let head = read_head(&db)?;
         let bulk = read_bulk_marker(&db)?;
         let totals_at_open = read_cache_totals(&db)?;
@@ -203,7 +219,12 @@ impl StateDb {
             commit_waits: AtomicU64::new(0),
             peak_unpersisted_bytes: AtomicU64::new(0),
             totals_at_open,
+            read_only,
         });
+        let resident = Resident::new(shared.config.cache.resident_bytes);
+        if read_only {
+            return Ok(StateDb { shared, head, bulk, resident, tx: None, writer: None });
+        }
         // The channel only carries handles; memory is bounded by pending_bytes.
         let (tx, rx) = sync_channel::<ToWriter>(1024);
         let s = shared.clone();
@@ -211,8 +232,12 @@ impl StateDb {
             .name("arbor-writer".into())
             .spawn(move || writer_loop(s, rx))
             .map_err(OpenError::SpawnWriter)?;
-        let resident = Resident::new(shared.config.cache.resident_bytes);
         Ok(StateDb { shared, head, bulk, resident, tx: Some(tx), writer: Some(writer) })
+    }
+
+    /// True when opened with [`StateDb::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.shared.read_only
     }
 
     /// Head block number.
@@ -313,6 +338,9 @@ impl StateDb {
     }
 
     pub(crate) fn check_poison(&self) -> Result<(), StoreError> {
+        if self.shared.read_only {
+            return Err(StoreError::ReadOnly);
+        }
         match &self.shared.progress.lock().poisoned {
             Some(e) => Err(e.poisoned()),
             None => Ok(()),
@@ -452,7 +480,9 @@ impl StateDb {
                 return Err(e.poisoned());
             }
         }
-        self.shared.reader.db.flush_wal(true)?;
+        if !self.shared.read_only {
+            self.shared.reader.db.flush_wal(true)?;
+        }
         Ok(())
     }
 
@@ -638,6 +668,18 @@ fn meta_cf(db: &DB) -> Result<&rocksdb::ColumnFamily, OpenError> {
         path: db.path().to_path_buf(),
         name: CF_META,
     })
+}
+
+/// A RocksDB lock held by another process becomes [`OpenError::InUse`].
+fn in_use(path: &Path, e: OpenError) -> OpenError {
+    match &e {
+        OpenError::Rocks(r)
+            if r.kind() == rocksdb::ErrorKind::IOError && r.to_string().contains("lock") =>
+        {
+            OpenError::InUse { path: path.to_path_buf() }
+        }
+        _ => e,
+    }
 }
 
 fn read_head(db: &DB) -> Result<(u64, H256), OpenError> {

@@ -244,10 +244,58 @@ fn not_a_database() {
 #[test]
 fn second_opener_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let db = open(dir.path(), &small_config());
-    assert!(matches!(open_err(dir.path()), OpenError::Rocks(_)));
+    let mut db = open(dir.path(), &small_config());
+    db.commit(&random_block(5, 1, 200, 20)).unwrap();
+    db.flush().unwrap();
+    let e = open_err(dir.path());
+    assert!(matches!(e, OpenError::InUse { .. }), "{e:?}");
+    assert!(e.to_string().contains("in use by another process"), "{e}");
+    // A read-only opener is not refused: it sees the persisted state and writes nothing.
+    let ro = StateDb::open_read_only(dir.path(), small_config()).unwrap();
+    assert_eq!(ro.head_root(), db.head_root());
+    assert!(ro.is_read_only());
+    assert!(ro.verify().unwrap().ok());
+    drop(ro);
     drop(db);
     open(dir.path(), &small_config());
+}
+
+#[test]
+fn read_only_opening_writes_nothing_and_refuses_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    healthy(dir.path());
+    let before = dir_snapshot(dir.path());
+    let mut ro = StateDb::open_read_only(dir.path(), small_config()).unwrap();
+    assert!(ro.verify_deep().unwrap().ok());
+    assert!(ro.get(&TrieId::Main, &[1, 2, 3]).unwrap().is_none());
+    assert!(matches!(
+        ro.commit(&random_block(7, 4, 10, 5)),
+        Err(CommitError::Store(StoreError::ReadOnly))
+    ));
+    assert!(matches!(ro.revert(1), Err(RevertError::Store(StoreError::ReadOnly))));
+    assert!(matches!(ro.repair(), Err(StoreError::ReadOnly)));
+    ro.close().unwrap();
+    assert_eq!(dir_snapshot(dir.path()), before, "a read-only opening changed the directory");
+    // A directory without a database is not created.
+    let empty = tempfile::tempdir().unwrap();
+    assert!(StateDb::open_read_only(&empty.path().join("none"), small_config()).is_err());
+    assert!(!empty.path().join("none").exists());
+}
+
+/// Every file of a directory with its contents.
+fn dir_snapshot(path: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(path)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap_or_default(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
 }
 
 #[test]
