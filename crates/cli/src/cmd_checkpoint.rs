@@ -193,22 +193,6 @@ fn print_json(v: &impl serde::Serialize) -> Result<()> {
     Ok(())
 }
 
-/// Human units for a byte count.
-fn human(bytes: u64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < units.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{v:.1} {}", units[u])
-    }
-}
-
 #[derive(serde::Serialize)]
 struct CreateSummary {
     id: String,
@@ -276,8 +260,8 @@ fn create(a: &CreateArgs) -> Result<ExitCode> {
             summary.chunks,
             summary.chunks_written,
             summary.entries,
-            human(summary.chunk_bytes),
-            human(summary.flat_bytes),
+            crate::output::human_bytes(summary.chunk_bytes),
+            crate::output::human_bytes(summary.flat_bytes),
             summary.seconds,
             summary.threads,
             summary.dir
@@ -330,7 +314,7 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode> {
                     s.chunks,
                     s.entries,
                     s.storage_tries,
-                    human(s.bytes),
+                    crate::output::human_bytes(s.bytes),
                     t0.elapsed().as_secs_f64()
                 );
             }
@@ -386,7 +370,7 @@ fn push(a: &PushArgs) -> Result<ExitCode> {
             report.uploaded,
             report.chunks,
             if report.manifest_uploaded { "uploaded" } else { "already there" },
-            human(report.bytes_uploaded),
+            crate::output::human_bytes(report.bytes_uploaded),
             t0.elapsed().as_secs_f64()
         );
     }
@@ -426,7 +410,7 @@ fn list(a: &ListArgs) -> Result<ExitCode> {
                 l.block,
                 l.root,
                 l.chunks,
-                human(l.bytes)
+                crate::output::human_bytes(l.bytes)
             );
         }
     }
@@ -473,7 +457,7 @@ fn restore(a: &RestoreArgs) -> Result<ExitCode> {
             pb.set_length(p.total as u64);
             pb.set_position(p.restored as u64);
             let rate = p.bytes as f64 / t0.elapsed().as_secs_f64().max(1e-9);
-            pb.set_message(format!("{}/s", human(rate as u64)));
+            pb.set_message(format!("{}/s", crate::output::human_bytes(rate as u64)));
         },
     );
     pb.finish_and_clear();
@@ -507,7 +491,7 @@ fn print_restore(r: &checkpoint::RestoreReport) {
         r.chunks,
         r.resumed_chunks,
         r.fetched_chunks,
-        human(r.fetched_bytes),
+        crate::output::human_bytes(r.fetched_bytes),
         r.entries_restored,
         r.elapsed_s,
         r.outcome

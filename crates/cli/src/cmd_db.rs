@@ -429,8 +429,20 @@ pub(crate) fn stats(args: &StatsArgs) -> Result<ExitCode> {
     writeln!(
         out,
         "sst bytes      {} (live data estimate {}, about {} keys)",
-        s.sst_bytes, s.live_data_bytes, s.estimated_keys
+        crate::output::human_bytes(s.sst_bytes),
+        crate::output::human_bytes(s.live_data_bytes),
+        s.estimated_keys
     )?;
+    for c in &s.column_families {
+        writeln!(
+            out,
+            "  {:<12} {:>10} in SST files, {:>10} in memtables, about {} keys",
+            c.name,
+            crate::output::human_bytes(c.sst_bytes),
+            crate::output::human_bytes(c.memtable_bytes),
+            c.estimated_keys
+        )?;
+    }
     writeln!(
         out,
         "memory budget  {budget} bytes (block cache + memtables + caches + unpersisted layers)"

@@ -193,3 +193,19 @@ mod tests {
         assert!(e.to_string().contains("cannot write --block"), "{e}");
     }
 }
+
+/// Human units for a byte count (binary prefixes).
+pub(crate) fn human_bytes(bytes: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < units.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", units[u])
+    }
+}

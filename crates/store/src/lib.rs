@@ -59,7 +59,9 @@ pub use range::FlatRange;
 pub use resident::ResidentStats;
 pub use restore::{NodeBatch, ProgressRecord, Restore, RestoreBatch, RestoreWriter};
 pub use snapshot::{FlatCursor, PersistedSource, PersistedState};
-pub use state::{ChangeSet, CommitInfo, CommitTimings, ReadHandle, StateDb, StoreStats};
+pub use state::{
+    ChangeSet, ColumnFamilyStats, CommitInfo, CommitTimings, ReadHandle, StateDb, StoreStats,
+};
 pub use view::StoreSource;
 
 /// What tests and fuzz targets reach inside the store (feature `test-hooks`); not a

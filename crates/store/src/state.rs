@@ -566,6 +566,19 @@ impl StateDb {
             sst_bytes: prop("rocksdb.total-sst-files-size"),
             live_data_bytes: prop("rocksdb.estimate-live-data-size"),
             estimated_keys: prop("rocksdb.estimate-num-keys"),
+            column_families: COLUMNS
+                .iter()
+                .filter_map(|c| db.cf_handle(c).map(|h| (*c, h)))
+                .map(|(name, h)| {
+                    let p = |n: &str| db.property_int_value_cf(h, n).ok().flatten().unwrap_or(0);
+                    ColumnFamilyStats {
+                        name,
+                        sst_bytes: p("rocksdb.total-sst-files-size"),
+                        memtable_bytes: p("rocksdb.cur-size-all-mem-tables"),
+                        estimated_keys: p("rocksdb.estimate-num-keys"),
+                    }
+                })
+                .collect(),
         }
     }
 
@@ -709,6 +722,19 @@ fn read_cache_totals(db: &DB) -> Result<CacheTotals, OpenError> {
     }
 }
 
+/// One column family's size (see `arbor stats`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ColumnFamilyStats {
+    /// `flat`, `nodes`, `history` or `meta`.
+    pub name: &'static str,
+    /// Bytes in its SST files.
+    pub sst_bytes: u64,
+    /// Bytes in its memtables.
+    pub memtable_bytes: u64,
+    /// RocksDB's key-count estimate.
+    pub estimated_keys: u64,
+}
+
 /// Store counters (see `arbor stats`).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct StoreStats {
@@ -748,4 +774,6 @@ pub struct StoreStats {
     pub live_data_bytes: u64,
     /// RocksDB's key-count estimate.
     pub estimated_keys: u64,
+    /// Per column family.
+    pub column_families: Vec<ColumnFamilyStats>,
 }
