@@ -140,6 +140,22 @@ fn same_file(a: &Path, b: &Path) -> bool {
     false
 }
 
+/// Human units for a byte count (binary prefixes).
+pub(crate) fn human_bytes(bytes: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < units.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", units[u])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -191,21 +207,5 @@ mod tests {
         let missing = dir.path().join("no").join("a");
         let e = check(&[out("--block", &missing)], false).unwrap_err();
         assert!(e.to_string().contains("cannot write --block"), "{e}");
-    }
-}
-
-/// Human units for a byte count (binary prefixes).
-pub(crate) fn human_bytes(bytes: u64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < units.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{v:.1} {}", units[u])
     }
 }
