@@ -64,6 +64,11 @@ pub use state::{
 };
 pub use view::StoreSource;
 
+/// The README's code (its "Use it as a library" example), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
+
 /// What tests and fuzz targets reach inside the store (feature `test-hooks`); not a
 /// stable interface.
 #[cfg(feature = "test-hooks")]
