@@ -150,6 +150,27 @@ go_bench() {
     go test -run '^$' -bench . -count=1 "$@" ./arbor
 }
 
+# The workspace's declared rust-version must cover every dependency's own (on this
+# platform). `cargo +1.90 check --workspace --all-targets` passed when it was set.
+msrv_check() {
+    local declared needed
+    declared="$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)"
+    needed="$(cargo metadata --format-version 1 --filter-platform "$(rustc -vV | sed -n 's/^host: //p')" |
+        python3 -c '
+import json, sys
+m = json.load(sys.stdin)
+used = {n["id"] for n in m["resolve"]["nodes"]}
+versions = [p["rust_version"] for p in m["packages"] if p.get("rust_version") and p["id"] in used]
+key = lambda v: tuple(int(x) for x in v.split(".")[:3])
+print(max(versions, key=key))')"
+    if python3 -c "import sys; k=lambda v: tuple(int(x) for x in v.split('.')[:3]); sys.exit(k('$declared') < k('$needed'))"; then
+        echo "rust-version $declared covers the dependencies (they need $needed)"
+    else
+        echo "error: rust-version $declared in Cargo.toml is below what the dependencies need ($needed)" >&2
+        exit 1
+    fi
+}
+
 case "${1:-}" in
     demo)
         shift
@@ -170,6 +191,7 @@ case "${1:-}" in
         setup
         cargo fmt --all -- --check
         cargo clippy --workspace --all-targets "$@" -- -D warnings
+        msrv_check
         if command -v gofmt >/dev/null 2>&1 || [ -x /usr/local/go/bin/gofmt ]; then
             unformatted="$(PATH="/usr/local/go/bin:$PATH" gofmt -l bindings/go)"
             if [ -n "$unformatted" ]; then

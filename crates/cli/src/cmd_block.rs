@@ -43,15 +43,15 @@ pub(crate) struct BuildArgs {
     /// Use transfer_allow_death, moving each sender's whole balance (accounts are deleted).
     #[arg(long)]
     allow_death: bool,
-    /// Proof-of-validity limit in bytes; 1 to 1,073,741,824, and at least the witness of an
-    /// empty block on the genesis (the error names it).
+    /// Proof-of-validity limit in bytes (units allowed: 5MiB); 1 to 1,073,741,824, and at least
+    /// the witness of an empty block on the genesis (the error names it).
     #[arg(
         long,
         value_name = "BYTES",
-        default_value_t = chain::builder::DEFAULT_POV_LIMIT,
-        value_parser = limits::usize_in(1, limits::POV_LIMIT_MAX)
+        default_value_t = chain::builder::DEFAULT_POV_LIMIT as u64,
+        value_parser = limits::size_in(1, limits::POV_LIMIT_MAX as u64)
     )]
-    pov_limit: usize,
+    pov_limit: u64,
     /// Write the block here (a new file unless --force).
     #[arg(long, value_name = "FILE")]
     block: PathBuf,
@@ -92,7 +92,8 @@ pub(crate) fn build(args: &BuildArgs) -> Result<ExitCode> {
     let kind = if args.allow_death { TransferKind::AllowDeath } else { TransferKind::KeepAlive };
     let pool = paired_transfers(args.accounts, 0, args.transfers, kind, balance);
     let ctx = BlockContext { number: 1, author: default_author() };
-    let config = BuildConfig { pov_limit: args.pov_limit, ..BuildConfig::default() };
+    let pov_limit = usize::try_from(args.pov_limit).unwrap_or(usize::MAX);
+    let config = BuildConfig { pov_limit, ..BuildConfig::default() };
     let built = match build_block(&src, root, ctx, &pool, &config) {
         Err(BuildError::PovLimitTooSmall { limit, min }) => {
             return Err(usage(format!(

@@ -55,8 +55,8 @@ struct CreateArgs {
     /// Expected entries per chunk; 1 to 16,777,216.
     #[arg(long, value_name = "N", default_value_t = 8192, value_parser = limits::u64_in(1, u64::from(BoundaryRule::TARGET_ENTRIES_MAX)))]
     target_entries: u64,
-    /// Entry bytes after which a chunk is cut; 4096 to 16,777,216.
-    #[arg(long, value_name = "BYTES", default_value_t = 4 << 20, value_parser = limits::u64_in(u64::from(BoundaryRule::MAX_BYTES_MIN), u64::from(BoundaryRule::MAX_BYTES_MAX)))]
+    /// Entry bytes after which a chunk is cut; 4096 to 16,777,216 (units allowed: 4MiB).
+    #[arg(long, value_name = "BYTES", default_value_t = 4 << 20, value_parser = limits::size_in(u64::from(BoundaryRule::MAX_BYTES_MIN), u64::from(BoundaryRule::MAX_BYTES_MAX)))]
     max_chunk_bytes: u64,
     /// Print the summary as JSON.
     #[arg(long)]

@@ -63,6 +63,21 @@ pub(crate) fn u64_in(min: u64, max: u64) -> RangedU64ValueParser<u64> {
     RangedU64ValueParser::new().range(min..=max)
 }
 
+/// A byte-size flag in `min..=max`: a number of bytes, or one with a unit (`4MiB`,
+/// `1 GiB`, `500kB`; see `store::parse_size`).
+pub(crate) fn size_in(min: u64, max: u64) -> impl Fn(&str) -> Result<u64, String> + Clone {
+    move |text: &str| {
+        let n = store::parse_size(text).ok_or_else(|| {
+            format!("{text:?} is not a size (bytes, or a number with a unit such as 4MiB)")
+        })?;
+        if (min..=max).contains(&n) {
+            Ok(n)
+        } else {
+            Err(format!("{n} bytes is not in {min}..={max}"))
+        }
+    }
+}
+
 /// A `usize` flag in `min..=max`.
 pub(crate) fn usize_in(min: usize, max: usize) -> RangedU64ValueParser<usize> {
     RangedU64ValueParser::new().range(widen(min)..=widen(max))

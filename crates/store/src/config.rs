@@ -91,7 +91,7 @@ macro_rules! config_table {
         pub const DEFAULT_CONFIG_TOML: &str = concat!(
             "# Arbor store configuration (TOML).\n",
             "# Every key is optional: a missing key takes the default shown here.\n",
-            "# Unknown keys are rejected. Sizes are in bytes.\n",
+            "# Unknown keys are rejected. Sizes are in bytes, or with a unit: \"128MiB\", \"4 GiB\".\n",
             $(
                 "\n[", $section, "]\n",
                 $(
@@ -271,10 +271,24 @@ impl StoreConfig {
     }
 
     fn parse(text: &str, origin: &str) -> Result<StoreConfig, ConfigError> {
-        let config: StoreConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+        let parse_error = |e: toml::de::Error| ConfigError::Parse {
             origin: origin.to_owned(),
             message: describe_toml_error(text, &e),
-        })?;
+        };
+        let mut table: toml::Table = toml::from_str(text).map_err(parse_error)?;
+        let config: StoreConfig = if sizes_to_bytes(&mut table, "", text, origin)? {
+            // Sizes with units became integers: read the rewritten document.
+            let rewritten = toml::to_string(&table).map_err(|e| ConfigError::Parse {
+                origin: origin.to_owned(),
+                message: e.to_string(),
+            })?;
+            toml::from_str(&rewritten).map_err(|e| ConfigError::Parse {
+                origin: origin.to_owned(),
+                message: describe_toml_error(&rewritten, &e),
+            })?
+        } else {
+            toml::from_str(text).map_err(parse_error)?
+        };
         config.validate_as(origin)?;
         Ok(config)
     }
@@ -369,6 +383,68 @@ impl StoreConfig {
     }
 }
 
+/// A byte size: a whole number of bytes, optionally followed by a unit — `KiB`, `MiB`,
+/// `GiB`, `TiB` (powers of 1024) or `kB`, `MB`, `GB`, `TB` (powers of 1000), `B` — with
+/// or without a space: `134217728`, `128MiB`, `4 GiB`. `None` for anything else or a
+/// size past `u64::MAX`.
+pub fn parse_size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    if digits.is_empty() {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    let scale: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "TiB" => 1 << 40,
+        "kB" | "KB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        "TB" => 1_000_000_000_000,
+        _ => return None,
+    };
+    n.checked_mul(scale)
+}
+
+/// Turn string sizes (`"128MiB"`) of every `…_bytes` key into integers, in place; true
+/// when it changed any.
+fn sizes_to_bytes(
+    table: &mut toml::Table,
+    section: &str,
+    text: &str,
+    origin: &str,
+) -> Result<bool, ConfigError> {
+    let mut changed = false;
+    for (key, value) in table.iter_mut() {
+        match value {
+            toml::Value::Table(t) => changed |= sizes_to_bytes(t, key, text, origin)?,
+            toml::Value::String(size) if key.ends_with("_bytes") => {
+                let n = parse_size(size).and_then(|n| i64::try_from(n).ok()).ok_or_else(|| {
+                    let line = text
+                        .lines()
+                        .position(|l| l.trim_start().starts_with(key.as_str()))
+                        .map_or(0, |i| i + 1);
+                    ConfigError::Parse {
+                        origin: origin.to_owned(),
+                        message: format!(
+                            "line {line}: `{section}.{key}` = {size:?} is not a size (a number of \
+                             bytes, or one with a unit such as \"128MiB\" or \"4 GiB\")"
+                        ),
+                    }
+                })?;
+                *value = toml::Value::Integer(n);
+                changed = true;
+            }
+            _ => {}
+        }
+    }
+    Ok(changed)
+}
+
 /// Formats a float as a TOML float literal (always with a `.` or exponent).
 fn toml_float(x: f64) -> String {
     if x.is_nan() {
@@ -397,6 +473,28 @@ fn describe_toml_error(text: &str, error: &toml::de::Error) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn sizes_take_units() {
+        assert_eq!(parse_size("134217728"), Some(134_217_728));
+        assert_eq!(parse_size("128MiB"), Some(128 << 20));
+        assert_eq!(parse_size("4 GiB"), Some(4 << 30));
+        assert_eq!(parse_size("2kB"), Some(2000));
+        assert_eq!(parse_size("0B"), Some(0));
+        for bad in ["", "MiB", "1.5MiB", "12 parsecs", "-1", "99999999999TiB", "1 MiB extra"] {
+            assert_eq!(parse_size(bad), None, "{bad:?}");
+        }
+        let c = StoreConfig::from_toml_str(
+            "[cache]\nnode_cache_bytes = \"64MiB\"\n[rocksdb]\nblock_cache_bytes = \"1 GiB\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.cache.node_cache_bytes, 64 << 20);
+        assert_eq!(c.rocksdb.block_cache_bytes, 1 << 30);
+        let e = StoreConfig::from_toml_str("[cache]\nnode_cache_bytes = \"lots\"\n").unwrap_err();
+        assert!(e.to_string().contains("cache.node_cache_bytes"), "{e}");
+        // A string where a number is expected is still refused elsewhere.
+        assert!(StoreConfig::from_toml_str("[layers]\nhistory_depth = \"8\"\n").is_err());
+    }
+
     use super::*;
 
     fn parse_err(text: &str) -> ConfigError {

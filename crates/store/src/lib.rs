@@ -47,8 +47,8 @@ pub use bulk::{
 };
 pub use cache::{CacheStats, CacheTotals};
 pub use config::{
-    CacheConfig, CheckpointConfig, Compression, ConfigError, LayerConfig, RocksConfig, StoreConfig,
-    DEFAULT_CONFIG_TOML,
+    parse_size, CacheConfig, CheckpointConfig, Compression, ConfigError, LayerConfig, RocksConfig,
+    StoreConfig, DEFAULT_CONFIG_TOML,
 };
 pub use db::rocksdb_options;
 pub use error::{
