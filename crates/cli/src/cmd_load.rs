@@ -111,13 +111,21 @@ pub(crate) fn run(args: &LoadArgs) -> Result<ExitCode> {
     let (first, last) = block_span(db.head_number(), args.blocks)?;
     let pb = bar(args.blocks > PROGRESS_BLOCKS_MIN, args.blocks, "committing blocks");
     let mut auto = crate::cmd_checkpoint::AutoCheckpoint::new(&args.db.db, db.config());
+    // From here on Ctrl-C or SIGTERM ends the run at a block boundary, with the summary (a
+    // signal during the bulk phase above still ends the process: that load resumes).
+    let stop = crate::cmd_chain::stop_flag()?;
+    let mut committed = 0u64;
     let start = Instant::now();
     for b in first..=last {
+        if stop.load(std::sync::atomic::Ordering::SeqCst) {
+            break;
+        }
         let info = db
             .commit(&workload.change_set(b))
             .with_context(|| format!("cannot commit block {b}"))?;
         lines.emit(&pb, info.number, &info.root)?;
         pb.inc(1);
+        committed += 1;
         if let Some(a) = auto.as_mut().filter(|a| a.due(info.number)) {
             // Flushed first, so that the checkpoint is of exactly this block.
             db.flush().context("cannot flush the database")?;
@@ -137,7 +145,8 @@ pub(crate) fn run(args: &LoadArgs) -> Result<ExitCode> {
         lines.emit(&pb, number, &root)?;
     }
     lines.out.flush()?;
-    summary(args, bulk_seconds, seconds, number, &root);
+    let stopped = committed < args.blocks;
+    summary(args, bulk_seconds, (committed, stopped), seconds, number, &root);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -177,17 +186,26 @@ fn bulk_load(db: &mut StateDb, workload: &Workload) -> Result<()> {
     Ok(())
 }
 
-fn summary(args: &LoadArgs, bulk_seconds: Option<f64>, seconds: f64, number: u64, root: &H256) {
+fn summary(
+    args: &LoadArgs,
+    bulk_seconds: Option<f64>,
+    (committed, stopped): (u64, bool),
+    seconds: f64,
+    number: u64,
+    root: &H256,
+) {
     let mut line = String::new();
     if let Some(s) = bulk_seconds {
         line.push_str(&format!("bulk-loaded {} keys in {s:.2} s; ", args.keys));
     }
+    if stopped {
+        line.push_str("stopped by signal; ");
+    }
     let per_second = |n: f64| if seconds > 0.0 { n / seconds } else { 0.0 };
     line.push_str(&format!(
-        "committed {} blocks in {seconds:.2} s ({:.1} blocks/s, {:.0} updates/s); head {number} {root}",
-        args.blocks,
-        per_second(args.blocks as f64),
-        per_second(args.blocks.saturating_mul(args.updates_per_block) as f64),
+        "committed {committed} blocks in {seconds:.2} s ({:.1} blocks/s, {:.0} updates/s); head {number} {root}",
+        per_second(committed as f64),
+        per_second(committed.saturating_mul(args.updates_per_block) as f64),
     ));
     eprintln!("{line}");
 }
