@@ -145,6 +145,8 @@ pub struct Imported {
     pub number: u64,
     /// Its transactions.
     pub transactions: usize,
+    /// Time its commit took (trie update and publish).
+    pub commit: Duration,
 }
 
 /// What an import did.
@@ -442,10 +444,11 @@ fn commit(
             other => ImportError::Commit(other),
         },
     )?;
-    stats.commit += start.elapsed();
+    let commit = start.elapsed();
+    stats.commit += commit;
     stats.blocks += 1;
     stats.transactions += e.transactions as u64;
-    on_block(Imported { number: e.number, transactions: e.transactions });
+    on_block(Imported { number: e.number, transactions: e.transactions, commit });
     Ok(())
 }
 

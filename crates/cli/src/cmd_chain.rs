@@ -60,6 +60,9 @@ pub(crate) struct ImportArgs {
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     json: bool,
+    /// Serve Prometheus metrics on ADDR (e.g. 127.0.0.1:9100) while importing.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
 }
 
 /// Run `arbor gen-chain`.
@@ -183,7 +186,14 @@ pub(crate) fn import(args: &ImportArgs) -> Result<ExitCode> {
     let mut auto = crate::cmd_checkpoint::AutoCheckpoint::new(&args.db.db, db.config());
     let handle = db.read_handle()?;
     let mut auto_error = None;
+    let endpoint = match &args.metrics {
+        Some(addr) => Some(crate::metrics::serve(addr, handle.clone())?),
+        None => None,
+    };
     let (stats, result) = chain::import(&mut db, chain, &config, &stop, &mut |b| {
+        if let Some(e) = &endpoint {
+            e.counters.block(b.number, b.transactions as u64, b.commit);
+        }
         if let Some(a) = auto.as_mut().filter(|a| a.due(b.number)) {
             if let Err(e) = a.start(handle.clone()) {
                 auto_error.get_or_insert(e);

@@ -56,6 +56,9 @@ pub(crate) struct LoadArgs {
     /// Print only the last `<number> <root>` line.
     #[arg(long)]
     quiet: bool,
+    /// Serve Prometheus metrics on ADDR (e.g. 127.0.0.1:9100) while committing.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
 }
 
 /// Where the per-block lines go: stdout, around the progress bar when both are on a terminal.
@@ -114,15 +117,23 @@ pub(crate) fn run(args: &LoadArgs) -> Result<ExitCode> {
     // From here on Ctrl-C or SIGTERM ends the run at a block boundary, with the summary (a
     // signal during the bulk phase above still ends the process: that load resumes).
     let stop = crate::cmd_chain::stop_flag()?;
+    let endpoint = match &args.metrics {
+        Some(addr) => Some(crate::metrics::serve(addr, db.read_handle()?)?),
+        None => None,
+    };
     let mut committed = 0u64;
     let start = Instant::now();
     for b in first..=last {
         if stop.load(std::sync::atomic::Ordering::SeqCst) {
             break;
         }
-        let info = db
-            .commit(&workload.change_set(b))
-            .with_context(|| format!("cannot commit block {b}"))?;
+        let changes = workload.change_set(b);
+        let t0 = Instant::now();
+        let info = db.commit(&changes).with_context(|| format!("cannot commit block {b}"))?;
+        if let Some(e) = &endpoint {
+            let n: usize = changes.values().map(|m| m.len()).sum();
+            e.counters.block(info.number, n as u64, t0.elapsed());
+        }
         lines.emit(&pb, info.number, &info.root)?;
         pb.inc(1);
         committed += 1;

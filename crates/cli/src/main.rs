@@ -26,6 +26,7 @@ mod demo_store;
 mod genesis_load;
 mod input;
 mod limits;
+mod metrics;
 mod output;
 
 /// Arbor: an authenticated state engine (Ethereum-compatible Merkle-Patricia trie).

@@ -711,3 +711,88 @@ fn read_commands_run_beside_a_writer_and_write_nothing() {
     assert!(status.success(), "the writer failed");
     assert!(ok(&["verify", "--db", &db]).starts_with("ok "));
 }
+
+#[test]
+fn load_serves_prometheus_metrics() {
+    use std::io::{BufRead, Read};
+    let db = fresh_db("metrics");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .args([
+            "load",
+            "--db",
+            &db,
+            "--blocks",
+            "100000",
+            "--updates-per-block",
+            "500",
+            "--keys",
+            "20000",
+            "--seed",
+            "3",
+            "--quiet",
+            "--metrics",
+            "127.0.0.1:0",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("metrics on http://")
+        .and_then(|s| s.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
+    let scrape = || {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        let mut body = String::new();
+        s.read_to_string(&mut body).unwrap();
+        body
+    };
+    let value = |body: &str, series: &str| -> f64 {
+        body.lines()
+            .find(|l| l.starts_with(series) && l[series.len()..].starts_with(' '))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in {body}"))
+    };
+    let mut body = scrape();
+    for _ in 0..100 {
+        if value(&body, "arbor_blocks_committed_total") >= 5.0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        body = scrape();
+    }
+    assert!(body.starts_with("HTTP/1.1 200"), "{body}");
+    assert!(body.contains("text/plain; version=0.0.4"), "{body}");
+    let blocks = value(&body, "arbor_blocks_committed_total");
+    assert!(blocks >= 5.0, "{body}");
+    assert_eq!(value(&body, "arbor_commit_duration_seconds_count"), blocks);
+    assert!(value(&body, "arbor_block_changes_total") >= blocks * 400.0);
+    assert!(value(&body, "arbor_head_block") >= blocks);
+    assert!(value(&body, "arbor_store_persisted_block") <= value(&body, "arbor_head_block"));
+    let sum = value(&body, "arbor_commit_duration_seconds_sum");
+    assert!(sum > 0.0 && sum < blocks * 10.0, "{sum}");
+    for series in [
+        "arbor_store_unpersisted_bytes",
+        "arbor_store_written_bytes_total",
+        "arbor_cache_hits_total{cache=\"node\"}",
+        "arbor_cache_misses_total{cache=\"flat\"}",
+    ] {
+        assert!(body.contains(series), "{series} missing: {body}");
+    }
+    // SIGTERM: it stops at a block boundary with its summary.
+    let pid = child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    assert!(status.success(), "{rest}");
+    assert!(rest.contains("stopped by signal"), "{rest}");
+    assert!(ok(&["verify", "--db", &db]).starts_with("ok "));
+}

@@ -60,7 +60,8 @@ pub use resident::ResidentStats;
 pub use restore::{NodeBatch, ProgressRecord, Restore, RestoreBatch, RestoreWriter};
 pub use snapshot::{FlatCursor, PersistedSource, PersistedState};
 pub use state::{
-    ChangeSet, ColumnFamilyStats, CommitInfo, CommitTimings, ReadHandle, StateDb, StoreStats,
+    ChangeSet, ColumnFamilyStats, CommitInfo, CommitTimings, ReadHandle, StateDb, StoreMetrics,
+    StoreStats,
 };
 pub use view::StoreSource;
 

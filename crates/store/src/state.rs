@@ -147,6 +147,42 @@ impl ReadHandle {
     }
 }
 
+/// Live counters a metrics endpoint reads from any thread ([`ReadHandle::metrics`]).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct StoreMetrics {
+    /// Highest block on disk.
+    pub persisted_number: u64,
+    /// Layers waiting for the writer.
+    pub unpersisted_layers: usize,
+    /// Bytes held by those layers.
+    pub unpersisted_bytes: u64,
+    /// Bytes the writer wrote since open.
+    pub bytes_written: u64,
+    /// Commits that waited for the writer.
+    pub commit_waits: u64,
+    /// Node cache counters.
+    pub node_cache: crate::cache::CacheStats,
+    /// Flat cache counters.
+    pub flat_cache: crate::cache::CacheStats,
+}
+
+impl ReadHandle {
+    /// The store's live counters (cheap: no RocksDB property is read).
+    pub fn metrics(&self) -> StoreMetrics {
+        let s = &self.shared;
+        let p = s.progress.lock();
+        StoreMetrics {
+            persisted_number: p.persisted,
+            unpersisted_layers: s.reader.layers.read().len(),
+            unpersisted_bytes: p.pending_bytes,
+            bytes_written: s.bytes_written.load(Ordering::Relaxed),
+            commit_waits: s.commit_waits.load(Ordering::Relaxed),
+            node_cache: s.reader.node_cache.stats(),
+            flat_cache: s.reader.flat_cache.stats(),
+        }
+    }
+}
+
 impl trie::StateReader for ReadHandle {
     type Error = StoreError;
     type Range<'a> = crate::FlatRange<'a>;
