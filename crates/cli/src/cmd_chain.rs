@@ -194,6 +194,12 @@ pub(crate) fn import(args: &ImportArgs) -> Result<ExitCode> {
         if let Some(e) = &endpoint {
             e.counters.block(b.number, b.transactions as u64, b.commit);
         }
+        tracing::debug!(
+            block = b.number,
+            transactions = b.transactions,
+            commit_ms = b.commit.as_secs_f64() * 1e3,
+            "imported"
+        );
         if let Some(a) = auto.as_mut().filter(|a| a.due(b.number)) {
             if let Err(e) = a.start(handle.clone()) {
                 auto_error.get_or_insert(e);

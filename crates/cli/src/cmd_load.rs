@@ -130,10 +130,11 @@ pub(crate) fn run(args: &LoadArgs) -> Result<ExitCode> {
         let changes = workload.change_set(b);
         let t0 = Instant::now();
         let info = db.commit(&changes).with_context(|| format!("cannot commit block {b}"))?;
+        let n: usize = changes.values().map(|m| m.len()).sum();
         if let Some(e) = &endpoint {
-            let n: usize = changes.values().map(|m| m.len()).sum();
             e.counters.block(info.number, n as u64, t0.elapsed());
         }
+        tracing::debug!(block = info.number, root = %info.root, changes = n, commit_ms = t0.elapsed().as_secs_f64() * 1e3, "committed");
         lines.emit(&pb, info.number, &info.root)?;
         pb.inc(1);
         committed += 1;
@@ -157,6 +158,7 @@ pub(crate) fn run(args: &LoadArgs) -> Result<ExitCode> {
     }
     lines.out.flush()?;
     let stopped = committed < args.blocks;
+    tracing::info!(blocks = committed, stopped, head = number, root = %root, "load done");
     summary(args, bulk_seconds, (committed, stopped), seconds, number, &root);
     Ok(ExitCode::SUCCESS)
 }

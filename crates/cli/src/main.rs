@@ -33,8 +33,29 @@ mod output;
 #[derive(Debug, Parser)]
 #[command(name = "arbor", version, about, propagate_version = true)]
 struct Cli {
+    /// Log to stderr in this format (`text` or `json`); the level comes from RUST_LOG
+    /// (default `info` with this flag; without it and without RUST_LOG, nothing is logged).
+    #[arg(long, global = true, value_name = "FORMAT", value_parser = ["text", "json"])]
+    log_format: Option<String>,
     #[command(subcommand)]
     command: Command,
+}
+
+/// Install the log subscriber `--log-format` and RUST_LOG ask for (none by default).
+fn init_logs(format: Option<&str>) {
+    use tracing_subscriber::EnvFilter;
+    let env = std::env::var("RUST_LOG").ok().filter(|s| !s.is_empty());
+    if format.is_none() && env.is_none() {
+        return;
+    }
+    let filter = EnvFilter::try_new(env.as_deref().unwrap_or("info"))
+        .unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // A second subscriber cannot be installed; there is none before this one.
+    let _ = match format {
+        Some("json") => builder.json().try_init(),
+        _ => builder.with_ansi(false).try_init(),
+    };
 }
 
 #[derive(Debug, Subcommand)]
@@ -95,6 +116,9 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
     };
+    init_logs(cli.log_format.as_deref());
+    let command = std::env::args().skip(1).find(|a| !a.starts_with('-')).unwrap_or_default();
+    tracing::info!(command, "arbor starting");
     let result = match cli.command {
         Command::Root(args) => cmd_root::run(&args),
         Command::Prove(args) => cmd_proof::prove(&args),
@@ -116,8 +140,12 @@ fn main() -> ExitCode {
         Command::Checkpoint(args) => cmd_checkpoint::run(&args),
     };
     match result {
-        Ok(code) => code,
+        Ok(code) => {
+            tracing::info!(success = code == ExitCode::SUCCESS, "arbor finished");
+            code
+        }
         Err(e) => {
+            tracing::error!(error = %error_line(&e), "arbor failed");
             eprintln!("error: {}", error_line(&e));
             if e.chain().any(|c| c.is::<UsageError>()) {
                 ExitCode::from(2)

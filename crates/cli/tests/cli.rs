@@ -796,3 +796,48 @@ fn load_serves_prometheus_metrics() {
     assert!(rest.contains("stopped by signal"), "{rest}");
     assert!(ok(&["verify", "--db", &db]).starts_with("ok "));
 }
+
+#[test]
+fn json_logs_parse() {
+    let db = fresh_db("json-logs");
+    let o = Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .args([
+            "--log-format",
+            "json",
+            "load",
+            "--db",
+            &db,
+            "--blocks",
+            "3",
+            "--updates-per-block",
+            "10",
+            "--keys",
+            "100",
+            "--seed",
+            "1",
+            "--quiet",
+        ])
+        .env("RUST_LOG", "debug")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let logs: Vec<Value> = stderr(&o)
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect();
+    let messages: Vec<&str> = logs.iter().filter_map(|l| l["fields"]["message"].as_str()).collect();
+    assert!(
+        messages.contains(&"arbor starting") && messages.contains(&"load done"),
+        "{messages:?}"
+    );
+    assert_eq!(messages.iter().filter(|m| **m == "committed").count(), 3, "{messages:?}");
+    assert!(logs.iter().all(|l| l["level"].is_string() && l["timestamp"].is_string()));
+    // Without the flag and RUST_LOG, nothing is logged.
+    let o = Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .args(["verify", "--db", &db])
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+}
