@@ -109,21 +109,11 @@ pub(crate) fn open_db(path: &Path, config: &StoreConfig) -> Result<DB, OpenError
     }
     opts.create_missing_column_families(true);
     let db = DB::open_cf_descriptors(&opts, path, family_descriptors(config, cache.as_ref()))?;
-    let meta = db.cf_handle(CF_META).ok_or_else(|| OpenError::MissingColumnFamily {
-        path: path.to_path_buf(),
-        name: CF_META,
-    })?;
-    match db.get_cf(meta, META_SCHEMA)? {
-        Some(v) => {
-            let bytes: [u8; 4] =
-                v.as_slice().try_into().map_err(|_| Corruption::SchemaRecord { len: v.len() })?;
-            let found = u32::from_be_bytes(bytes);
-            if found != SCHEMA_VERSION {
-                return Err(OpenError::SchemaMismatch { found, expected: SCHEMA_VERSION });
-            }
-        }
-        None if every_family_empty(&db)? => write_birth_records(&db, meta)?,
-        None => return Err(OpenError::NotArbor { path: path.to_path_buf() }),
+    let meta = meta_family(&db, path)?;
+    match has_schema(&db, meta)? {
+        true => {}
+        false if every_family_empty(&db)? => write_birth_records(&db, meta)?,
+        false => return Err(OpenError::NotArbor { path: path.to_path_buf() }),
     }
     Ok(db)
 }
@@ -144,22 +134,29 @@ pub(crate) fn open_db_read_only(path: &Path, config: &StoreConfig) -> Result<DB,
         family_descriptors(config, cache.as_ref()),
         false,
     )?;
-    let meta = db.cf_handle(CF_META).ok_or_else(|| OpenError::MissingColumnFamily {
-        path: path.to_path_buf(),
-        name: CF_META,
-    })?;
-    match db.get_cf(meta, META_SCHEMA)? {
-        Some(v) => {
-            let bytes: [u8; 4] =
-                v.as_slice().try_into().map_err(|_| Corruption::SchemaRecord { len: v.len() })?;
-            let found = u32::from_be_bytes(bytes);
-            if found != SCHEMA_VERSION {
-                return Err(OpenError::SchemaMismatch { found, expected: SCHEMA_VERSION });
-            }
-        }
-        None => return Err(OpenError::NotArbor { path: path.to_path_buf() }),
+    let meta = meta_family(&db, path)?;
+    match has_schema(&db, meta)? {
+        true => Ok(db),
+        false => Err(OpenError::NotArbor { path: path.to_path_buf() }),
     }
-    Ok(db)
+}
+
+fn meta_family<'a>(db: &'a DB, path: &Path) -> Result<&'a rocksdb::ColumnFamily, OpenError> {
+    db.cf_handle(CF_META)
+        .ok_or_else(|| OpenError::MissingColumnFamily { path: path.to_path_buf(), name: CF_META })
+}
+
+/// Check the schema record: true when it is this build's, false when absent; another
+/// version is an error.
+fn has_schema(db: &DB, meta: &rocksdb::ColumnFamily) -> Result<bool, OpenError> {
+    let Some(v) = db.get_cf(meta, META_SCHEMA)? else { return Ok(false) };
+    let bytes: [u8; 4] =
+        v.as_slice().try_into().map_err(|_| Corruption::SchemaRecord { len: v.len() })?;
+    let found = u32::from_be_bytes(bytes);
+    if found != SCHEMA_VERSION {
+        return Err(OpenError::SchemaMismatch { found, expected: SCHEMA_VERSION });
+    }
+    Ok(true)
 }
 
 /// The schema version and the empty head of a new database, in one synced batch.
