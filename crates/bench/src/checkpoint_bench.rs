@@ -331,3 +331,62 @@ impl CheckpointBenchReport {
         s
     }
 }
+
+impl CheckpointBenchReport {
+    /// The report as an HTML page with SVG charts (times, and each ratio against its target).
+    pub fn html(&self) -> String {
+        use crate::html::{page, Bar, Chart};
+        let bar = |label: &str, value: f64| Bar { label: label.to_string(), value };
+        let times = Chart {
+            title: format!("Medians over {} rounds", self.runs),
+            unit: "s".into(),
+            bars: vec![
+                bar("scan of flat (1 thread)", self.scan.seconds_median),
+                bar(&format!("create ({} threads)", self.threads), self.create.seconds_median),
+                bar("keccak of chunks (1 thread)", self.digest.seconds_median),
+                bar("bulk load + rebuild", self.bulk_load.seconds_median),
+                bar("restore, local", self.restore_local.seconds_median),
+                bar("restore, 3 HTTP sources", self.restore_http3.seconds_median),
+            ],
+            target: None,
+        };
+        let ratio = |title: &str, t: &Target| Chart {
+            title: format!(
+                "{title}: {:.2}x, target <= {:.1}x ({})",
+                t.ratio,
+                t.target,
+                if t.met { "met" } else { "not met" }
+            ),
+            unit: "x".into(),
+            bars: vec![bar("measured", t.ratio)],
+            target: Some(t.target),
+        };
+        let m = crate::machine::MachineInfo::detect();
+        let machine = format!(
+            "{} ({} cores), {}, opt-level {}",
+            m.cpu_model, m.logical_cores, m.rustc, m.opt_level
+        );
+        let notes = vec![format!(
+            "{} entries ({} accounts, {} storage tries), flat {:.1} MiB, checkpoint {:.1} MiB in {} chunks; floor of create/scan (scan + keccak)/threads = {:.2}x",
+            self.entries,
+            self.accounts,
+            self.storage_tries,
+            self.flat_bytes as f64 / 1048576.0,
+            self.checkpoint_bytes as f64 / 1048576.0,
+            self.chunks,
+            self.create_floor_vs_scan
+        )];
+        page(
+            "arbor bench checkpoint",
+            &machine,
+            &notes,
+            &[
+                times,
+                ratio("create / scan", &self.create_vs_scan),
+                ratio("restore / bulk load", &self.restore_vs_bulk_load),
+                ratio("3 HTTP / local restore", &self.http3_vs_local),
+                ratio("checkpoint / flat bytes", &self.bytes_vs_flat),
+            ],
+        )
+    }
+}

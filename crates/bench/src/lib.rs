@@ -18,6 +18,7 @@
 mod blockstm_bench;
 mod bound;
 mod checkpoint_bench;
+pub mod html;
 mod import_bench;
 mod incremental;
 mod input;

@@ -59,6 +59,9 @@ struct CheckpointArgs {
     /// Print the JSON report instead of the table.
     #[arg(long)]
     json: bool,
+    /// Also write the report as an HTML page with SVG charts.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
 }
 
 /// Arguments of `arbor bench import`.
@@ -255,6 +258,10 @@ fn checkpoint_bench(args: &CheckpointArgs) -> Result<ExitCode> {
     let report =
         bench::checkpoint_bench(&opts, &|| pb.inc(1)).context("checkpoint benchmark failed")?;
     pb.finish_and_clear();
+    if let Some(path) = &args.html {
+        std::fs::write(path, report.html())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
     let json = serde_json::to_string_pretty(&report)?;
     emit(&json, &report.render(), args.json, None)
 }
