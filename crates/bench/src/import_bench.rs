@@ -241,3 +241,49 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
     }
     Ok(())
 }
+
+impl ImportBenchReport {
+    /// The report as an HTML page with SVG charts: blocks/s per mode and worker count,
+    /// the pipelined speed-ups against their target (1.25x) and the RSS ratios (1.15x).
+    pub fn html(&self) -> String {
+        use crate::html::{page, Bar, Chart};
+        let name = |r: &ImportRow| {
+            format!("{} {}w", if r.pipelined { "pipelined" } else { "unpipelined" }, r.exec_workers)
+        };
+        let rate = Chart {
+            title: format!("Blocks per second (medians over {} rounds)", self.runs),
+            unit: "blocks/s".into(),
+            bars: self.rows.iter().map(|r| Bar { label: name(r), value: r.blocks_per_s }).collect(),
+            target: None,
+        };
+        let pipelined: Vec<&ImportRow> = self.rows.iter().filter(|r| r.pipelined).collect();
+        let speedup = Chart {
+            title: "Pipelined speed-up over unpipelined, same workers".into(),
+            unit: "x".into(),
+            bars: pipelined
+                .iter()
+                .map(|r| Bar { label: name(r), value: r.speedup.unwrap_or(f64::NAN) })
+                .collect(),
+            target: Some(1.25),
+        };
+        let rss = Chart {
+            title: "Peak RSS, pipelined over unpipelined".into(),
+            unit: "x".into(),
+            bars: pipelined
+                .iter()
+                .map(|r| Bar { label: name(r), value: r.rss_ratio.unwrap_or(f64::NAN) })
+                .collect(),
+            target: Some(1.15),
+        };
+        let m = crate::machine::MachineInfo::detect();
+        let machine = format!(
+            "{} ({} cores), {}, opt-level {}",
+            m.cpu_model, m.logical_cores, m.rustc, m.opt_level
+        );
+        let notes = vec![format!(
+            "{} accounts, {} blocks, {} transactions",
+            self.accounts, self.blocks, self.transactions
+        )];
+        page("arbor bench import", &machine, &notes, &[rate, speedup, rss])
+    }
+}

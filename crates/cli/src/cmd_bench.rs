@@ -88,6 +88,9 @@ struct ImportArgs {
     /// Print the JSON report instead of the table.
     #[arg(long)]
     json: bool,
+    /// Also write the report as an HTML page with SVG charts.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
 }
 
 /// Arguments of `arbor bench blockstm`.
@@ -297,6 +300,10 @@ fn import(args: &ImportArgs) -> Result<ExitCode> {
     let report =
         bench::import_bench(&opts, &program, &|| pb.inc(1)).context("import benchmark failed")?;
     pb.finish_and_clear();
+    if let Some(path) = &args.html {
+        std::fs::write(path, report.html())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
     let json = serde_json::to_string_pretty(&report)?;
     let mut human = format!(
         "import: {} accounts, {} blocks, {} transactions, {} rounds (medians)\n",

@@ -842,6 +842,47 @@ fn json_logs_parse() {
     assert!(stderr(&o).is_empty(), "{}", stderr(&o));
 }
 
+/// Every `<svg>…</svg>` of an HTML page parses as XML with bars; how many there are.
+fn parse_svgs(page: &str) -> usize {
+    let mut svgs = 0;
+    let mut rest = page;
+    while let Some(start) = rest.find("<svg") {
+        let end = rest[start..].find("</svg>").unwrap() + start + "</svg>".len();
+        let doc = roxmltree::Document::parse(&rest[start..end]).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(doc.root_element().tag_name().name(), "svg");
+        assert!(doc.descendants().any(|n| n.has_tag_name("rect")));
+        svgs += 1;
+        rest = &rest[end..];
+    }
+    svgs
+}
+
+#[test]
+fn bench_import_writes_an_html_report_whose_svg_parses() {
+    let html = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-bench-import.html");
+    let _ = std::fs::remove_file(&html);
+    let o = arbor(&[
+        "bench",
+        "import",
+        "--accounts",
+        "200",
+        "--blocks",
+        "3",
+        "--transfers",
+        "20",
+        "--workers",
+        "1",
+        "--runs",
+        "1",
+        "--json",
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert_eq!(parse_svgs(&page), 3, "blocks/s, speed-up, RSS");
+}
+
 #[test]
 fn bench_checkpoint_writes_an_html_report_whose_svg_parses() {
     let html = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-bench-checkpoint.html");
@@ -862,15 +903,5 @@ fn bench_checkpoint_writes_an_html_report_whose_svg_parses() {
     assert!(v["create_vs_scan"]["ratio"].as_f64().unwrap() > 0.0);
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.starts_with("<!DOCTYPE html>"));
-    let mut svgs = 0;
-    let mut rest = page.as_str();
-    while let Some(start) = rest.find("<svg") {
-        let end = rest[start..].find("</svg>").unwrap() + start + "</svg>".len();
-        let doc = roxmltree::Document::parse(&rest[start..end]).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(doc.root_element().tag_name().name(), "svg");
-        assert!(doc.descendants().any(|n| n.has_tag_name("rect")));
-        svgs += 1;
-        rest = &rest[end..];
-    }
-    assert_eq!(svgs, 5, "one chart of times and one per ratio");
+    assert_eq!(parse_svgs(&page), 5, "one chart of times and one per ratio");
 }
