@@ -43,6 +43,9 @@ impl Default for FetchOptions {
 /// Most fetch workers.
 pub const WORKERS_MAX: usize = 64;
 
+/// Rounds over every usable source one chunk may take before the restore gives up on it.
+const ROUNDS_MAX: u32 = 5;
+
 /// Why a multi-source restore failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -272,6 +275,8 @@ struct Work {
     in_flight: usize,
     /// Sources tried per chunk (bit per source index, for at most 64 tracked sources).
     tried: BTreeMap<usize, Vec<bool>>,
+    /// Rounds over every usable source a chunk has had (each failed for transient reasons).
+    rounds: BTreeMap<usize, u32>,
     fatal: Option<FetchError>,
     /// StagingFull answers since the last chunk applied.
     stalls: usize,
@@ -280,6 +285,8 @@ struct Work {
 struct SourceState {
     report: SourceReport,
     failures_in_a_row: u32,
+    /// It served bytes that are not the chunk it was asked for: excluded for good.
+    proven_bad: bool,
 }
 
 struct Pool<'a, 'r> {
@@ -310,7 +317,7 @@ impl<'a, 'r> Pool<'a, 'r> {
         let states = report
             .sources
             .iter()
-            .map(|s| SourceState { report: s.clone(), failures_in_a_row: 0 })
+            .map(|s| SourceState { report: s.clone(), failures_in_a_row: 0, proven_bad: false })
             .collect();
         Pool {
             r,
@@ -322,6 +329,7 @@ impl<'a, 'r> Pool<'a, 'r> {
                 queue: r.missing().into(),
                 in_flight: 0,
                 tried: BTreeMap::new(),
+                rounds: BTreeMap::new(),
                 fatal: None,
                 stalls: 0,
             }),
@@ -438,6 +446,7 @@ impl<'a, 'r> Pool<'a, 'r> {
             }
             Err(e) if e.blames_source() => {
                 let mut st = self.states.lock();
+                st[si].proven_bad = true;
                 st[si].report.bad_chunks += 1;
                 st[si].report.excluded.get_or_insert_with(|| {
                     format!("served bytes that are not chunk {index} ({e})")
@@ -462,18 +471,42 @@ impl<'a, 'r> Pool<'a, 'r> {
     }
 
     /// A source not yet tried for `index` and not excluded, spreading chunks over them.
+    /// A source not yet tried for `index` and not excluded, spreading chunks over them.
+    /// When none is left for the chunk, it starts another round after a pause (up to
+    /// [`ROUNDS_MAX`]), with the sources excluded for timeouts or errors admitted again (a
+    /// slow source may be the only good one); a source that served wrong bytes stays out.
     fn pick_source(&self, index: usize) -> Option<usize> {
-        let states = self.states.lock();
-        let w = self.work.lock();
-        let tried = w.tried.get(&index);
-        let n = self.sources.len();
-        (0..n)
-            .map(|k| (index + k) % n)
-            .filter(|si| states[*si].report.excluded.is_none())
-            .filter(|si| !tried.is_some_and(|t| t.get(*si).copied().unwrap_or(false)))
-            .min_by_key(|si| {
-                (!states[*si].report.offered_checkpoint, states[*si].failures_in_a_row)
-            })
+        for attempt in 0..2 {
+            let mut states = self.states.lock();
+            let mut w = self.work.lock();
+            let tried = w.tried.get(&index);
+            let n = self.sources.len();
+            let pick = (0..n)
+                .map(|k| (index + k) % n)
+                .filter(|si| states[*si].report.excluded.is_none())
+                .filter(|si| !tried.is_some_and(|t| t.get(*si).copied().unwrap_or(false)))
+                .min_by_key(|si| {
+                    (!states[*si].report.offered_checkpoint, states[*si].failures_in_a_row)
+                });
+            if pick.is_some() || attempt == 1 || states.iter().all(|s| s.proven_bad) {
+                return pick;
+            }
+            let rounds = w.rounds.entry(index).or_insert(0);
+            *rounds += 1;
+            if *rounds > ROUNDS_MAX {
+                return None;
+            }
+            let pause = Duration::from_millis(100 << (*rounds).min(5));
+            w.tried.remove(&index);
+            for s in states.iter_mut().filter(|s| !s.proven_bad) {
+                s.report.excluded = None;
+                s.failures_in_a_row = 0;
+            }
+            drop(w);
+            drop(states);
+            std::thread::sleep(pause);
+        }
+        None
     }
 
     fn tried(&self, index: usize, si: usize) {
@@ -494,11 +527,9 @@ impl<'a, 'r> Pool<'a, 'r> {
         let s = &mut st[si];
         note_failure(&mut s.report, e);
         s.failures_in_a_row += 1;
-        if s.failures_in_a_row >= self.opts.failures_to_exclude.max(1)
-            && s.report.excluded.is_none()
-        {
-            s.report.excluded =
-                Some(format!("{} failed requests in a row (last: {e})", s.failures_in_a_row));
+        let failures = s.failures_in_a_row;
+        if failures >= self.opts.failures_to_exclude.max(1) && s.report.excluded.is_none() {
+            s.report.excluded = Some(format!("{failures} failed requests in a row (last: {e})"));
         }
         drop(st);
         self.tried(index, si);

@@ -262,3 +262,73 @@ fn rand_suffix() -> u128 {
     std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b)).unwrap();
     u128::from(u64::from_le_bytes(b))
 }
+
+/// A server of `dir` whose first `slow` chunk answers take `delay`.
+fn slow_server(dir: &std::path::Path, slow: usize, delay: Duration) -> String {
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let addr = server.server_addr().to_ip().unwrap();
+    let dir = CheckpointDir::new(dir);
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    std::thread::spawn(move || {
+        for req in server.incoming_requests() {
+            let url = req.url().to_string();
+            let dir = dir.clone();
+            let served = served.clone();
+            std::thread::spawn(move || {
+                let body = if url == "/checkpoints" {
+                    let list: Vec<checkpoint::Listed> = dir
+                        .list()
+                        .unwrap()
+                        .into_iter()
+                        .map(|(id, m)| checkpoint::Listed {
+                            id: hex::encode(id.0),
+                            block: m.block,
+                            root: m.root.to_string(),
+                            chunks: m.chunks.len(),
+                            bytes: m.chunk_bytes,
+                        })
+                        .collect();
+                    serde_json::to_vec(&list).unwrap()
+                } else if let Some(d) = url.strip_prefix("/chunks/").and_then(checkpoint::parse_id)
+                {
+                    if served.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < slow {
+                        std::thread::sleep(delay);
+                    }
+                    dir.chunk(&d).unwrap().unwrap()
+                } else {
+                    let id = url.split('/').nth(2).and_then(checkpoint::parse_id).unwrap();
+                    dir.manifest_bytes(&id).unwrap().unwrap()
+                };
+                let _ = req.respond(tiny_http::Response::from_data(body));
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+#[test]
+fn a_single_slow_source_is_retried_not_abandoned() {
+    let state = eth_state(54, 600, 5, 20);
+    let tmp = tempfile::tempdir().unwrap();
+    let src = load(&tmp.path().join("src"), &state);
+    let dir = tmp.path().join("ckpt");
+    create(&src, &CheckpointDir::new(&dir), &small_chunks(1));
+    // Its first six chunk answers come after the timeout: it is excluded, then admitted
+    // again as the only source left, and the restore completes.
+    let url = slow_server(&dir, 6, Duration::from_millis(700));
+    let opts = SourceOptions { timeout: Duration::from_millis(300) };
+    let sources = vec![open_source(&url, &opts).unwrap()];
+    let mut dst = open(&tmp.path().join("dst"));
+    let (report, outcome) = restore_from_sources(
+        &mut dst,
+        Trusted { block: 0, root: src.head_root() },
+        &sources,
+        &RestoreOptions::new(tmp.path().join("staging")),
+        &FetchOptions { workers: 2, ..FetchOptions::default() },
+        &AtomicBool::new(false),
+        &|_| {},
+    );
+    outcome.unwrap_or_else(|e| panic!("{e}: {report:#?}"));
+    assert!(report.sources[0].timeouts >= 2, "{report:#?}");
+    assert_eq!(dump(&dst), dump(&src));
+}
