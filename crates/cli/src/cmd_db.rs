@@ -235,12 +235,14 @@ struct TrieMismatch {
 /// with `--deep`, also every stored node.
 pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
     let db = open_reading(&args.db)?;
-    let (r, deep) = if args.deep {
-        let d = db.verify_deep().context("cannot check the stored nodes")?;
-        (d.roots.clone(), Some(d))
-    } else {
-        (db.verify().context("cannot recompute the root")?, None)
-    };
+    let (r, deep) = with_scan_progress(&db, args.deep, || {
+        if args.deep {
+            let d = db.verify_deep().context("cannot check the stored nodes")?;
+            Ok((d.roots.clone(), Some(d)))
+        } else {
+            Ok((db.verify().context("cannot recompute the root")?, None))
+        }
+    })?;
     let ok = r.ok() && deep.as_ref().is_none_or(|d| d.ok());
     let code = if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE };
     let bad_nodes: Vec<BadNodes> = deep
@@ -312,6 +314,44 @@ pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
         );
     }
     Ok(code)
+}
+
+/// Run `work` (a verify) with a progress bar on stderr: flat entries scanned against the
+/// estimate (twice over for `--deep`), with the rate and an ETA; hidden off a terminal.
+fn with_scan_progress<T>(db: &StateDb, deep: bool, work: impl FnOnce() -> Result<T>) -> Result<T> {
+    use std::io::IsTerminal;
+    let flat = db
+        .stats()
+        .column_families
+        .iter()
+        .find(|c| c.name == "flat")
+        .map_or(0, |c| c.estimated_keys);
+    let total = flat * if deep { 2 } else { 1 };
+    if !std::io::stderr().is_terminal() || total == 0 {
+        return work();
+    }
+    let pb = indicatif::ProgressBar::new(total);
+    pb.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} verifying [{bar:30}] {pos}/{len} entries · {per_sec} · ETA {eta} · {elapsed_precise}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let start = db.scanned_entries();
+    let out = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                pb.set_position((db.scanned_entries() - start).min(total));
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        });
+        let out = work();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        out
+    });
+    pb.finish_and_clear();
+    out
 }
 
 /// Run `arbor repair`: rebuild every trie's nodes from flat state (refused when flat

@@ -165,11 +165,11 @@ impl BulkLoad<'_> {
         let mut last = WriteBatch::default();
         let mut roots = Vec::with_capacity(tries.len());
         for t in &tries {
-            let root = rebuild(&db, t, Mode::Write)?.root;
+            let root = rebuild(&db, t, Mode::Write, state.scanned())?.root;
             last.put_cf(cf(&db, CF_META)?, root_key(t), root.0);
             roots.push((*t, root));
         }
-        let root = rebuild(&db, &TrieId::Main, Mode::Write)?.root;
+        let root = rebuild(&db, &TrieId::Main, Mode::Write, state.scanned())?.root;
         let meta = cf(&db, CF_META)?;
         last.put_cf(meta, META_HEAD, encode_head(0, &root));
         last.delete_cf(meta, META_BULK);
@@ -228,14 +228,14 @@ impl StateDb {
         self.check_complete()?;
         self.flush()?;
         let db = &self.reader().db;
-        let main = rebuild(db, &TrieId::Main, Mode::Count)?;
+        let main = rebuild(db, &TrieId::Main, Mode::Count, self.scanned())?;
         let mut tries = root_records(db)?;
         for t in storage_tries_in_flat(db)? {
             tries.entry(t).or_insert(EMPTY_ROOT);
         }
         let mut trie_mismatches = Vec::new();
         for (trie, stored) in &tries {
-            let computed = rebuild(db, trie, Mode::Count)?.root;
+            let computed = rebuild(db, trie, Mode::Count, self.scanned())?.root;
             if computed != *stored {
                 trie_mismatches.push(TrieMismatch { trie: *trie, stored: *stored, computed });
             }
@@ -313,7 +313,7 @@ impl StateDb {
         let mut bad_tries = Vec::new();
         let mut nodes_checked = 0;
         for trie in &tries {
-            let r = rebuild(db, trie, Mode::Check)?;
+            let r = rebuild(db, trie, Mode::Check, self.scanned())?;
             let stored = stored_nodes(db, trie)?;
             let c = r.check;
             let report = NodeReport {
@@ -352,7 +352,7 @@ impl StateDb {
         tries.extend(root_records(&db)?.into_keys());
         let mut nodes = 0;
         for trie in &tries {
-            nodes += rebuild(&db, trie, Mode::Write)?.nodes;
+            nodes += rebuild(&db, trie, Mode::Write, self.scanned())?.nodes;
         }
         // The rebuild wrote `nodes` behind the caches' and the resident trie's back.
         self.reader().clear_caches();

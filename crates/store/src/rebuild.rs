@@ -3,6 +3,8 @@
 //! first-nibble ranges. Used after bulk loads (writing the `nodes` column family) and by
 //! `verify` (comparing with the stored root, writing nothing).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use rayon::prelude::*;
 use rocksdb::{Direction, IteratorMode, ReadOptions, WriteBatch, DB};
 use trie::{
@@ -178,19 +180,33 @@ fn feed<S: NodeSink>(
     b: &mut RootBuilder<EthLayout, S>,
     iter: impl Iterator<Item = Result<(Box<[u8]>, Box<[u8]>), rocksdb::Error>>,
     trie: &TrieId,
+    scanned: &AtomicU64,
 ) -> Result<(), StoreError> {
     let prefix_len = trie.prefix_len();
+    let mut n = 0u64;
     for item in iter {
         let (k, v) = item?;
         b.add(&k[prefix_len..], &v)
             .map_err(|source| Corruption::FlatOrder { trie: *trie, source })?;
+        n += 1;
+        if n == 4096 {
+            scanned.fetch_add(n, Ordering::Relaxed);
+            n = 0;
+        }
     }
+    scanned.fetch_add(n, Ordering::Relaxed);
     Ok(())
 }
 
 /// Recompute `trie`'s root from `flat`; with [`Mode::Write`], replace its stored nodes,
 /// with [`Mode::Check`], compare them. The caller makes sure every layer is persisted first.
-pub(crate) fn rebuild(db: &DB, trie: &TrieId, mode: Mode) -> Result<Rebuilt, StoreError> {
+/// `scanned` counts the `flat` entries read (a progress counter).
+pub(crate) fn rebuild(
+    db: &DB,
+    trie: &TrieId,
+    mode: Mode,
+    scanned: &AtomicU64,
+) -> Result<Rebuilt, StoreError> {
     if mode == Mode::Write {
         let lo = node_key(trie, &[]);
         let mut hi = trie.prefix();
@@ -207,7 +223,7 @@ pub(crate) fn rebuild(db: &DB, trie: &TrieId, mode: Mode) -> Result<Rebuilt, Sto
             .map(|n| {
                 let mut b =
                     RootBuilder::<EthLayout, _>::subtree(1, NodeWriter::new(db, *trie, mode));
-                feed(&mut b, scan(db, trie, &[n])?, trie)?;
+                feed(&mut b, scan(db, trie, &[n])?, trie, scanned)?;
                 let leaves = b.leaves();
                 let (r, sink, _) = b.finish_ref();
                 Ok((r, leaves, sink.finish()?))
@@ -224,7 +240,7 @@ pub(crate) fn rebuild(db: &DB, trie: &TrieId, mode: Mode) -> Result<Rebuilt, Sto
         check.merge(c);
     }
     if has_empty_key || children.iter().filter(|c| !c.is_empty()).count() < 2 {
-        return rebuild_serial(db, trie, mode);
+        return rebuild_serial(db, trie, mode, scanned);
     }
     let mut enc = Vec::with_capacity(600);
     EthLayout::encode_branch(&children, None, &mut enc);
@@ -237,7 +253,12 @@ pub(crate) fn rebuild(db: &DB, trie: &TrieId, mode: Mode) -> Result<Rebuilt, Sto
     Ok(Rebuilt { root, leaves, nodes, check })
 }
 
-fn rebuild_serial(db: &DB, trie: &TrieId, mode: Mode) -> Result<Rebuilt, StoreError> {
+fn rebuild_serial(
+    db: &DB,
+    trie: &TrieId,
+    mode: Mode,
+    scanned: &AtomicU64,
+) -> Result<Rebuilt, StoreError> {
     if mode == Mode::Write {
         let lo = trie.prefix();
         let mut hi = trie.prefix();
@@ -245,7 +266,7 @@ fn rebuild_serial(db: &DB, trie: &TrieId, mode: Mode) -> Result<Rebuilt, StoreEr
         db.delete_range_cf(cf(db, CF_NODES)?, &lo, &hi)?;
     }
     let mut b = RootBuilder::<EthLayout, _>::with_sink(NodeWriter::new(db, *trie, mode));
-    feed(&mut b, scan(db, trie, &[])?, trie)?;
+    feed(&mut b, scan(db, trie, &[])?, trie, scanned)?;
     let leaves = b.leaves();
     let (root, sink, _) = b.finish_with();
     let (nodes, check) = sink.finish()?;

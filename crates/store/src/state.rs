@@ -109,6 +109,8 @@ pub(crate) struct Shared {
     pub(crate) totals_at_open: CacheTotals,
     /// Opened read-only: nothing is ever written.
     pub(crate) read_only: bool,
+    /// `flat` entries read by rebuilds, verifies and repairs this session (progress).
+    pub(crate) scanned: AtomicU64,
 }
 
 /// A shareable read handle on a store ([`StateDb::read_handle`]): the seam's
@@ -256,6 +258,7 @@ impl StateDb {
             peak_unpersisted_bytes: AtomicU64::new(0),
             totals_at_open,
             read_only,
+            scanned: AtomicU64::new(0),
         });
         let resident = Resident::new(shared.config.cache.resident_bytes);
         if read_only {
@@ -269,6 +272,16 @@ impl StateDb {
             .spawn(move || writer_loop(s, rx))
             .map_err(OpenError::SpawnWriter)?;
         Ok(StateDb { shared, head, bulk, resident, tx: Some(tx), writer: Some(writer) })
+    }
+
+    /// `flat` entries read so far by this session's bulk-load rebuilds, verifies and
+    /// repairs: a progress counter another thread may poll while one runs.
+    pub fn scanned_entries(&self) -> u64 {
+        self.shared.scanned.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn scanned(&self) -> &AtomicU64 {
+        &self.shared.scanned
     }
 
     /// True when opened with [`StateDb::open_read_only`].
