@@ -76,6 +76,9 @@ pub(crate) fn config(args: &ConfigArgs) -> Result<ExitCode> {
 pub(crate) struct RepairArgs {
     #[command(flatten)]
     db: DbArgs,
+    /// Print {"number", "root", "nodes"}.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Arguments of `arbor get`.
@@ -86,6 +89,9 @@ pub(crate) struct GetArgs {
     /// The main-trie key, in hex (0x optional).
     #[arg(value_name = "KEY")]
     key: String,
+    /// Print {"number", "root", "key", "value"} (value null when absent).
+    #[arg(long)]
+    json: bool,
 }
 
 /// Arguments of `arbor revert`.
@@ -97,6 +103,9 @@ pub(crate) struct RevertArgs {
     /// keeps `layers.history_depth` blocks of history, 128 by default).
     #[arg(value_name = "N", value_parser = limits::u64_in(1, limits::REVERT_MAX))]
     blocks: u64,
+    /// Print {"number", "root"} of the new head.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Arguments of `arbor stats`.
@@ -363,11 +372,20 @@ pub(crate) fn repair(args: &RepairArgs) -> Result<ExitCode> {
     if !d.ok() {
         bail!("the repaired nodes still do not check out");
     }
-    println!(
-        "repaired {} {}: {nodes} nodes rebuilt from flat state",
-        db.head_number(),
-        db.head_root()
-    );
+    if args.json {
+        let v = serde_json::json!({
+            "number": db.head_number(),
+            "root": db.head_root().to_string(),
+            "nodes": nodes,
+        });
+        println!("{v}");
+    } else {
+        println!(
+            "repaired {} {}: {nodes} nodes rebuilt from flat state",
+            db.head_number(),
+            db.head_root()
+        );
+    }
     db.close().context("cannot close the database")?;
     Ok(ExitCode::SUCCESS)
 }
@@ -376,9 +394,18 @@ pub(crate) fn repair(args: &RepairArgs) -> Result<ExitCode> {
 pub(crate) fn get(args: &GetArgs) -> Result<ExitCode> {
     let key = parse_key(&args.key)?;
     let db = open_reading(&args.db)?;
-    match db.get(&TrieId::Main, &key).context("cannot read the key")? {
-        Some(v) => println!("0x{}", hex::encode(v)),
-        None => println!("absent"),
+    let value = db.get(&TrieId::Main, &key).context("cannot read the key")?;
+    let hex_value = value.map(|v| format!("0x{}", hex::encode(v)));
+    if args.json {
+        let v = serde_json::json!({
+            "number": db.head_number(),
+            "root": db.head_root().to_string(),
+            "key": format!("0x{}", hex::encode(&key)),
+            "value": hex_value,
+        });
+        println!("{v}");
+    } else {
+        println!("{}", hex_value.as_deref().unwrap_or("absent"));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -391,7 +418,11 @@ pub(crate) fn revert(args: &RevertArgs) -> Result<ExitCode> {
         .with_context(|| format!("cannot revert {} blocks from block {head}", args.blocks))?;
     let (number, root) = (db.head_number(), db.head_root());
     db.close().context("cannot close the database")?;
-    println!("{number} {root}");
+    if args.json {
+        println!("{}", serde_json::json!({ "number": number, "root": root.to_string() }));
+    } else {
+        println!("{number} {root}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

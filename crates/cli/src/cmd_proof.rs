@@ -41,6 +41,9 @@ pub(crate) struct ProveArgs {
     /// The main-trie key to prove (hex, 0x optional; with --db).
     #[arg(value_name = "KEY", requires = "db")]
     key: Option<String>,
+    /// Accepted for the common convention: the proof is always printed as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 /// What `arbor prove --db` prints, and `verify-proof` reads back.

@@ -597,7 +597,17 @@ fn deep_verify_repair_and_config_defaults() {
     assert!(v["nodes_checked"].as_u64().unwrap() > 100, "{v}");
     let out = ok(&["repair", "--db", &db]);
     assert!(out.starts_with("repaired 3 "), "{out}");
-    assert!(ok(&["verify", "--db", &db, "--deep"]).starts_with("ok 3 "));
+    let v: Value = serde_json::from_str(&ok(&["repair", "--db", &db, "--json"])).unwrap();
+    assert!(v["nodes"].as_u64().unwrap() > 0 && v["number"] == 3, "{v}");
+    let v: Value =
+        serde_json::from_str(&ok(&["get", "--db", &db, "0x00112233", "--json"])).unwrap();
+    assert!(v["value"].is_null() && v["number"] == 3 && v["root"].is_string(), "{v}");
+    let v: Value =
+        serde_json::from_str(&ok(&["prove", "--db", &db, "0x00112233", "--json"])).unwrap();
+    assert!(v["proof"].is_array(), "{v}");
+    let v: Value = serde_json::from_str(&ok(&["revert", "--db", &db, "1", "--json"])).unwrap();
+    assert_eq!(v["number"], 2, "{v}");
+    assert!(ok(&["verify", "--db", &db, "--deep"]).starts_with("ok 2 "));
     // The printed defaults are a configuration the commands accept.
     let defaults = ok(&["config", "defaults"]);
     assert!(defaults.contains("[checkpoint]") && defaults.contains("[rocksdb]"), "{defaults}");
