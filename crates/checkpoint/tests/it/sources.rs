@@ -45,6 +45,23 @@ fn corrupted_copy(
     altered
 }
 
+/// The `GET /checkpoints` body for `dir`.
+fn listing(dir: &CheckpointDir) -> Vec<u8> {
+    let list: Vec<checkpoint::Listed> = dir
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|(id, m)| checkpoint::Listed {
+            id: hex::encode(id.0),
+            block: m.block,
+            root: m.root.to_string(),
+            chunks: m.chunks.len(),
+            bytes: m.chunk_bytes,
+        })
+        .collect();
+    serde_json::to_vec(&list).unwrap()
+}
+
 /// A TCP server that accepts and never answers.
 fn silent_server() -> String {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -73,19 +90,7 @@ fn hanging_server(dir: &std::path::Path) -> String {
                 continue;
             }
             let body = if url == "/checkpoints" {
-                let list: Vec<checkpoint::Listed> = dir
-                    .list()
-                    .unwrap()
-                    .into_iter()
-                    .map(|(id, m)| checkpoint::Listed {
-                        id: hex::encode(id.0),
-                        block: m.block,
-                        root: m.root.to_string(),
-                        chunks: m.chunks.len(),
-                        bytes: m.chunk_bytes,
-                    })
-                    .collect();
-                serde_json::to_vec(&list).unwrap()
+                listing(&dir)
             } else {
                 let id = url.split('/').nth(2).and_then(checkpoint::parse_id).unwrap();
                 dir.manifest_bytes(&id).unwrap().unwrap()
@@ -276,19 +281,7 @@ fn slow_server(dir: &std::path::Path, slow: usize, delay: Duration) -> String {
             let served = served.clone();
             std::thread::spawn(move || {
                 let body = if url == "/checkpoints" {
-                    let list: Vec<checkpoint::Listed> = dir
-                        .list()
-                        .unwrap()
-                        .into_iter()
-                        .map(|(id, m)| checkpoint::Listed {
-                            id: hex::encode(id.0),
-                            block: m.block,
-                            root: m.root.to_string(),
-                            chunks: m.chunks.len(),
-                            bytes: m.chunk_bytes,
-                        })
-                        .collect();
-                    serde_json::to_vec(&list).unwrap()
+                    listing(&dir)
                 } else if let Some(d) = url.strip_prefix("/chunks/").and_then(checkpoint::parse_id)
                 {
                     if served.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < slow {
