@@ -244,7 +244,7 @@ struct TrieMismatch {
 /// with `--deep`, also every stored node.
 pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
     let db = open_reading(&args.db)?;
-    let (r, deep) = with_scan_progress(&db, args.deep, || {
+    let (r, deep) = with_scan_progress(&db, || {
         if args.deep {
             let d = db.verify_deep().context("cannot check the stored nodes")?;
             Ok((d.roots.clone(), Some(d)))
@@ -326,8 +326,8 @@ pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
 }
 
 /// Run `work` (a verify) with a progress bar on stderr: flat entries scanned against the
-/// estimate (twice over for `--deep`), with the rate and an ETA; hidden off a terminal.
-fn with_scan_progress<T>(db: &StateDb, deep: bool, work: impl FnOnce() -> Result<T>) -> Result<T> {
+/// estimate, with the rate and an ETA; hidden off a terminal.
+fn with_scan_progress<T>(db: &StateDb, work: impl FnOnce() -> Result<T>) -> Result<T> {
     use std::io::IsTerminal;
     let flat = db
         .stats()
@@ -335,7 +335,7 @@ fn with_scan_progress<T>(db: &StateDb, deep: bool, work: impl FnOnce() -> Result
         .iter()
         .find(|c| c.name == "flat")
         .map_or(0, |c| c.estimated_keys);
-    let total = flat * if deep { 2 } else { 1 };
+    let total = flat;
     if !std::io::stderr().is_terminal() || total == 0 {
         return work();
     }

@@ -20,7 +20,7 @@ use crate::keys::{
     decode_root, encode_head, flat_key, root_key, split_trie_prefix, CF_FLAT, CF_HISTORY, CF_META,
     CF_NODES, KEY_BYTES_MAX, META_BULK, META_HEAD, META_ROOT,
 };
-use crate::rebuild::{rebuild, Mode};
+use crate::rebuild::{rebuild, Mode, Rebuilt};
 use crate::state::{cf, StateDb};
 
 /// Longest label a bulk load may carry.
@@ -225,29 +225,43 @@ impl StateDb {
     /// A database holding an unfinished bulk load is refused
     /// ([`StoreError::UnfinishedBulkLoad`]): its state is partial by definition.
     pub fn verify(&self) -> Result<VerifyReport, StoreError> {
+        Ok(self.recompute(Mode::Count)?.0)
+    }
+
+    /// Rebuild every trie from `flat` in `mode` (one scan each): the roots against the
+    /// recorded ones, and each trie's rebuild (the main trie first).
+    fn recompute(&self, mode: Mode) -> Result<(VerifyReport, Vec<(TrieId, Rebuilt)>), StoreError> {
         self.check_complete()?;
         self.flush()?;
         let db = &self.reader().db;
-        let main = rebuild(db, &TrieId::Main, Mode::Count, self.scanned())?;
+        let main = rebuild(db, &TrieId::Main, mode, self.scanned())?;
         let mut tries = root_records(db)?;
         for t in storage_tries_in_flat(db)? {
             tries.entry(t).or_insert(EMPTY_ROOT);
         }
         let mut trie_mismatches = Vec::new();
+        let mut rebuilt = Vec::with_capacity(tries.len() + 1);
         for (trie, stored) in &tries {
-            let computed = rebuild(db, trie, Mode::Count, self.scanned())?.root;
-            if computed != *stored {
-                trie_mismatches.push(TrieMismatch { trie: *trie, stored: *stored, computed });
+            let r = rebuild(db, trie, mode, self.scanned())?;
+            if r.root != *stored {
+                trie_mismatches.push(TrieMismatch {
+                    trie: *trie,
+                    stored: *stored,
+                    computed: r.root,
+                });
             }
+            rebuilt.push((*trie, r));
         }
-        Ok(VerifyReport {
+        let report = VerifyReport {
             number: self.head_number(),
             stored_root: self.head_root(),
             computed_root: main.root,
             leaves: main.leaves,
             tries_checked: tries.len(),
             trie_mismatches,
-        })
+        };
+        rebuilt.insert(0, (TrieId::Main, main));
+        Ok((report, rebuilt))
     }
 }
 
@@ -301,23 +315,16 @@ impl StateDb {
     /// [`StateDb::verify`], and then every stored node against the trie recomputed from
     /// `flat` (a corrupted, missing or stray node is found even when the roots match).
     pub fn verify_deep(&self) -> Result<DeepReport, StoreError> {
-        let roots = self.verify()?;
+        // One scan per trie gives both its root and the check of its stored nodes.
+        let (roots, rebuilt) = self.recompute(Mode::Check)?;
         let db = &self.reader().db;
-        let mut tries = vec![TrieId::Main];
-        tries.extend(root_records(db)?.into_keys());
-        for t in storage_tries_in_flat(db)? {
-            if !tries.contains(&t) {
-                tries.push(t);
-            }
-        }
         let mut bad_tries = Vec::new();
         let mut nodes_checked = 0;
-        for trie in &tries {
-            let r = rebuild(db, trie, Mode::Check, self.scanned())?;
-            let stored = stored_nodes(db, trie)?;
+        for (trie, r) in rebuilt {
+            let stored = stored_nodes(db, &trie)?;
             let c = r.check;
             let report = NodeReport {
-                trie: *trie,
+                trie,
                 expected: r.nodes,
                 matched: c.matched,
                 differing: c.differing,
