@@ -13,10 +13,11 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 use store::{PersistedState, StoreError};
-use trie::{keccak256, EthLayout, TrieError, TrieId, EMPTY_ROOT, H256};
+use trie::{keccak256, EthLayout, TrieError, TrieId, H256};
 
 use crate::dir::{CheckpointDir, DirError, Unsynced};
 use crate::format::{BoundaryRule, ChunkInfo, ChunkWriter, Manifest, CHUNK_BYTES_MAX};
+use crate::restore::storage_root_of;
 
 /// Most threads a creation uses.
 pub const THREADS_MAX: usize = 256;
@@ -413,8 +414,8 @@ impl Ctx<'_, '_> {
         let bound = self
             .state
             .get(&TrieId::Main, &account.0)?
-            .and_then(|v| eth::Account::decode(&v).ok())
-            .is_some_and(|a| a.storage_root == *root && *root != EMPTY_ROOT);
+            .and_then(|v| storage_root_of(&v))
+            .is_some_and(|r| r == *root);
         if bound {
             Ok(())
         } else {

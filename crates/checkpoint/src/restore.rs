@@ -222,6 +222,13 @@ impl Counts {
     }
 }
 
+/// The storage trie a main-trie value commits to: the `storage_root` of an Ethereum
+/// account (`RLP[nonce, balance, storage_root, code_hash]`) with storage; `None` for any
+/// other value. The one rule creation, restore and verification share.
+pub(crate) fn storage_root_of(value: &[u8]) -> Option<H256> {
+    eth::Account::decode(value).ok().map(|a| a.storage_root).filter(|r| *r != EMPTY_ROOT)
+}
+
 /// Progress record name of chunk `i`.
 fn progress_name(i: usize) -> [u8; 9] {
     let mut n = [0u8; 9];
@@ -451,11 +458,7 @@ impl<'db> Restorer<'db> {
                 self.writer.get(&TrieId::Main, &account.0)?
             }
         };
-        let root = account_value
-            .and_then(|v| eth::Account::decode(&v).ok())
-            .map(|a| a.storage_root)
-            .filter(|r| *r != EMPTY_ROOT);
-        match root {
+        match account_value.as_deref().and_then(storage_root_of) {
             Some(r) => Ok(Ok(r)),
             None => Err(ChunkError::Mismatch {
                 index,
@@ -487,13 +490,9 @@ impl<'db> Restorer<'db> {
             entries += s.entries.len() as u64;
             match s.trie {
                 TrieId::Main => {
-                    counts.accounts_with_storage += s
-                        .entries
-                        .iter()
-                        .filter(|(_, v)| {
-                            eth::Account::decode(v).is_ok_and(|a| a.storage_root != EMPTY_ROOT)
-                        })
-                        .count() as u64;
+                    counts.accounts_with_storage +=
+                        s.entries.iter().filter(|(_, v)| storage_root_of(v).is_some()).count()
+                            as u64;
                 }
                 TrieId::Storage(_) => {
                     batch.put_root(&s.trie, root);
@@ -520,13 +519,12 @@ pub(crate) fn check_fit(
     chunk: &Chunk<'_>,
 ) -> Result<(), String> {
     let info = &manifest.chunks[index];
-    let bad = |what: String| what;
     if chunk.block != manifest.block || chunk.root != manifest.root {
-        return Err(bad(format!("belongs to block {} root {}", chunk.block, chunk.root)));
+        return Err(format!("belongs to block {} root {}", chunk.block, chunk.root));
     }
     let entries: usize = chunk.segments.iter().map(|s| s.entries.len()).sum();
     if entries as u64 != info.entries {
-        return Err(bad(format!("{entries} entries, the manifest says {}", info.entries)));
+        return Err(format!("{entries} entries, the manifest says {}", info.entries));
     }
     let flat = |s: &Segment<'_>, k: &[u8]| {
         let mut f = s.trie.prefix();
@@ -536,29 +534,29 @@ pub(crate) fn check_fit(
     let first = chunk.segments.iter().find_map(|s| s.entries.first().map(|(k, _)| flat(s, k)));
     let last = chunk.segments.iter().rev().find_map(|s| s.entries.last().map(|(k, _)| flat(s, k)));
     if first.unwrap_or_default() != info.first || last.unwrap_or_default() != info.last {
-        return Err(bad("first or last key differs from the manifest".into()));
+        return Err("first or last key differs from the manifest".into());
     }
     let n = chunk.segments.len();
     for (i, s) in chunk.segments.iter().enumerate() {
         if i + 1 < n && !s.open {
-            return Err(bad("a segment before the last does not end its trie".into()));
+            return Err("a segment before the last does not end its trie".into());
         }
         if i > 0 && !s.start.is_empty() {
-            return Err(bad("a segment after the first does not start its trie".into()));
+            return Err("a segment after the first does not start its trie".into());
         }
         if s.entries.is_empty() && !(manifest.entries == 0 && s.trie == TrieId::Main) {
-            return Err(bad("a segment without entries".into()));
+            return Err("a segment without entries".into());
         }
     }
     if chunk.segments.last().is_some_and(|s| s.open) != info.ends_trie {
-        return Err(bad("its last segment's end differs from the manifest".into()));
+        return Err("its last segment's end differs from the manifest".into());
     }
     let s0 = &chunk.segments[0];
     let expected_start = match index.checked_sub(1).map(|p| &manifest.chunks[p]) {
         None => (s0.trie == TrieId::Main).then(Vec::new),
         Some(prev) => {
             let (pt, pk) = TrieId::split(&prev.last)
-                .ok_or_else(|| bad("the previous chunk's last key is malformed".into()))?;
+                .ok_or_else(|| "the previous chunk's last key is malformed".to_string())?;
             match prev.ends_trie {
                 true => (s0.trie > pt).then(Vec::new),
                 false => (s0.trie == pt).then(|| successor(pk)),
@@ -567,7 +565,7 @@ pub(crate) fn check_fit(
     };
     match expected_start {
         Some(start) if start == s0.start => Ok(()),
-        _ => Err(bad("does not start where the previous chunk ends".into())),
+        _ => Err("does not start where the previous chunk ends".into()),
     }
 }
 

@@ -4,10 +4,10 @@
 
 use std::collections::HashMap;
 
-use trie::{keccak256, EthLayout, TrieId, EMPTY_ROOT, H256};
+use trie::{keccak256, EthLayout, TrieId, H256};
 
 use crate::format::{Chunk, Manifest};
-use crate::restore::{check_fit, ChunkError, RestoreError, Trusted};
+use crate::restore::{check_fit, storage_root_of, ChunkError, RestoreError, Trusted};
 use crate::source::{Source, SourceError};
 
 /// What a verified checkpoint holds.
@@ -117,13 +117,8 @@ pub fn verify_checkpoint(
             match s.trie {
                 TrieId::Main => {
                     for (k, v) in &s.entries {
-                        let Some(a) =
-                            eth::Account::decode(v).ok().filter(|a| a.storage_root != EMPTY_ROOT)
-                        else {
-                            continue;
-                        };
-                        if let Some(h) = H256::from_slice(k) {
-                            storage.insert(h, a.storage_root);
+                        if let (Some(root), Some(h)) = (storage_root_of(v), H256::from_slice(k)) {
+                            storage.insert(h, root);
                         }
                     }
                 }
