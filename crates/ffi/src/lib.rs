@@ -223,7 +223,7 @@ fn decode_changes(bytes: &[u8]) -> Result<ChangeSet, FfiError> {
         };
         entries.push((trie, key, value));
     }
-    if !take(0)?.is_empty() || !r.is_empty() {
+    if !r.is_empty() {
         return Err(bad("trailing bytes"));
     }
     // Stable: equal keys keep their order, and the last one is kept below.
