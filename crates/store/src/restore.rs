@@ -129,8 +129,7 @@ fn check_root(db: &DB, root: &H256) -> Result<(), BulkError> {
     }
     // No stored root node: the trie is one leaf, rebuilt from its key.
     let Some((k, v)) = first else { return Err(bad("no main-trie entries".into())) };
-    let mut leaf = Vec::new();
-    EthLayout::encode_leaf(trie::NibbleSlice::new(&k[1..]), &v, &mut leaf);
+    let leaf = crate::view::leaf_at(0, &k[1..], &v);
     match EthLayout::hash(&leaf) == *root {
         true => Ok(()),
         false => Err(bad("no root node".into())),

@@ -7,7 +7,7 @@
 //! hold newer blocks) and do not fill RocksDB's block cache.
 
 use rocksdb::{DBRawIteratorWithThreadMode, ReadOptions, SnapshotWithThreadMode, DB};
-use trie::{EthLayout, Layout as _, NodeSource, SourceError, TrieId, EMPTY_ROOT, H256};
+use trie::{NodeSource, SourceError, TrieId, EMPTY_ROOT, H256};
 
 use crate::error::{Corruption, StoreError};
 use crate::keys::{
@@ -162,14 +162,7 @@ impl PersistedSource<'_, '_> {
             cursor.status()?;
             return Ok(None);
         };
-        let key = &k[self.trie.prefix_len()..];
-        let mut out = Vec::with_capacity(v.len() + key.len() + 8);
-        EthLayout::encode_leaf(
-            trie::NibbleSlice::range(key, path.len(), key.len() * 2),
-            v,
-            &mut out,
-        );
-        Ok(Some(out))
+        Ok(Some(crate::view::leaf_at(path.len(), &k[self.trie.prefix_len()..], v)))
     }
 }
 

@@ -204,6 +204,15 @@ pub(crate) fn newest_in_layers(
     })
 }
 
+/// The encoding of the leaf of `key` (trie-local) holding `value`, hanging at a path of
+/// `depth` nibbles: how the store rebuilds a leaf it never stores.
+pub(crate) fn leaf_at(depth: usize, key: &[u8], value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(value.len() + key.len() + 8);
+    let rest = trie::NibbleSlice::range(key, depth, key.len() * 2);
+    EthLayout::encode_leaf(rest, value, &mut out);
+    out
+}
+
 /// One trie of the store seen as a [`NodeSource`].
 pub struct StoreSource<'a> {
     pub(crate) reader: &'a Reader,
@@ -237,10 +246,7 @@ impl StoreSource<'_> {
     }
 
     fn leaf(&self, path: &[u8], key: &[u8], value: &[u8]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(value.len() + key.len() + 8);
-        let rest = trie::NibbleSlice::range(key, path.len(), key.len() * 2);
-        EthLayout::encode_leaf(rest, value, &mut out);
-        out
+        leaf_at(path.len(), key, value)
     }
 
     fn key_has_path(key: &[u8], path: &[u8]) -> bool {
