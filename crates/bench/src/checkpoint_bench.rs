@@ -286,6 +286,28 @@ pub fn checkpoint_bench(
 }
 
 impl CheckpointBenchReport {
+    /// The timed measurements with their labels, in report order.
+    fn timings(&self) -> [(String, &Timing); 6] {
+        [
+            ("scan of flat (1 thread)".into(), &self.scan),
+            (format!("create ({} threads)", self.threads), &self.create),
+            ("keccak of chunks (1 thread)".into(), &self.digest),
+            ("bulk load + rebuild".into(), &self.bulk_load),
+            ("restore, local".into(), &self.restore_local),
+            ("restore, 3 HTTP sources".into(), &self.restore_http3),
+        ]
+    }
+
+    /// The ratios with their labels, in report order.
+    fn ratios(&self) -> [(&'static str, &Target); 4] {
+        [
+            ("create / scan", &self.create_vs_scan),
+            ("restore / bulk load", &self.restore_vs_bulk_load),
+            ("3 HTTP / local restore", &self.http3_vs_local),
+            ("checkpoint / flat bytes", &self.bytes_vs_flat),
+        ]
+    }
+
     /// The human-readable table.
     pub fn render(&self) -> String {
         let mut s = format!(
@@ -298,25 +320,13 @@ impl CheckpointBenchReport {
             self.chunks,
             self.runs
         );
-        for (name, t) in [
-            ("scan of flat (1 thread)", &self.scan),
-            (&*format!("create ({} threads)", self.threads), &self.create),
-            ("keccak of chunks (1 thread)", &self.digest),
-            ("bulk load + rebuild", &self.bulk_load),
-            ("restore, local", &self.restore_local),
-            ("restore, 3 HTTP sources", &self.restore_http3),
-        ] {
+        for (name, t) in self.timings() {
             s.push_str(&format!(
                 "  {name:<26} {:>8.3} s  (min {:.3}, max {:.3})\n",
                 t.seconds_median, t.seconds_min, t.seconds_max
             ));
         }
-        for (name, r) in [
-            ("create / scan", &self.create_vs_scan),
-            ("restore / bulk load", &self.restore_vs_bulk_load),
-            ("3 HTTP / local restore", &self.http3_vs_local),
-            ("checkpoint / flat bytes", &self.bytes_vs_flat),
-        ] {
+        for (name, r) in self.ratios() {
             s.push_str(&format!(
                 "  {name:<27} {:>7.2}x  target <= {:.1}x  {}\n",
                 r.ratio,
@@ -340,14 +350,7 @@ impl CheckpointBenchReport {
         let times = Chart {
             title: format!("Medians over {} rounds", self.runs),
             unit: "s".into(),
-            bars: vec![
-                bar("scan of flat (1 thread)", self.scan.seconds_median),
-                bar(&format!("create ({} threads)", self.threads), self.create.seconds_median),
-                bar("keccak of chunks (1 thread)", self.digest.seconds_median),
-                bar("bulk load + rebuild", self.bulk_load.seconds_median),
-                bar("restore, local", self.restore_local.seconds_median),
-                bar("restore, 3 HTTP sources", self.restore_http3.seconds_median),
-            ],
+            bars: self.timings().into_iter().map(|(n, t)| bar(&n, t.seconds_median)).collect(),
             target: None,
         };
         let ratio = |title: &str, t: &Target| Chart {
@@ -380,13 +383,9 @@ impl CheckpointBenchReport {
             "arbor bench checkpoint",
             &machine,
             &notes,
-            &[
-                times,
-                ratio("create / scan", &self.create_vs_scan),
-                ratio("restore / bulk load", &self.restore_vs_bulk_load),
-                ratio("3 HTTP / local restore", &self.http3_vs_local),
-                ratio("checkpoint / flat bytes", &self.bytes_vs_flat),
-            ],
+            &std::iter::once(times)
+                .chain(self.ratios().into_iter().map(|(n, t)| ratio(n, t)))
+                .collect::<Vec<_>>(),
         )
     }
 }
