@@ -78,27 +78,7 @@ fn silent_server() -> String {
 /// A server that lists `dir`'s checkpoints and serves their manifests, then hangs on
 /// every chunk request.
 fn hanging_server(dir: &std::path::Path) -> String {
-    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
-    let addr = server.server_addr().to_ip().unwrap();
-    let dir = CheckpointDir::new(dir);
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for req in server.incoming_requests() {
-            let url = req.url().to_string();
-            if url.starts_with("/chunks/") {
-                held.push(req);
-                continue;
-            }
-            let body = if url == "/checkpoints" {
-                listing(&dir)
-            } else {
-                let id = url.split('/').nth(2).and_then(checkpoint::parse_id).unwrap();
-                dir.manifest_bytes(&id).unwrap().unwrap()
-            };
-            let _ = req.respond(tiny_http::Response::from_data(body));
-        }
-    });
-    format!("http://{addr}")
+    slow_server(dir, usize::MAX, Duration::from_secs(3600))
 }
 
 #[test]
