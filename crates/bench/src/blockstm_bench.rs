@@ -509,20 +509,10 @@ impl BlockStmReport {
             self.runs,
             self.machine.logical_cores
         );
-        let _ = writeln!(
-            out,
-            "{:<20} {:>7} {:>10} {:>10} {:>8} {:>9} {:>10} {:>12} {:>8} {:>8}",
-            "workload",
-            "workers",
-            "ms/block",
-            "tx/s",
-            "speedup",
-            "+µs/tx",
-            "allocs",
-            "bytes",
-            "reexec",
-            "valid"
-        );
+        let mut t = crate::table::table(&[
+            "workload", "workers", "ms/block", "tx/s", "speedup", "+µs/tx", "allocs", "bytes",
+            "reexec", "valid",
+        ]);
         for (name, ceiling) in &self.ceilings {
             for r in self.rows.iter().filter(|r| r.workload == *name) {
                 let workers = match (r.workers, r.forced_engine) {
@@ -530,31 +520,34 @@ impl BlockStmReport {
                     (_, true) => "1 (stm)".to_string(),
                     (w, false) => w.to_string(),
                 };
-                let _ = writeln!(
-                    out,
-                    "{:<20} {:>7} {:>10.1} {:>10.0} {:>8.2} {:>9.2} {:>10} {:>12} {:>8.3} {:>8.3}",
-                    if r.workers == 0 { name } else { "" },
+                t.add_row(vec![
+                    if r.workers == 0 { name.to_string() } else { String::new() },
                     workers,
-                    r.median_ms,
-                    r.tps,
-                    r.speedup,
-                    r.over_sequential_us_per_tx,
-                    r.allocations,
-                    r.bytes,
-                    r.reexecutions_per_tx,
-                    r.validations_per_tx
-                );
+                    format!("{:.1}", r.median_ms),
+                    format!("{:.0}", r.tps),
+                    format!("{:.2}", r.speedup),
+                    format!("{:.2}", r.over_sequential_us_per_tx),
+                    r.allocations.to_string(),
+                    r.bytes.to_string(),
+                    format!("{:.3}", r.reexecutions_per_tx),
+                    format!("{:.3}", r.validations_per_tx),
+                ]);
             }
-            let _ = writeln!(
-                out,
-                "{:<20} two sequential blocks at once on two threads: {ceiling:.2}x one block's throughput",
-                ""
-            );
+            // The ceiling: two sequential blocks at once on two threads.
+            t.add_row(vec![
+                String::new(),
+                "ceiling".to_string(),
+                String::new(),
+                String::new(),
+                format!("{ceiling:.2}"),
+            ]);
         }
+        out.push_str(&crate::table::text(&t));
         let _ = writeln!(
             out,
             "(1 worker runs the sequential fallback; \"1 (stm)\" forces Block-STM on one worker: \
-             its time over the sequential executor's is the engine's own overhead)"
+             its time over the sequential executor's is the engine's own overhead; \"ceiling\": \
+             two sequential blocks at once on two threads over one block's throughput)"
         );
         out
     }

@@ -320,20 +320,26 @@ impl CheckpointBenchReport {
             self.chunks,
             self.runs
         );
-        for (name, t) in self.timings() {
-            s.push_str(&format!(
-                "  {name:<26} {:>8.3} s  (min {:.3}, max {:.3})\n",
-                t.seconds_median, t.seconds_min, t.seconds_max
-            ));
+        let mut t = crate::table::table(&["phase", "median s", "min s", "max s"]);
+        for (name, x) in self.timings() {
+            t.add_row(vec![
+                name.to_string(),
+                format!("{:.3}", x.seconds_median),
+                format!("{:.3}", x.seconds_min),
+                format!("{:.3}", x.seconds_max),
+            ]);
         }
+        s.push_str(&crate::table::text(&t));
+        let mut t = crate::table::table(&["ratio", "measured", "target", "verdict"]);
         for (name, r) in self.ratios() {
-            s.push_str(&format!(
-                "  {name:<27} {:>7.2}x  target <= {:.1}x  {}\n",
-                r.ratio,
-                r.target,
-                if r.met { "met" } else { "NOT met" }
-            ));
+            t.add_row(vec![
+                name.to_string(),
+                format!("{:.2}x", r.ratio),
+                format!("<= {:.1}x", r.target),
+                if r.met { "met" } else { "NOT met" }.to_string(),
+            ]);
         }
+        s.push_str(&crate::table::text(&t));
         s.push_str(&format!(
             "  (floor of create / scan: (scan + keccak of the chunks) / {} threads = {:.2}x)\n",
             self.threads, self.create_floor_vs_scan

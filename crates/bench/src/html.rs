@@ -1,6 +1,6 @@
-//! Benchmark reports as a self-contained HTML page with inline SVG bar charts (no
-//! scripts, no external files): the machine, each chart's bars with their values, and the
-//! targets drawn as lines.
+//! Benchmark reports as a self-contained HTML page with inline SVG charts (no scripts, no
+//! external files): the machine, bar charts with their values and targets drawn as lines,
+//! and line charts of a value over a sequence (commit latency over blocks).
 
 use std::fmt::Write as _;
 
@@ -24,6 +24,152 @@ pub struct Chart {
     pub bars: Vec<Bar>,
     /// A target value drawn as a vertical line (e.g. a ratio bound), if any.
     pub target: Option<f64>,
+}
+
+/// A line chart: one or more series over the same x axis.
+#[derive(Debug, Clone)]
+pub struct LineChart {
+    /// Title above it.
+    pub title: String,
+    /// What x counts (`block`).
+    pub x_label: String,
+    /// Unit of the values.
+    pub unit: String,
+    /// Named series of (x, y) points, x increasing.
+    pub series: Vec<(String, Vec<(f64, f64)>)>,
+    /// A target value drawn as a horizontal line, if any.
+    pub target: Option<f64>,
+}
+
+/// One figure of a page.
+#[derive(Debug, Clone)]
+pub enum Figure {
+    /// Horizontal bars.
+    Bars(Chart),
+    /// Lines.
+    Lines(LineChart),
+}
+
+impl Figure {
+    fn title(&self) -> &str {
+        match self {
+            Figure::Bars(c) => &c.title,
+            Figure::Lines(c) => &c.title,
+        }
+    }
+
+    fn svg(&self) -> String {
+        match self {
+            Figure::Bars(c) => svg(c),
+            Figure::Lines(c) => line_svg(c),
+        }
+    }
+}
+
+/// Colours of successive series.
+const PALETTE: [&str; 6] = ["#4a7ab5", "#d98c2b", "#3c9a5f", "#8e5ea2", "#b5494a", "#5f6b73"];
+
+/// The SVG of a line chart: axes with their extremes, a polyline per series, a legend.
+pub fn line_svg(chart: &LineChart) -> String {
+    const LEFT: f64 = 70.0;
+    const PLOT_W: f64 = 600.0;
+    const PLOT_H: f64 = 260.0;
+    const TOP: f64 = 10.0;
+    let points = chart
+        .series
+        .iter()
+        .flat_map(|(_, p)| p.iter())
+        .filter(|(x, y)| x.is_finite() && y.is_finite());
+    let (mut x_min, mut x_max, mut y_max) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
+    for &(x, y) in points {
+        x_min = x_min.min(x);
+        x_max = x_max.max(x);
+        y_max = y_max.max(y);
+    }
+    if let Some(t) = chart.target.filter(|t| t.is_finite()) {
+        y_max = y_max.max(t);
+    }
+    if !x_min.is_finite() {
+        (x_min, x_max) = (0.0, 1.0);
+    }
+    let x_span = (x_max - x_min).max(f64::MIN_POSITIVE);
+    let y_max = y_max.max(f64::MIN_POSITIVE);
+    let px = |x: f64| LEFT + (x - x_min) / x_span * PLOT_W;
+    let py = |y: f64| TOP + PLOT_H - y / y_max * PLOT_H;
+    let legend_h = 18.0 * chart.series.len() as f64;
+    let (width, height) = (LEFT + PLOT_W + 20.0, TOP + PLOT_H + 40.0 + legend_h);
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12"><rect x="{LEFT}" y="{TOP}" width="{PLOT_W}" height="{PLOT_H}" fill="none" stroke="#999"/>"##
+    );
+    let _ = write!(
+        out,
+        r#"<text x="{lx}" y="{ty}" text-anchor="end">{top} {unit}</text><text x="{lx}" y="{by}" text-anchor="end">0</text><text x="{LEFT}" y="{xl}">{x0}</text><text x="{xr}" y="{xl}" text-anchor="end">{x1} ({xlabel})</text>"#,
+        lx = LEFT - 6.0,
+        ty = TOP + 10.0,
+        top = format_value(y_max),
+        unit = escape(&chart.unit),
+        by = TOP + PLOT_H,
+        xl = TOP + PLOT_H + 16.0,
+        x0 = format_value(x_min),
+        xr = LEFT + PLOT_W,
+        x1 = format_value(x_max),
+        xlabel = escape(&chart.x_label),
+    );
+    for (i, (name, pts)) in chart.series.iter().enumerate() {
+        let colour = PALETTE[i % PALETTE.len()];
+        let coords: Vec<String> = pts
+            .iter()
+            .filter(|(x, y)| x.is_finite() && y.is_finite())
+            .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
+            .collect();
+        let _ = write!(
+            out,
+            r#"<polyline fill="none" stroke="{colour}" stroke-width="1.5" points="{}"/>"#,
+            coords.join(" ")
+        );
+        let ly = TOP + PLOT_H + 34.0 + 18.0 * i as f64;
+        let _ = write!(
+            out,
+            r#"<rect x="{LEFT}" y="{ry}" width="14" height="10" fill="{colour}"/><text x="{tx}" y="{ly}">{name}</text>"#,
+            ry = ly - 9.0,
+            tx = LEFT + 20.0,
+            name = escape(name),
+        );
+    }
+    if let Some(t) = chart.target.filter(|t| t.is_finite()) {
+        let _ = write!(
+            out,
+            r##"<line x1="{LEFT}" y1="{y:.1}" x2="{x2}" y2="{y:.1}" stroke="#c0392b" stroke-dasharray="4 3"/><text x="{tx}" y="{ty:.1}" fill="#c0392b" text-anchor="end">target {t}</text>"##,
+            y = py(t),
+            x2 = LEFT + PLOT_W,
+            tx = LEFT + PLOT_W - 4.0,
+            ty = py(t) - 4.0,
+            t = format_value(t),
+        );
+    }
+    out.push_str("</svg>");
+    out
+}
+
+/// At most `max` points of `values` (indexed from 1): consecutive equal buckets averaged,
+/// each at its bucket's last index; (x, y) pairs for a [`LineChart`].
+pub fn downsample(values: &[f64], max: usize) -> Vec<(f64, f64)> {
+    let per = values.len().div_ceil(max.max(1)).max(1);
+    values
+        .chunks(per)
+        .enumerate()
+        .map(|(i, c)| ((i * per + c.len()) as f64, c.iter().sum::<f64>() / c.len() as f64))
+        .collect()
+}
+
+/// The machine line of a page.
+pub fn machine_line(m: &crate::machine::MachineInfo) -> String {
+    format!(
+        "{} ({} logical cores), {}, opt-level {}, {}",
+        m.cpu_model, m.logical_cores, m.rustc, m.opt_level, m.target
+    )
 }
 
 fn escape(s: &str) -> String {
@@ -89,8 +235,14 @@ fn format_value(v: f64) -> String {
     }
 }
 
-/// The whole page: a title, the machine line, free text, then the charts.
+/// The whole page: a title, the machine line, free text, then the bar charts.
 pub fn page(title: &str, machine: &str, notes: &[String], charts: &[Chart]) -> String {
+    let figures: Vec<Figure> = charts.iter().cloned().map(Figure::Bars).collect();
+    figure_page(title, machine, notes, &figures)
+}
+
+/// The whole page: a title, the machine line, free text, then the figures.
+pub fn figure_page(title: &str, machine: &str, notes: &[String], figures: &[Figure]) -> String {
     let mut out = String::new();
     let _ = write!(
         out,
@@ -101,8 +253,8 @@ pub fn page(title: &str, machine: &str, notes: &[String], charts: &[Chart]) -> S
     for n in notes {
         let _ = writeln!(out, "<p>{}</p>", escape(n));
     }
-    for c in charts {
-        let _ = writeln!(out, "<h2>{}</h2>\n{}", escape(&c.title), svg(c));
+    for f in figures {
+        let _ = writeln!(out, "<h2>{}</h2>\n{}", escape(f.title()), f.svg());
     }
     out.push_str("</body></html>\n");
     out
@@ -128,5 +280,27 @@ mod tests {
         assert!(s.contains("a&lt;b") && !s.contains("a<b"));
         assert_eq!(s.matches("<rect").count(), 2);
         assert!(s.contains("target 1.20"));
+    }
+
+    #[test]
+    fn lines_and_downsampling() {
+        let values: Vec<f64> = (1..=2500).map(f64::from).collect();
+        let d = downsample(&values, 1000);
+        assert_eq!(d.len(), 834, "buckets of 3");
+        assert_eq!(d[0], (3.0, 2.0));
+        assert_eq!(d.last().copied(), Some((2500.0, 2500.0)));
+        assert_eq!(downsample(&[5.0], 1000), vec![(1.0, 5.0)]);
+        assert!(downsample(&[], 10).is_empty());
+        let c = LineChart {
+            title: "t".into(),
+            x_label: "block".into(),
+            unit: "ms".into(),
+            series: vec![("a&b".into(), d), ("empty".into(), vec![])],
+            target: Some(100.0),
+        };
+        let s = line_svg(&c);
+        assert!(s.starts_with("<svg") && s.ends_with("</svg>"));
+        assert_eq!(s.matches("<polyline").count(), 2);
+        assert!(s.contains("a&amp;b") && s.contains("target 100"));
     }
 }

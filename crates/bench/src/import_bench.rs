@@ -184,7 +184,7 @@ fn import_once(
         "the import ended at another root than the chain"
     );
     Ok(Sample {
-        secs: f("seconds")?,
+        secs: f("elapsed_s")?,
         cpu: f("cpu_s")?,
         exec: f("exec_s")?,
         commit: f("commit_s")?,
@@ -243,6 +243,47 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
 }
 
 impl ImportBenchReport {
+    /// The human summary: a line, then a row per mode and worker count.
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "import: {} accounts, {} blocks, {} transactions, {} rounds (medians)\n",
+            self.accounts, self.blocks, self.transactions, self.runs
+        );
+        let mut t = crate::table::table(&[
+            "mode",
+            "workers",
+            "blocks/s",
+            "tx/s",
+            "exec s",
+            "commit s",
+            "stalled s",
+            "flush s",
+            "cores busy",
+            "peak RSS MiB",
+            "speed-up",
+            "RSS ratio",
+        ]);
+        let times = |x: Option<f64>| x.map_or("-".to_string(), |s| format!("{s:.2}x"));
+        for r in &self.rows {
+            t.add_row(vec![
+                if r.pipelined { "pipelined" } else { "unpipelined" }.to_string(),
+                r.exec_workers.to_string(),
+                format!("{:.1}", r.blocks_per_s),
+                format!("{:.0}", r.transactions_per_s),
+                format!("{:.2}", r.exec_s),
+                format!("{:.2}", r.commit_s),
+                format!("{:.2}", r.stalled_s),
+                format!("{:.2}", r.flush_s),
+                format!("{:.2}", r.cores_busy),
+                format!("{:.0}", r.peak_rss_bytes as f64 / (1u64 << 20) as f64),
+                times(r.speedup),
+                times(r.rss_ratio),
+            ]);
+        }
+        out.push_str(&crate::table::text(&t));
+        out
+    }
+
     /// The report as an HTML page with SVG charts: blocks/s per mode and worker count,
     /// the pipelined speed-ups against their target (1.25x) and the RSS ratios (1.15x).
     pub fn html(&self) -> String {

@@ -17,6 +17,7 @@
 
 mod blockstm_bench;
 mod bound;
+mod charts;
 mod checkpoint_bench;
 pub mod html;
 mod import_bench;
@@ -37,6 +38,7 @@ mod run;
 mod store_bench;
 mod store_engines;
 mod store_report;
+mod table;
 mod timing;
 pub mod workload;
 
@@ -54,4 +56,5 @@ pub use rss::{cpu_seconds, peak_rss_bytes};
 pub use run::{trie_bench, TrieBenchOpts};
 pub use store_bench::{store_bench, StoreBenchOpts};
 pub use store_report::{CacheReport, EngineReport, RatioReport, StoreBenchReport};
+pub use table::{table, text as table_text};
 pub use timing::Timing;

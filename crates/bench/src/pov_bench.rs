@@ -296,13 +296,16 @@ impl PovBenchReport {
                 w.post_root,
                 if w.witness_verified { "yes" } else { "no" }
             );
+            let mut t = crate::table::table(&["mode", "ms", "keccak", "proof bytes"]);
             for m in &w.modes {
-                let _ = writeln!(
-                    out,
-                    "  ({}) {:<44} {:>9.1} ms  {:>8} keccak  proof {:>9} bytes",
-                    m.mode, m.label, m.median_ms, m.hashes, m.proof_size
-                );
+                t.add_row(vec![
+                    format!("({}) {}", m.mode, m.label),
+                    format!("{:.1}", m.median_ms),
+                    m.hashes.to_string(),
+                    m.proof_size.to_string(),
+                ]);
             }
+            out.push_str(&crate::table::text(&t));
             let e = w.e_over_b.map_or(String::from("n/a"), |e| format!("{e:.2}"));
             let _ = writeln!(
                 out,

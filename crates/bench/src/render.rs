@@ -53,15 +53,22 @@ fn timing(t: &Timing) -> String {
 
 fn render_root(r: &RootReport, out: &mut String) {
     let _ = writeln!(out, "\nfull root {} (serial, parallel and alloy-trie agree)", r.root);
-    let _ = writeln!(out, "  arbor serial      {}", timing(&r.arbor_serial));
-    let _ = writeln!(
-        out,
-        "  arbor parallel    {}  {} threads, {:.2}x serial",
-        timing(&r.arbor_parallel),
-        r.parallel_threads,
-        r.serial_over_parallel
-    );
-    let _ = writeln!(out, "  alloy HashBuilder {}", timing(&r.alloy));
+    let mut t = crate::table::table(&["engine", "median s", "min s", "max s", "note"]);
+    let parallel = format!("{} threads, {:.2}x serial", r.parallel_threads, r.serial_over_parallel);
+    for (name, x, note) in [
+        ("arbor serial", &r.arbor_serial, String::new()),
+        ("arbor parallel", &r.arbor_parallel, parallel),
+        ("alloy HashBuilder", &r.alloy, String::new()),
+    ] {
+        t.add_row(vec![
+            name.to_string(),
+            format!("{:.4}", x.seconds_median),
+            format!("{:.4}", x.seconds_min),
+            format!("{:.4}", x.seconds_max),
+            note,
+        ]);
+    }
+    out.push_str(&crate::table::text(&t));
     let _ = writeln!(
         out,
         "  alloy/arbor serial {:.2}x, alloy/arbor parallel {:.2}x (>1: Arbor faster); \

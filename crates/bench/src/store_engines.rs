@@ -84,6 +84,10 @@ impl BlockPhase {
             commit_ms_p50: percentile_sorted(&s, 50.0) * 1e3,
             commit_ms_p99: percentile_sorted(&s, 99.0) * 1e3,
             commit_ms_max: s.last().copied().unwrap_or(0.0) * 1e3,
+            commit_ms_series: crate::html::downsample(
+                &self.commit_seconds.iter().map(|s| s * 1e3).collect::<Vec<_>>(),
+                crate::store_report::COMMIT_SERIES_POINTS,
+            ),
             compact_seconds: 0.0,
             end_to_end_seconds: 0.0,
             sst_bytes: 0,

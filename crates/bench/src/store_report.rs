@@ -19,6 +19,8 @@ pub(crate) const MERKLE_OVERHEAD_TARGET: f64 = 3.0;
 /// Largest acceptable Arbor time / plain+undo time (the same reads of old values, the same
 /// history record, without the Merkle work).
 pub(crate) const OVER_UNDO_TARGET: f64 = 1.2;
+/// Points of `EngineReport::commit_ms_series` at most.
+pub(crate) const COMMIT_SERIES_POINTS: usize = 1000;
 /// Largest acceptable median commit, milliseconds (1M keys, 10,000 changes per block).
 pub(crate) const COMMIT_P50_TARGET_MS: f64 = 40.0;
 /// Largest acceptable Arbor database size / plain RocksDB database size.
@@ -101,6 +103,10 @@ pub struct EngineReport {
     pub commit_ms_p99: f64,
     /// Slowest commit, milliseconds.
     pub commit_ms_max: f64,
+    /// Commit latency over the run, ms: `[block, ms]` points, at most
+    /// 1,000 (longer runs average consecutive blocks into one point,
+    /// placed at the last of them).
+    pub commit_ms_series: Vec<(f64, f64)>,
     /// Full compaction after the run, seconds.
     pub compact_seconds: f64,
     /// `total_seconds + compact_seconds`: the writes with the compaction work they owe.
@@ -267,12 +273,8 @@ impl StoreBenchReport {
             if self.root_verified { "verified from flat state" } else { "VERIFY FAILED" },
             thousands(self.values_cross_checked)
         );
-        let mut header = format!("\n{:<28}", "");
-        for (name, _) in self.columns() {
-            header.push_str(&format!("{name:>14}"));
-        }
-        let _ = writeln!(out, "{header}{:>10}", "ratio");
-        self.render_rows(&mut out);
+        out.push('\n');
+        out.push_str(&crate::table::text(&self.table()));
         self.render_memory(&mut out);
         self.render_targets(&mut out);
         out
@@ -280,7 +282,7 @@ impl StoreBenchReport {
 
     /// The engines as table columns: Arbor (given old values), Arbor reading them (if
     /// run), plain+undo, blind.
-    fn columns(&self) -> Vec<(&'static str, &EngineReport)> {
+    pub(crate) fn columns(&self) -> Vec<(&'static str, &EngineReport)> {
         let mut c = vec![("arbor", &self.arbor)];
         if let Some(r) = &self.arbor_reading {
             c.push(("arbor (reads)", r));
@@ -293,14 +295,21 @@ impl StoreBenchReport {
         c
     }
 
-    fn render_rows(&self, out: &mut String) {
+    /// One row per figure, one column per engine, and Arbor's ratio to blind RocksDB.
+    fn table(&self) -> comfy_table::Table {
         let (a, p) = (&self.arbor, &self.plain);
         let columns = self.columns();
         let n = columns.len();
-        let row = |out: &mut String, name: &str, cells: Vec<String>, r: Option<f64>| {
-            let r = r.map_or(String::new(), |r| format!("{r:.2}x"));
-            let cells: String = cells.iter().map(|c| format!("{c:>14}")).collect();
-            let _ = writeln!(out, "{name:<28}{cells}{r:>10}");
+        let mut header = vec![""];
+        header.extend(columns.iter().map(|(name, _)| *name));
+        header.push("arbor/blind");
+        let mut table = crate::table::table(&header);
+        let out = &mut table;
+        let row = |t: &mut comfy_table::Table, name: &str, cells: Vec<String>, r: Option<f64>| {
+            let mut line = vec![name.to_string()];
+            line.extend(cells);
+            line.push(r.map_or(String::new(), |r| format!("{r:.2}x")));
+            t.add_row(line);
         };
         let ratio = |x: f64, y: f64| (y > 0.0).then(|| x / y);
         let each = |f: &dyn Fn(&EngineReport) -> String| -> Vec<String> {
@@ -369,6 +378,7 @@ impl StoreBenchReport {
         row(out, "directory bytes", each(&|e| mib(e.dir_bytes)), dir);
         row(out, "peak RSS (whole phase)", each(&|e| mib(e.peak_rss_bytes)), None);
         row(out, "peak RSS (blocks)", each(&|e| mib(e.peak_rss_blocks_bytes)), None);
+        table
     }
 
     fn render_memory(&self, out: &mut String) {

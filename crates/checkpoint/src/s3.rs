@@ -65,7 +65,7 @@ pub struct PushReport {
     /// Chunks uploaded (the others were there).
     pub uploaded: usize,
     /// Bytes uploaded (chunks and manifest).
-    pub bytes_uploaded: u64,
+    pub uploaded_bytes: u64,
     /// The manifest was uploaded (false: it was there).
     pub manifest_uploaded: bool,
 }
@@ -154,12 +154,12 @@ impl S3Store {
             let mut report = PushReport { chunks: manifest.chunks.len(), ..PushReport::default() };
             for s in sizes.into_iter().flatten() {
                 report.uploaded += 1;
-                report.bytes_uploaded += s;
+                report.uploaded_bytes += s;
             }
             // Every chunk is in the bucket: now the manifest, which makes them visible.
             if self.put_absent(&manifest_path(id), bytes.clone()).await? {
                 report.manifest_uploaded = true;
-                report.bytes_uploaded += bytes.len() as u64;
+                report.uploaded_bytes += bytes.len() as u64;
             }
             Ok(report)
         })

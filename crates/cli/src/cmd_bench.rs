@@ -18,6 +18,65 @@ use crate::limits::{self, Counts};
 /// issue's 1M-key trie, or fewer when `--keys` asks for a smaller (smoke-test) run.
 const INCREMENTAL_KEYS_DEFAULT_MAX: usize = 1_000_000;
 
+/// What every benchmark prints and writes.
+#[derive(Debug, Args)]
+struct ReportArgs {
+    /// Print the JSON report instead of the table (and draw no progress bars).
+    #[arg(long)]
+    json: bool,
+    /// Also write the JSON report to FILE.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Also write the report as an HTML page with SVG charts (the machine and the targets
+    /// on the page) to FILE.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+}
+
+impl ReportArgs {
+    /// Refuse unusable output paths before any work (both may be overwritten).
+    fn check(&self) -> Result<()> {
+        let mut outputs = Vec::new();
+        if let Some(p) = &self.out {
+            outputs.push(crate::output::Output { flag: "--out", path: p });
+        }
+        if let Some(p) = &self.html {
+            outputs.push(crate::output::Output { flag: "--html", path: p });
+        }
+        crate::output::check(&outputs, true)
+    }
+
+    /// Print the human or JSON report; write the JSON to `--out` and the page to `--html`.
+    fn emit<R: serde::Serialize>(
+        &self,
+        report: &R,
+        human: impl FnOnce(&R) -> String,
+        html: impl FnOnce(&R) -> String,
+    ) -> Result<ExitCode> {
+        let json = serde_json::to_string_pretty(report)?;
+        let write = |path: &Path, text: &str| {
+            std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+        };
+        if let Some(path) = &self.out {
+            write(path, &format!("{json}\n"))?;
+        }
+        if let Some(path) = &self.html {
+            write(path, &html(report))?;
+        }
+        if self.json {
+            println!("{json}");
+            return Ok(ExitCode::SUCCESS);
+        }
+        print!("{}", human(report));
+        for (what, path) in [("JSON report", &self.out), ("HTML report", &self.html)] {
+            if let Some(path) = path {
+                println!("{what} written to {}", path.display());
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
 /// Arguments of `arbor bench`.
 #[derive(Debug, Args)]
 pub(crate) struct BenchArgs {
@@ -56,12 +115,8 @@ struct CheckpointArgs {
     /// Rounds (every measurement once per round; medians reported); 1 to 1,000.
     #[arg(long, default_value_t = 3, value_parser = limits::usize_in(1, limits::RUNS_MAX))]
     runs: usize,
-    /// Print the JSON report instead of the table.
-    #[arg(long)]
-    json: bool,
-    /// Also write the report as an HTML page with SVG charts.
-    #[arg(long, value_name = "FILE")]
-    html: Option<PathBuf>,
+    #[command(flatten)]
+    report: ReportArgs,
 }
 
 /// Arguments of `arbor bench import`.
@@ -85,12 +140,8 @@ struct ImportArgs {
     /// Rounds (every variant once per round; medians reported); 1 to 1,000.
     #[arg(long, default_value_t = 3, value_parser = limits::usize_in(1, limits::RUNS_MAX))]
     runs: usize,
-    /// Print the JSON report instead of the table.
-    #[arg(long)]
-    json: bool,
-    /// Also write the report as an HTML page with SVG charts.
-    #[arg(long, value_name = "FILE")]
-    html: Option<PathBuf>,
+    #[command(flatten)]
+    report: ReportArgs,
 }
 
 /// Arguments of `arbor bench blockstm`.
@@ -120,12 +171,8 @@ struct BlockStmArgs {
     /// Run only the workloads whose name contains one of these (comma-separated).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
-    /// Print the JSON report (and draw no progress bars).
-    #[arg(long)]
-    json: bool,
-    /// Also write the JSON report to FILE.
-    #[arg(long, value_name = "FILE")]
-    out: Option<PathBuf>,
+    #[command(flatten)]
+    report: ReportArgs,
 }
 
 /// Arguments of `arbor bench pov`.
@@ -152,12 +199,8 @@ struct PovArgs {
     /// Create the temporary database under DIR [default: the system temp directory].
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
-    /// Print the JSON report (and draw no progress bars).
-    #[arg(long)]
-    json: bool,
-    /// Also write the JSON report to FILE.
-    #[arg(long, value_name = "FILE")]
-    out: Option<PathBuf>,
+    #[command(flatten)]
+    report: ReportArgs,
 }
 
 /// Arguments of `arbor bench store`.
@@ -196,12 +239,8 @@ struct StoreArgs {
     /// Store configuration file (TOML) used by Arbor and, for `[rocksdb]`, by the baseline.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Print the JSON report (and draw no progress bars).
-    #[arg(long)]
-    json: bool,
-    /// Also write the JSON report to FILE.
-    #[arg(long, value_name = "FILE")]
-    out: Option<PathBuf>,
+    #[command(flatten)]
+    report: ReportArgs,
 }
 
 /// Arguments of `arbor bench trie`.
@@ -229,12 +268,8 @@ struct TrieArgs {
     /// Seed of every random choice (any 64-bit unsigned integer).
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Print the JSON report (and draw no progress bars).
-    #[arg(long)]
-    json: bool,
-    /// Also write the JSON report to FILE.
-    #[arg(long, value_name = "FILE")]
-    out: Option<PathBuf>,
+    #[command(flatten)]
+    report: ReportArgs,
 }
 
 /// Run `arbor bench …`.
@@ -250,6 +285,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<ExitCode> {
 }
 
 fn checkpoint_bench(args: &CheckpointArgs) -> Result<ExitCode> {
+    args.report.check()?;
     let opts = bench::CheckpointBenchOpts {
         keys: args.keys,
         runs: args.runs,
@@ -257,19 +293,16 @@ fn checkpoint_bench(args: &CheckpointArgs) -> Result<ExitCode> {
         seed: args.seed,
     };
     warn_if_debug();
-    let pb = bench::progress_bar(!args.json, (args.runs * 5) as u64, "checkpoint measurements");
+    let pb =
+        bench::progress_bar(!args.report.json, (args.runs * 5) as u64, "checkpoint measurements");
     let report =
         bench::checkpoint_bench(&opts, &|| pb.inc(1)).context("checkpoint benchmark failed")?;
     pb.finish_and_clear();
-    if let Some(path) = &args.html {
-        std::fs::write(path, report.html())
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    let json = serde_json::to_string_pretty(&report)?;
-    emit(&json, &report.render(), args.json, None)
+    args.report.emit(&report, |r| r.render(), |r| r.html())
 }
 
 fn blockstm(args: &BlockStmArgs) -> Result<ExitCode> {
+    args.report.check()?;
     let opts = bench::BlockStmOpts {
         workers: args.workers.0.clone(),
         no_sig: args.no_sig,
@@ -278,13 +311,13 @@ fn blockstm(args: &BlockStmArgs) -> Result<ExitCode> {
         only: args.only.clone(),
     };
     warn_if_debug();
-    let report = bench::blockstm_bench(&opts, crate::alloc_totals, !args.json)
+    let report = bench::blockstm_bench(&opts, crate::alloc_totals, !args.report.json)
         .context("blockstm benchmark failed")?;
-    let json = serde_json::to_string_pretty(&report)?;
-    emit(&json, &report.render(), args.json, args.out.as_deref())
+    args.report.emit(&report, |r| r.render(), |r| r.html())
 }
 
 fn import(args: &ImportArgs) -> Result<ExitCode> {
+    args.report.check()?;
     let opts = bench::ImportBenchOpts {
         accounts: args.accounts,
         blocks: args.blocks,
@@ -295,42 +328,16 @@ fn import(args: &ImportArgs) -> Result<ExitCode> {
     };
     warn_if_debug();
     let runs = (args.runs * opts.workers.len() * 2) as u64;
-    let pb = bench::progress_bar(!args.json, runs, "import runs");
+    let pb = bench::progress_bar(!args.report.json, runs, "import runs");
     let program = std::env::current_exe().context("cannot find the arbor binary")?;
     let report =
         bench::import_bench(&opts, &program, &|| pb.inc(1)).context("import benchmark failed")?;
     pb.finish_and_clear();
-    if let Some(path) = &args.html {
-        std::fs::write(path, report.html())
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    let json = serde_json::to_string_pretty(&report)?;
-    let mut human = format!(
-        "import: {} accounts, {} blocks, {} transactions, {} rounds (medians)\n",
-        report.accounts, report.blocks, report.transactions, report.runs
-    );
-    human.push_str("mode         workers  blocks/s    tx/s  exec s  commit s  stalled s  flush s  cores busy  peak RSS MiB  speed-up  RSS ratio\n");
-    for r in &report.rows {
-        human.push_str(&format!(
-            "{:<12} {:>7} {:>9.1} {:>7.0} {:>7.2} {:>9.2} {:>10.2} {:>8.2} {:>11.2} {:>13.0} {:>9} {:>10}\n",
-            if r.pipelined { "pipelined" } else { "unpipelined" },
-            r.exec_workers,
-            r.blocks_per_s,
-            r.transactions_per_s,
-            r.exec_s,
-            r.commit_s,
-            r.stalled_s,
-            r.flush_s,
-            r.cores_busy,
-            r.peak_rss_bytes as f64 / (1u64 << 20) as f64,
-            r.speedup.map_or("-".to_string(), |s| format!("{s:.2}x")),
-            r.rss_ratio.map_or("-".to_string(), |s| format!("{s:.2}x")),
-        ));
-    }
-    emit(&json, &human, args.json, None)
+    args.report.emit(&report, |r| r.render(), |r| r.html())
 }
 
 fn pov(args: &PovArgs) -> Result<ExitCode> {
+    args.report.check()?;
     let opts = bench::PovBenchOpts {
         accounts: args.accounts,
         runs: args.runs,
@@ -338,12 +345,12 @@ fn pov(args: &PovArgs) -> Result<ExitCode> {
         dir: args.dir.clone(),
     };
     warn_if_debug();
-    let report = bench::pov_bench(&opts, !args.json).context("pov benchmark failed")?;
-    let json = serde_json::to_string_pretty(&report)?;
-    emit(&json, &report.render(), args.json, args.out.as_deref())
+    let report = bench::pov_bench(&opts, !args.report.json).context("pov benchmark failed")?;
+    args.report.emit(&report, |r| r.render(), |r| r.html())
 }
 
 fn store(args: &StoreArgs) -> Result<ExitCode> {
+    args.report.check()?;
     let config = crate::cmd_db::load_config(args.config.as_deref())?;
     let opts = bench::StoreBenchOpts {
         keys: args.keys,
@@ -356,9 +363,8 @@ fn store(args: &StoreArgs) -> Result<ExitCode> {
     };
     warn_if_debug();
     let report =
-        bench::store_bench(&opts, &config, !args.json).context("store benchmark failed")?;
-    let json = serde_json::to_string_pretty(&report)?;
-    emit(&json, &report.render(), args.json, args.out.as_deref())
+        bench::store_bench(&opts, &config, !args.report.json).context("store benchmark failed")?;
+    args.report.emit(&report, |r| r.render(), |r| r.html())
 }
 
 fn warn_if_debug() {
@@ -367,24 +373,8 @@ fn warn_if_debug() {
     }
 }
 
-/// Print the human or JSON report; write the JSON to `out` if asked.
-fn emit(json: &str, human: &str, as_json: bool, out: Option<&Path>) -> Result<ExitCode> {
-    if let Some(path) = out {
-        std::fs::write(path, format!("{json}\n"))
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    if as_json {
-        println!("{json}");
-    } else {
-        print!("{human}");
-        if let Some(path) = out {
-            println!("JSON report written to {}", path.display());
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
 fn trie(args: &TrieArgs) -> Result<ExitCode> {
+    args.report.check()?;
     let opts = bench::TrieBenchOpts {
         keys: args.keys,
         runs: args.runs,
@@ -397,7 +387,6 @@ fn trie(args: &TrieArgs) -> Result<ExitCode> {
         ..bench::TrieBenchOpts::default()
     };
     warn_if_debug();
-    let report = bench::trie_bench(&opts, !args.json).context("trie benchmark failed")?;
-    let json = serde_json::to_string_pretty(&report)?;
-    emit(&json, &report.render(), args.json, args.out.as_deref())
+    let report = bench::trie_bench(&opts, !args.report.json).context("trie benchmark failed")?;
+    args.report.emit(&report, |r| r.render(), |r| r.html())
 }

@@ -61,18 +61,24 @@ pub(crate) struct BuildArgs {
     /// Overwrite existing output files.
     #[arg(long)]
     force: bool,
+    /// Print the result as JSON on stdout.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Arguments of `arbor verify-block`.
 #[derive(Debug, Args)]
 pub(crate) struct VerifyBlockArgs {
     /// The parent state root the block builds on (0x + 64 hex digits).
-    #[arg(long, value_name = "ROOT")]
-    parent_root: String,
+    #[arg(long, value_name = "ROOT", value_parser = crate::input::parse_h256)]
+    parent_root: H256,
     /// The block file.
     block: PathBuf,
     /// The witness file.
     witness: PathBuf,
+    /// Print the result as JSON on stdout.
+    #[arg(long)]
+    json: bool,
 }
 
 /// The genesis of `accounts` funded accounts plus the author, in memory.
@@ -106,6 +112,20 @@ pub(crate) fn build(args: &BuildArgs) -> Result<ExitCode> {
     };
     output::write(outputs[0], &built.block.encode(), args.force)?;
     output::write(outputs[1], &encode_witness(&built.witness), args.force)?;
+    if args.json {
+        let v = serde_json::json!({
+            "parent_root": root.to_string(),
+            "root": built.block.state_root.to_string(),
+            "transfers": built.block.transfers.len(),
+            "offered": pool.len(),
+            "stop": format!("{:?}", built.stop),
+            "witness_nodes": built.witness.len(),
+            "witness_bytes": built.proof_size,
+            "pov_limit_bytes": args.pov_limit,
+        });
+        println!("{v}");
+        return Ok(ExitCode::SUCCESS);
+    }
     println!("parent {root}");
     println!("post   {}", built.block.state_root);
     eprintln!(
@@ -122,28 +142,40 @@ pub(crate) fn build(args: &BuildArgs) -> Result<ExitCode> {
 
 /// Run `arbor verify-block`: prints `ok <post root>` or the reason, exit 0/1.
 pub(crate) fn verify(args: &VerifyBlockArgs) -> Result<ExitCode> {
-    let parent = H256::from_hex(&args.parent_root)
-        .with_context(|| format!("bad --parent-root {:?}", args.parent_root))?;
+    let parent = args.parent_root;
     let read =
         |p: &PathBuf| std::fs::read(p).with_context(|| format!("cannot read {}", p.display()));
-    let block = match Block::decode(&read(&args.block)?) {
-        Ok(b) => b,
-        Err(e) => return fail(&format!("{}: {e}", args.block.display())),
-    };
-    let witness = match decode_witness(&read(&args.witness)?) {
-        Ok(w) => w,
-        Err(e) => return fail(&format!("{}: {e}", args.witness.display())),
-    };
-    match verify_block(parent, &block, witness) {
-        Ok(root) => {
-            println!("ok {root}");
-            Ok(ExitCode::SUCCESS)
+    let (block, witness) = (read(&args.block)?, read(&args.witness)?);
+    let verdict = check_block(args, parent, &block, &witness);
+    match (&verdict, args.json) {
+        (_, true) => {
+            let (root, reason) = match &verdict {
+                Ok(root) => (Some(root.to_string()), None),
+                Err(reason) => (None, Some(reason.as_str())),
+            };
+            let v = serde_json::json!({
+                "valid": verdict.is_ok(),
+                "reason": reason,
+                "parent_root": parent.to_string(),
+                "root": root,
+            });
+            println!("{v}");
         }
-        Err(e) => fail(&e.to_string()),
+        (Ok(root), false) => println!("ok {root}"),
+        (Err(reason), false) => println!("invalid: {reason}"),
     }
+    Ok(if verdict.is_ok() { ExitCode::SUCCESS } else { crate::negative() })
 }
 
-fn fail(reason: &str) -> Result<ExitCode> {
-    println!("invalid: {reason}");
-    Ok(ExitCode::FAILURE)
+/// Decode the block and its witness and re-execute it: the post-state root, or why not.
+fn check_block(
+    args: &VerifyBlockArgs,
+    parent: H256,
+    block: &[u8],
+    witness: &[u8],
+) -> std::result::Result<H256, String> {
+    let block = Block::decode(block).map_err(|e| format!("{}: {e}", args.block.display()))?;
+    let witness =
+        decode_witness(witness).map_err(|e| format!("{}: {e}", args.witness.display()))?;
+    verify_block(parent, &block, witness).map_err(|e| e.to_string())
 }

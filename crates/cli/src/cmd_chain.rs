@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
-use chain::chainfile::{self, ChainHeader, ChainParams, ChainReader};
+use anyhow::{Context, Result};
+use chain::chainfile::{self, ChainFileError, ChainHeader, ChainParams, ChainReader};
 use chain::{ImportConfig, ImportError, ImportStats};
 use clap::Args;
 use store::StateDb;
@@ -41,6 +41,9 @@ pub(crate) struct GenChainArgs {
     /// Overwrite an existing output file.
     #[arg(long)]
     force: bool,
+    /// Print the result as JSON on stdout.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Arguments of `arbor import`.
@@ -108,6 +111,19 @@ pub(crate) fn gen_chain(args: &GenChainArgs) -> Result<ExitCode> {
     pb.finish_and_clear();
     let (head, root) = (db.head_number(), db.head_root());
     db.close()?;
+    if args.json {
+        let v = serde_json::json!({
+            "path": args.out.display().to_string(),
+            "accounts": args.accounts,
+            "genesis_root": header.genesis_root.to_string(),
+            "blocks": args.blocks,
+            "transactions": txs,
+            "block": head,
+            "root": root.to_string(),
+            "elapsed_s": start.elapsed().as_secs_f64(),
+        });
+        println!("{v}");
+    }
     eprintln!(
         "wrote {}: genesis of {} accounts ({}), {} blocks, {txs} transfers in {:.2} s; head {head} {root}",
         args.out.display(),
@@ -119,10 +135,30 @@ pub(crate) fn gen_chain(args: &GenChainArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Open a chain file.
+/// Open a chain file: a header that does not decode is a negative verdict (exit 1).
 fn open_chain(path: &Path) -> Result<ChainReader<File>> {
     let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    ChainReader::new(f).with_context(|| format!("cannot read {}", path.display()))
+    ChainReader::new(f).map_err(|e| {
+        let invalid = !matches!(e, ChainFileError::Io(_));
+        let e = anyhow::Error::new(e).context(format!("cannot read {}", path.display()));
+        if invalid {
+            crate::rejected(&e)
+        } else {
+            e
+        }
+    })
+}
+
+/// Whether an import error is a verdict on the chain (exit 1) rather than a failure to
+/// run: an invalid or undecodable block, another chain's blocks.
+fn rejects_chain(e: &ImportError) -> bool {
+    match e {
+        ImportError::Invalid { .. } | ImportError::OtherChain { .. } => true,
+        ImportError::Source(s) => {
+            !matches!(s.downcast_ref::<ChainFileError>(), Some(ChainFileError::Io(_)) | None)
+        }
+        _ => false,
+    }
 }
 
 /// An empty database gets the chain's genesis (checked against the header's root); one
@@ -134,11 +170,11 @@ fn init_genesis(db: &mut StateDb, header: &ChainHeader) -> Result<()> {
         db.bulk_load(&label, entries).context("cannot load the chain's genesis")?;
     }
     if db.head_number() == 0 && db.head_root() != header.genesis_root {
-        bail!(
-            "the database's genesis root {} is not the chain's {}",
+        return Err(crate::rejected(&anyhow::anyhow!(
+            "the database's genesis root {} is not the chain's {}: it holds another chain",
             db.head_root(),
             header.genesis_root
-        );
+        )));
     }
     Ok(())
 }
@@ -224,10 +260,7 @@ pub(crate) fn import(args: &ImportArgs) -> Result<ExitCode> {
     report(args, &config, &stats, (seconds, cpu), head, &root);
     match result {
         Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(e @ ImportError::Invalid { .. }) => {
-            eprintln!("error: {e}");
-            Ok(ExitCode::FAILURE)
-        }
+        Err(e) if rejects_chain(&e) => Err(crate::rejected(&anyhow::Error::new(e))),
         Err(e) => Err(anyhow::Error::new(e).context("import failed")),
     }
 }
@@ -246,7 +279,7 @@ fn report(
             "blocks": stats.blocks,
             "transactions": stats.transactions,
             "skipped": stats.skipped,
-            "seconds": seconds,
+            "elapsed_s": seconds,
             "cpu_s": cpu,
             "peak_rss_bytes": bench::peak_rss_bytes(),
             "blocks_per_s": per(stats.blocks),
@@ -258,7 +291,7 @@ fn report(
             "pipelined": config.pipelined,
             "exec_workers": config.exec_workers,
             "stopped": stats.stopped,
-            "head": head,
+            "block": head,
             "root": root.to_string(),
         });
         println!("{v}");

@@ -70,7 +70,7 @@ struct TrustedArgs {
     #[arg(long, value_name = "N")]
     block: u64,
     /// The trusted state root at that block (32 bytes hex).
-    #[arg(long, value_name = "0x…", value_parser = parse_h256)]
+    #[arg(long, value_name = "0x…", value_parser = crate::input::parse_h256)]
     root: H256,
 }
 
@@ -100,6 +100,10 @@ struct ServeArgs {
     /// Handler threads; 1 to 64.
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = limits::usize_in(1, 64))]
     threads: usize,
+    /// Print a JSON line when listening ({"url", "dir"}) and one when stopped
+    /// ({"requests"}) instead of the text lines.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -108,7 +112,7 @@ struct PushArgs {
     #[arg(long, value_name = "DIR")]
     dir: PathBuf,
     /// The checkpoint id (64 hex digits) [default: the newest in the directory].
-    #[arg(long, value_name = "ID", value_parser = parse_h256)]
+    #[arg(long, value_name = "ID", value_parser = crate::input::parse_h256)]
     id: Option<H256>,
     /// The bucket: s3://bucket[/prefix] (endpoint and credentials from AWS_* variables).
     #[arg(long, value_name = "URL")]
@@ -163,8 +167,15 @@ struct RestoreArgs {
 /// Most sources a restore takes.
 const SOURCES_MAX: usize = 64;
 
-fn parse_h256(s: &str) -> Result<H256, String> {
-    checkpoint::parse_id(s).ok_or_else(|| format!("{s:?} is not 32 bytes of hex"))
+/// Open `--source addr`: an address of no supported kind is a usage error.
+fn open_source(
+    addr: &str,
+    opts: &checkpoint::SourceOptions,
+) -> Result<Box<dyn checkpoint::Source>> {
+    checkpoint::open_source(addr, opts).map_err(|e| match e {
+        checkpoint::SourceError::Url(_) => crate::usage(format!("--source {addr}: {e}")),
+        e => anyhow::Error::new(e).context(format!("--source {addr}")),
+    })
 }
 
 /// Run `arbor checkpoint …`.
@@ -177,15 +188,6 @@ pub(crate) fn run(args: &CheckpointArgs) -> Result<ExitCode> {
         CheckpointCommand::List(a) => list(a),
         CheckpointCommand::Restore(a) => restore(a),
     }
-}
-
-fn spinner(json: bool, template: &str) -> indicatif::ProgressBar {
-    let pb = bench::progress_bar(!json, 0, "");
-    pb.set_style(
-        indicatif::ProgressStyle::with_template(template)
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-    );
-    pb
 }
 
 fn print_json(v: &impl serde::Serialize) -> Result<()> {
@@ -204,7 +206,7 @@ struct CreateSummary {
     chunk_bytes: u64,
     flat_bytes: u64,
     threads: usize,
-    seconds: f64,
+    elapsed_s: f64,
     dir: String,
 }
 
@@ -221,15 +223,18 @@ fn create(a: &CreateArgs) -> Result<ExitCode> {
     };
     let out = CheckpointDir::new(&a.out);
     let done = AtomicU64::new(0);
-    let pb = spinner(a.json, "{spinner} creating · {msg} · {elapsed_precise}");
+    // RocksDB's estimate of the flat entries: the ETA is as good as it is.
+    let estimate =
+        db.stats().column_families.iter().find(|c| c.name == "flat").map(|c| c.estimated_keys);
+    let pb = crate::progress::counter(!a.json, estimate, "creating", "entries");
     let created = std::thread::scope(|s| {
         let worker = s.spawn(|| checkpoint::create(&state, &opts, &out, &done));
-        let t0 = Instant::now();
         while !worker.is_finished() {
             let n = done.load(Ordering::Relaxed);
-            let rate = n as f64 / t0.elapsed().as_secs_f64().max(1e-9);
-            pb.set_message(format!("{n} entries · {rate:.0} entries/s"));
-            pb.tick();
+            if pb.length().is_some_and(|len| n > len) {
+                pb.set_length(n);
+            }
+            pb.set_position(n);
             std::thread::sleep(Duration::from_millis(100));
         }
         worker.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
@@ -246,7 +251,7 @@ fn create(a: &CreateArgs) -> Result<ExitCode> {
         chunk_bytes: m.chunk_bytes,
         flat_bytes: m.flat_bytes,
         threads: a.threads,
-        seconds: created.elapsed.as_secs_f64(),
+        elapsed_s: created.elapsed.as_secs_f64(),
         dir: a.out.display().to_string(),
     };
     if a.json {
@@ -262,7 +267,7 @@ fn create(a: &CreateArgs) -> Result<ExitCode> {
             summary.entries,
             crate::output::human_bytes(summary.chunk_bytes),
             crate::output::human_bytes(summary.flat_bytes),
-            summary.seconds,
+            summary.elapsed_s,
             summary.threads,
             summary.dir
         );
@@ -275,7 +280,7 @@ fn source_opts(timeout_ms: u64) -> SourceOptions {
 }
 
 fn verify(a: &VerifyArgs) -> Result<ExitCode> {
-    let source = checkpoint::open_source(&a.source, &source_opts(a.timeout_ms))?;
+    let source = open_source(&a.source, &source_opts(a.timeout_ms))?;
     let trusted = Trusted { block: a.trusted.block, root: a.trusted.root };
     let ids = source.ids().with_context(|| format!("cannot list {}", a.source))?;
     let mut candidates = Vec::new();
@@ -283,28 +288,41 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode> {
         let Ok(bytes) = source.manifest(&id) else { continue };
         if let Ok(m) = checkpoint::Manifest::decode(&bytes) {
             if (m.block, m.root) == (trusted.block, trusted.root) {
-                candidates.push(id);
+                candidates.push((id, m.chunks.len() as u64));
             }
         }
     }
-    let Some(id) = candidates.first().copied() else {
-        bail!(
+    let Some((id, chunks)) = candidates.first().copied() else {
+        // The source was asked and answered: a negative verdict on it.
+        return Err(crate::rejected(&anyhow::anyhow!(
             "{} offers no checkpoint of block {} with root {}",
             a.source,
             trusted.block,
             trusted.root
-        );
+        )));
     };
-    let pb = spinner(a.json, "{spinner} verifying · chunk {msg} · {elapsed_precise}");
+    let pb = crate::progress::counter(!a.json, Some(chunks), "verifying", "chunks");
     let t0 = Instant::now();
     let result = checkpoint::verify_checkpoint(source.as_ref(), &id, trusted, &|n| {
-        pb.set_message(n.to_string())
+        pb.set_position(n as u64)
     });
     pb.finish_and_clear();
+    let elapsed_s = t0.elapsed().as_secs_f64();
     match result {
         Ok(s) => {
             if a.json {
-                print_json(&s)?;
+                print_json(&serde_json::json!({
+                    "valid": true,
+                    "reason": null,
+                    "checkpoint": hex::encode(id.0),
+                    "block": s.block,
+                    "root": s.root,
+                    "chunks": s.chunks,
+                    "entries": s.entries,
+                    "storage_tries": s.storage_tries,
+                    "bytes": s.bytes,
+                    "elapsed_s": elapsed_s,
+                }))?;
             } else {
                 println!(
                     "valid {} block {} root {}: {} chunks, {} entries, {} storage tries, {} in {:.2} s",
@@ -315,15 +333,42 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode> {
                     s.entries,
                     s.storage_tries,
                     crate::output::human_bytes(s.bytes),
-                    t0.elapsed().as_secs_f64()
+                    elapsed_s
                 );
             }
             Ok(ExitCode::SUCCESS)
         }
+        // A source that stops answering says nothing about the checkpoint: exit 3.
+        Err(e @ checkpoint::VerifyError::Source { .. }) if unreachable(&e) => {
+            Err(anyhow::Error::new(e).context(format!("cannot verify {}", hex::encode(id.0))))
+        }
+        Err(e) if a.json => {
+            print_json(&serde_json::json!({
+                "valid": false,
+                "reason": e.to_string(),
+                "checkpoint": hex::encode(id.0),
+                "block": trusted.block,
+                "root": trusted.root.to_string(),
+                "elapsed_s": elapsed_s,
+            }))?;
+            Ok(crate::negative())
+        }
         Err(e) => {
             println!("invalid {}: {e}", hex::encode(id.0));
-            Ok(ExitCode::FAILURE)
+            Ok(crate::negative())
         }
+    }
+}
+
+/// Whether a verification failed because the source could not be read (timeout, I/O, a
+/// server error) rather than because what it served is wrong or missing.
+fn unreachable(e: &checkpoint::VerifyError) -> bool {
+    use checkpoint::SourceError as S;
+    match e {
+        checkpoint::VerifyError::Source { source, .. } => {
+            matches!(source, S::Timeout | S::Io(_) | S::Status(500..))
+        }
+        _ => false,
     }
 }
 
@@ -333,13 +378,24 @@ fn serve(a: &ServeArgs) -> Result<ExitCode> {
     }
     let stop = crate::cmd_chain::stop_flag()?;
     let server = checkpoint::HttpServer::start(CheckpointDir::new(&a.dir), &a.listen, a.threads)?;
-    println!("serving {} on http://{}", a.dir.display(), server.addr());
+    let url = format!("http://{}", server.addr());
+    if a.json {
+        println!("{}", serde_json::json!({ "url": url, "dir": a.dir.display().to_string() }));
+    } else {
+        println!("serving {} on {url}", a.dir.display());
+    }
+    // Scripts wait for that line: it must not sit in a pipe's buffer.
+    std::io::Write::flush(&mut std::io::stdout())?;
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(100));
     }
     let n = server.requests();
     server.shutdown();
-    eprintln!("stopped after {n} requests");
+    if a.json {
+        println!("{}", serde_json::json!({ "requests": n }));
+    } else {
+        eprintln!("stopped after {n} requests");
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -356,9 +412,9 @@ fn push(a: &PushArgs) -> Result<ExitCode> {
         },
     };
     let store = checkpoint::S3Store::from_env(rest, Duration::from_millis(a.timeout_ms))?;
-    let pb = spinner(a.json, "{spinner} pushing · chunk {msg} · {elapsed_precise}");
+    let pb = crate::progress::counter(!a.json, None, "pushing", "chunks");
     let t0 = Instant::now();
-    let report = store.push(&dir, &id, &|n| pb.set_message(n.to_string()))?;
+    let report = store.push(&dir, &id, &|n| pb.set_position(n as u64))?;
     pb.finish_and_clear();
     if a.json {
         print_json(&report)?;
@@ -370,7 +426,7 @@ fn push(a: &PushArgs) -> Result<ExitCode> {
             report.uploaded,
             report.chunks,
             if report.manifest_uploaded { "uploaded" } else { "already there" },
-            crate::output::human_bytes(report.bytes_uploaded),
+            crate::output::human_bytes(report.uploaded_bytes),
             t0.elapsed().as_secs_f64()
         );
     }
@@ -378,7 +434,7 @@ fn push(a: &PushArgs) -> Result<ExitCode> {
 }
 
 fn list(a: &ListArgs) -> Result<ExitCode> {
-    let source = checkpoint::open_source(&a.source, &source_opts(a.timeout_ms))?;
+    let source = open_source(&a.source, &source_opts(a.timeout_ms))?;
     let mut out = Vec::new();
     for id in source.ids().with_context(|| format!("cannot list {}", a.source))? {
         let m = source
@@ -425,11 +481,7 @@ fn restore(a: &RestoreArgs) -> Result<ExitCode> {
         crate::output::check(&[crate::output::Output { flag: "--report", path: r }], true)?;
     }
     let opts = source_opts(a.timeout_ms);
-    let sources = a
-        .sources
-        .iter()
-        .map(|s| checkpoint::open_source(s, &opts).with_context(|| format!("--source {s}")))
-        .collect::<Result<Vec<_>>>()?;
+    let sources = a.sources.iter().map(|s| open_source(s, &opts)).collect::<Result<Vec<_>>>()?;
     let mut db = open_or_create(&a.db)?;
     let staging = a.staging.clone().unwrap_or_else(|| {
         let mut name = a.db.db.file_name().unwrap_or_default().to_os_string();

@@ -62,12 +62,19 @@ pub(crate) struct ConfigArgs {
     /// What to print: `defaults`, the commented default configuration.
     #[arg(value_name = "WHAT", value_parser = ["defaults"])]
     what: String,
+    /// Print the defaults as JSON (sizes in bytes) instead of the commented TOML.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Run `arbor config defaults`.
 pub(crate) fn config(args: &ConfigArgs) -> Result<ExitCode> {
     debug_assert_eq!(args.what, "defaults");
-    print!("{}", store::DEFAULT_CONFIG_TOML);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&store::StoreConfig::default())?);
+    } else {
+        print!("{}", store::DEFAULT_CONFIG_TOML);
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -76,7 +83,7 @@ pub(crate) fn config(args: &ConfigArgs) -> Result<ExitCode> {
 pub(crate) struct RepairArgs {
     #[command(flatten)]
     db: DbArgs,
-    /// Print {"number", "root", "nodes"}.
+    /// Print {"block", "root", "nodes_rebuilt"}.
     #[arg(long)]
     json: bool,
 }
@@ -87,9 +94,9 @@ pub(crate) struct GetArgs {
     #[command(flatten)]
     db: DbArgs,
     /// The main-trie key, in hex (0x optional).
-    #[arg(value_name = "KEY")]
-    key: String,
-    /// Print {"number", "root", "key", "value"} (value null when absent).
+    #[arg(value_name = "KEY", value_parser = crate::input::parse_key)]
+    key: crate::input::HexKey,
+    /// Print {"block", "root", "key", "value"} (value null when absent).
     #[arg(long)]
     json: bool,
 }
@@ -167,11 +174,6 @@ pub(crate) fn open_or_create(args: &DbArgs) -> Result<StateDb> {
     StateDb::open(dir, config).with_context(|| format!("cannot open {}", dir.display()))
 }
 
-/// Parse a hex key (0x optional).
-pub(crate) fn parse_key(s: &str) -> Result<Vec<u8>> {
-    trie::decode_hex(s).with_context(|| format!("invalid KEY {s:?}: expected hex digits"))
-}
-
 /// A trie id as people read it.
 fn trie_name(t: &TrieId) -> String {
     match t {
@@ -195,11 +197,13 @@ pub(crate) fn init(args: &InitArgs) -> Result<ExitCode> {
             db.head_root()
         );
     }
-    let root = load_genesis(&mut db, &genesis)
+    let pb = crate::progress::counter(!args.json, Some(0), "loading genesis", "entries");
+    let root = load_genesis(&mut db, &genesis, &pb)
         .with_context(|| format!("cannot initialise {}", args.db.db.display()))?;
+    pb.finish_and_clear();
     db.close().context("cannot close the database")?;
     if args.json {
-        let v = serde_json::json!({ "number": 0, "root": root.to_string(), "accounts": genesis.alloc.len() });
+        let v = serde_json::json!({ "block": 0, "root": root.to_string(), "accounts": genesis.alloc.len() });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         println!("{root}");
@@ -209,9 +213,11 @@ pub(crate) fn init(args: &InitArgs) -> Result<ExitCode> {
 
 #[derive(Debug, Serialize)]
 struct VerifyJson {
-    ok: bool,
-    number: u64,
-    stored_root: String,
+    valid: bool,
+    /// Why not, when not valid: the first of the lines the text output prints.
+    reason: Option<String>,
+    block: u64,
+    root: String,
     computed_root: String,
     leaves: u64,
     tries_checked: usize,
@@ -253,7 +259,7 @@ pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
         }
     })?;
     let ok = r.ok() && deep.as_ref().is_none_or(|d| d.ok());
-    let code = if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE };
+    let code = if ok { ExitCode::SUCCESS } else { crate::negative() };
     let bad_nodes: Vec<BadNodes> = deep
         .iter()
         .flat_map(|d| &d.bad_tries)
@@ -268,9 +274,10 @@ pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
         .collect();
     if args.json {
         let v = VerifyJson {
-            ok,
-            number: r.number,
-            stored_root: r.stored_root.to_string(),
+            valid: ok,
+            reason: verify_lines(&r, &bad_nodes).into_iter().next(),
+            block: r.number,
+            root: r.stored_root.to_string(),
             computed_root: r.computed_root.to_string(),
             leaves: r.leaves,
             tries_checked: r.tries_checked,
@@ -298,20 +305,32 @@ pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
         }
         return Ok(code);
     }
+    for line in verify_lines(&r, &bad_nodes) {
+        println!("{line}");
+    }
+    Ok(code)
+}
+
+/// What a failed verify found, a line per finding.
+fn verify_lines(r: &store::VerifyReport, bad_nodes: &[BadNodes]) -> Vec<String> {
+    let mut lines = Vec::new();
     if r.stored_root != r.computed_root {
-        println!("mismatch {}: stored {} computed {}", r.number, r.stored_root, r.computed_root);
+        lines.push(format!(
+            "mismatch {}: stored {} computed {}",
+            r.number, r.stored_root, r.computed_root
+        ));
     }
     for m in &r.trie_mismatches {
-        println!(
+        lines.push(format!(
             "mismatch {} {}: stored {} computed {}",
             r.number,
             trie_name(&m.trie),
             m.stored,
             m.computed
-        );
+        ));
     }
-    for b in &bad_nodes {
-        println!(
+    for b in bad_nodes {
+        lines.push(format!(
             "bad nodes {} {}: {} differ, {} missing, {} stray of {} (first at path {}); run `arbor repair`",
             r.number,
             b.trie,
@@ -320,9 +339,9 @@ pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
             b.extra,
             b.expected,
             b.first_bad_path.as_deref().unwrap_or("-")
-        );
+        ));
     }
-    Ok(code)
+    lines
 }
 
 /// Run `work` (a verify) with a progress bar on stderr: flat entries scanned against the
@@ -374,9 +393,9 @@ pub(crate) fn repair(args: &RepairArgs) -> Result<ExitCode> {
     }
     if args.json {
         let v = serde_json::json!({
-            "number": db.head_number(),
+            "block": db.head_number(),
             "root": db.head_root().to_string(),
-            "nodes": nodes,
+            "nodes_rebuilt": nodes,
         });
         println!("{v}");
     } else {
@@ -392,15 +411,15 @@ pub(crate) fn repair(args: &RepairArgs) -> Result<ExitCode> {
 
 /// Run `arbor get`: the value in hex, or `absent`.
 pub(crate) fn get(args: &GetArgs) -> Result<ExitCode> {
-    let key = parse_key(&args.key)?;
+    let key = &args.key.0;
     let db = open_reading(&args.db)?;
-    let value = db.get(&TrieId::Main, &key).context("cannot read the key")?;
+    let value = db.get(&TrieId::Main, key).context("cannot read the key")?;
     let hex_value = value.map(|v| format!("0x{}", hex::encode(v)));
     if args.json {
         let v = serde_json::json!({
-            "number": db.head_number(),
+            "block": db.head_number(),
             "root": db.head_root().to_string(),
-            "key": format!("0x{}", hex::encode(&key)),
+            "key": format!("0x{}", hex::encode(key)),
             "value": hex_value,
         });
         println!("{v}");
@@ -414,12 +433,17 @@ pub(crate) fn get(args: &GetArgs) -> Result<ExitCode> {
 pub(crate) fn revert(args: &RevertArgs) -> Result<ExitCode> {
     let mut db = open_existing(&args.db)?;
     let head = db.head_number();
-    db.revert(args.blocks)
+    let pb = crate::progress::counter(!args.json, Some(args.blocks), "reverting", "blocks");
+    db.revert_with_progress(args.blocks, &mut |n| pb.set_position(n))
         .with_context(|| format!("cannot revert {} blocks from block {head}", args.blocks))?;
+    pb.finish_and_clear();
     let (number, root) = (db.head_number(), db.head_root());
     db.close().context("cannot close the database")?;
     if args.json {
-        println!("{}", serde_json::json!({ "number": number, "root": root.to_string() }));
+        println!(
+            "{}",
+            serde_json::json!({ "block": number, "root": root.to_string(), "reverted": args.blocks })
+        );
     } else {
         println!("{number} {root}");
     }

@@ -383,14 +383,14 @@ fn print_store(s: &StoreDemo) {
         s.blocks,
         s.updates_per_block,
         s.load_ms,
-        s.head_root,
+        s.loaded_root,
         ok(s.loaded_verified)
     );
     println!(
         "  revert {} blocks in {:.1} ms: root {} equals block {}'s: {}; verify {}",
         s.reverted,
         s.revert_ms,
-        s.root_after_revert,
+        s.reverted_root,
         s.blocks - s.reverted,
         ok(s.revert_matches),
         ok(s.reverted_verified)

@@ -4,8 +4,9 @@
 //! (printed as block `0 <root>`). Blocks then continue from the head: block `b` is the
 //! workload's block `b`, which depends only on `(seed, b)`, so the same flags give the
 //! same root whether the blocks are loaded in one run or in several. Every commit prints
-//! `<number> <root>` on stdout (only the last with `--quiet`); long runs draw a progress
-//! bar on stderr and every run ends with a summary line on stderr.
+//! `<number> <root>` on stdout (only the last with `--quiet`; none with `--json`, which
+//! prints the summary as one JSON object instead); long runs draw a progress bar on stderr
+//! and every run ends with a summary line on stderr.
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -59,6 +60,9 @@ pub(crate) struct LoadArgs {
     /// Serve Prometheus metrics on ADDR (e.g. 127.0.0.1:9100) while committing.
     #[arg(long, value_name = "ADDR")]
     metrics: Option<String>,
+    /// Print the summary as JSON on stdout instead of the per-block lines.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Where the per-block lines go: stdout, around the progress bar when both are on a terminal.
@@ -83,14 +87,6 @@ impl Lines<'_> {
     }
 }
 
-fn bar(show: bool, len: u64, message: &'static str) -> ProgressBar {
-    if show {
-        bench::progress_bar(true, len, message)
-    } else {
-        ProgressBar::hidden()
-    }
-}
-
 /// Run `arbor load`.
 pub(crate) fn run(args: &LoadArgs) -> Result<ExitCode> {
     let mut db = open_or_create(&args.db)?;
@@ -99,20 +95,21 @@ pub(crate) fn run(args: &LoadArgs) -> Result<ExitCode> {
     let mut lines = Lines {
         tty: stdout.is_terminal(),
         out: std::io::BufWriter::new(stdout.lock()),
-        quiet: args.quiet,
+        quiet: args.quiet || args.json,
     };
     // An empty database gets the initial keys; one holding an unfinished bulk load gets
     // them again, if it was this workload's (the store checks the label).
     let bulk_seconds = if db.unfinished_bulk_load().is_some() || db.is_empty()? {
         let start = Instant::now();
-        bulk_load(&mut db, &workload)?;
+        bulk_load(&mut db, &workload, !args.json)?;
         lines.emit(&ProgressBar::hidden(), 0, &db.head_root())?;
         Some(start.elapsed().as_secs_f64())
     } else {
         None
     };
     let (first, last) = block_span(db.head_number(), args.blocks)?;
-    let pb = bar(args.blocks > PROGRESS_BLOCKS_MIN, args.blocks, "committing blocks");
+    let show = args.blocks > PROGRESS_BLOCKS_MIN && !args.json;
+    let pb = crate::progress::counter(show, Some(args.blocks), "committing", "blocks");
     let mut auto = crate::cmd_checkpoint::AutoCheckpoint::new(&args.db.db, db.config());
     // From here on Ctrl-C or SIGTERM ends the run at a block boundary, with the summary (a
     // signal during the bulk phase above still ends the process: that load resumes).
@@ -152,7 +149,7 @@ pub(crate) fn run(args: &LoadArgs) -> Result<ExitCode> {
     pb.finish_and_clear();
     let (number, root) = (db.head_number(), db.head_root());
     db.close().context("cannot close the database")?;
-    if args.quiet {
+    if args.quiet && !args.json {
         lines.quiet = false;
         lines.emit(&pb, number, &root)?;
     }
@@ -160,6 +157,22 @@ pub(crate) fn run(args: &LoadArgs) -> Result<ExitCode> {
     let stopped = committed < args.blocks;
     tracing::info!(blocks = committed, stopped, head = number, root = %root, "load done");
     summary(args, bulk_seconds, (committed, stopped), seconds, number, &root);
+    if args.json {
+        let per_second = |n: u64| if seconds > 0.0 { n as f64 / seconds } else { 0.0 };
+        let v = serde_json::json!({
+            "block": number,
+            "root": root.to_string(),
+            "blocks": committed,
+            "updates": committed.saturating_mul(args.updates_per_block),
+            "bulk_loaded_keys": bulk_seconds.map(|_| args.keys),
+            "bulk_s": bulk_seconds,
+            "elapsed_s": seconds,
+            "blocks_per_s": per_second(committed),
+            "updates_per_s": per_second(committed.saturating_mul(args.updates_per_block)),
+            "stopped": stopped,
+        });
+        println!("{v}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -183,9 +196,9 @@ fn workload_label(workload: &Workload) -> String {
 
 /// The workload's initial keys, then the bottom-up node rebuild (crash-safe: see
 /// `StateDb::begin_bulk_load`).
-fn bulk_load(db: &mut StateDb, workload: &Workload) -> Result<()> {
-    let pb =
-        bar(workload.keys_initial > PROGRESS_KEYS_MIN, workload.keys_initial, "bulk loading keys");
+fn bulk_load(db: &mut StateDb, workload: &Workload, show: bool) -> Result<()> {
+    let show = show && workload.keys_initial > PROGRESS_KEYS_MIN;
+    let pb = crate::progress::counter(show, Some(workload.keys_initial), "bulk loading", "keys");
     let mut load = db.begin_bulk_load(&workload_label(workload)).context("bulk load refused")?;
     for (i, (k, v)) in workload.initial_entries().enumerate() {
         if i.is_multiple_of(65_536) {

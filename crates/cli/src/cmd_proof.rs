@@ -16,8 +16,8 @@ use serde::Serialize;
 use serde_json::Value;
 use trie::{verify_proof, EthLayout, TrieId, H256};
 
-use crate::cmd_db::{open_reading, parse_key, DbArgs};
-use crate::input::{display_name, read_genesis, read_json};
+use crate::cmd_db::{open_reading, DbArgs};
+use crate::input::{display_name, read_genesis, read_text};
 
 /// Arguments of `arbor prove`: `--genesis FILE --address A [--slot S…]`, or `--db DIR KEY`.
 #[derive(Debug, Args)]
@@ -27,11 +27,11 @@ pub(crate) struct ProveArgs {
     #[arg(long, value_name = "FILE", requires = "address")]
     genesis: Option<PathBuf>,
     /// The account: 40 hex digits, 0x optional (with --genesis).
-    #[arg(long, value_name = "0x…", requires = "genesis")]
-    address: Option<String>,
+    #[arg(long, value_name = "0x…", requires = "genesis", value_parser = parse_address_arg)]
+    address: Option<eth::Address>,
     /// A storage slot to prove (a quantity such as 0x0, or up to 32 bytes of hex); repeatable.
-    #[arg(long = "slot", value_name = "0x…", requires = "genesis")]
-    slots: Vec<String>,
+    #[arg(long = "slot", value_name = "0x…", requires = "genesis", value_parser = parse_slot)]
+    slots: Vec<H256>,
     /// A database whose main-trie KEY is proven against its head root.
     #[arg(long, value_name = "DIR", requires = "key")]
     db: Option<PathBuf>,
@@ -39,8 +39,8 @@ pub(crate) struct ProveArgs {
     #[arg(long, value_name = "FILE", requires = "db")]
     config: Option<PathBuf>,
     /// The main-trie key to prove (hex, 0x optional; with --db).
-    #[arg(value_name = "KEY", requires = "db")]
-    key: Option<String>,
+    #[arg(value_name = "KEY", requires = "db", value_parser = crate::input::parse_key)]
+    key: Option<crate::input::HexKey>,
     /// Accepted for the common convention: the proof is always printed as JSON.
     #[arg(long)]
     json: bool,
@@ -49,7 +49,9 @@ pub(crate) struct ProveArgs {
 /// What `arbor prove --db` prints, and `verify-proof` reads back.
 #[derive(Debug, Serialize, serde::Deserialize)]
 struct KeyProof {
-    number: u64,
+    /// The head block the proof is of (`number` in proofs of earlier versions).
+    #[serde(alias = "number")]
+    block: u64,
     root: String,
     key: String,
     /// `None` when the proof shows the key absent.
@@ -61,8 +63,8 @@ struct KeyProof {
 #[derive(Debug, Args)]
 pub(crate) struct VerifyArgs {
     /// The state root to verify against: 0x + 64 hex digits.
-    #[arg(long, value_name = "0x…")]
-    root: String,
+    #[arg(long, value_name = "0x…", value_parser = crate::input::parse_h256)]
+    root: H256,
     /// An eth_getProof result object, a whole JSON-RPC response, or `-` for stdin.
     #[arg(value_name = "FILE")]
     file: PathBuf,
@@ -75,28 +77,27 @@ pub(crate) struct VerifyArgs {
 pub(crate) fn prove(args: &ProveArgs) -> Result<ExitCode> {
     match (&args.genesis, &args.address, &args.db, &args.key) {
         (Some(genesis), Some(address), None, None) => prove_genesis(genesis, address, &args.slots),
-        (None, None, Some(db), Some(key)) => prove_db(db, args.config.as_ref(), key),
+        (None, None, Some(db), Some(key)) => prove_db(db, args.config.as_ref(), &key.0),
         // clap's groups and `requires` rule out every other combination.
         _ => bail!("give either --genesis FILE --address ADDRESS or --db DIR KEY"),
     }
 }
 
 /// A proof of `key` in the main trie of a database, checked before it is printed.
-fn prove_db(db: &Path, config: Option<&PathBuf>, key: &str) -> Result<ExitCode> {
-    let key = parse_key(key)?;
+fn prove_db(db: &Path, config: Option<&PathBuf>, key: &[u8]) -> Result<ExitCode> {
     let db = open_reading(&DbArgs { db: db.to_path_buf(), config: config.cloned() })?;
     let root = db.head_root();
-    let proof = db.with_trie(TrieId::Main, |t| t.prove(&key)).context("cannot build the proof")?;
-    let value = db.get(&TrieId::Main, &key).context("cannot read the key")?;
-    let proven = verify_proof::<EthLayout>(&root, &key, &proof)
+    let proof = db.with_trie(TrieId::Main, |t| t.prove(key)).context("cannot build the proof")?;
+    let value = db.get(&TrieId::Main, key).context("cannot read the key")?;
+    let proven = verify_proof::<EthLayout>(&root, key, &proof)
         .context("the database produced a proof that does not verify (corrupt store?)")?;
     if proven != value {
         bail!("the proof shows a value other than the stored one (corrupt store?)");
     }
     let out = KeyProof {
-        number: db.head_number(),
+        block: db.head_number(),
         root: root.to_string(),
-        key: format!("0x{}", hex::encode(&key)),
+        key: format!("0x{}", hex::encode(key)),
         value: value.map(|v| format!("0x{}", hex::encode(v))),
         proof: proof.iter().map(|n| format!("0x{}", hex::encode(n))).collect(),
     };
@@ -105,45 +106,32 @@ fn prove_db(db: &Path, config: Option<&PathBuf>, key: &str) -> Result<ExitCode> 
 }
 
 /// An eth_getProof-shaped proof of an account (and slots) of a genesis state.
-fn prove_genesis(genesis: &Path, address: &str, slots: &[String]) -> Result<ExitCode> {
-    let address =
-        parse_address(address).with_context(|| format!("invalid --address {address:?}"))?;
-    let slots = slots.iter().map(|s| parse_slot(s)).collect::<Result<Vec<_>>>()?;
+fn prove_genesis(genesis: &Path, address: &eth::Address, slots: &[H256]) -> Result<ExitCode> {
     let genesis = read_genesis(genesis)?;
     let mut state = EthState::from_genesis(&genesis).context("cannot build the genesis state")?;
-    let proof = state.prove(&address, &slots).context("cannot build the proof")?;
+    let proof = state.prove(address, slots).context("cannot build the proof")?;
     println!("{}", serde_json::to_string_pretty(&proof.to_json())?);
     Ok(ExitCode::SUCCESS)
 }
 
 /// A slot as JSON-RPC spells it: a quantity (`0x0`) or up to 32 bytes of hex.
-fn parse_slot(s: &str) -> Result<H256> {
-    let v = parse_quantity(s).with_context(|| format!("invalid --slot {s:?}"))?;
+/// clap's parser of `--address`.
+fn parse_address_arg(s: &str) -> Result<eth::Address, String> {
+    parse_address(s).map_err(|e| format!("{s:?} is not an address: {e}"))
+}
+
+/// clap's parser of `--slot`: a quantity (0x0, 42) up to 2^256 - 1.
+fn parse_slot(s: &str) -> Result<H256, String> {
+    let v = parse_quantity(s).map_err(|e| format!("{s:?} is not a slot: {e}"))?;
     Ok(H256(v.to_be_bytes()))
 }
 
 /// Run `arbor verify-proof`.
 pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
-    let root = H256::from_hex(&args.root).with_context(|| {
-        format!("invalid --root {:?}: expected 0x followed by 64 hex digits", args.root)
-    })?;
-    let json = read_json(&args.file)?;
-    let obj = proof_object(&json)?;
-    let verdict = if obj.get("accountProof").is_none() && obj.get("proof").is_some() {
-        // The shape `arbor prove --db` prints: a main-trie key, its value, the nodes.
-        let proof = KeyProof::from_json(obj).with_context(|| {
-            format!(
-                "{} is neither an eth_getProof result nor a key proof",
-                display_name(&args.file)
-            )
-        })?;
-        proof.verify(&root)
-    } else {
-        let proof = AccountProof::from_json(obj).with_context(|| {
-            format!("{} is not an eth_getProof result", display_name(&args.file))
-        })?;
-        proof.verify(&root).map_err(|e| e.to_string())
-    };
+    let root = args.root;
+    let text = read_text(&args.file)?;
+    // A file that is not a proof is a negative verdict (exit 1), like a proof that fails.
+    let verdict = check_proof(&text, &args.file, &root).map_err(|e| crate::rejected(&e))?;
     if args.json {
         let reason = verdict.as_ref().err().map(ToString::to_string);
         println!("{}", serde_json::json!({ "valid": verdict.is_ok(), "reason": reason }));
@@ -153,7 +141,26 @@ pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
             Err(e) => println!("invalid: {e}"),
         }
     }
-    Ok(if verdict.is_ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if verdict.is_ok() { ExitCode::SUCCESS } else { crate::negative() })
+}
+
+/// Decode `text` as either proof shape and check it against `root`: the verdict, or why
+/// the text is no proof at all.
+fn check_proof(text: &str, file: &Path, root: &H256) -> Result<Result<(), String>> {
+    let json: Value = serde_json::from_str(text)
+        .with_context(|| format!("{} is not valid JSON", display_name(file)))?;
+    let obj = proof_object(&json)?;
+    if obj.get("accountProof").is_none() && obj.get("proof").is_some() {
+        // The shape `arbor prove --db` prints: a main-trie key, its value, the nodes.
+        let proof = KeyProof::from_json(obj).with_context(|| {
+            format!("{} is neither an eth_getProof result nor a key proof", display_name(file))
+        })?;
+        Ok(proof.verify(root))
+    } else {
+        let proof = AccountProof::from_json(obj)
+            .with_context(|| format!("{} is not an eth_getProof result", display_name(file)))?;
+        Ok(proof.verify(root).map_err(|e| e.to_string()))
+    }
 }
 
 /// Largest key proof `verify-proof` reads: nodes of a 127-byte key's path.

@@ -37,12 +37,12 @@ pub(crate) struct StoreDemo {
     pub(crate) blocks: u64,
     pub(crate) updates_per_block: usize,
     pub(crate) load_ms: f64,
-    pub(crate) head_root: String,
+    pub(crate) loaded_root: String,
     pub(crate) loaded_verified: bool,
     pub(crate) reverted: u64,
     pub(crate) revert_ms: f64,
-    pub(crate) root_after_revert: String,
-    pub(crate) root_expected_after_revert: String,
+    pub(crate) reverted_root: String,
+    pub(crate) expected_reverted_root: String,
     pub(crate) revert_matches: bool,
     pub(crate) reverted_verified: bool,
     pub(crate) verify_ms: f64,
@@ -80,8 +80,9 @@ pub(crate) fn run(genesis: &Genesis, expected_root: &H256) -> Result<StoreDemo> 
     let mut db = StateDb::open(dir.path(), StoreConfig::default())
         .context("cannot create the demo database")?;
     let start = Instant::now();
-    let genesis_root = crate::genesis_load::load_genesis(&mut db, genesis)
-        .context("cannot initialise the demo database")?;
+    let genesis_root =
+        crate::genesis_load::load_genesis(&mut db, genesis, &indicatif::ProgressBar::hidden())
+            .context("cannot initialise the demo database")?;
     let init_ms = ms_since(start);
     let mut verify_ms = 0.0;
     let mut verified = |db: &StateDb| -> Result<bool> {
@@ -123,12 +124,12 @@ pub(crate) fn run(genesis: &Genesis, expected_root: &H256) -> Result<StoreDemo> 
         blocks: BLOCKS,
         updates_per_block: UPDATES_PER_BLOCK,
         load_ms,
-        head_root: head_root.to_string(),
+        loaded_root: head_root.to_string(),
         loaded_verified,
         reverted: REVERTED,
         revert_ms,
-        root_after_revert: root_after_revert.to_string(),
-        root_expected_after_revert: expected_after.to_string(),
+        reverted_root: root_after_revert.to_string(),
+        expected_reverted_root: expected_after.to_string(),
         revert_matches: root_after_revert == expected_after && root_after_revert != head_root,
         reverted_verified,
         verify_ms,

@@ -4,6 +4,7 @@
 
 use anyhow::{ensure, Context, Result};
 use eth::Genesis;
+use indicatif::ProgressBar;
 use store::StateDb;
 use trie::H256;
 
@@ -14,13 +15,25 @@ pub(crate) fn genesis_label(root: &H256) -> String {
 
 /// Bulk-load `genesis` into `db` (empty, or holding an unfinished load of the same
 /// genesis) and return its state root. The roots the store rebuilds from the flat entries
-/// must be the ones the entries commit to, storage tries included.
-pub(crate) fn load_genesis(db: &mut StateDb, genesis: &Genesis) -> Result<H256> {
+/// must be the ones the entries commit to, storage tries included. `pb` counts the
+/// entries written (accounts and slots), then shows the node rebuild.
+pub(crate) fn load_genesis(db: &mut StateDb, genesis: &Genesis, pb: &ProgressBar) -> Result<H256> {
     let entries = eth::genesis_entries(genesis);
     let expected = entries.state_root;
     let mut storage_roots = entries.storage_roots;
+    pb.set_length(entries.entries.len() as u64);
+    let total = entries.entries.len();
+    let counted = entries.entries.into_iter().enumerate().map(|(i, e)| {
+        if i % 4096 == 0 || i + 1 == total {
+            pb.set_position(i as u64 + 1);
+        }
+        if i + 1 == total {
+            pb.set_message("rebuilding nodes");
+        }
+        e
+    });
     let summary = db
-        .bulk_load(&genesis_label(&expected), entries.entries)
+        .bulk_load(&genesis_label(&expected), counted)
         .context("cannot load the genesis state")?;
     ensure!(
         summary.root == expected,

@@ -19,10 +19,22 @@ pub(crate) fn read_text(path: &Path) -> Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
 }
 
-/// Parse `path` (or stdin for `-`) as JSON.
-pub(crate) fn read_json(path: &Path) -> Result<serde_json::Value> {
-    let text = read_text(path)?;
-    serde_json::from_str(&text).with_context(|| format!("{} is not valid JSON", display_name(path)))
+/// clap's parser of a 32-byte hash argument (a root, a checkpoint id): 0x optional.
+pub(crate) fn parse_h256(s: &str) -> Result<trie::H256, String> {
+    let bytes = trie::decode_hex(s).map_err(|e| format!("{s:?} is not hex: {e}"))?;
+    let bytes: [u8; 32] = bytes
+        .try_into()
+        .map_err(|b: Vec<u8>| format!("{s:?} is {} bytes; expected 32 (64 hex digits)", b.len()))?;
+    Ok(trie::H256(bytes))
+}
+
+/// A trie key given on the command line.
+#[derive(Debug, Clone)]
+pub(crate) struct HexKey(pub(crate) Vec<u8>);
+
+/// clap's parser of a trie key argument: hex digits, 0x optional.
+pub(crate) fn parse_key(s: &str) -> Result<HexKey, String> {
+    trie::decode_hex(s).map(HexKey).map_err(|e| format!("{s:?} is not a hex key: {e}"))
 }
 
 /// Parse `path` as a genesis allocation (a full genesis with `alloc`, or a bare alloc).

@@ -1,10 +1,15 @@
 //! `arbor`: the command-line face of the engine.
 //!
 //! Each command family lives in its own module (`cmd_*`); this file only parses the
-//! arguments and turns failures into the one contract every command keeps: a single
-//! `error: <what is wrong>` line on stderr and a non-zero exit code (1 for a failed
-//! command, 2 for unusable arguments: clap's errors, numbers outside the bounds of
-//! [`limits`], and a command's own [`UsageError`]). Nothing here panics on user input.
+//! arguments and turns failures into the one contract every command keeps (README,
+//! "Command-line conventions"): a single `error: <what is wrong>` line on stderr and an
+//! exit code of its class — [`EXIT_NEGATIVE`] (1) for a negative verdict (a proof, block,
+//! chain, checkpoint or database found invalid; the checking commands print theirs on
+//! stdout and return it, decoders mark theirs [`Rejected`]), [`EXIT_USAGE`] (2) for
+//! unusable arguments (clap's errors, numbers outside the bounds of [`limits`], a
+//! command's own [`UsageError`]) and [`EXIT_COULD_NOT_RUN`] (3) for everything else (a
+//! missing file, a database in use or unfinished, an I/O error). Nothing here panics on
+//! user input.
 
 #![forbid(unsafe_code)]
 
@@ -28,6 +33,7 @@ mod input;
 mod limits;
 mod metrics;
 mod output;
+mod progress;
 
 /// Arbor: an authenticated state engine (Ethereum-compatible Merkle-Patricia trie).
 #[derive(Debug, Parser)]
@@ -147,13 +153,50 @@ fn main() -> ExitCode {
         Err(e) => {
             tracing::error!(error = %error_line(&e), "arbor failed");
             eprintln!("error: {}", error_line(&e));
-            if e.chain().any(|c| c.is::<UsageError>()) {
-                ExitCode::from(2)
-            } else {
-                ExitCode::FAILURE
-            }
+            ExitCode::from(exit_class(&e))
         }
     }
+}
+
+/// Exit code of a negative verdict: the input was checked and found invalid.
+pub(crate) const EXIT_NEGATIVE: u8 = 1;
+/// Exit code of unusable arguments.
+pub(crate) const EXIT_USAGE: u8 = 2;
+/// Exit code of a command that could not do its work.
+pub(crate) const EXIT_COULD_NOT_RUN: u8 = 3;
+
+/// The exit code class of a failed command.
+fn exit_class(e: &anyhow::Error) -> u8 {
+    if e.downcast_ref::<UsageError>().is_some() {
+        EXIT_USAGE
+    } else if e.downcast_ref::<Rejected>().is_some() {
+        EXIT_NEGATIVE
+    } else {
+        EXIT_COULD_NOT_RUN
+    }
+}
+
+/// The exit code of a negative verdict a command prints itself.
+pub(crate) fn negative() -> ExitCode {
+    ExitCode::from(EXIT_NEGATIVE)
+}
+
+/// Input found invalid while a command checked or decoded it (a chain file that does not
+/// decode, a chain another database holds): exit code 1, like a printed negative verdict.
+#[derive(Debug)]
+pub(crate) struct Rejected(pub(crate) String);
+
+impl std::fmt::Display for Rejected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Rejected {}
+
+/// `e`, on one line, as a negative verdict.
+pub(crate) fn rejected(e: &anyhow::Error) -> anyhow::Error {
+    anyhow::Error::new(Rejected(error_line(e)))
 }
 
 /// Arguments that parse but cannot be used (an output path that exists or collides, a
@@ -183,7 +226,7 @@ fn usage_error(e: &clap::Error) -> ExitCode {
     {
         // Printing help can only fail on a closed stdout, where there is nothing to report.
         let _ = e.print();
-        return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+        return if e.use_stderr() { ExitCode::from(EXIT_USAGE) } else { ExitCode::SUCCESS };
     }
     // clap's message is its first paragraph (e.g. "required arguments were not
     // provided:" followed by the indented list of them); usage and tips follow a blank line.
@@ -197,7 +240,7 @@ fn usage_error(e: &clap::Error) -> ExitCode {
     let message = message.join(" ");
     let message = message.strip_prefix("error: ").unwrap_or(&message);
     eprintln!("error: {message} (see `arbor --help`)");
-    ExitCode::from(2)
+    ExitCode::from(EXIT_USAGE)
 }
 
 /// The error and its causes on one line, `outer: inner: …`. A cause whose text the

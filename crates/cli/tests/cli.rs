@@ -15,6 +15,9 @@ use trie::{keccak256, EthLayout, H256};
 /// `arbor checkpoint …`: round trips, hostile sources and command lines, SIGKILL.
 #[path = "cli/checkpoint.rs"]
 mod checkpoint;
+/// `--json` field names and exit code classes.
+#[path = "cli/conventions.rs"]
+mod conventions;
 /// SIGKILL during `init` and bulk loads.
 #[path = "cli/crash.rs"]
 mod crash;
@@ -231,6 +234,7 @@ fn demo_passes_on_the_testdata() {
     let o = arbor(&["demo", "--json", "--testdata", &testdata("")]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    conventions::assert_json_names(&v);
     assert_eq!(v["failures"], 0);
     assert_eq!(v["mainnet"]["root"], MAINNET_ROOT);
     assert_eq!(v["tampered"]["rejected"], true);
@@ -246,9 +250,12 @@ fn demo_passes_on_the_testdata() {
 #[test]
 fn bench_trie_smoke() {
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-bench.json");
+    let html = html_path("trie");
     let o = arbor(&[
         "bench",
         "trie",
+        "--html",
+        html.to_str().unwrap(),
         "--keys",
         "500",
         "--runs",
@@ -263,10 +270,19 @@ fn bench_trie_smoke() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    conventions::assert_json_names(&v);
     assert_eq!(v["options"]["keys"], 500);
     assert_eq!(v["options"]["incremental_keys"], 500);
     let written: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(written["root"]["root"], v["root"]["root"]);
+    assert_eq!(parse_svgs(&std::fs::read_to_string(&html).unwrap()), 3, "times, ratios, rounds");
+}
+
+/// A fresh path for a bench's HTML page.
+fn html_path(bench: &str) -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-bench-{bench}.html"));
+    let _ = std::fs::remove_file(&p);
+    p
 }
 
 /// A fresh (absent) database directory under cargo's per-test-binary temp dir.
@@ -301,7 +317,7 @@ fn init_from_mainnet_genesis_and_verify() {
     assert_eq!(ok(&["init", "--db", &db, "--genesis", &genesis]), format!("{MAINNET_ROOT}\n"));
     assert_eq!(ok(&["verify", "--db", &db]), format!("ok 0 {MAINNET_ROOT}\n"));
     let v: Value = serde_json::from_str(&ok(&["verify", "--db", &db, "--json"])).unwrap();
-    assert_eq!((v["ok"].clone(), v["leaves"].clone()), (Value::Bool(true), Value::from(8893)));
+    assert_eq!((v["valid"].clone(), v["leaves"].clone()), (Value::Bool(true), Value::from(8893)));
     assert_one_line_error(&arbor(&["init", "--db", &db, "--genesis", &genesis]), "not empty");
 
     // An account of the alloc, by its secure key: present, and provable against the root.
@@ -365,8 +381,8 @@ fn load_verify_revert_and_inspect() {
     }
 
     let stats: Value = serde_json::from_str(&ok(&["stats", "--db", &db, "--json"])).unwrap();
-    assert_eq!(stats["head_number"], 3);
-    assert_eq!(stats["head_root"], first[3].1.as_str());
+    assert_eq!(stats["block"], 3);
+    assert_eq!(stats["root"], first[3].1.as_str());
     assert!(
         stats["sst_bytes"].as_u64().unwrap() > 0 || stats["estimated_keys"].as_u64().unwrap() > 0
     );
@@ -456,9 +472,12 @@ fn database_commands_reject_bad_input() {
 
 #[test]
 fn bench_store_smoke() {
+    let html = html_path("store");
     let o = arbor(&[
         "bench",
         "store",
+        "--html",
+        html.to_str().unwrap(),
         "--keys",
         "1000",
         "--blocks",
@@ -471,9 +490,16 @@ fn bench_store_smoke() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    conventions::assert_json_names(&v);
     assert_eq!(v["options"]["keys"], 1000);
     assert_eq!(v["root_verified"], true);
     assert!(v["ratios"]["merkle_overhead"].as_f64().unwrap() > 0.0);
+    // Commit latency over the blocks (one line per engine), p50/p99, blocks/s, two ratios.
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert_eq!(parse_svgs(&page), 5);
+    let engines = v["nomt"].is_object() as usize + 3 + v["arbor_reading"].is_object() as usize;
+    assert_eq!(page.matches("<polyline").count(), engines, "one latency line per engine");
+    assert_eq!(v["arbor"]["commit_ms_series"].as_array().unwrap().len(), 3, "a point per block");
 }
 
 #[test]
@@ -541,9 +567,12 @@ fn build_block_then_verify_block_statelessly() {
 
 #[test]
 fn bench_blockstm_smoke() {
+    let html = html_path("blockstm");
     let o = arbor(&[
         "bench",
         "blockstm",
+        "--html",
+        html.to_str().unwrap(),
         "--txs",
         "300",
         "--runs",
@@ -555,6 +584,7 @@ fn bench_blockstm_smoke() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    conventions::assert_json_names(&v);
     assert_eq!(v["signatures"], false);
     // Six workloads (the chain runtime's on RocksDB included), each: sequential, 1 worker,
     // 1 worker with the engine forced, 2 workers.
@@ -566,6 +596,8 @@ fn bench_blockstm_smoke() {
         assert!(r["allocations"].as_u64().unwrap() > 0, "{r}");
         assert!(r["median_ms"].as_f64().unwrap() > 0.0, "{r}");
     }
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert_eq!(parse_svgs(&page), 6, "a speed-up chart per workload");
     let forced = rows.iter().filter(|r| r["forced_engine"] == true);
     assert!(
         forced.clone().count() == 6
@@ -593,20 +625,20 @@ fn deep_verify_repair_and_config_defaults() {
     let out = ok(&["verify", "--db", &db, "--deep"]);
     assert!(out.starts_with("ok 3 ") && out.contains("nodes checked"), "{out}");
     let v: Value = serde_json::from_str(&ok(&["verify", "--db", &db, "--deep", "--json"])).unwrap();
-    assert_eq!(v["ok"], true);
+    assert_eq!(v["valid"], true);
     assert!(v["nodes_checked"].as_u64().unwrap() > 100, "{v}");
     let out = ok(&["repair", "--db", &db]);
     assert!(out.starts_with("repaired 3 "), "{out}");
     let v: Value = serde_json::from_str(&ok(&["repair", "--db", &db, "--json"])).unwrap();
-    assert!(v["nodes"].as_u64().unwrap() > 0 && v["number"] == 3, "{v}");
+    assert!(v["nodes_rebuilt"].as_u64().unwrap() > 0 && v["block"] == 3, "{v}");
     let v: Value =
         serde_json::from_str(&ok(&["get", "--db", &db, "0x00112233", "--json"])).unwrap();
-    assert!(v["value"].is_null() && v["number"] == 3 && v["root"].is_string(), "{v}");
+    assert!(v["value"].is_null() && v["block"] == 3 && v["root"].is_string(), "{v}");
     let v: Value =
         serde_json::from_str(&ok(&["prove", "--db", &db, "0x00112233", "--json"])).unwrap();
     assert!(v["proof"].is_array(), "{v}");
     let v: Value = serde_json::from_str(&ok(&["revert", "--db", &db, "1", "--json"])).unwrap();
-    assert_eq!(v["number"], 2, "{v}");
+    assert_eq!(v["block"], 2, "{v}");
     assert!(ok(&["verify", "--db", &db, "--deep"]).starts_with("ok 2 "));
     // The printed defaults are a configuration the commands accept.
     let defaults = ok(&["config", "defaults"]);
@@ -618,7 +650,7 @@ fn deep_verify_repair_and_config_defaults() {
     // `prove --db` prints what `verify-proof` checks (here an absence proof), and a tampered
     // claim is refused.
     let v: Value = serde_json::from_str(&ok(&["stats", "--db", &db, "--json"])).unwrap();
-    let root = v["head_root"].as_str().unwrap().to_string();
+    let root = v["root"].as_str().unwrap().to_string();
     let proof = ok(&["prove", "--db", &db, "0x00112233"]);
     let file = temp_file("db-proof.json", &proof);
     assert_eq!(ok(&["verify-proof", "--root", &root, file.to_str().unwrap()]).trim(), "valid");
@@ -889,6 +921,7 @@ fn bench_import_writes_an_html_report_whose_svg_parses() {
         html.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
+    conventions::assert_json_names(&serde_json::from_str(&stdout(&o)).unwrap());
     let page = std::fs::read_to_string(&html).unwrap();
     assert_eq!(parse_svgs(&page), 3, "blocks/s, speed-up, RSS");
 }
@@ -910,6 +943,7 @@ fn bench_checkpoint_writes_an_html_report_whose_svg_parses() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    conventions::assert_json_names(&v);
     assert!(v["create_vs_scan"]["ratio"].as_f64().unwrap() > 0.0);
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.starts_with("<!DOCTYPE html>"));

@@ -539,6 +539,16 @@ impl StateDb {
     /// (each block one synced batch; the nodes are recomputed, see `revert_batch`). All or
     /// nothing: a missing reverse diff is refused before anything is written.
     pub fn revert(&mut self, n: u64) -> Result<(), RevertError> {
+        self.revert_with_progress(n, &mut |_| {})
+    }
+
+    /// [`revert`](Self::revert), calling `progress` with the number of blocks undone so
+    /// far after each one (for a progress bar: each block is its own synced batch).
+    pub fn revert_with_progress(
+        &mut self,
+        n: u64,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<(), RevertError> {
         self.check_poison()?;
         self.check_complete()?;
         self.flush()?;
@@ -557,8 +567,9 @@ impl StateDb {
                 return Err(RevertError::Pruned { number });
             }
         }
-        for _ in 0..n {
+        for done in 1..=n {
             self.revert_head(&db)?;
+            progress(done);
         }
         Ok(())
     }
@@ -790,11 +801,14 @@ pub struct StoreStats {
     /// The label of an unfinished bulk load, if the database holds one (its state is
     /// partial).
     pub unfinished_bulk_load: Option<String>,
-    /// Head block.
+    /// Head block (`block` in JSON, the CLI's name for it).
+    #[serde(rename = "block")]
     pub head_number: u64,
-    /// Head root.
+    /// Head root (`root` in JSON).
+    #[serde(rename = "root")]
     pub head_root: String,
-    /// Highest block on disk.
+    /// Highest block on disk (`persisted_block` in JSON).
+    #[serde(rename = "persisted_block")]
     pub persisted_number: u64,
     /// Layers waiting for the writer.
     pub unpersisted_layers: usize,

@@ -223,7 +223,7 @@ fn s3_push_then_restore() {
     assert!(seen >= 1, "the watcher never saw the manifest");
 
     let second = store.push(&dir, &created.id, &|_| {}).unwrap();
-    assert_eq!((second.uploaded, second.manifest_uploaded, second.bytes_uploaded), (0, false, 0));
+    assert_eq!((second.uploaded, second.manifest_uploaded, second.uploaded_bytes), (0, false, 0));
 
     let source = open_source(&format!("s3://{url}"), &SourceOptions::default()).unwrap();
     let mut dst = open(&tmp.path().join("dst"));

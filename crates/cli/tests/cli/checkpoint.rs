@@ -85,8 +85,8 @@ fn make_checkpoint(name: &str, keys: &str, target_entries: &str) -> Made {
     ]);
     let (number, root) = out.lines().last().unwrap().split_once(' ').unwrap();
     let stats = json(&ok(&["stats", "--db", &db, "--json"]));
-    assert_eq!(stats["head_number"].as_u64().unwrap().to_string(), number);
-    assert_eq!(stats["head_root"], root);
+    assert_eq!(stats["block"].as_u64().unwrap().to_string(), number);
+    assert_eq!(stats["root"], root);
     let dir = fresh_dir(name);
     let created = json(&ok(&[
         "checkpoint",
@@ -359,7 +359,7 @@ fn create_list_verify_restore_round_trip() {
     }
     let stats = json(&ok(&["stats", "--db", &db, "--json"]));
     assert_eq!(
-        (stats["head_number"].as_u64(), stats["head_root"].as_str()),
+        (stats["block"].as_u64(), stats["root"].as_str()),
         (Some(m.block), Some(m.root.as_str()))
     );
     assert!(stats["unfinished_bulk_load"].is_null(), "{stats}");
@@ -490,11 +490,11 @@ fn restore_killed_then_resumed() {
             "none"
         } else {
             assert_one_line_error(&o, "unfinished bulk load");
-            assert_eq!(o.status.code(), Some(1));
+            assert_eq!(o.status.code(), Some(3));
             let g = arbor(&["get", "--db", &db, &key]);
             no_panic(&g);
             assert_one_line_error(&g, "unfinished bulk load");
-            assert_eq!(g.status.code(), Some(1));
+            assert_eq!(g.status.code(), Some(3));
             assert!(stdout(&g).is_empty(), "get printed {}", stdout(&g));
             "unfinished"
         };
@@ -550,7 +550,7 @@ fn restore_killed_then_resumed() {
     let o = child.wait_with_output().unwrap();
     no_panic(&o);
     eprintln!("SIGTERM after {:?}: {:?}", full.mul_f64(0.5), o.status);
-    if o.status.code() == Some(1) {
+    if o.status.code() == Some(3) {
         assert_one_line_error(&o, "stopped; run the restore again to resume");
         let r = json(&std::fs::read_to_string(&report).unwrap());
         assert!(r["outcome"].as_str().unwrap().starts_with("stopped"), "{r}");
@@ -574,10 +574,10 @@ fn hostile_command_lines() {
     let before = ok(&["stats", "--db", &m.db, "--json"]);
     let o = arbor(&strs(&restore_args(&m.db, &m, &[dir], &[])));
     assert_one_line_error(&o, "not empty");
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(3));
     let after = ok(&["stats", "--db", &m.db, "--json"]);
-    assert_eq!(json(&before)["head_root"], json(&after)["head_root"]);
-    assert_eq!(json(&before)["head_number"], json(&after)["head_number"]);
+    assert_eq!(json(&before)["root"], json(&after)["root"]);
+    assert_eq!(json(&before)["block"], json(&after)["block"]);
     assert!(json(&after)["unfinished_bulk_load"].is_null(), "{after}");
     assert_eq!(ok(&["verify", "--db", &m.db]), m.verified_line());
 
@@ -634,11 +634,11 @@ fn hostile_command_lines() {
     assert!(!missing_dir.exists(), "a refused create wrote its output");
     assert!(!Path::new(&db).exists(), "a refused restore created its database");
 
-    // Sources and directories that are not what they should be: exit 1, one line.
+    // Sources of no supported kind: usage errors (exit 2), one line.
     let o = arbor(&strs(&restore_args(&db, &m, &["ftp://x"], &[])));
     assert_one_line_error(&o, "unsupported source");
     assert!(stderr(&o).contains("ftp://x"), "{}", stderr(&o));
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     let o = arbor(&["checkpoint", "list", "--source", "gopher://x/y"]);
     assert_one_line_error(&o, "unsupported source");
     let o = arbor(&strs(&restore_args(&db, &m, &[s(&missing_dir)], &[])));

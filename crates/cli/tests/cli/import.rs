@@ -74,7 +74,7 @@ fn pipelined_import_killed_at_random_moments() {
     let start = Instant::now();
     let report = import(&reference, &chain, &[]);
     let full = start.elapsed();
-    assert_eq!(report["head"], last);
+    assert_eq!(report["block"], last);
     assert_eq!(report["root"], roots[last].as_str());
     let mut seen = Vec::new();
     for i in 0..iterations() {
@@ -88,7 +88,7 @@ fn pipelined_import_killed_at_random_moments() {
             assert_eq!(root, &roots[*n], "kill {i}: head {n}");
         }
         let report = import(&db, &chain, &[]);
-        assert_eq!(report["head"], last, "resumed after {left:?}");
+        assert_eq!(report["block"], last, "resumed after {left:?}");
         assert_eq!(report["root"], roots[last].as_str());
         assert_eq!(verified(&db), Some((last, roots[last].clone())));
         eprintln!("kill {i} after {delay:?} (killed: {killed}): {left:?}");
@@ -138,7 +138,7 @@ fn bad_chain_files_stop_at_the_block_before() {
         assert_eq!(verified(&db), Some((4, roots[4].clone())));
         // Resuming with the whole file reaches the end.
         let report = import(&db, &chain, pipeline);
-        assert_eq!(report["head"], 6);
+        assert_eq!(report["block"], 6);
         assert_eq!(report["skipped"], 4);
         assert_eq!(report["root"], roots[6].as_str());
         // Everything again: all skipped, nothing changes.
@@ -188,7 +188,7 @@ fn sigterm_stops_at_a_block_boundary() {
     let o = child.wait_with_output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let report: Value = serde_json::from_str(&stdout(&o)).unwrap();
-    let head = report["head"].as_u64().unwrap() as usize;
+    let head = report["block"].as_u64().unwrap() as usize;
     assert_eq!(report["root"], roots[head].as_str());
     if head < last {
         assert_eq!(report["stopped"], true, "{report}");

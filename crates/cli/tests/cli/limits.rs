@@ -199,6 +199,8 @@ fn in_range_values_still_work() {
     let o = arbor(&["revert", "--db", &db, "2"]);
     assert_one_line_error(&o, "cannot revert 2 blocks");
 
+    let html = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("limits-pov.html");
+    let _ = std::fs::remove_file(&html);
     let o = arbor(&[
         "bench",
         "pov",
@@ -209,12 +211,17 @@ fn in_range_values_still_work() {
         "--sizes",
         "1,2",
         "--json",
+        "--html",
+        html.to_str().unwrap(),
         "--dir",
         env!("CARGO_TARGET_TMPDIR"),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    super::conventions::assert_json_names(&v);
     assert_eq!(v["workloads"].as_array().unwrap().len(), 4);
+    // Per workload: the per-transaction PoV ratios against their targets, and the modes.
+    assert_eq!(super::parse_svgs(&std::fs::read_to_string(&html).unwrap()), 8);
 }
 
 /// `build-block` with small in-range numbers, writing to `block` and `witness`.

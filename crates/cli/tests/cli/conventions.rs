@@ -1,0 +1,252 @@
+//! The command-line conventions the README documents: `--json` on every command, one set
+//! of field names, and the four exit code classes (0 ok, 1 negative verdict, 2 usage
+//! error, 3 could not run).
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use super::{arbor, fresh_db, ok, stderr, stdout, testdata};
+
+/// Spellings the convention replaced: `block` (not `number`, `head`, `head_number`),
+/// `root` (not `head_root`, `stored_root`), `valid` (not `ok`), durations with their
+/// unit (not `seconds`).
+const RETIRED: &[&str] =
+    &["number", "head", "head_number", "head_root", "stored_root", "ok", "seconds"];
+
+/// Every object key in `v` (recursively) is snake_case and not a retired spelling;
+/// `block` is a number, `valid` a boolean, a string `root` or `*_root` a 32-byte hash,
+/// `*_s`, `*_ms`, `*_bytes` and `*_per_s` numbers (or null, or arrays of numbers).
+pub(crate) fn assert_json_names(v: &Value) {
+    match v {
+        Value::Array(items) => items.iter().for_each(assert_json_names),
+        Value::Object(map) => {
+            for (k, x) in map {
+                let snake = k.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+                    && k.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+                assert!(snake, "key {k:?} is not snake_case in {v}");
+                assert!(!RETIRED.contains(&k.as_str()), "retired key {k:?} in {v}");
+                check_field(k, x);
+                assert_json_names(x);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn check_field(k: &str, x: &Value) {
+    let is_hash = |s: &str| {
+        s.len() == 66 && s.starts_with("0x") && s[2..].bytes().all(|b| b.is_ascii_hexdigit())
+    };
+    match k {
+        "block" => assert!(x.is_u64(), "block {x}"),
+        "valid" => assert!(x.is_boolean(), "valid {x}"),
+        _ if k == "root" || k.ends_with("_root") => {
+            if let Value::String(s) = x {
+                assert!(is_hash(s), "{k} {s:?} is not 0x + 64 hex digits");
+            }
+        }
+        _ if ["_s", "_ms", "_ns", "_bytes", "_per_s"].iter().any(|u| k.ends_with(u)) => {
+            // A list of figures, or figures by name (`column_sst_bytes`).
+            let numbers = x.as_array().is_some_and(|a| a.iter().all(Value::is_number))
+                || x.as_object().is_some_and(|o| o.values().all(Value::is_number));
+            assert!(x.is_number() || x.is_null() || numbers, "{k} {x} is not a number");
+        }
+        _ => {}
+    }
+}
+
+/// Run a command that must succeed and print one JSON document; check its names.
+fn json_of(args: &[&str]) -> Value {
+    let out = ok(args);
+    let v: Value = serde_json::from_str(&out)
+        .unwrap_or_else(|e| panic!("{args:?} printed no JSON ({e}): {out}"));
+    assert_json_names(&v);
+    v
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_file(&p);
+    let _ = std::fs::remove_dir_all(&p);
+    p
+}
+
+/// The block and root of a command's JSON.
+fn head(v: &Value) -> (u64, String) {
+    (v["block"].as_u64().unwrap(), v["root"].as_str().unwrap().to_string())
+}
+
+#[test]
+fn every_command_speaks_json_with_one_set_of_names() {
+    let genesis = testdata("genesis/dev.json");
+    let v = json_of(&["root", "--genesis", &genesis, "--json"]);
+    let dev_root = v["root"].as_str().unwrap().to_string();
+    let addr = "0x".to_string() + &"00".repeat(20);
+    let o = arbor(&["prove", "--genesis", &genesis, "--address", &addr, "--json"]);
+    // eth_getProof's own field names (accountProof, storageHash, …): the Ethereum shape.
+    let proof: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(proof["accountProof"].is_array(), "{proof}");
+    let proof_file = tmp("conv-proof.json");
+    std::fs::write(&proof_file, stdout(&o)).unwrap();
+    let v = json_of(&["verify-proof", "--root", &dev_root, proof_file.to_str().unwrap(), "--json"]);
+    assert_eq!((v["valid"].as_bool(), v["reason"].is_null()), (Some(true), true), "{v}");
+
+    let db = fresh_db("conv-db");
+    let v = json_of(&["init", "--db", &db, "--genesis", &genesis, "--json"]);
+    assert_eq!(head(&v), (0, dev_root.clone()));
+    let load = [
+        &["load", "--db", &db, "--blocks", "4", "--updates-per-block", "20"][..],
+        &["--seed", "3", "--json"],
+    ]
+    .concat();
+    let v = json_of(&load);
+    let (block, root) = head(&v);
+    assert_eq!((block, v["blocks"].as_u64()), (4, Some(4)), "{v}");
+    for cmd in [&["verify"][..], &["verify", "--deep"], &["stats"]] {
+        let v = json_of(&[cmd, &["--db", &db, "--json"]].concat());
+        assert_eq!(head(&v), (block, root.clone()), "{cmd:?}: {v}");
+    }
+    let v = json_of(&["verify", "--db", &db, "--json"]);
+    assert_eq!(v["valid"], true, "{v}");
+    let v = json_of(&["get", "--db", &db, "0x01", "--json"]);
+    assert_eq!(head(&v), (block, root.clone()));
+    let v = json_of(&["prove", "--db", &db, "0x01", "--json"]);
+    assert_eq!(head(&v), (block, root.clone()));
+    let v = json_of(&["revert", "--db", &db, "1", "--json"]);
+    assert_eq!((v["block"].as_u64(), v["reverted"].as_u64()), (Some(3), Some(1)), "{v}");
+    let v = json_of(&["repair", "--db", &db, "--json"]);
+    assert!(v["nodes_rebuilt"].as_u64().unwrap() > 0, "{v}");
+    let v = json_of(&["config", "defaults", "--json"]);
+    assert!(v["cache"].is_object() && v["rocksdb"].is_object(), "{v}");
+
+    let (block_file, witness_file) = (tmp("conv-block.bin"), tmp("conv-witness.bin"));
+    let (b, w) = (block_file.to_str().unwrap(), witness_file.to_str().unwrap());
+    let built = json_of(&[
+        "build-block",
+        "--accounts",
+        "50",
+        "--transfers",
+        "10",
+        "--block",
+        b,
+        "--witness",
+        w,
+        "--json",
+    ]);
+    let parent = built["parent_root"].as_str().unwrap();
+    let v = json_of(&["verify-block", "--parent-root", parent, b, w, "--json"]);
+    assert_eq!((&v["valid"], &v["root"]), (&Value::Bool(true), &built["root"]), "{v}");
+
+    let chain = tmp("conv.chain");
+    let c = chain.to_str().unwrap();
+    let gen = [
+        &["gen-chain", "--accounts", "100", "--blocks", "3", "--transfers", "10"][..],
+        &["--out", c, "--json"],
+    ];
+    let v = json_of(&gen.concat());
+    let chain_head = head(&v);
+    let v = json_of(&["import", "--db", &fresh_db("conv-import"), "--chain", c, "--json"]);
+    assert_eq!(head(&v), chain_head);
+    assert!(v["elapsed_s"].as_f64().is_some(), "{v}");
+
+    checkpoint_commands(&db);
+}
+
+fn checkpoint_commands(db: &str) {
+    let dir = tmp("conv-checkpoints");
+    let d = dir.to_str().unwrap();
+    let v = json_of(&["checkpoint", "create", "--db", db, "--out", d, "--json"]);
+    let (block, root) = head(&v);
+    let b = block.to_string();
+    let v = json_of(&["checkpoint", "list", "--source", d, "--json"]);
+    assert_eq!(v.as_array().unwrap().len(), 1, "{v}");
+    let v =
+        json_of(&["checkpoint", "verify", "--source", d, "--block", &b, "--root", &root, "--json"]);
+    assert_eq!(v["valid"], true, "{v}");
+    let target = fresh_db("conv-restored");
+    let v = json_of(&[
+        "checkpoint",
+        "restore",
+        "--db",
+        &target,
+        "--source",
+        d,
+        "--block",
+        &b,
+        "--root",
+        &root,
+        "--json",
+    ]);
+    assert_eq!(head(&v), (block, root));
+
+    // serve: a JSON line when listening, another when stopped.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .args(["checkpoint", "serve", "--dir", d, "--listen", "127.0.0.1:0", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_json_names(&first);
+    assert!(first["url"].as_str().unwrap().starts_with("http://127.0.0.1:"), "{first}");
+    let term = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(term.success());
+    let last: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert!(last["requests"].is_u64(), "{last}");
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn exit_codes_have_four_classes() {
+    let genesis = testdata("genesis/dev.json");
+    // 0: ok.
+    assert_eq!(arbor(&["root", "--genesis", &genesis]).status.code(), Some(0));
+
+    // 1: a negative verdict — a proof checked against another root, a file that is no
+    // proof at all (a corrupted database: `deep_verify_repair_and_config_defaults`).
+    let addr = "0x".to_string() + &"00".repeat(20);
+    let proof = ok(&["prove", "--genesis", &genesis, "--address", &addr]);
+    let file = tmp("conv-verdict-proof.json");
+    std::fs::write(&file, proof).unwrap();
+    let other = format!("0x{}", "11".repeat(32));
+    let o = arbor(&["verify-proof", "--root", &other, file.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!((v["valid"].as_bool(), v["reason"].is_string()), (Some(false), true), "{v}");
+    let junk = tmp("conv-junk.json");
+    std::fs::write(&junk, "{\"accountProof\": 7}").unwrap();
+    let o = arbor(&["verify-proof", "--root", &other, junk.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+
+    // 2: usage errors, from clap and from the commands.
+    for args in [
+        &["root", "--genesis", &genesis, "--frobnicate"][..],
+        &["get", "--db", "x", "0xzz"],
+        &["verify-proof", "--root", "0x12", "x.json"],
+        &["checkpoint", "list", "--source", "ftp://example"],
+        &["load", "--db", "x", "--blocks", "0", "--updates-per-block", "1", "--seed", "1"],
+    ] {
+        let o = arbor(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "{args:?} printed {}", stdout(&o));
+    }
+
+    // 3: could not run — no database there, a file that cannot be read (a database
+    // another process holds: `read_commands_run_beside_a_writer_and_write_nothing`).
+    let missing = fresh_db("conv-missing");
+    for args in [
+        &["get", "--db", &missing, "0x01", "--json"][..],
+        &["verify", "--db", &missing],
+        &["root", "--genesis", "/nonexistent/genesis.json"],
+        &["verify-proof", "--root", &other, "/nonexistent/proof.json"],
+    ] {
+        let o = arbor(args);
+        assert_eq!(o.status.code(), Some(3), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).starts_with("error: "), "{}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "{args:?} printed {}", stdout(&o));
+    }
+}
