@@ -96,6 +96,11 @@ pub struct CheckpointBenchReport {
     pub bytes_vs_flat: Target,
     /// Rounds.
     pub runs: usize,
+    /// Restore progress of the last round from the local directory: `[seconds, chunks
+    /// restored]` points (at most 500).
+    pub restore_local_progress: Vec<(f64, f64)>,
+    /// The same from three HTTP sources.
+    pub restore_http3_progress: Vec<(f64, f64)>,
 }
 
 type Entries = Vec<(TrieId, Vec<u8>, Vec<u8>)>;
@@ -156,9 +161,19 @@ fn scan(db: &StateDb) -> Result<(f64, u64)> {
     Ok((t0.elapsed().as_secs_f64(), bytes))
 }
 
-fn restore(dir: &Path, staging: &Path, urls: &[String], trusted: Trusted) -> Result<f64> {
+/// Points of a restore progress curve at most.
+const PROGRESS_POINTS: usize = 500;
+
+/// A verified restore: its seconds, and its progress as `(seconds, chunks restored)`.
+fn restore(
+    dir: &Path,
+    staging: &Path,
+    urls: &[String],
+    trusted: Trusted,
+) -> Result<(f64, Vec<(f64, f64)>)> {
     let opts = SourceOptions::default();
     let sources = urls.iter().map(|u| open_source(u, &opts)).collect::<Result<Vec<_>, _>>()?;
+    let progress = std::sync::Mutex::new(Vec::new());
     let t0 = Instant::now();
     let mut db = StateDb::open(dir, StoreConfig::default())?;
     let (report, outcome) = restore_from_sources(
@@ -168,14 +183,22 @@ fn restore(dir: &Path, staging: &Path, urls: &[String], trusted: Trusted) -> Res
         &RestoreOptions::new(staging),
         &FetchOptions::default(),
         &AtomicBool::new(false),
-        &|_| {},
+        &|p| {
+            let point = (t0.elapsed().as_secs_f64(), p.restored as f64);
+            progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(point);
+        },
     );
     outcome.with_context(|| format!("restore: {}", report.outcome))?;
     db.flush()?;
     let secs = t0.elapsed().as_secs_f64();
     ensure!(db.head_root() == trusted.root, "restored root differs");
     db.close()?;
-    Ok(secs)
+    let mut points = progress.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    points.push((secs, points.last().map_or(0.0, |p| p.1)));
+    let step = points.len().div_ceil(PROGRESS_POINTS).max(1);
+    let last = points.len() - 1;
+    let curve = points.iter().enumerate().filter(|(i, _)| i % step == 0 || *i == last);
+    Ok((secs, curve.map(|(_, p)| *p).collect()))
 }
 
 /// keccak256 over every chunk of `m` (read first, not timed), one thread.
@@ -205,6 +228,7 @@ pub fn checkpoint_bench(
     let mut floor = Vec::new();
     let (mut r_create, mut r_restore, mut r_http) = (Vec::new(), Vec::new(), Vec::new());
     let mut last: Option<(H256, checkpoint::Manifest, u64)> = None;
+    let mut curves = (Vec::new(), Vec::new());
     let create_opts = CreateOptions { threads: opts.threads, ..CreateOptions::default() };
     for round in 0..opts.runs {
         let (scan_s, flat_bytes) = scan(&db)?;
@@ -229,7 +253,7 @@ pub fn checkpoint_bench(
         std::fs::remove_dir_all(tmp.path().join(format!("bulk-{round}")))?;
         tick();
         let local = [out.to_string_lossy().into_owned()];
-        let restore_s = restore(
+        let (restore_s, local_curve) = restore(
             &tmp.path().join(format!("dst-{round}")),
             &tmp.path().join("staging"),
             &local,
@@ -241,7 +265,7 @@ pub fn checkpoint_bench(
             .map(|_| HttpServer::start(CheckpointDir::new(&out), "127.0.0.1:0", 2))
             .collect::<Result<Vec<_>, _>>()?;
         let urls: Vec<String> = servers.iter().map(|s| format!("http://{}", s.addr())).collect();
-        let http_s = restore(
+        let (http_s, http_curve) = restore(
             &tmp.path().join(format!("http-{round}")),
             &tmp.path().join("staging"),
             &urls,
@@ -258,6 +282,7 @@ pub fn checkpoint_bench(
         r_restore.push(ratio(restore_s, bulk_s));
         r_http.push(ratio(http_s, restore_s));
         last = Some((created.id, created.manifest, flat_bytes));
+        curves = (local_curve, http_curve);
     }
     let (_, manifest, flat_bytes) = last.context("no rounds")?;
     let [scan_t, create_t, bulk_t, restore_t, http_t, digest_t] =
@@ -282,10 +307,26 @@ pub fn checkpoint_bench(
         http3_vs_local: Target::new(&r_http, 1.2),
         bytes_vs_flat: Target::new(&[ratio(manifest.chunk_bytes as f64, flat_bytes as f64)], 1.3),
         runs: opts.runs,
+        restore_local_progress: curves.0,
+        restore_http3_progress: curves.1,
     })
 }
 
 impl CheckpointBenchReport {
+    /// Chunks restored over time in the last round, local and from three HTTP sources.
+    fn progress_figure(&self) -> crate::html::Figure {
+        crate::html::Figure::Lines(crate::html::LineChart {
+            title: format!("Restore progress of the last round ({} chunks)", self.chunks),
+            x_label: "seconds".into(),
+            unit: "chunks".into(),
+            series: vec![
+                ("local directory".into(), self.restore_local_progress.clone()),
+                ("3 HTTP sources".into(), self.restore_http3_progress.clone()),
+            ],
+            target: None,
+        })
+    }
+
     /// The timed measurements with their labels, in report order.
     fn timings(&self) -> [(String, &Timing); 6] {
         [
@@ -351,7 +392,7 @@ impl CheckpointBenchReport {
 impl CheckpointBenchReport {
     /// The report as an HTML page with SVG charts (times, and each ratio against its target).
     pub fn html(&self) -> String {
-        use crate::html::{page, Bar, Chart};
+        use crate::html::{Bar, Chart};
         let bar = |label: &str, value: f64| Bar { label: label.to_string(), value };
         let times = Chart {
             title: format!("Medians over {} rounds", self.runs),
@@ -385,12 +426,14 @@ impl CheckpointBenchReport {
             self.chunks,
             self.create_floor_vs_scan
         )];
-        page(
+        crate::html::figure_page(
             "arbor bench checkpoint",
             &machine,
             &notes,
             &std::iter::once(times)
                 .chain(self.ratios().into_iter().map(|(n, t)| ratio(n, t)))
+                .map(crate::html::Figure::Bars)
+                .chain(std::iter::once(self.progress_figure()))
                 .collect::<Vec<_>>(),
         )
     }

@@ -88,7 +88,7 @@ pub(crate) fn gen_chain(args: &GenChainArgs) -> Result<ExitCode> {
         transfers: args.transfers,
         seed: args.seed,
     };
-    let pb = bench::progress_bar(true, args.blocks, "generating blocks");
+    let pb = crate::progress::counter(!args.json, Some(args.blocks), "generating", "blocks");
     let start = Instant::now();
     let mut wrote_header = false;
     let mut txs = 0u64;
@@ -207,15 +207,9 @@ pub(crate) fn import(args: &ImportArgs) -> Result<ExitCode> {
         queue_blocks: 1,
     };
     let stop = stop_flag()?;
-    let pb = bench::progress_bar(true, 0, "importing");
-    pb.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} block {pos} · {per_sec} · {msg} · {elapsed_precise}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-    );
+    // The chain file does not say how many blocks it holds: a rate, no ETA.
+    let pb = crate::progress::counter(!args.json, None, "importing", "blocks");
     let first = db.head_number();
-    pb.set_position(first);
     let cpu0 = bench::cpu_seconds().unwrap_or(0.0);
     let start = Instant::now();
     let mut txs = 0u64;
@@ -242,9 +236,9 @@ pub(crate) fn import(args: &ImportArgs) -> Result<ExitCode> {
             }
         }
         txs += b.transactions as u64;
-        pb.set_position(b.number);
+        pb.set_position(b.number.saturating_sub(first));
         let secs = start.elapsed().as_secs_f64().max(1e-9);
-        pb.set_message(format!("{:.0} tx/s", txs as f64 / secs));
+        pb.set_message(format!("· head {} · {:.0} tx/s", b.number, txs as f64 / secs));
     });
     pb.finish_and_clear();
     if let Some(a) = auto.as_mut() {

@@ -947,5 +947,6 @@ fn bench_checkpoint_writes_an_html_report_whose_svg_parses() {
     assert!(v["create_vs_scan"]["ratio"].as_f64().unwrap() > 0.0);
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.starts_with("<!DOCTYPE html>"));
-    assert_eq!(parse_svgs(&page), 5, "one chart of times and one per ratio");
+    assert_eq!(parse_svgs(&page), 6, "times, one chart per ratio, restore progress");
+    assert_eq!(page.matches("<polyline").count(), 2, "local and HTTP restore progress");
 }
