@@ -112,9 +112,9 @@ pub fn line_svg(chart: &LineChart) -> String {
         unit = escape(&chart.unit),
         by = TOP + PLOT_H,
         xl = TOP + PLOT_H + 16.0,
-        x0 = format_value(x_min),
+        x0 = format_axis(x_min),
         xr = LEFT + PLOT_W,
-        x1 = format_value(x_max),
+        x1 = format_axis(x_max),
         xlabel = escape(&chart.x_label),
     );
     for (i, (name, pts)) in chart.series.iter().enumerate() {
@@ -145,7 +145,8 @@ pub fn line_svg(chart: &LineChart) -> String {
             y = py(t),
             x2 = LEFT + PLOT_W,
             tx = LEFT + PLOT_W - 4.0,
-            ty = py(t) - 4.0,
+            // Below the line when it runs along the top edge.
+            ty = if py(t) < TOP + 14.0 { py(t) + 14.0 } else { py(t) - 4.0 },
             t = format_value(t),
         );
     }
@@ -223,6 +224,15 @@ pub fn svg(chart: &Chart) -> String {
     }
     out.push_str("</svg>");
     out
+}
+
+/// An axis extreme: whole numbers without decimals.
+fn format_axis(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        format_value(v)
+    }
 }
 
 fn format_value(v: f64) -> String {
