@@ -531,7 +531,7 @@ fn restore_killed_then_resumed() {
     eprintln!("restore of {} chunks in {full:?}; kills (delay, left, resumed): {seen:?}", m.chunks);
     assert!(mid >= 1, "no kill landed mid-restore: {seen:?}");
 
-    // SIGTERM instead: the restore stops cleanly (exit 1, `stopped`, the report written)
+    // SIGTERM instead: the restore stops cleanly (exit 3, `stopped`, the report written)
     // unless it lands before the handler is installed or after the end.
     let db = fresh_restore_db("kill-term");
     let report = fresh_dir("kill-term-report.json");
