@@ -284,8 +284,15 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode> {
     let trusted = Trusted { block: a.trusted.block, root: a.trusted.root };
     let ids = source.ids().with_context(|| format!("cannot list {}", a.source))?;
     let mut candidates = Vec::new();
+    let mut failed = None;
     for id in ids {
-        let Ok(bytes) = source.manifest(&id) else { continue };
+        let bytes = match source.manifest(&id) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                failed.get_or_insert((id, e));
+                continue;
+            }
+        };
         if let Ok(m) = checkpoint::Manifest::decode(&bytes) {
             if (m.block, m.root) == (trusted.block, trusted.root) {
                 candidates.push((id, m.chunks.len() as u64));
@@ -293,6 +300,14 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode> {
         }
     }
     let Some((id, chunks)) = candidates.first().copied() else {
+        // A manifest that could not be fetched might have been the one: could not run.
+        if let Some((id, e)) = failed.filter(|(_, e)| source_unreachable(e)) {
+            return Err(anyhow::Error::new(e).context(format!(
+                "cannot fetch manifest {} from {}",
+                hex::encode(id.0),
+                a.source
+            )));
+        }
         // The source was asked and answered: a negative verdict on it.
         return Err(crate::rejected(&anyhow::anyhow!(
             "{} offers no checkpoint of block {} with root {}",
@@ -363,13 +378,16 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode> {
 /// Whether a verification failed because the source could not be read (timeout, I/O, a
 /// server error) rather than because what it served is wrong or missing.
 fn unreachable(e: &checkpoint::VerifyError) -> bool {
-    use checkpoint::SourceError as S;
     match e {
-        checkpoint::VerifyError::Source { source, .. } => {
-            matches!(source, S::Timeout | S::Io(_) | S::Status(500..))
-        }
+        checkpoint::VerifyError::Source { source, .. } => source_unreachable(source),
         _ => false,
     }
+}
+
+/// A source failure that says nothing about what it holds: a timeout, I/O, a server error.
+fn source_unreachable(e: &checkpoint::SourceError) -> bool {
+    use checkpoint::SourceError as S;
+    matches!(e, S::Timeout | S::Io(_) | S::Status(500..))
 }
 
 fn serve(a: &ServeArgs) -> Result<ExitCode> {
