@@ -70,12 +70,8 @@ pub(crate) struct ImportArgs {
 
 /// Run `arbor gen-chain`.
 pub(crate) fn gen_chain(args: &GenChainArgs) -> Result<ExitCode> {
-    if args.out.exists() && !args.force {
-        return Err(crate::usage(format!(
-            "{} exists; pass --force to overwrite it",
-            args.out.display()
-        )));
-    }
+    // An existing file (without --force), a directory or a missing directory: usage errors.
+    crate::output::check(&[crate::output::Output { flag: "--out", path: &args.out }], args.force)?;
     let tmp = tempfile::Builder::new().prefix("arbor-gen-chain-").tempdir()?;
     let mut db = StateDb::open(tmp.path(), store::StoreConfig::default())?;
     let staging = args.out.with_extension("arbor-partial");
