@@ -214,8 +214,9 @@ func accountRLP(nonce uint64, balance []byte, storageRoot, codeHash [32]byte) []
 	)
 }
 
-// rootCalc computes trie roots with a scratch database (the C ABI returns only the main
-// trie's root): the root of a set of pairs is the scratch main trie's root holding them.
+// rootCalc computes the root a set of pairs would have, apart from the database under
+// test (a storage root must be known before the account that commits to it is written):
+// the main-trie root of a scratch database holding exactly those pairs.
 type rootCalc struct {
 	db   *DB
 	keys [][]byte // what the scratch trie holds now
