@@ -411,11 +411,7 @@ impl CheckpointBenchReport {
             bars: vec![bar("measured", t.ratio)],
             target: Some(t.target),
         };
-        let m = crate::machine::MachineInfo::detect();
-        let machine = format!(
-            "{} ({} cores), {}, opt-level {}",
-            m.cpu_model, m.logical_cores, m.rustc, m.opt_level
-        );
+        let machine = crate::html::machine_line(&crate::machine::MachineInfo::detect());
         let notes = vec![format!(
             "{} entries ({} accounts, {} storage tries), flat {:.1} MiB, checkpoint {:.1} MiB in {} chunks; floor of create/scan (scan + keccak)/threads = {:.2}x",
             self.entries,

@@ -316,11 +316,7 @@ impl ImportBenchReport {
                 .collect(),
             target: Some(1.15),
         };
-        let m = crate::machine::MachineInfo::detect();
-        let machine = format!(
-            "{} ({} cores), {}, opt-level {}",
-            m.cpu_model, m.logical_cores, m.rustc, m.opt_level
-        );
+        let machine = crate::html::machine_line(&crate::machine::MachineInfo::detect());
         let notes = vec![format!(
             "{} accounts, {} blocks, {} transactions",
             self.accounts, self.blocks, self.transactions
