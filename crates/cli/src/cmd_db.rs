@@ -429,21 +429,34 @@ pub(crate) fn get(args: &GetArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Run `arbor revert`: undo the last N blocks, print the new head.
+/// Run `arbor revert`: undo the last N blocks, print the new head. Ctrl-C or SIGTERM
+/// stops after the block being undone (each block is one synced batch), with the summary.
 pub(crate) fn revert(args: &RevertArgs) -> Result<ExitCode> {
     let mut db = open_existing(&args.db)?;
     let head = db.head_number();
+    let stop = crate::cmd_chain::stop_flag()?;
     let pb = crate::progress::counter(!args.json, Some(args.blocks), "reverting", "blocks");
-    db.revert_with_progress(args.blocks, &mut |n| pb.set_position(n))
+    let reverted = db
+        .revert_with_progress(args.blocks, &mut |n| {
+            pb.set_position(n);
+            !stop.load(std::sync::atomic::Ordering::SeqCst)
+        })
         .with_context(|| format!("cannot revert {} blocks from block {head}", args.blocks))?;
     pb.finish_and_clear();
     let (number, root) = (db.head_number(), db.head_root());
     db.close().context("cannot close the database")?;
+    let stopped = reverted < args.blocks;
+    if stopped {
+        eprintln!("stopped by signal after reverting {reverted} of {} blocks", args.blocks);
+    }
     if args.json {
-        println!(
-            "{}",
-            serde_json::json!({ "block": number, "root": root.to_string(), "reverted": args.blocks })
-        );
+        let v = serde_json::json!({
+            "block": number,
+            "root": root.to_string(),
+            "reverted": reverted,
+            "stopped": stopped,
+        });
+        println!("{v}");
     } else {
         println!("{number} {root}");
     }

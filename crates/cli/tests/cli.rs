@@ -310,6 +310,47 @@ fn heads(out: &str) -> Vec<(u64, String)> {
         .collect()
 }
 
+/// SIGTERM during a long `revert` stops after a whole block: exit 0, the summary, and a
+/// head whose root is the one that block had (or the full revert, if it finished first).
+#[test]
+fn revert_stops_cleanly_on_sigterm() {
+    let db = fresh_db("revert-sigterm");
+    let out = ok(&[
+        "load",
+        "--db",
+        &db,
+        "--blocks",
+        "120",
+        "--updates-per-block",
+        "200",
+        "--keys",
+        "2000",
+        "--seed",
+        "9",
+    ]);
+    let roots: std::collections::HashMap<u64, String> = heads(&out).into_iter().collect();
+    let child = Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .args(["revert", "--db", &db, "120", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    let pid = child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let (block, reverted) = (v["block"].as_u64().unwrap(), v["reverted"].as_u64().unwrap());
+    assert_eq!(block + reverted, 120, "{v}");
+    assert_eq!(v["stopped"], reverted < 120, "{v}");
+    if reverted < 120 {
+        assert!(stderr(&o).contains("stopped by signal"), "{}", stderr(&o));
+    }
+    assert_eq!(v["root"].as_str(), roots.get(&block).map(String::as_str), "{v}");
+    assert!(ok(&["verify", "--db", &db]).starts_with(&format!("ok {block} ")));
+}
+
 #[test]
 fn init_from_mainnet_genesis_and_verify() {
     let db = fresh_db("init");

@@ -539,16 +539,18 @@ impl StateDb {
     /// (each block one synced batch; the nodes are recomputed, see `revert_batch`). All or
     /// nothing: a missing reverse diff is refused before anything is written.
     pub fn revert(&mut self, n: u64) -> Result<(), RevertError> {
-        self.revert_with_progress(n, &mut |_| {})
+        self.revert_with_progress(n, &mut |_| true).map(|_| ())
     }
 
     /// [`revert`](Self::revert), calling `progress` with the number of blocks undone so
-    /// far after each one (for a progress bar: each block is its own synced batch).
+    /// far after each one (each block is its own synced batch); when it returns `false` the
+    /// revert stops there, at that block (a signal handler's clean stop). Returns the
+    /// blocks undone.
     pub fn revert_with_progress(
         &mut self,
         n: u64,
-        progress: &mut dyn FnMut(u64),
-    ) -> Result<(), RevertError> {
+        progress: &mut dyn FnMut(u64) -> bool,
+    ) -> Result<u64, RevertError> {
         self.check_poison()?;
         self.check_complete()?;
         self.flush()?;
@@ -557,7 +559,7 @@ impl StateDb {
             return Err(RevertError::TooFar { requested: n, head });
         }
         if n == 0 {
-            return Ok(());
+            return Ok(0);
         }
         let db = self.shared.reader.db.clone();
         let history = cf(&db, CF_HISTORY)?;
@@ -569,9 +571,11 @@ impl StateDb {
         }
         for done in 1..=n {
             self.revert_head(&db)?;
-            progress(done);
+            if !progress(done) {
+                return Ok(done);
+            }
         }
-        Ok(())
+        Ok(n)
     }
 
     /// Undo the head block (which has a parent: the caller checked `n <= head`).
