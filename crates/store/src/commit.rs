@@ -81,10 +81,10 @@ impl PreState for StorePre<'_> {
         self.trie
     }
 
-    fn node_in_memory(&self, path: &[u8]) -> Option<Option<Arc<[u8]>>> {
+    fn node_in_memory(&self, path: &[u8]) -> Option<Option<&[u8]>> {
         NODE_KEY.with_borrow_mut(|key| {
             node_key_into(&self.trie, path, key);
-            self.resident.lookup(key).map(|v| v.cloned())
+            self.resident.lookup(key).map(|v| v.map(|v| &v[..]))
         })
     }
 

@@ -172,8 +172,12 @@ impl Resident {
 
     fn insert(&mut self, key: &[u8], value: Arc<[u8]>) {
         self.bytes += entry_bytes(key, &value);
-        if let Some(old) = self.map.insert(Box::from(key), value) {
+        // Most writes replace a node the map holds: keep its key instead of allocating one.
+        if let Some(slot) = self.map.get_mut(key) {
+            let old = std::mem::replace(slot, value);
             self.bytes -= entry_bytes(key, &old);
+        } else {
+            self.map.insert(Box::from(key), value);
         }
     }
 

@@ -57,8 +57,10 @@ pub(crate) trait PreState: Sync {
     /// stored there (a leaf, or no node).
     fn node(&self, path: &[u8]) -> Result<Option<Arc<[u8]>>, StoreError>;
     /// What memory knows of the node at `path` without I/O: `Some(Some(node))` stored,
-    /// `Some(None)` known not to be stored (a leaf or nothing), `None` unknown.
-    fn node_in_memory(&self, path: &[u8]) -> Option<Option<Arc<[u8]>>> {
+    /// `Some(None)` known not to be stored (a leaf or nothing), `None` unknown. Borrowed:
+    /// the walk only decodes it (cloning the `Arc` of every visited node cost an atomic
+    /// increment and decrement on a cache line the writer thread shares).
+    fn node_in_memory(&self, path: &[u8]) -> Option<Option<&[u8]>> {
         let _ = path;
         None
     }
@@ -336,7 +338,7 @@ impl<'p, P: PreState> Walker<'p, P> {
         }
         out.probes += 1;
         match self.pre.node(path)? {
-            Some(v) => self.stored_node(path, hash, v),
+            Some(v) => self.stored_node(path, hash, &v),
             None => Ok((self.leaf_for(path, Some(hash), changes, out)?, false)),
         }
     }
@@ -363,7 +365,7 @@ impl<'p, P: PreState> Walker<'p, P> {
         &self,
         path: &[u8],
         hash: H256,
-        v: Arc<[u8]>,
+        v: &[u8],
     ) -> Result<(Loaded<'a>, bool), StoreError> {
         if v.len() < 32 || v[..32] != hash.0 {
             let trie = self.pre.trie();
@@ -699,9 +701,12 @@ impl<'p, P: PreState> Walker<'p, P> {
                     Ok((n, s, st, o))
                 })
                 .collect();
+            let results = results.into_iter().collect::<Result<Vec<_>, _>>()?;
+            // One allocation for every child's writes (growing by doubling would copy them
+            // again and touch fresh pages at each step).
+            out.writes.reserve(results.iter().map(|r| r.3.writes.len()).sum());
             let mut shapes = Vec::with_capacity(results.len());
-            for r in results {
-                let (n, s, st, o) = r?;
+            for (n, s, st, o) in results {
                 out.absorb(o);
                 shapes.push((n, s, st));
             }
@@ -891,9 +896,9 @@ mod tests {
         }
 
         // Paths of even length are "resident" and complete: every lookup kind is exercised.
-        fn node_in_memory(&self, path: &[u8]) -> Option<Option<Arc<[u8]>>> {
+        fn node_in_memory(&self, path: &[u8]) -> Option<Option<&[u8]>> {
             let known = !self.cold && path.len().is_multiple_of(2);
-            known.then(|| self.nodes.get(path).cloned())
+            known.then(|| self.nodes.get(path).map(|v| &v[..]))
         }
 
         fn leaf_under(&self, path: &[u8]) -> Result<Option<KeyValue>, StoreError> {
@@ -1089,8 +1094,8 @@ mod speed {
         fn node(&self, path: &[u8]) -> Result<Option<Arc<[u8]>>, StoreError> {
             Ok(self.nodes.get(path).cloned())
         }
-        fn node_in_memory(&self, path: &[u8]) -> Option<Option<Arc<[u8]>>> {
-            Some(self.nodes.get(path).cloned())
+        fn node_in_memory(&self, path: &[u8]) -> Option<Option<&[u8]>> {
+            Some(self.nodes.get(path).map(|v| &v[..]))
         }
         fn leaf_under(&self, path: &[u8]) -> Result<Option<KeyValue>, StoreError> {
             let mut lo = Vec::new();
