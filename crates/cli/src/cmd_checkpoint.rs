@@ -224,21 +224,13 @@ fn create(a: &CreateArgs) -> Result<ExitCode> {
     let out = CheckpointDir::new(&a.out);
     let done = AtomicU64::new(0);
     // RocksDB's estimate of the flat entries: the ETA is as good as it is.
-    let estimate =
-        db.stats().column_families.iter().find(|c| c.name == "flat").map(|c| c.estimated_keys);
-    let pb = crate::progress::counter(!a.json, estimate, "creating", "entries");
-    let created = std::thread::scope(|s| {
-        let worker = s.spawn(|| checkpoint::create(&state, &opts, &out, &done));
-        while !worker.is_finished() {
-            let n = done.load(Ordering::Relaxed);
-            if pb.length().is_some_and(|len| n > len) {
-                pb.set_length(n);
-            }
-            pb.set_position(n);
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        worker.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
-    })?;
+    let estimate = crate::cmd_db::flat_entries_estimate(&db);
+    let pb = crate::progress::counter(!a.json, Some(estimate), "creating", "entries");
+    let created = crate::progress::polled(
+        &pb,
+        || done.load(Ordering::Relaxed),
+        || checkpoint::create(&state, &opts, &out, &done),
+    )?;
     pb.finish_and_clear();
     let m = &created.manifest;
     let summary = CreateSummary {

@@ -250,7 +250,7 @@ struct TrieMismatch {
 /// with `--deep`, also every stored node.
 pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
     let db = open_reading(&args.db)?;
-    let (r, deep) = with_scan_progress(&db, || {
+    let (r, deep) = with_scan_progress(&db, !args.json, || {
         if args.deep {
             let d = db.verify_deep().context("cannot check the stored nodes")?;
             Ok((d.roots.clone(), Some(d)))
@@ -344,40 +344,19 @@ fn verify_lines(r: &store::VerifyReport, bad_nodes: &[BadNodes]) -> Vec<String> 
     lines
 }
 
-/// Run `work` (a verify) with a progress bar on stderr: flat entries scanned against the
-/// estimate, with the rate and an ETA; hidden off a terminal.
-fn with_scan_progress<T>(db: &StateDb, work: impl FnOnce() -> Result<T>) -> Result<T> {
-    use std::io::IsTerminal;
-    let flat = db
-        .stats()
-        .column_families
-        .iter()
-        .find(|c| c.name == "flat")
-        .map_or(0, |c| c.estimated_keys);
-    let total = flat;
-    if !std::io::stderr().is_terminal() || total == 0 {
-        return work();
-    }
-    let pb = indicatif::ProgressBar::new(total);
-    pb.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} verifying [{bar:30}] {pos}/{len} entries · {per_sec} · ETA {eta} · {elapsed_precise}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    let done = std::sync::atomic::AtomicBool::new(false);
+/// RocksDB's estimate of the entries in `flat` (0 if it has none): the total of the
+/// progress bars of whole-state scans.
+pub(crate) fn flat_entries_estimate(db: &StateDb) -> u64 {
+    db.stats().column_families.iter().find(|c| c.name == "flat").map_or(0, |c| c.estimated_keys)
+}
+
+/// Run `work` (a verify) with a progress bar on stderr (unless `show` is false): flat
+/// entries scanned against the estimate, with the rate and an ETA.
+fn with_scan_progress<T>(db: &StateDb, show: bool, work: impl FnOnce() -> Result<T>) -> Result<T> {
+    let pb =
+        crate::progress::counter(show, Some(flat_entries_estimate(db)), "verifying", "entries");
     let start = db.scanned_entries();
-    let out = std::thread::scope(|s| {
-        s.spawn(|| {
-            while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                pb.set_position((db.scanned_entries() - start).min(total));
-                std::thread::sleep(std::time::Duration::from_millis(100));
-            }
-        });
-        let out = work();
-        done.store(true, std::sync::atomic::Ordering::Relaxed);
-        out
-    });
+    let out = crate::progress::polled(&pb, || db.scanned_entries() - start, work);
     pb.finish_and_clear();
     out
 }

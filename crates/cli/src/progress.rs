@@ -4,6 +4,9 @@
 //! indicatif draws nothing when stderr is not a terminal, so scripts and pipes see only
 //! the commands' outputs; `--json` hides the bars as well.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// A bar counting `unit`s (`blocks`, `entries`) towards `total`, with rate and ETA; a
@@ -20,8 +23,39 @@ pub(crate) fn counter(show: bool, total: Option<u64>, what: &str, unit: &str) ->
         None => ProgressBar::no_length(),
     };
     pb.set_style(style);
-    pb.enable_steady_tick(std::time::Duration::from_millis(200));
+    pb.enable_steady_tick(Duration::from_millis(200));
     pb
+}
+
+/// Run `work` on this thread while a scoped thread moves `pb` to `count()` every 100 ms;
+/// the bar's length grows when the count passes it (the totals here are estimates).
+pub(crate) fn polled<T>(
+    pb: &ProgressBar,
+    count: impl Fn() -> u64 + Sync,
+    work: impl FnOnce() -> T,
+) -> T {
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                let n = count();
+                if pb.length().is_some_and(|len| n > len) {
+                    pb.set_length(n);
+                }
+                pb.set_position(n);
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        // Stop the poller however `work` ends: a scope joins its threads even when unwinding.
+        struct Stop<'a>(&'a AtomicBool);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
+        let _stop = Stop(&done);
+        work()
+    })
 }
 
 /// The bar's template: with a bar and an ETA when the total is known.
@@ -58,5 +92,13 @@ mod tests {
             pb.finish_and_clear();
         }
         assert!(counter(false, Some(1), "x", "y").is_hidden());
+    }
+
+    #[test]
+    fn polling_ends_with_the_work_even_when_it_panics() {
+        let pb = counter(false, Some(2), "x", "y");
+        assert_eq!(polled(&pb, || 5, || 7), 7);
+        let r = std::panic::catch_unwind(|| polled(&pb, || 1, || panic!("work failed")));
+        assert!(r.is_err(), "the panic reaches the caller instead of hanging the poller");
     }
 }
