@@ -100,6 +100,20 @@ enum BenchCommand {
     Checkpoint(CheckpointArgs),
 }
 
+impl BenchCommand {
+    /// The report flags every bench shares.
+    fn report(&self) -> &ReportArgs {
+        match self {
+            BenchCommand::Trie(a) => &a.report,
+            BenchCommand::Store(a) => &a.report,
+            BenchCommand::Pov(a) => &a.report,
+            BenchCommand::Blockstm(a) => &a.report,
+            BenchCommand::Import(a) => &a.report,
+            BenchCommand::Checkpoint(a) => &a.report,
+        }
+    }
+}
+
 /// Arguments of `arbor bench checkpoint`.
 #[derive(Debug, Args)]
 struct CheckpointArgs {
@@ -274,6 +288,9 @@ struct TrieArgs {
 
 /// Run `arbor bench …`.
 pub(crate) fn run(args: &BenchArgs) -> Result<ExitCode> {
+    // Output paths are refused before any work.
+    args.which.report().check()?;
+    warn_if_debug();
     match &args.which {
         BenchCommand::Trie(t) => trie(t),
         BenchCommand::Store(s) => store(s),
@@ -285,14 +302,12 @@ pub(crate) fn run(args: &BenchArgs) -> Result<ExitCode> {
 }
 
 fn checkpoint_bench(args: &CheckpointArgs) -> Result<ExitCode> {
-    args.report.check()?;
     let opts = bench::CheckpointBenchOpts {
         keys: args.keys,
         runs: args.runs,
         threads: args.threads,
         seed: args.seed,
     };
-    warn_if_debug();
     let pb =
         bench::progress_bar(!args.report.json, (args.runs * 5) as u64, "checkpoint measurements");
     let report =
@@ -302,7 +317,6 @@ fn checkpoint_bench(args: &CheckpointArgs) -> Result<ExitCode> {
 }
 
 fn blockstm(args: &BlockStmArgs) -> Result<ExitCode> {
-    args.report.check()?;
     let opts = bench::BlockStmOpts {
         workers: args.workers.0.clone(),
         no_sig: args.no_sig,
@@ -310,14 +324,12 @@ fn blockstm(args: &BlockStmArgs) -> Result<ExitCode> {
         txs: args.txs,
         only: args.only.clone(),
     };
-    warn_if_debug();
     let report = bench::blockstm_bench(&opts, crate::alloc_totals, !args.report.json)
         .context("blockstm benchmark failed")?;
     args.report.emit(&report, |r| r.render(), |r| r.html())
 }
 
 fn import(args: &ImportArgs) -> Result<ExitCode> {
-    args.report.check()?;
     let opts = bench::ImportBenchOpts {
         accounts: args.accounts,
         blocks: args.blocks,
@@ -326,7 +338,6 @@ fn import(args: &ImportArgs) -> Result<ExitCode> {
         runs: args.runs,
         workers: args.workers.0.clone(),
     };
-    warn_if_debug();
     let runs = (args.runs * opts.workers.len() * 2) as u64;
     let pb = bench::progress_bar(!args.report.json, runs, "import runs");
     let program = std::env::current_exe().context("cannot find the arbor binary")?;
@@ -337,20 +348,17 @@ fn import(args: &ImportArgs) -> Result<ExitCode> {
 }
 
 fn pov(args: &PovArgs) -> Result<ExitCode> {
-    args.report.check()?;
     let opts = bench::PovBenchOpts {
         accounts: args.accounts,
         runs: args.runs,
         sizes: args.sizes.0.clone(),
         dir: args.dir.clone(),
     };
-    warn_if_debug();
     let report = bench::pov_bench(&opts, !args.report.json).context("pov benchmark failed")?;
     args.report.emit(&report, |r| r.render(), |r| r.html())
 }
 
 fn store(args: &StoreArgs) -> Result<ExitCode> {
-    args.report.check()?;
     let config = crate::cmd_db::load_config(args.config.as_deref())?;
     let opts = bench::StoreBenchOpts {
         keys: args.keys,
@@ -361,7 +369,6 @@ fn store(args: &StoreArgs) -> Result<ExitCode> {
         arbor_reading: !args.skip_arbor_reading,
         nomt: !args.skip_nomt,
     };
-    warn_if_debug();
     let report =
         bench::store_bench(&opts, &config, !args.report.json).context("store benchmark failed")?;
     args.report.emit(&report, |r| r.render(), |r| r.html())
@@ -374,7 +381,6 @@ fn warn_if_debug() {
 }
 
 fn trie(args: &TrieArgs) -> Result<ExitCode> {
-    args.report.check()?;
     let opts = bench::TrieBenchOpts {
         keys: args.keys,
         runs: args.runs,
@@ -386,7 +392,6 @@ fn trie(args: &TrieArgs) -> Result<ExitCode> {
         seed: args.seed,
         ..bench::TrieBenchOpts::default()
     };
-    warn_if_debug();
     let report = bench::trie_bench(&opts, !args.report.json).context("trie benchmark failed")?;
     args.report.emit(&report, |r| r.render(), |r| r.html())
 }
