@@ -349,18 +349,22 @@ impl CheckpointBenchReport {
         ]
     }
 
-    /// The human-readable table.
-    pub fn render(&self) -> String {
-        let mut s = format!(
-            "checkpoint: {} entries ({} accounts, {} storage tries), flat {:.1} MiB, checkpoint {:.1} MiB in {} chunks, {} rounds (medians)\n",
+    /// What was measured: the state and the checkpoint of it.
+    fn state_line(&self) -> String {
+        format!(
+            "{} entries ({} accounts, {} storage tries), flat {:.1} MiB, checkpoint {:.1} MiB in {} chunks",
             self.entries,
             self.accounts,
             self.storage_tries,
             self.flat_bytes as f64 / 1048576.0,
             self.checkpoint_bytes as f64 / 1048576.0,
             self.chunks,
-            self.runs
-        );
+        )
+    }
+
+    /// The human-readable table.
+    pub fn render(&self) -> String {
+        let mut s = format!("checkpoint: {}, {} rounds (medians)\n", self.state_line(), self.runs);
         let mut t = crate::table::table(&["phase", "median s", "min s", "max s"]);
         for (name, x) in self.timings() {
             t.add_row(vec![
@@ -413,13 +417,8 @@ impl CheckpointBenchReport {
         };
         let machine = crate::html::machine_line(&crate::machine::MachineInfo::detect());
         let notes = vec![format!(
-            "{} entries ({} accounts, {} storage tries), flat {:.1} MiB, checkpoint {:.1} MiB in {} chunks; floor of create/scan (scan + keccak)/threads = {:.2}x",
-            self.entries,
-            self.accounts,
-            self.storage_tries,
-            self.flat_bytes as f64 / 1048576.0,
-            self.checkpoint_bytes as f64 / 1048576.0,
-            self.chunks,
+            "{}; floor of create/scan (scan + keccak)/threads = {:.2}x",
+            self.state_line(),
             self.create_floor_vs_scan
         )];
         crate::html::figure_page(
