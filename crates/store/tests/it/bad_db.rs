@@ -32,6 +32,15 @@ fn healthy(path: &Path) {
     db.close().unwrap();
 }
 
+/// A healthy database whose first `flat` value was then overwritten behind the store's back.
+fn healthy_with_tampered_flat(path: &Path) {
+    healthy(path);
+    let db = raw(path, &FAMILIES);
+    let flat = db.cf_handle("flat").unwrap();
+    let (key, _) = db.iterator_cf(flat, rocksdb::IteratorMode::Start).next().unwrap().unwrap();
+    db.put_cf(flat, &key, b"tampered").unwrap();
+}
+
 fn open_err(path: &Path) -> OpenError {
     match StateDb::open(path, small_config()) {
         Ok(db) => panic!("opened {} at head {}", path.display(), db.head_number()),
@@ -323,13 +332,7 @@ fn zero_block_cache_is_allowed() {
 #[test]
 fn tampered_flat_state_fails_verify() {
     let dir = tempfile::tempdir().unwrap();
-    healthy(dir.path());
-    {
-        let db = raw(dir.path(), &FAMILIES);
-        let flat = db.cf_handle("flat").unwrap();
-        let (key, _) = db.iterator_cf(flat, rocksdb::IteratorMode::Start).next().unwrap().unwrap();
-        db.put_cf(flat, &key, b"tampered").unwrap();
-    }
+    healthy_with_tampered_flat(dir.path());
     let db = open(dir.path(), &small_config());
     let report = db.verify().unwrap();
     assert!(!report.ok(), "{report:?}");
@@ -493,13 +496,7 @@ fn deep_verify_finds_damaged_nodes_and_repair_rebuilds_them() {
 #[test]
 fn repair_refuses_damaged_flat_state() {
     let dir = tempfile::tempdir().unwrap();
-    healthy(dir.path());
-    {
-        let db = raw(dir.path(), &FAMILIES);
-        let flat = db.cf_handle("flat").unwrap();
-        let (key, _) = db.iterator_cf(flat, rocksdb::IteratorMode::Start).next().unwrap().unwrap();
-        db.put_cf(flat, &key, b"tampered").unwrap();
-    }
+    healthy_with_tampered_flat(dir.path());
     let mut db = open(dir.path(), &small_config());
     let e = db.repair().unwrap_err();
     assert!(
