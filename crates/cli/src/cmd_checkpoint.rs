@@ -500,13 +500,8 @@ fn restore(a: &RestoreArgs) -> Result<ExitCode> {
     });
     let trusted = Trusted { block: a.trusted.block, root: a.trusted.root };
     let stop = crate::cmd_chain::stop_flag()?;
-    let pb = bench::progress_bar(!a.json, 0, "restoring");
-    pb.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} restoring [{bar:30}] {pos}/{len} chunks · {msg} · ETA {eta} · {elapsed_precise}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
+    // The chunk count is known once the manifest is: the length is set from the progress.
+    let pb = crate::progress::counter(!a.json, Some(0), "restoring", "chunks");
     let t0 = Instant::now();
     let (report, result) = checkpoint::restore_from_sources(
         &mut db,
@@ -519,7 +514,7 @@ fn restore(a: &RestoreArgs) -> Result<ExitCode> {
             pb.set_length(p.total as u64);
             pb.set_position(p.restored as u64);
             let rate = p.bytes as f64 / t0.elapsed().as_secs_f64().max(1e-9);
-            pb.set_message(format!("{}/s", crate::output::human_bytes(rate as u64)));
+            pb.set_message(format!("· {}/s", crate::output::human_bytes(rate as u64)));
         },
     );
     pb.finish_and_clear();
