@@ -15,11 +15,20 @@
 //! - Per transaction one record: the ids its last incarnation wrote, its reads (id and
 //!   where the value came from) and its scans.
 //! - An ordered index of every key written during the block serves scans; a key enters
-//!   it once, the first time it is written.
+//!   it once, the first time it is written. It is built only when the block's first scan
+//!   starts (from the shards), so a block that never scans never touches it.
+//! - Deltas (commutative additions, [`crate::Write::Delta`]) stay in their transaction's
+//!   record, not in the key's versions: a counter every transaction bumps (a fee pot, an
+//!   event count) would otherwise gather one version per transaction under one shard lock,
+//!   a cache line every worker writes for every transaction. The key's slot only says that
+//!   deltas exist (set once per block), each worker remembers the keys it has flagged, and
+//!   a read of a flagged key sums the deltas in the records between the newest lower write
+//!   and the reader (such reads are rare: the block-end hook). A higher transaction that
+//!   read a flagged key raises one shared mark (`delta_readers`) that delta writers check.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 
 use parking_lot::{Mutex, RwLock};
 use rustc_hash::{FxBuildHasher, FxHashMap};
@@ -56,7 +65,6 @@ impl KeyId {
 #[derive(Debug, Clone)]
 enum Entry {
     Written { incarnation: u32, value: Option<Value> },
-    Delta { amount: i64 },
     Estimate,
 }
 
@@ -121,17 +129,35 @@ pub(crate) struct ScanRecord {
 }
 
 /// One key's versions (sorted by transaction), the highest transaction that read it from
-/// below, and whether it is in the ordered index yet.
+/// below, whether it is in the ordered index yet, and whether any transaction recorded a
+/// delta on it (the deltas are in the transactions' records).
 #[derive(Debug, Default)]
 struct Slot {
     versions: Vec<(usize, Entry)>,
     max_reader: Option<usize>,
     indexed: bool,
+    deltas: bool,
 }
 
 impl Slot {
+    /// Where `txn`'s entry is (`Ok`) or goes (`Err`). Writers arrive roughly in block
+    /// order, so the tail is looked at first: a key every transaction bumps (a fee pot)
+    /// holds one entry per transaction, and a binary search over them, under the shard's
+    /// lock and on lines the other workers write, cost more than the rest of the record.
     fn position(&self, txn: usize) -> Result<usize, usize> {
-        self.versions.binary_search_by_key(&txn, |(t, _)| *t)
+        const TAIL: usize = 8;
+        let n = self.versions.len();
+        let tail_start = n.saturating_sub(TAIL);
+        for i in (tail_start..n).rev() {
+            let t = self.versions[i].0;
+            if t == txn {
+                return Ok(i);
+            }
+            if t < txn {
+                return Err(i + 1);
+            }
+        }
+        self.versions[..tail_start].binary_search_by_key(&txn, |(t, _)| *t)
     }
 
     fn put(&mut self, txn: usize, entry: Entry) {
@@ -147,46 +173,25 @@ impl Slot {
         }
     }
 
-    /// What `txn` reads here.
+    /// What `txn` reads among the versions (deltas aside): the newest lower write, storage,
+    /// or the estimate that blocks it.
     fn read(&self, txn: usize) -> ReadResult {
-        let below = self.versions.partition_point(|(t, _)| *t < txn);
-        let mut sum: Option<i64> = None;
-        for (idx, entry) in self.versions[..below].iter().rev() {
-            match entry {
-                Entry::Estimate => return ReadResult::Blocked(*idx),
-                Entry::Delta { amount } => sum = Some(sum.unwrap_or(0).wrapping_add(*amount)),
-                Entry::Written { incarnation, value } => {
-                    return match sum {
-                        None => ReadResult::Version((*idx, *incarnation), value.clone()),
-                        Some(sum) => ReadResult::Deltas { base: Some(value.clone()), sum },
-                    }
-                }
-            }
-        }
-        match sum {
+        let below = self.position(txn).unwrap_or_else(|i| i);
+        match self.versions[..below].last() {
             None => ReadResult::Storage,
-            Some(sum) => ReadResult::Deltas { base: None, sum },
+            Some((idx, Entry::Estimate)) => ReadResult::Blocked(*idx),
+            Some((idx, Entry::Written { incarnation, value })) => {
+                ReadResult::Version((*idx, *incarnation), value.clone())
+            }
         }
     }
 
-    /// The value after the whole block (`None`: no write left), consuming the versions.
-    fn final_value<S: StateReader>(
-        self,
-        key: &[u8],
-        storage: &Base<'_, S>,
-    ) -> Option<Option<Value>> {
-        let mut value: Option<Option<Value>> = None;
-        for (_, entry) in self.versions {
-            value = Some(match entry {
-                Entry::Written { value, .. } => value,
-                Entry::Delta { amount } => {
-                    let base = value.unwrap_or_else(|| storage.get(key));
-                    Some(apply_delta(base.as_deref(), amount))
-                }
-                Entry::Estimate => unreachable!("no estimates remain once the block is done"),
-            });
-        }
-        value
+    /// The last write of the block and its transaction, consuming the versions.
+    fn last_write(self) -> Option<(usize, Option<Value>)> {
+        self.versions.into_iter().next_back().map(|(txn, entry)| match entry {
+            Entry::Written { value, .. } => (txn, value),
+            Entry::Estimate => unreachable!("no estimates remain once the block is done"),
+        })
     }
 }
 
@@ -226,10 +231,22 @@ type SortedWrites = Vec<(Key, Option<Value>)>;
 /// What the memory keeps of a transaction's last incarnation.
 #[derive(Default)]
 struct TxnRecord {
+    /// Keys it wrote values to (their entries are in the slots).
     written: Vec<KeyId>,
+    /// Its deltas, summed per key.
+    deltas: Vec<(KeyId, i64)>,
+    /// The incarnation was aborted: its deltas are estimates until it records again.
+    estimate: bool,
     reads: Vec<(KeyId, ReadOrigin)>,
     scans: Vec<ScanRecord>,
 }
+
+/// A worker's delta keys it has flagged during the block (their ids), so that recording
+/// another delta to them touches no shard.
+pub(crate) type DeltaKeys = FxHashMap<Key, KeyId>;
+
+/// A key with deltas, once the shards are finished: its last value write, if any.
+type DeltaKey = (Key, KeyId, Option<(usize, Option<Value>)>);
 
 /// The keys written during the block, in order, for scans. Writers only append to
 /// `pending` (no ordering work on the hot path, where most blocks never scan); a scan
@@ -244,9 +261,17 @@ pub(crate) struct MvMemory {
     shards: Vec<Mutex<Shard>>,
     /// One more than the highest transaction that started a scan (0: none).
     max_scanner: AtomicUsize,
+    /// The ordered index exists (a scan has started): writers enter new keys into it.
+    /// Read under the shard lock that covers the write, set before the build locks any
+    /// shard, so every written key is either seen by the build or entered by its writer.
+    index_built: AtomicBool,
     /// Every key any incarnation wrote during the block (for scans).
     ordered: RwLock<OrderedIndex>,
     txns: Vec<Mutex<TxnRecord>>,
+    /// One more than the highest transaction that read a key with deltas (0: none).
+    delta_readers: AtomicUsize,
+    /// The keys with deltas, gathered by [`MvMemory::finish`].
+    delta_keys: Mutex<Vec<DeltaKey>>,
     /// Per shard, its final writes in key order (see [`MvMemory::finish`]).
     finished: Vec<Mutex<SortedWrites>>,
     finished_shards: AtomicUsize,
@@ -264,8 +289,11 @@ impl MvMemory {
         MvMemory {
             shards: (0..SHARDS).map(|_| Mutex::new(Shard::with_capacity(per_shard))).collect(),
             max_scanner: AtomicUsize::new(0),
+            index_built: AtomicBool::new(false),
             ordered: RwLock::new(OrderedIndex::default()),
             txns: (0..block_size).map(|_| Mutex::new(TxnRecord::default())).collect(),
+            delta_readers: AtomicUsize::new(0),
+            delta_keys: Mutex::new(Vec::new()),
             finished: (0..SHARDS).map(|_| Mutex::new(Vec::new())).collect(),
             finished_shards: AtomicUsize::new(0),
             released_txns: AtomicUsize::new(0),
@@ -274,8 +302,9 @@ impl MvMemory {
 
     /// Record an incarnation's reads, scans and writes. Returns true when a higher
     /// transaction may have read a key this incarnation writes and its previous one did
-    /// not (the higher ones must then be validated again): a higher reader of that key is
-    /// recorded, or a higher transaction has started a scan.
+    /// not write the same way (a value, or a delta; the higher ones must then be validated
+    /// again): a higher reader of that key is recorded, or a higher transaction has read a
+    /// key with deltas or started a scan.
     /// This is the paper's "wrote a new location", narrowed by read markers so that a
     /// conflict-free block is not re-validated after every first execution.
     pub(crate) fn record(
@@ -284,40 +313,56 @@ impl MvMemory {
         reads: Vec<(KeyId, ReadOrigin)>,
         scans: Vec<ScanRecord>,
         writes: BTreeMap<Key, Write>,
+        flagged: &mut DeltaKeys,
     ) -> bool {
         let mut rec = self.txns[txn].lock();
         rec.reads = reads;
         rec.scans = scans;
+        rec.estimate = false;
+        let old_deltas = std::mem::take(&mut rec.deltas);
         let mut affects = false;
         let mut ids: SmallVec<[KeyId; 8]> = SmallVec::with_capacity(writes.len());
         // Keys not yet in the ordered index: entered after their entries are in place,
         // and flagged as indexed only once they are in.
         let mut unindexed: SmallVec<[(KeyId, Key); 4]> = SmallVec::new();
         for (key, write) in writes {
-            let entry = match write {
-                Write::Value(value) => Entry::Written { incarnation, value },
-                Write::Delta(amount) => Entry::Delta { amount },
+            let new_here = match write {
+                Write::Delta(amount) => {
+                    let id = match flagged.get(&key) {
+                        Some(&id) => id,
+                        None => self.flag_delta_key(key, flagged, &mut unindexed),
+                    };
+                    rec.deltas.push((id, amount));
+                    let new_here = !old_deltas.iter().any(|(d, _)| *d == id);
+                    // A reader of a flagged key raises `delta_readers` (see `read`).
+                    affects |= new_here && self.delta_readers.load(SeqCst) > txn + 1;
+                    new_here
+                }
+                Write::Value(value) => {
+                    let entry = Entry::Written { incarnation, value };
+                    let shard_no = shard_of(&key);
+                    let mut shard = self.shards[shard_no].lock();
+                    let slot_no = match shard.ids.get(&key) {
+                        Some(&slot) => slot as usize,
+                        None => shard.insert(key.clone()),
+                    };
+                    let id = KeyId::new(shard_no, slot_no);
+                    let new_here = !rec.written.contains(&id);
+                    let slot = &mut shard.slots[slot_no];
+                    slot.put(txn, entry);
+                    affects |= new_here && slot.max_reader.is_some_and(|r| r > txn);
+                    let indexed = slot.indexed || !self.index_built.load(SeqCst);
+                    drop(shard);
+                    if !indexed {
+                        unindexed.push((id, key));
+                    }
+                    ids.push(id);
+                    new_here
+                }
             };
-            let shard_no = shard_of(&key);
-            let mut shard = self.shards[shard_no].lock();
-            let slot_no = match shard.ids.get(&key) {
-                Some(&slot) => slot as usize,
-                None => shard.insert(key.clone()),
-            };
-            let id = KeyId::new(shard_no, slot_no);
-            let new_here = !rec.written.contains(&id);
-            let slot = &mut shard.slots[slot_no];
-            slot.put(txn, entry);
-            affects |= new_here && slot.max_reader.is_some_and(|r| r > txn);
-            let indexed = slot.indexed;
-            drop(shard);
-            if !indexed {
-                unindexed.push((id, key));
-            }
             // A higher scan may have passed this key's place before this entry was there:
             // checked after the entry is in place, so a scan registered later reads it.
             affects |= new_here && self.max_scanner.load(SeqCst) > txn + 1;
-            ids.push(id);
         }
         if !unindexed.is_empty() {
             {
@@ -342,38 +387,136 @@ impl MvMemory {
         affects
     }
 
-    /// Note that `txn` starts a scan (see [`MvMemory::record`]).
+    /// The first delta this worker records to `key` in the block: intern it and flag its
+    /// slot. Readers that read it before it was flagged (they saw no deltas) are folded
+    /// into `delta_readers`, under the shard's lock, so that every later delta to the key,
+    /// recorded without that lock, still sees them.
+    fn flag_delta_key(
+        &self,
+        key: Key,
+        flagged: &mut DeltaKeys,
+        unindexed: &mut SmallVec<[(KeyId, Key); 4]>,
+    ) -> KeyId {
+        let shard_no = shard_of(&key);
+        let mut shard = self.shards[shard_no].lock();
+        let slot_no = shard.intern(&key);
+        let slot = &mut shard.slots[slot_no];
+        slot.deltas = true;
+        if let Some(r) = slot.max_reader {
+            self.delta_readers.fetch_max(r + 1, SeqCst);
+        }
+        let indexed = slot.indexed || !self.index_built.load(SeqCst);
+        drop(shard);
+        let id = KeyId::new(shard_no, slot_no);
+        if !indexed {
+            unindexed.push((id, key.clone()));
+        }
+        flagged.insert(key, id);
+        id
+    }
+
+    /// Note that `txn` starts a scan (see [`MvMemory::record`]), building the ordered
+    /// index first if this is the block's first scan.
     pub(crate) fn note_scan(&self, txn: usize) {
+        self.build_index();
         let _index = self.ordered.read();
         self.max_scanner.fetch_max(txn + 1, SeqCst);
     }
 
-    /// Mark every write of `txn`'s last incarnation as an estimate.
+    /// Enter every key written so far into the ordered index, once per block.
+    fn build_index(&self) {
+        if self.index_built.load(SeqCst) {
+            return;
+        }
+        let mut ordered = self.ordered.write();
+        if self.index_built.swap(true, SeqCst) {
+            return;
+        }
+        for shard in &self.shards {
+            let mut shard = shard.lock();
+            let Shard { ids, slots } = &mut *shard;
+            for (key, &slot_no) in ids.iter() {
+                let slot = &mut slots[slot_no as usize];
+                if !slot.indexed && (!slot.versions.is_empty() || slot.deltas) {
+                    slot.indexed = true;
+                    ordered.pending.push(key.clone());
+                }
+            }
+        }
+    }
+
+    /// Mark every write of `txn`'s last incarnation as an estimate (its deltas too).
     pub(crate) fn convert_writes_to_estimates(&self, txn: usize) {
-        for id in &self.txns[txn].lock().written {
+        let mut rec = self.txns[txn].lock();
+        rec.estimate = true;
+        for id in &rec.written {
             self.shards[id.shard()].lock().slots[id.slot()].put(txn, Entry::Estimate);
         }
     }
 
     /// What transaction `txn` reads under `key`, and the key's id.
     /// The read is marked on the key (under the same lock), so that a lower transaction
-    /// writing the key later knows a higher one may have read past it.
+    /// writing the key later knows a higher one may have read past it; a read of a key
+    /// with deltas also raises `delta_readers` (see [`MvMemory::record`]).
     pub(crate) fn read(&self, key: &[u8], txn: usize) -> (KeyId, ReadResult) {
         let shard_no = shard_of(key);
-        let mut shard = self.shards[shard_no].lock();
-        let slot_no = shard.intern(key);
-        let slot = &mut shard.slots[slot_no];
-        slot.max_reader = Some(slot.max_reader.map_or(txn, |r| r.max(txn)));
-        (KeyId::new(shard_no, slot_no), slot.read(txn))
+        let (slot_no, r, deltas) = {
+            let mut shard = self.shards[shard_no].lock();
+            let slot_no = shard.intern(key);
+            let slot = &mut shard.slots[slot_no];
+            slot.max_reader = Some(slot.max_reader.map_or(txn, |r| r.max(txn)));
+            if slot.deltas {
+                self.delta_readers.fetch_max(txn + 1, SeqCst);
+            }
+            (slot_no, slot.read(txn), slot.deltas)
+        };
+        let id = KeyId::new(shard_no, slot_no);
+        (id, if deltas { self.with_deltas(id, txn, r) } else { r })
     }
 
-    /// What `txn` reads under an interned key (validation: the marker is already set).
+    /// What `txn` reads under an interned key (validation: the markers are already set).
     fn read_id(&self, id: KeyId, txn: usize) -> ReadResult {
-        self.shards[id.shard()].lock().slots[id.slot()].read(txn)
+        let (r, deltas) = {
+            let shard = self.shards[id.shard()].lock();
+            let slot = &shard.slots[id.slot()];
+            (slot.read(txn), slot.deltas)
+        };
+        if deltas {
+            self.with_deltas(id, txn, r)
+        } else {
+            r
+        }
+    }
+
+    /// `r` (what the versions give `txn`) with the deltas of the transactions between that
+    /// write (or the block's start) and `txn` added. Takes record locks of transactions
+    /// below `txn` only, with no shard lock held, so the lock order stays: a record, then
+    /// lower records or shards.
+    fn with_deltas(&self, id: KeyId, txn: usize, r: ReadResult) -> ReadResult {
+        let (from, base) = match &r {
+            ReadResult::Version((w, _), v) => (w + 1, Some(v.clone())),
+            ReadResult::Storage => (0, None),
+            ReadResult::Blocked(_) | ReadResult::Deltas { .. } => return r,
+        };
+        let mut sum: Option<i64> = None;
+        for t in from..txn {
+            let rec = self.txns[t].lock();
+            if let Some((_, amount)) = rec.deltas.iter().find(|(d, _)| *d == id) {
+                if rec.estimate {
+                    return ReadResult::Blocked(t);
+                }
+                sum = Some(sum.unwrap_or(0).wrapping_add(*amount));
+            }
+        }
+        match sum {
+            None => r,
+            Some(sum) => ReadResult::Deltas { base, sum },
+        }
     }
 
     /// The next key written during the block within `bounds`, in scan order.
     pub(crate) fn next_key(&self, bounds: &ScanBounds<'_>) -> Option<Key> {
+        self.build_index();
         {
             let ordered = self.ordered.read();
             if ordered.pending.is_empty() {
@@ -433,23 +576,31 @@ impl MvMemory {
     }
 
     /// Once the block is done, each worker calls this: it claims shards one at a time and
-    /// turns each into its sorted final writes (deltas resolved in block order), then
-    /// releases transaction records in chunks — so the teardown runs on every worker
-    /// instead of after the join.
-    pub(crate) fn finish<S: StateReader>(&self, storage: &Base<'_, S>) {
+    /// turns each into its sorted final value writes (keys with deltas are set aside for
+    /// [`MvMemory::into_writes`]), then releases transaction records in chunks (their
+    /// deltas stay) — so the teardown runs on every worker instead of after the join.
+    pub(crate) fn finish(&self) {
         loop {
             let i = self.finished_shards.fetch_add(1, SeqCst);
             let Some(target) = self.finished.get(i) else { break };
             let Shard { ids, mut slots } = std::mem::take(&mut *self.shards[i].lock());
             let mut out = Vec::with_capacity(ids.len());
-            for (key, slot) in ids {
-                let slot = std::mem::take(&mut slots[slot as usize]);
-                if let Some(v) = slot.final_value(&key, storage) {
+            let mut with_deltas = Vec::new();
+            for (key, slot_no) in ids {
+                let slot = std::mem::take(&mut slots[slot_no as usize]);
+                let deltas = slot.deltas;
+                let last = slot.last_write();
+                if deltas {
+                    with_deltas.push((key, KeyId::new(i, slot_no as usize), last));
+                } else if let Some((_, v)) = last {
                     out.push((key, v));
                 }
             }
             out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
             *target.lock() = out;
+            if !with_deltas.is_empty() {
+                self.delta_keys.lock().append(&mut with_deltas);
+            }
         }
         const CHUNK: usize = 512;
         loop {
@@ -458,14 +609,52 @@ impl MvMemory {
                 break;
             };
             for rec in chunk {
-                *rec.lock() = TxnRecord::default();
+                let mut rec = rec.lock();
+                let deltas = std::mem::take(&mut rec.deltas);
+                *rec = TxnRecord { deltas, ..TxnRecord::default() };
             }
         }
     }
 
-    /// The final value of every written key, after [`MvMemory::finish`].
-    pub(crate) fn into_writes(self) -> BTreeMap<Key, Option<Value>> {
+    /// The final value of every written key, after [`MvMemory::finish`]: a key with deltas
+    /// gets its last value write (or its value before the block) plus the deltas of the
+    /// transactions after that write.
+    pub(crate) fn into_writes<S: StateReader>(
+        self,
+        storage: &Base<'_, S>,
+    ) -> BTreeMap<Key, Option<Value>> {
         // Sorted runs, one per shard: the sort inside `collect` merges them.
-        self.finished.into_iter().flat_map(Mutex::into_inner).collect()
+        let mut writes: BTreeMap<Key, Option<Value>> =
+            self.finished.into_iter().flat_map(Mutex::into_inner).collect();
+        let keys = self.delta_keys.into_inner();
+        if keys.is_empty() {
+            return writes;
+        }
+        let index: FxHashMap<u32, usize> =
+            keys.iter().enumerate().map(|(i, (_, id, _))| (id.0, i)).collect();
+        let mut sums: Vec<Option<i64>> = vec![None; keys.len()];
+        for (t, rec) in self.txns.into_iter().enumerate() {
+            for (id, amount) in rec.into_inner().deltas {
+                let Some(&i) = index.get(&id.0) else { continue };
+                if keys[i].2.as_ref().is_none_or(|(w, _)| t > *w) {
+                    sums[i] = Some(sums[i].unwrap_or(0).wrapping_add(amount));
+                }
+            }
+        }
+        for ((key, _, last), sum) in keys.into_iter().zip(sums) {
+            let value = match (last, sum) {
+                (None, None) => continue,
+                (Some((_, v)), None) => v,
+                (last, Some(sum)) => {
+                    let base = match last {
+                        Some((_, v)) => v,
+                        None => storage.get(&key),
+                    };
+                    Some(apply_delta(base.as_deref(), sum))
+                }
+            };
+            writes.insert(key, value);
+        }
+        writes
     }
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use parking_lot::Mutex;
 
 use crate::journal::Journaled;
-use crate::mvmemory::{KeyId, MvMemory, ReadOrigin, ReadResult, ScanRecord, Version};
+use crate::mvmemory::{DeltaKeys, KeyId, MvMemory, ReadOrigin, ReadResult, ScanRecord, Version};
 use crate::scheduler::{Scheduler, Task};
 use crate::{
     apply_delta, Base, BlockOutput, Counters, ExecError, Key, ScanBounds, StateReader, StateView,
@@ -161,6 +161,25 @@ struct AtomicCounters {
     suspensions: AtomicU64,
 }
 
+/// One worker's counts, added to the shared [`AtomicCounters`] once when it stops (a
+/// shared counter bumped per transaction is one more cache line the workers pass around).
+#[derive(Default)]
+struct Tally {
+    executions: u64,
+    validations: u64,
+    aborts: u64,
+    suspensions: u64,
+}
+
+impl AtomicCounters {
+    fn add(&self, t: &Tally) {
+        self.executions.fetch_add(t.executions, Relaxed);
+        self.validations.fetch_add(t.validations, Relaxed);
+        self.aborts.fetch_add(t.aborts, Relaxed);
+        self.suspensions.fetch_add(t.suspensions, Relaxed);
+    }
+}
+
 /// Options of [`execute_parallel_with`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ParallelOptions<'a> {
@@ -215,6 +234,8 @@ impl<T: Transaction, S: StateReader + Sync> Shared<'_, T, S> {
         let _halt = HaltOnPanic(&self.scheduler);
         let mut task: Option<Task> = None;
         let mut idle = 0u32;
+        let mut tally = Tally::default();
+        let mut flagged = DeltaKeys::default();
         while !self.scheduler.done() {
             if cancel.is_some_and(|c| c.load(Relaxed)) || self.storage.failed() {
                 self.scheduler.halt();
@@ -222,8 +243,8 @@ impl<T: Transaction, S: StateReader + Sync> Shared<'_, T, S> {
             }
             jitter.pause();
             task = match task {
-                Some(Task::Execute(v)) => self.try_execute(v),
-                Some(Task::Validate(v)) => self.needs_reexecution(v, &mut jitter),
+                Some(Task::Execute(v)) => self.try_execute(v, &mut tally, &mut flagged),
+                Some(Task::Validate(v)) => self.needs_reexecution(v, &mut jitter, &mut tally),
                 None => {
                     let next = self.scheduler.next_task();
                     if next.is_some() {
@@ -244,14 +265,20 @@ impl<T: Transaction, S: StateReader + Sync> Shared<'_, T, S> {
                 }
             };
         }
+        self.counters.add(&tally);
         if !self.scheduler.halted() {
-            self.memory.finish(&self.storage);
+            self.memory.finish();
         }
     }
 
-    fn try_execute(&self, (txn, incarnation): Version) -> Option<Task> {
+    fn try_execute(
+        &self,
+        (txn, incarnation): Version,
+        tally: &mut Tally,
+        flagged: &mut DeltaKeys,
+    ) -> Option<Task> {
         loop {
-            self.counters.executions.fetch_add(1, Relaxed);
+            tally.executions += 1;
             let mut view = MvView {
                 txn,
                 memory: &self.memory,
@@ -270,7 +297,7 @@ impl<T: Transaction, S: StateReader + Sync> Shared<'_, T, S> {
                     return None;
                 }
                 Err(Stop::Blocked(blocking)) => {
-                    self.counters.suspensions.fetch_add(1, Relaxed);
+                    tally.suspensions += 1;
                     if self.scheduler.add_dependency(txn, blocking) {
                         return None;
                     }
@@ -278,8 +305,9 @@ impl<T: Transaction, S: StateReader + Sync> Shared<'_, T, S> {
                 }
                 Ok(output) => {
                     let MvView { reads, scans, writes, .. } = view;
+                    let writes = writes.into_writes();
                     let wrote_new =
-                        self.memory.record((txn, incarnation), reads, scans, writes.into_writes());
+                        self.memory.record((txn, incarnation), reads, scans, writes, flagged);
                     *self.outputs[txn].lock() = Some(output);
                     return self.scheduler.finish_execution(txn, incarnation, wrote_new);
                 }
@@ -287,13 +315,18 @@ impl<T: Transaction, S: StateReader + Sync> Shared<'_, T, S> {
         }
     }
 
-    fn needs_reexecution(&self, (txn, incarnation): Version, jitter: &mut Jitter) -> Option<Task> {
-        self.counters.validations.fetch_add(1, Relaxed);
+    fn needs_reexecution(
+        &self,
+        (txn, incarnation): Version,
+        jitter: &mut Jitter,
+        tally: &mut Tally,
+    ) -> Option<Task> {
+        tally.validations += 1;
         let valid = self.memory.validate_read_set(txn, &self.storage);
         jitter.pause();
         let aborted = !valid && self.scheduler.try_validation_abort(txn, incarnation);
         if aborted {
-            self.counters.aborts.fetch_add(1, Relaxed);
+            tally.aborts += 1;
             self.memory.convert_writes_to_estimates(txn);
         }
         self.scheduler.finish_validation(txn, aborted)
@@ -364,7 +397,7 @@ pub fn execute_parallel_with<T: Transaction, S: StateReader + Sync>(
         // A storage failure halts the workers too: report it rather than a cancel.
         return Err(storage.finish(()).err().unwrap_or(ExecError::Cancelled));
     }
-    let writes = memory.into_writes();
+    let writes = memory.into_writes(&storage);
     let outputs = outputs
         .into_iter()
         .map(|o| o.into_inner().expect("every transaction executed before the scheduler is done"))

@@ -34,12 +34,25 @@ pub(crate) enum Task {
     Validate(Version),
 }
 
+/// A value alone on its cache lines (two of them: the adjacent-line prefetcher pairs lines),
+/// so that workers bumping one index do not also take the others' lines away.
+#[derive(Default)]
+#[repr(align(128))]
+struct Padded<T>(T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 pub(crate) struct Scheduler {
     block_size: usize,
-    execution_idx: AtomicUsize,
-    validation_idx: AtomicUsize,
-    decrease_cnt: AtomicUsize,
-    num_active_tasks: AtomicUsize,
+    execution_idx: Padded<AtomicUsize>,
+    validation_idx: Padded<AtomicUsize>,
+    decrease_cnt: Padded<AtomicUsize>,
+    num_active_tasks: Padded<AtomicUsize>,
     done_marker: AtomicBool,
     halted: AtomicBool,
     dependencies: Vec<Mutex<Vec<usize>>>,
@@ -50,10 +63,10 @@ impl Scheduler {
     pub(crate) fn new(block_size: usize) -> Self {
         Scheduler {
             block_size,
-            execution_idx: AtomicUsize::new(0),
-            validation_idx: AtomicUsize::new(0),
-            decrease_cnt: AtomicUsize::new(0),
-            num_active_tasks: AtomicUsize::new(0),
+            execution_idx: Padded::default(),
+            validation_idx: Padded::default(),
+            decrease_cnt: Padded::default(),
+            num_active_tasks: Padded::default(),
             done_marker: AtomicBool::new(false),
             halted: AtomicBool::new(false),
             dependencies: (0..block_size).map(|_| Mutex::new(Vec::new())).collect(),
