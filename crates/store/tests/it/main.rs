@@ -14,3 +14,4 @@ mod common;
 mod crash;
 mod differential;
 mod faults;
+mod hints;
