@@ -21,9 +21,6 @@
 //! → its key; the walk then reads the one value and checks that the leaf hashes to the
 //! reference before it trusts it, so a hint is never more than a shortcut (a stale or
 //! missing one falls back to the scan). Commits remove the hints of the leaves they replace.
-//! The fill also hints the leaves already on disk, from one ordered scan of `flat`: in a trie
-//! of keys of one length, a key's leaf hangs one nibble below the longest prefix it shares
-//! with a neighbour (keys of other lengths only make a hint wrong, which the check catches).
 //!
 //! Memory: bounded by `cache.resident_bytes`. Nodes deeper than a depth limit are not kept;
 //! when the resident bytes pass the budget, the limit drops by one level and the deepest
@@ -34,10 +31,9 @@ use std::sync::Arc;
 
 use rocksdb::{IteratorMode, DB};
 use rustc_hash::FxHashMap;
-use trie::{common_prefix_nibbles, EthLayout, Layout, NibbleSlice};
 
 use crate::error::StoreError;
-use crate::keys::{CF_FLAT, CF_NODES};
+use crate::keys::CF_NODES;
 use crate::layer::Layer;
 use crate::state::cf;
 
@@ -86,15 +82,6 @@ pub struct ResidentStats {
     pub hits: u64,
     /// Lookups that went on to the layers and RocksDB.
     pub misses: u64,
-}
-
-/// The length of the trie prefix of flat key `k` (`0x00`, or `0x01 ‖ account key`).
-fn trie_prefix_len(k: &[u8]) -> Option<usize> {
-    match k.first()? {
-        0 => Some(1),
-        1 if k.len() >= 33 => Some(33),
-        _ => None,
-    }
 }
 
 /// The nibble depth of a node key (its last byte, see `keys::node_key`).
@@ -186,77 +173,8 @@ impl Resident {
             self.apply(Vec::new(), layer.nodes.iter().map(|(k, v)| (k.as_slice(), v.as_ref())));
         }
         self.enforce_budget();
-        self.fill_hints(db)?;
         self.complete = true;
         Ok(())
-    }
-
-    /// Hint the leaves of 32-byte keys in `flat` (see the module docs) while the budget
-    /// allows; the unpersisted layers' leaves are left to the commits (their stale or
-    /// missing hints only fall back to scans).
-    fn fill_hints(&mut self, db: &DB) -> Result<(), StoreError> {
-        let mut iter = db.raw_iterator_cf(cf(db, CF_FLAT)?);
-        iter.seek_to_first();
-        // The previous entry (flat key, value, trie prefix length) and the nibbles its key
-        // shares with the entry before it (`None`: no such entry in its trie).
-        let mut prev: Option<(Vec<u8>, Vec<u8>, usize)> = None;
-        let mut left: Option<usize> = None;
-        let mut enc = Vec::new();
-        loop {
-            let cur = match (iter.key(), iter.value()) {
-                (Some(k), Some(v)) => trie_prefix_len(k).map(|p| (k.to_vec(), v.to_vec(), p)),
-                _ => None,
-            };
-            let right = match (&prev, &cur) {
-                (Some((pk, _, pp)), Some((ck, _, cp))) if pk[..*pp] == ck[..*cp] => {
-                    Some(common_prefix_nibbles(&pk[*pp..], &ck[*cp..]))
-                }
-                _ => None,
-            };
-            if let Some((pk, pv, pp)) = &prev {
-                let depth = left.max(right).map(|n| n + 1);
-                if let (Some(depth), Ok(key)) = (depth, <[u8; 32]>::try_from(&pk[*pp..])) {
-                    if !self.hint_leaf(depth, &key, pv, &mut enc) {
-                        break;
-                    }
-                }
-            }
-            let Some(cur) = cur else {
-                if iter.key().is_none() {
-                    break;
-                }
-                // A key of no known trie: skip it, and let it split no neighbourhood.
-                prev = None;
-                left = None;
-                iter.next();
-                continue;
-            };
-            prev = Some(cur);
-            left = right;
-            iter.next();
-        }
-        iter.status()?;
-        Ok(())
-    }
-
-    /// Hint the leaf of `key` with `value` hanging at `depth` nibbles; false once the budget
-    /// is reached.
-    fn hint_leaf(&mut self, depth: usize, key: &[u8; 32], value: &[u8], enc: &mut Vec<u8>) -> bool {
-        if depth >= 64 {
-            return true;
-        }
-        enc.clear();
-        EthLayout::encode_leaf(NibbleSlice::range(key, depth, 64), value, enc);
-        if enc.len() < 32 {
-            return true;
-        }
-        if self.bytes + HINT_BYTES > self.bytes_max {
-            return false;
-        }
-        if self.hints.insert(EthLayout::hash(enc).0, *key).is_none() {
-            self.bytes += HINT_BYTES;
-        }
-        true
     }
 
     /// Count one pass's lookups.

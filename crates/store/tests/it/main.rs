@@ -14,4 +14,3 @@ mod common;
 mod crash;
 mod differential;
 mod faults;
-mod hints;
