@@ -75,7 +75,6 @@ impl BlockPhase {
             hashes_per_block_mean: ratio(self.hashes as f64, blocks as f64),
             bytes_written_per_block: ratio(self.bytes_written as f64, blocks as f64),
             leaf_scans_per_block_mean: 0.0,
-            leaf_hints_per_block_mean: 0.0,
             disk_bytes_per_block: 0.0,
             commit_seconds: commit_total,
             flush_seconds: self.flush_seconds,
@@ -133,7 +132,7 @@ pub(crate) fn run_arbor(
     let pb = bar(progress, opts.blocks, format!("{label}: blocks"));
     let mut commit_seconds = Vec::with_capacity(opts.blocks as usize);
     let mut timings = Vec::with_capacity(opts.blocks as usize);
-    let (mut writes, mut hashes, mut leaf_scans, mut leaf_hints) = (0, 0, 0, 0);
+    let (mut writes, mut hashes, mut leaf_scans) = (0, 0, 0);
     for b in 1..=opts.blocks {
         let ops = workload.block_ops(b);
         live.apply(&ops);
@@ -151,7 +150,6 @@ pub(crate) fn run_arbor(
         ensure!(info.number == b, "Arbor committed block {} as number {}", b, info.number);
         hashes += info.hashes;
         leaf_scans += info.leaf_scans;
-        leaf_hints += info.leaf_hints;
         timings.push(info.timings);
         pb.inc(1);
     }
@@ -168,7 +166,6 @@ pub(crate) fn run_arbor(
     report.disk_bytes_per_block = disk_bytes_per_block;
     report.phases = Some(PhaseReport::of(&timings));
     report.leaf_scans_per_block_mean = ratio(leaf_scans as f64, opts.blocks as f64);
-    report.leaf_hints_per_block_mean = ratio(leaf_hints as f64, opts.blocks as f64);
     let stats = db.stats();
     let root = db.head_root();
 

@@ -84,10 +84,6 @@ pub struct EngineReport {
     pub disk_bytes_per_block: f64,
     /// Mean leaves Arbor read by a flat scan per commit (`CommitInfo::leaf_scans`).
     pub leaf_scans_per_block_mean: f64,
-    /// Mean leaves Arbor found through a leaf hint instead of a scan, per commit
-    /// (`CommitInfo::leaf_hints`).
-    #[serde(default)]
-    pub leaf_hints_per_block_mean: f64,
     /// Mean bytes of write batches per block (Arbor: what its writer wrote, groups of
     /// blocks counted once).
     pub bytes_written_per_block: f64,
@@ -361,12 +357,6 @@ impl StoreBenchReport {
             first(format!("{:.0}", a.leaf_scans_per_block_mean)),
             None,
         );
-        row(
-            out,
-            "arbor leaf hints/block",
-            first(format!("{:.0}", a.leaf_hints_per_block_mean)),
-            None,
-        );
         let written = ratio(a.bytes_written_per_block, p.bytes_written_per_block);
         row(out, "batch bytes/block", each(&|e| mib(e.bytes_written_per_block as u64)), written);
         let disk = ratio(a.disk_bytes_per_block, p.disk_bytes_per_block);
@@ -397,7 +387,7 @@ impl StoreBenchReport {
             out,
             "\narbor caches: node hit rate {:.1}% ({} hits, {} misses, {} evictions, {} of {}), \
              flat hit rate {:.1}% ({} hits, {} misses, {} evictions); resident trie {} nodes, \
-             {} leaf hints, {} of {}, depth limit {}, {} hits, {} misses; {} commits waited for the writer",
+             {} of {}, depth limit {}, {} hits, {} misses; {} commits waited for the writer",
             c.node_hit_rate * 100.0,
             thousands(c.node.hits),
             thousands(c.node.misses),
@@ -409,7 +399,6 @@ impl StoreBenchReport {
             thousands(c.flat.misses),
             thousands(c.flat.evictions),
             thousands(c.resident.entries),
-            thousands(c.resident.leaf_hints),
             mib(c.resident.bytes),
             mib(c.resident.bytes_max),
             c.resident.depth_limit,

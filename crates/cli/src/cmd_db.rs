@@ -496,8 +496,8 @@ pub(crate) fn stats(args: &StatsArgs) -> Result<ExitCode> {
     let r = &s.resident;
     writeln!(
         out,
-        "resident trie  {} nodes, {} leaf hints, {} of {} bytes, depth limit {}, {} hits, {} misses",
-        r.entries, r.leaf_hints, r.bytes, r.bytes_max, r.depth_limit, r.hits, r.misses
+        "resident trie  {} nodes, {} of {} bytes, depth limit {}, {} hits, {} misses",
+        r.entries, r.bytes, r.bytes_max, r.depth_limit, r.hits, r.misses
     )?;
     let t = &s.cache_totals;
     writeln!(

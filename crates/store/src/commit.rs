@@ -27,7 +27,7 @@ use crate::history::ReverseDiff;
 use crate::keys::CF_FLAT;
 use crate::keys::{encode_head, flat_key, node_key, node_key_into, root_key, Column, META_HEAD};
 use crate::layer::{ChangeMap, Entry, Layer};
-use crate::resident::{LeafHint, Resident};
+use crate::resident::Resident;
 use crate::state::cf;
 use crate::state::{ChangeSet, CommitInfo, CommitTimings, StateDb};
 use crate::update::{update_trie, Change, KeyValue, PreState};
@@ -35,15 +35,6 @@ use crate::view::{leaf_under_in, Reader};
 
 /// Nodes a walk loaded from below the resident trie: node key and stored value.
 type LoadedNodes = Vec<(Vec<u8>, Arc<[u8]>)>;
-
-/// What a commit's walks loaded and changed besides node writes: the nodes to admit to the
-/// resident trie, and the leaf hints to drop and add.
-#[derive(Default)]
-struct Loaded {
-    nodes: LoadedNodes,
-    leaves_gone: Vec<[u8; 32]>,
-    leaves_placed: Vec<LeafHint>,
-}
 
 /// Every changed key's flat key, in the change set's order.
 fn flat_keys(changes: &ChangeSet) -> Result<Vec<Vec<u8>>, StoreError> {
@@ -64,11 +55,8 @@ struct TrieCommit {
     loaded: LoadedNodes,
     hashes: u64,
     leaf_scans: u64,
-    leaf_hints: u64,
     resident_hits: u64,
     resident_misses: u64,
-    leaves_gone: Vec<[u8; 32]>,
-    leaves_placed: Vec<LeafHint>,
 }
 
 /// The pre-state one trie's update reads: resident nodes, then the store.
@@ -126,12 +114,6 @@ impl PreState for StorePre<'_> {
         self.iters.lock().push(iter);
         let prefix = self.trie.prefix_len();
         Ok(found?.map(|(k, v)| (k[prefix..].to_vec(), v.to_vec())))
-    }
-
-    fn hinted_leaf(&self, hash: &H256) -> Result<Option<KeyValue>, StoreError> {
-        let Some(key) = self.resident.leaf_key(&hash.0) else { return Ok(None) };
-        let value = self.reader.read(Column::Flat, &flat_key(&self.trie, key)?)?;
-        Ok(value.map(|v| (key.to_vec(), v.to_vec())))
     }
 }
 
@@ -270,8 +252,7 @@ impl StateDb {
         let start = Instant::now();
         let layer = self.push_layer(layer)?;
         let writes = layer.nodes.iter().map(|(k, v)| (k.as_slice(), v.as_ref()));
-        self.resident.apply(loaded.nodes, writes);
-        self.resident.apply_hints(&loaded.leaves_gone, &loaded.leaves_placed);
+        self.resident.apply(loaded, writes);
         timings.publish = start.elapsed();
         self.set_head_in_memory(number, layer.root);
         Ok(CommitInfo { timings, ..info })
@@ -343,11 +324,8 @@ impl StateDb {
             loaded: pre.loaded.into_inner(),
             hashes: updated.hashes,
             leaf_scans: updated.leaf_scans,
-            leaf_hints: updated.hinted,
             resident_hits: updated.known,
             resident_misses: updated.probes,
-            leaves_gone: updated.leaves_gone,
-            leaves_placed: updated.leaves_placed,
         })
     }
 
@@ -357,14 +335,14 @@ impl StateDb {
         number: u64,
         head_root: H256,
         tries: Vec<TrieCommit>,
-    ) -> Result<(Layer, Loaded, CommitInfo), StoreError> {
+    ) -> Result<(Layer, LoadedNodes, CommitInfo), StoreError> {
         let mut rev = ReverseDiff::new();
         let mut flat = Vec::new();
         let mut nodes = Vec::new();
         let mut meta = Vec::new();
-        let mut loaded = Loaded::default();
+        let mut loaded = Vec::new();
         let mut roots = Vec::with_capacity(tries.len());
-        let (mut hashes, mut leaf_scans, mut leaf_hints, mut hits, mut misses) = (0, 0, 0, 0, 0);
+        let (mut hashes, mut leaf_scans, mut hits, mut misses) = (0, 0, 0, 0);
         let mut main_root = head_root;
         for t in tries {
             for (k, old) in t.undo {
@@ -372,9 +350,7 @@ impl StateDb {
             }
             flat.extend(t.flat);
             nodes.extend(t.nodes);
-            loaded.nodes.extend(t.loaded);
-            loaded.leaves_gone.extend(t.leaves_gone);
-            loaded.leaves_placed.extend(t.leaves_placed);
+            loaded.extend(t.loaded);
             if t.trie == TrieId::Main {
                 main_root = t.root;
             } else if t.root != t.old_root {
@@ -386,7 +362,6 @@ impl StateDb {
             roots.push((t.trie, t.root));
             hashes += t.hashes;
             leaf_scans += t.leaf_scans;
-            leaf_hints += t.leaf_hints;
             hits += t.resident_hits;
             misses += t.resident_misses;
         }
@@ -411,7 +386,6 @@ impl StateDb {
             roots,
             hashes,
             leaf_scans,
-            leaf_hints,
             timings: CommitTimings::default(),
         };
         Ok((layer, loaded, info))

@@ -14,14 +14,6 @@
 //! writes, deletions included, are applied after their layer is published); reverts and
 //! bulk loads, which write behind its back, empty it until the next fill.
 //!
-//! Leaf hints: leaves are not stored, so a walk that needs a leaf it knows only by hash (the
-//! sibling a deletion collapses onto, the leaf an insert lands on) finds its key by a scan of
-//! `flat`, the dearest read of a commit (a seek through every sorted run, 15–25 µs). The
-//! resident trie also keeps, for leaves of 32-byte keys that commits placed, the leaf's hash
-//! → its key; the walk then reads the one value and checks that the leaf hashes to the
-//! reference before it trusts it, so a hint is never more than a shortcut (a stale or
-//! missing one falls back to the scan). Commits remove the hints of the leaves they replace.
-//!
 //! Memory: bounded by `cache.resident_bytes`. Nodes deeper than a depth limit are not kept;
 //! when the resident bytes pass the budget, the limit drops by one level and the deepest
 //! level is evicted (the upper levels, which every block rewrites, stay), which keeps it
@@ -39,11 +31,6 @@ use crate::state::cf;
 
 /// Overhead of one entry besides its key and value bytes (map slot, `Arc` and `Box` headers).
 const ENTRY_OVERHEAD_BYTES: u64 = 64;
-/// Bytes of one leaf hint (hash, key, map slot and control byte, load factor).
-const HINT_BYTES: u64 = 80;
-
-/// A leaf hint: the leaf's hash and its key.
-pub(crate) type LeafHint = ([u8; 32], [u8; 32]);
 /// The deepest limit: every node path is shorter than this many nibbles.
 const DEPTH_LIMIT_MAX: u8 = 255;
 
@@ -51,8 +38,6 @@ const DEPTH_LIMIT_MAX: u8 = 255;
 #[derive(Debug)]
 pub(crate) struct Resident {
     map: FxHashMap<Box<[u8]>, Arc<[u8]>>,
-    /// Leaf hash → key (see the module docs).
-    hints: FxHashMap<[u8; 32], [u8; 32]>,
     bytes: u64,
     bytes_max: u64,
     /// Nodes whose path is at least this many nibbles deep are not kept.
@@ -68,8 +53,6 @@ pub(crate) struct Resident {
 pub struct ResidentStats {
     /// Nodes held.
     pub entries: u64,
-    /// Leaf hints held.
-    pub leaf_hints: u64,
     /// Bytes held (keys, values and overhead).
     pub bytes: u64,
     /// The budget.
@@ -98,7 +81,6 @@ impl Resident {
     pub(crate) fn new(bytes_max: u64) -> Resident {
         Resident {
             map: FxHashMap::default(),
-            hints: FxHashMap::default(),
             bytes: 0,
             bytes_max,
             depth_limit: if bytes_max == 0 { 0 } else { DEPTH_LIMIT_MAX },
@@ -120,29 +102,6 @@ impl Resident {
             Some(v) => Some(Some(v)),
             None if self.complete && self.keeps(key) => Some(None),
             None => None,
-        }
-    }
-
-    /// The key of the leaf with this hash, if a commit placed it (a hint: check it).
-    pub(crate) fn leaf_key(&self, hash: &[u8; 32]) -> Option<&[u8; 32]> {
-        self.hints.get(hash)
-    }
-
-    /// Drop the hints of the leaves a commit replaced, then add those it placed; while
-    /// nodes and hints together pass the budget, hints are not added (nodes come first).
-    pub(crate) fn apply_hints(&mut self, gone: &[[u8; 32]], placed: &[LeafHint]) {
-        for h in gone {
-            if self.hints.remove(h).is_some() {
-                self.bytes -= HINT_BYTES;
-            }
-        }
-        for (h, k) in placed {
-            if self.bytes + HINT_BYTES > self.bytes_max {
-                break;
-            }
-            if self.hints.insert(*h, *k).is_none() {
-                self.bytes += HINT_BYTES;
-            }
         }
     }
 
@@ -228,12 +187,8 @@ impl Resident {
         }
     }
 
-    /// Drop the leaf hints, then the deepest kept level, until the bytes fit.
+    /// Drop the deepest kept level until the bytes fit.
     fn enforce_budget(&mut self) {
-        if self.bytes > self.bytes_max && !self.hints.is_empty() {
-            self.bytes -= self.hints.len() as u64 * HINT_BYTES;
-            self.hints = FxHashMap::default();
-        }
         while self.bytes > self.bytes_max && !self.map.is_empty() {
             let deepest = self.map.keys().map(|k| depth(k)).max().unwrap_or(0);
             self.depth_limit = deepest;
@@ -253,7 +208,6 @@ impl Resident {
     /// fills it again.
     pub(crate) fn clear(&mut self) {
         self.map = FxHashMap::default();
-        self.hints = FxHashMap::default();
         self.bytes = 0;
         self.complete = false;
     }
@@ -262,7 +216,6 @@ impl Resident {
     pub(crate) fn stats(&self) -> ResidentStats {
         ResidentStats {
             entries: self.map.len() as u64,
-            leaf_hints: self.hints.len() as u64,
             bytes: self.bytes,
             bytes_max: self.bytes_max,
             depth_limit: self.depth_limit,

@@ -52,8 +52,6 @@ pub struct CommitInfo {
     /// Leaves read by a prefix scan of `flat` (an insert beside another key's leaf, a branch
     /// collapsing onto a leaf it did not change).
     pub leaf_scans: u64,
-    /// Leaves found through the resident trie's leaf hints instead of a scan.
-    pub leaf_hints: u64,
     /// Where the commit's time went.
     pub timings: CommitTimings,
 }

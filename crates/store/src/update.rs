@@ -66,12 +66,6 @@ pub(crate) trait PreState: Sync {
     }
     /// The one live key under nibble path `path` and its value.
     fn leaf_under(&self, path: &[u8]) -> Result<Option<KeyValue>, StoreError>;
-    /// A leaf that may be the one with this hash (a hint, checked by the walk before use)
-    /// and its current value, read without a scan; `None` when there is no hint.
-    fn hinted_leaf(&self, hash: &H256) -> Result<Option<KeyValue>, StoreError> {
-        let _ = hash;
-        Ok(None)
-    }
 }
 
 /// A node write: nibble path → `hash ‖ encoding` (`None` deletes the stored node).
@@ -92,12 +86,6 @@ pub(crate) struct Updated {
     pub(crate) known: u64,
     /// Nodes looked up in the store.
     pub(crate) probes: u64,
-    /// Leaves found through a hint instead of a scan.
-    pub(crate) hinted: u64,
-    /// Hashes of the pre-state leaves the update replaced, moved or deleted.
-    pub(crate) leaves_gone: Vec<[u8; 32]>,
-    /// Leaves (of 32-byte keys) the update placed: hash and key.
-    pub(crate) leaves_placed: Vec<([u8; 32], [u8; 32])>,
 }
 
 /// Below this many changes a branch's children are updated on the calling thread.
@@ -162,9 +150,6 @@ struct Out {
     leaf_scans: u64,
     known: u64,
     probes: u64,
-    hinted: u64,
-    leaves_gone: Vec<[u8; 32]>,
-    leaves_placed: Vec<([u8; 32], [u8; 32])>,
     buf: Vec<u8>,
     scratch: Vec<u8>,
 }
@@ -194,9 +179,6 @@ impl Out {
         self.leaf_scans += other.leaf_scans;
         self.known += other.known;
         self.probes += other.probes;
-        self.hinted += other.hinted;
-        self.leaves_gone.extend(other.leaves_gone);
-        self.leaves_placed.extend(other.leaves_placed);
     }
 }
 
@@ -247,9 +229,6 @@ pub(crate) fn update_trie<P: PreState>(
         leaf_scans: out.leaf_scans,
         known: out.known,
         probes: out.probes,
-        hinted: out.hinted,
-        leaves_gone: out.leaves_gone,
-        leaves_placed: out.leaves_placed,
     })
 }
 
@@ -335,21 +314,6 @@ impl<'p, P: PreState> Walker<'p, P> {
     }
 
     fn load_hashed<'a>(
-        &self,
-        path: &[u8],
-        hash: H256,
-        changes: &[Change<'a>],
-        out: &mut Out,
-    ) -> Result<(Loaded<'a>, bool), StoreError> {
-        let loaded = self.load_hashed_node(path, hash, changes, out)?;
-        // A loaded leaf never keeps its hash: it gets a new value or path, or goes.
-        if matches!(loaded.0, Loaded::Leaf { .. }) {
-            out.leaves_gone.push(hash.0);
-        }
-        Ok(loaded)
-    }
-
-    fn load_hashed_node<'a>(
         &self,
         path: &[u8],
         hash: H256,
@@ -461,37 +425,15 @@ impl<'p, P: PreState> Walker<'p, P> {
             (Some(_), Some(c)) => return Err(self.old_value_error(c.key)),
             (None, _) => {}
         }
-        let (key, value) = match self.hinted(path, hash, out)? {
-            Some(kv) => kv,
-            None => {
-                out.leaf_scans += 1;
-                self.pre.leaf_under(path)?.ok_or_else(|| {
-                    let trie = self.pre.trie();
-                    self.corrupt(Corruption::MissingLeaf { trie, path: path.to_vec() })
-                })?
-            }
+        out.leaf_scans += 1;
+        let Some((key, value)) = self.pre.leaf_under(path)? else {
+            let trie = self.pre.trie();
+            return Err(self.corrupt(Corruption::MissingLeaf { trie, path: path.to_vec() }));
         };
         if changes.iter().any(|c| c.key == key.as_slice()) {
             return Err(self.old_value_error(&key));
         }
         Ok(Loaded::Leaf { key: Cow::Owned(key), value: Some(Cow::Owned(value)) })
-    }
-
-    /// The leaf at `path` with reference `hash` through its hint, if it has one and the
-    /// hinted key, under `path`, with its current value hashes to `hash` there.
-    fn hinted(
-        &self,
-        path: &[u8],
-        hash: Option<H256>,
-        out: &mut Out,
-    ) -> Result<Option<KeyValue>, StoreError> {
-        let Some(hash) = hash else { return Ok(None) };
-        let Some((key, value)) = self.pre.hinted_leaf(&hash)? else { return Ok(None) };
-        if !key_follows(&key, 0, path) || self.leaf_hash(path, &key, &value, out) != Some(hash) {
-            return Ok(None);
-        }
-        out.hinted += 1;
-        Ok(Some((key, value)))
     }
 
     /// The new subtree at `path` over an empty slot or a leaf: the surviving entries, as a
@@ -864,11 +806,7 @@ impl<'p, P: PreState> Walker<'p, P> {
                 if stored {
                     out.delete(path);
                 }
-                let r = out.seal();
-                if let (Some(h), Ok(k)) = (r.as_hash(), <[u8; 32]>::try_from(key.as_ref())) {
-                    out.leaves_placed.push((h.0, k));
-                }
-                r
+                out.seal()
             }
             Shape::Extension { path: ext, child } => {
                 out.buf.clear();
@@ -946,9 +884,6 @@ mod tests {
         flat: BTreeMap<Vec<u8>, Vec<u8>>,
         /// No node is known without a lookup.
         cold: bool,
-        /// Leaf hints as the updates leave them, plus stale ones (never removed) that the
-        /// walk must refuse.
-        hints: HashMap<[u8; 32], [u8; 32]>,
     }
 
     impl PreState for Mem {
@@ -971,11 +906,6 @@ mod tests {
             let first = under.next().map(|(k, v)| (k.clone(), v.clone()));
             assert!(under.next().is_none(), "two keys under the leaf at {path:?}");
             Ok(first)
-        }
-
-        fn hinted_leaf(&self, hash: &H256) -> Result<Option<KeyValue>, StoreError> {
-            let Some(key) = self.hints.get(&hash.0) else { return Ok(None) };
-            Ok(self.flat.get(key.as_slice()).map(|v| (key.to_vec(), v.clone())))
         }
     }
 
@@ -1016,8 +946,7 @@ mod tests {
 
     /// Apply one batch (key → new value) to `mem` through the updater; check the root and
     /// the stored nodes against a rebuild of the model.
-    /// Returns the leaves found through hints.
-    fn step(mem: &mut Mem, root: &mut H256, batch: &BTreeMap<Vec<u8>, Option<Vec<u8>>>) -> u64 {
+    fn step(mem: &mut Mem, root: &mut H256, batch: &BTreeMap<Vec<u8>, Option<Vec<u8>>>) {
         let changes: Vec<Change<'_>> = batch
             .iter()
             .map(|(k, v)| Change {
@@ -1028,15 +957,6 @@ mod tests {
             .filter(|c| c.old != c.new)
             .collect();
         let u = update_trie(mem, *root, &changes, true).unwrap();
-        let hinted = u.hinted;
-        // Every placed leaf hint names a key that now holds the leaf's value.
-        for (_, k) in &u.leaves_placed {
-            assert!(
-                batch.get(k.as_slice()).is_some_and(Option::is_some)
-                    || mem.flat.contains_key(k.as_slice())
-            );
-        }
-        mem.hints.extend(u.leaves_placed.iter().copied());
         for (path, v) in u.writes {
             match v {
                 Some(v) => mem.nodes.insert(path, v),
@@ -1062,7 +982,6 @@ mod tests {
         for (p, v) in &expected {
             assert_eq!(&mem.nodes[p], v, "node at {p:?}");
         }
-        hinted
     }
 
     fn key() -> impl Strategy<Value = Vec<u8>> {
@@ -1119,10 +1038,6 @@ mod tests {
             .chain((3000..3500u32).map(|i| (key(i), Some(vec![3; 33]))))
             .collect();
         step(&mut mem, &mut root, &mixed);
-        // Deleting every other key collapses branches onto leaves the earlier steps placed:
-        // found through their hints.
-        let half: BTreeMap<_, _> = mem.flat.keys().step_by(2).map(|k| (k.clone(), None)).collect();
-        assert!(step(&mut mem, &mut root, &half) > 0, "no leaf found through a hint");
         let delete_all: BTreeMap<_, _> = mem.flat.keys().map(|k| (k.clone(), None)).collect();
         step(&mut mem, &mut root, &delete_all);
         assert_eq!(root, EMPTY_ROOT);
