@@ -10,8 +10,9 @@
 //!   [`KeyId`] names (shard, slot). The first touch of a key (read or write) copies it;
 //!   afterwards reads, writes, read sets, write sets and validation work with ids, and
 //!   validation reaches a key's versions without hashing or comparing it.
-//! - A slot's versions are a vector sorted by transaction index (most keys have one or two
-//!   writers; a binary search finds the entries below a reader).
+//! - A slot's versions are a small vector sorted by transaction index, the first one inline
+//!   in the slot (most keys have one or two writers; a search from the tail finds the
+//!   entries below a reader).
 //! - Per transaction one record: the ids its last incarnation wrote, its reads (id and
 //!   where the value came from) and its scans.
 //! - An ordered index of every key written during the block serves scans; a key enters
@@ -133,7 +134,9 @@ pub(crate) struct ScanRecord {
 /// delta on it (the deltas are in the transactions' records).
 #[derive(Debug, Default)]
 struct Slot {
-    versions: Vec<(usize, Entry)>,
+    /// Inline for the usual single writer: no allocation, and no second cache line to
+    /// reach on every read, write and at the block's end.
+    versions: SmallVec<[(usize, Entry); 1]>,
     max_reader: Option<usize>,
     indexed: bool,
     deltas: bool,
