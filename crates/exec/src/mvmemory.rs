@@ -13,8 +13,8 @@
 //! - A slot's versions are a small vector sorted by transaction index, the first one inline
 //!   in the slot (most keys have one or two writers; a search from the tail finds the
 //!   entries below a reader).
-//! - Per transaction one record: the ids its last incarnation wrote, its reads (id and
-//!   where the value came from) and its scans.
+//! - Per transaction one record: the ids its last incarnation wrote values to, its deltas,
+//!   its reads (id and where the value came from) and its scans.
 //! - An ordered index of every key written during the block serves scans; a key enters
 //!   it once, the first time it is written. It is built only when the block's first scan
 //!   starts (from the shards), so a block that never scans never touches it.
@@ -144,9 +144,9 @@ struct Slot {
 
 impl Slot {
     /// Where `txn`'s entry is (`Ok`) or goes (`Err`). Writers arrive roughly in block
-    /// order, so the tail is looked at first: a key every transaction bumps (a fee pot)
-    /// holds one entry per transaction, and a binary search over them, under the shard's
-    /// lock and on lines the other workers write, cost more than the rest of the record.
+    /// order, so the tail is looked at first: on a key many transactions write, a binary
+    /// search over its entries, under the shard's lock and on lines the other workers
+    /// write, costs more than the rest of the record.
     fn position(&self, txn: usize) -> Result<usize, usize> {
         const TAIL: usize = 8;
         let n = self.versions.len();
