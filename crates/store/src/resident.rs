@@ -37,7 +37,7 @@ const DEPTH_LIMIT_MAX: u8 = 255;
 /// See the module docs.
 #[derive(Debug)]
 pub(crate) struct Resident {
-    map: FxHashMap<Box<[u8]>, Arc<[u8]>>,
+    map: FxHashMap<NodeKey, Arc<[u8]>>,
     bytes: u64,
     bytes_max: u64,
     /// Nodes whose path is at least this many nibbles deep are not kept.
@@ -66,6 +66,10 @@ pub struct ResidentStats {
     /// Lookups that went on to the layers and RocksDB.
     pub misses: u64,
 }
+
+/// A node key, inline up to 16 bytes (a main-trie node up to 28 nibbles deep): a lookup
+/// compares bytes already in the table instead of following a pointer to them.
+type NodeKey = smallvec::SmallVec<[u8; 16]>;
 
 /// The nibble depth of a node key (its last byte, see `keys::node_key`).
 fn depth(key: &[u8]) -> u8 {
@@ -177,7 +181,7 @@ impl Resident {
             let old = std::mem::replace(slot, value);
             self.bytes -= entry_bytes(key, &old);
         } else {
-            self.map.insert(Box::from(key), value);
+            self.map.insert(NodeKey::from_slice(key), value);
         }
     }
 
