@@ -345,18 +345,15 @@ impl MvMemory {
                     let entry = Entry::Written { incarnation, value };
                     let shard_no = shard_of(&key);
                     let mut shard = self.shards[shard_no].lock();
-                    let slot_no = match shard.ids.get(&key) {
-                        Some(&slot) => slot as usize,
-                        None => shard.insert(key.clone()),
-                    };
+                    let slot_no = shard.intern(&key);
                     let id = KeyId::new(shard_no, slot_no);
                     let new_here = !rec.written.contains(&id);
                     let slot = &mut shard.slots[slot_no];
                     slot.put(txn, entry);
                     affects |= new_here && slot.max_reader.is_some_and(|r| r > txn);
-                    let indexed = slot.indexed || !self.index_built.load(SeqCst);
+                    let to_index = self.to_index(slot);
                     drop(shard);
-                    if !indexed {
+                    if to_index {
                         unindexed.push((id, key));
                     }
                     ids.push(id);
@@ -408,14 +405,21 @@ impl MvMemory {
         if let Some(r) = slot.max_reader {
             self.delta_readers.fetch_max(r + 1, SeqCst);
         }
-        let indexed = slot.indexed || !self.index_built.load(SeqCst);
+        let to_index = self.to_index(slot);
         drop(shard);
         let id = KeyId::new(shard_no, slot_no);
-        if !indexed {
+        if to_index {
             unindexed.push((id, key.clone()));
         }
         flagged.insert(key, id);
         id
+    }
+
+    /// Whether a key just written must be entered into the ordered index by its writer: it
+    /// is not in yet and the index exists (before the block's first scan, the build will
+    /// find it). Read under the lock of the shard holding `slot`.
+    fn to_index(&self, slot: &Slot) -> bool {
+        !slot.indexed && self.index_built.load(SeqCst)
     }
 
     /// Note that `txn` starts a scan (see [`MvMemory::record`]), building the ordered
