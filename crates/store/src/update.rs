@@ -106,10 +106,56 @@ enum Shape<'a> {
     /// An extension over `path` (nibbles) to a placed branch.
     Extension {
         path: Vec<u8>,
-        child: ChildRef,
+        child: Ref,
     },
     /// A branch, already written at its path when hashed (or inline).
-    Placed(ChildRef),
+    Placed(Ref),
+}
+
+/// A reference to a node of the new trie: known, or the hash of a node encoded in this
+/// task whose hash waits for the task's batch (see [`Out::resolve`]).
+#[derive(Debug, Clone, Copy)]
+enum Ref {
+    Ready(ChildRef),
+    /// `Out::pending[id]`.
+    Pending(u32),
+}
+
+/// A pre-state reference, which is never pending.
+fn ready(r: Ref) -> ChildRef {
+    match r {
+        Ref::Ready(r) => r,
+        Ref::Pending(_) => unreachable!("a pre-state reference is never pending"),
+    }
+}
+
+/// A node write whose value may still wait for its node's hash.
+enum Write {
+    Ready(NodeWrite),
+    /// `hash ‖ encoding` of `Out::pending[id]` at this path.
+    Pending(Vec<u8>, u32),
+}
+
+/// A node encoded in this task, hashed when the task resolves.
+struct Pending {
+    /// Its encoding: `Out::arena[start..end]`, after 32 bytes that take its hash (so that
+    /// `arena[start - 32..end]` is its stored value, `hash ‖ encoding`).
+    start: u32,
+    end: u32,
+    /// 0 for a node with no pending child, else one more than its highest pending child:
+    /// nodes are hashed level by level, so a parent's slots are filled before it is hashed.
+    level: u32,
+    /// Where its hash goes: the pending parent and the offset of the 32-byte slot in the
+    /// parent's encoding.
+    parent: Option<(u32, u32)>,
+}
+
+/// A claimed old value's leaf, checked when the task resolves: the pending node of its
+/// encoding, the hash its parent refers to, and the key (`Out::arena[key.0..key.1]`).
+struct Check {
+    id: u32,
+    expected: H256,
+    key: (u32, u32),
 }
 
 /// The pre-state at a path.
@@ -143,42 +189,162 @@ enum Loaded<'a> {
 }
 
 /// Writes and hash count of one task.
+///
+/// Node hashes are not computed where a node is encoded: the encoding goes into `arena`
+/// as a pending node and its parent gets a 32-byte slot for the hash. [`Out::resolve`]
+/// then hashes the pending nodes level by level, eight at a time ([`keccak8`]), filling
+/// each parent's slot before the parent's level is hashed.
 #[derive(Default)]
 struct Out {
-    writes: Vec<NodeWrite>,
+    writes: Vec<Write>,
     hashes: u64,
     leaf_scans: u64,
     known: u64,
     probes: u64,
     buf: Vec<u8>,
-    scratch: Vec<u8>,
+    arena: Vec<u8>,
+    pending: Vec<Pending>,
+    checks: Vec<Check>,
+    /// The hashes of `pending`, once resolved.
+    resolved: Vec<H256>,
+}
+
+/// Bytes of an RLP list header, from its first byte.
+fn list_header_len(first: u8) -> usize {
+    if first <= 0xf7 {
+        1
+    } else {
+        1 + usize::from(first - 0xf7)
+    }
+}
+
+/// Bytes a child reference takes inside its parent's encoding.
+fn item_len(r: &ChildRef) -> usize {
+    match r.kind() {
+        ChildKind::Empty => 1,
+        ChildKind::Inline(bytes) => bytes.len(),
+        ChildKind::Hash(_) => 33,
+    }
 }
 
 impl Out {
-    fn put(&mut self, path: &[u8], hash: &H256, encoding: &[u8]) {
-        let value = stored_value(&mut self.scratch, hash, encoding);
-        self.writes.push((path.to_vec(), Some(value)));
-    }
-
     fn delete(&mut self, path: &[u8]) {
-        self.writes.push((path.to_vec(), None));
+        self.writes.push(Write::Ready((path.to_vec(), None)));
     }
 
-    /// The reference to the encoding in `self.buf`, hashing it when long.
-    fn seal(&mut self) -> ChildRef {
-        let r = EthLayout::child_ref(&self.buf);
-        if r.as_hash().is_some() {
-            self.hashes += 1;
+    /// The reference to the encoding in `self.buf`: inline when short (unless `force`),
+    /// else a pending node. `children` are the pending nodes it refers to, each with the
+    /// offset of its hash slot in `self.buf`. A hashed node that is stored at `stored_at`
+    /// gets its write here, in order, with the value filled in when resolved.
+    fn pend(&mut self, children: &[(u32, u32)], stored_at: Option<&[u8]>, force: bool) -> Ref {
+        if self.buf.len() <= trie::INLINE_MAX && !force {
+            debug_assert!(children.is_empty(), "a node with a hashed child is not inline");
+            return Ref::Ready(EthLayout::child_ref(&self.buf));
         }
-        r
+        let id = self.pending.len() as u32;
+        self.arena.extend_from_slice(&[0u8; 32]);
+        let start = self.arena.len() as u32;
+        self.arena.extend_from_slice(&self.buf);
+        let mut level = 0;
+        for &(child, offset) in children {
+            let c = &mut self.pending[child as usize];
+            c.parent = Some((id, offset));
+            level = level.max(c.level + 1);
+        }
+        self.pending.push(Pending { start, end: self.arena.len() as u32, level, parent: None });
+        if let Some(path) = stored_at {
+            self.writes.push(Write::Pending(path.to_vec(), id));
+        }
+        self.hashes += 1;
+        Ref::Pending(id)
+    }
+
+    /// Check, when resolved, that the leaf encoded in `self.buf` hashes to `expected`;
+    /// false when it cannot (an inline leaf under a hash reference).
+    fn check(&mut self, expected: H256, key: &[u8]) -> bool {
+        if self.buf.len() <= trie::INLINE_MAX {
+            return false;
+        }
+        let Ref::Pending(id) = self.pend(&[], None, false) else {
+            unreachable!("a long encoding is pending")
+        };
+        let start = self.arena.len() as u32;
+        self.arena.extend_from_slice(key);
+        self.checks.push(Check { id, expected, key: (start, self.arena.len() as u32) });
+        true
+    }
+
+    /// Hash every pending node, level by level, filling the parents' slots; then give the
+    /// pending writes their values and run the checks. `Err` names the key of the first
+    /// failed check.
+    fn resolve(&mut self) -> Result<(), Vec<u8>> {
+        let mut order: Vec<u32> = (0..self.pending.len() as u32).collect();
+        order.sort_by_key(|&id| self.pending[id as usize].level);
+        self.resolved.resize(self.pending.len(), H256::ZERO);
+        let mut digests: Vec<[u8; 32]> = Vec::new();
+        for level in order
+            .chunk_by(|a, b| self.pending[*a as usize].level == self.pending[*b as usize].level)
+        {
+            let msgs: Vec<&[u8]> = level
+                .iter()
+                .map(|&id| {
+                    let p = &self.pending[id as usize];
+                    &self.arena[p.start as usize..p.end as usize]
+                })
+                .collect();
+            digests.clear();
+            digests.resize(msgs.len(), [0u8; 32]);
+            keccak8::keccak256_many(&msgs, &mut digests);
+            for (&id, d) in level.iter().zip(&digests) {
+                self.resolved[id as usize] = H256(*d);
+                let p = &self.pending[id as usize];
+                let own = p.start as usize - 32;
+                self.arena[own..own + 32].copy_from_slice(d);
+                if let Some((parent, offset)) = p.parent {
+                    let at = (self.pending[parent as usize].start + offset) as usize;
+                    self.arena[at..at + 32].copy_from_slice(d);
+                }
+            }
+        }
+        if let Some(c) = self.checks.iter().find(|c| self.resolved[c.id as usize] != c.expected) {
+            return Err(self.arena[c.key.0 as usize..c.key.1 as usize].to_vec());
+        }
+        for w in &mut self.writes {
+            if let Write::Pending(path, id) = w {
+                let p = &self.pending[*id as usize];
+                let value = Arc::from(&self.arena[p.start as usize - 32..p.end as usize]);
+                *w = Write::Ready((std::mem::take(path), Some(value)));
+            }
+        }
+        self.checks.clear();
+        Ok(())
+    }
+
+    /// `r` with a resolved pending node replaced by its hash.
+    fn settled(&self, r: Ref) -> Ref {
+        match r {
+            Ref::Pending(id) => Ref::Ready(ChildRef::hash(self.resolved[id as usize])),
+            ready => ready,
+        }
+    }
+
+    /// The writes, once resolved.
+    fn into_writes(self) -> Vec<NodeWrite> {
+        self.writes
+            .into_iter()
+            .map(|w| match w {
+                Write::Ready(w) => w,
+                Write::Pending(..) => unreachable!("writes are taken once resolved"),
+            })
+            .collect()
     }
 
     fn absorb(&mut self, other: Out) {
-        self.writes.extend(other.writes);
         self.hashes += other.hashes;
         self.leaf_scans += other.leaf_scans;
         self.known += other.known;
         self.probes += other.probes;
+        self.writes.extend(other.writes);
     }
 }
 
@@ -192,13 +358,13 @@ fn stored_value(scratch: &mut Vec<u8>, hash: &H256, encoding: &[u8]) -> Arc<[u8]
 }
 
 /// Collects the builder's hashed nodes as writes (with a scratch buffer).
-struct BuilderSink<'o>(&'o mut Vec<NodeWrite>, Vec<u8>);
+struct BuilderSink<'o>(&'o mut Vec<Write>, Vec<u8>);
 
 impl NodeSink for BuilderSink<'_> {
     fn node(&mut self, _: EmittedKind, path: NibbleSlice<'_>, encoded: &[u8], r: &ChildRef) {
         if let Some(h) = r.as_hash() {
             let value = stored_value(&mut self.1, &h, encoded);
-            self.0.push((path.to_nibbles().0, Some(value)));
+            self.0.push(Write::Ready((path.to_nibbles().0, Some(value))));
         }
     }
 }
@@ -221,14 +387,14 @@ pub(crate) fn update_trie<P: PreState>(
     let top = if root == EMPTY_ROOT { ChildRef::EMPTY } else { ChildRef::hash(root) };
     let mut path = Vec::with_capacity(64);
     let (shape, stored) = w.apply(&mut path, Pre::Ref(top), changes, &mut out)?;
-    let root = w.place_root(shape, stored, &mut out);
+    let root = w.place_root(shape, stored, &mut out)?;
     Ok(Updated {
         root,
-        writes: out.writes,
         hashes: out.hashes,
         leaf_scans: out.leaf_scans,
         known: out.known,
         probes: out.probes,
+        writes: out.into_writes(),
     })
 }
 
@@ -298,9 +464,10 @@ impl<'p, P: PreState> Walker<'p, P> {
     ) -> Result<(Loaded<'a>, bool), StoreError> {
         let r = match pre {
             Pre::Virtual(Shape::Extension { path, child }) => {
-                return Ok((Loaded::Extension { path, child }, false))
+                return Ok((Loaded::Extension { path, child: ready(child) }, false))
             }
-            Pre::Virtual(Shape::Placed(r)) | Pre::Ref(r) => r,
+            Pre::Virtual(Shape::Placed(r)) => ready(r),
+            Pre::Ref(r) => r,
             Pre::Virtual(Shape::Empty) => return Ok((Loaded::Empty, false)),
             Pre::Virtual(Shape::Leaf { key, value, .. }) => {
                 return Ok((Loaded::Leaf { key, value: Some(value) }, false))
@@ -413,12 +580,14 @@ impl<'p, P: PreState> Walker<'p, P> {
         let mut existing = changes.iter().filter(|c| c.old.is_some());
         match (existing.next(), existing.next()) {
             (Some(c), None) => {
-                let old = c.old.unwrap_or_default();
-                if self.verify_old
-                    && hash.is_some()
-                    && self.leaf_hash(path, c.key, old, out) != hash
-                {
-                    return Err(self.old_value_error(c.key));
+                if let (true, Some(expected)) = (self.verify_old, hash) {
+                    // Checked with the task's batch of hashes (see `Out::resolve`).
+                    out.buf.clear();
+                    let rest = NibbleSlice::range(c.key, path.len(), c.key.len() * 2);
+                    EthLayout::encode_leaf(rest, c.old.unwrap_or_default(), &mut out.buf);
+                    if !out.check(expected, c.key) {
+                        return Err(self.old_value_error(c.key));
+                    }
                 }
                 return Ok(Loaded::Leaf { key: Cow::Borrowed(c.key), value: None });
             }
@@ -491,7 +660,7 @@ impl<'p, P: PreState> Walker<'p, P> {
         }
         let common = common_prefix_nibbles(&first.0, &last.0);
         let ext: Vec<u8> = (start..common).map(|i| nibble_at(&first.0, i)).collect();
-        let branch = self.built(common, &entries, out)?;
+        let branch = Ref::Ready(self.built(common, &entries, out)?);
         Ok(if ext.is_empty() {
             Shape::Placed(branch)
         } else {
@@ -532,6 +701,7 @@ impl<'p, P: PreState> Walker<'p, P> {
         let base = path.len();
         if !changes.iter().all(|c| key_follows(c.key, base, &ext)) {
             // A change leaves the extension's path: split it, as a branch with one child.
+            let child = Ref::Ready(child);
             let rest = if ext.len() == 1 {
                 Shape::Placed(child)
             } else {
@@ -653,27 +823,20 @@ impl<'p, P: PreState> Walker<'p, P> {
                 Ok(merged)
             }
             (_, value) => {
+                let mut refs = children.map(Ref::Ready);
                 for (n, shape, below_stored) in touched {
                     path.push(n);
-                    children[n as usize] = self.place(path, shape, below_stored, out);
+                    refs[n as usize] = self.place(path, shape, below_stored, out);
                     path.pop();
                 }
                 if let Some((v, shape)) = virt.take() {
                     path.push(v);
-                    children[v as usize] = self.place(path, shape, false, out);
+                    refs[v as usize] = self.place(path, shape, false, out);
                     path.pop();
                 }
-                out.buf.clear();
-                EthLayout::encode_branch(&children, value.as_deref(), &mut out.buf);
-                let r = out.seal();
-                match r.as_hash() {
-                    Some(h) => {
-                        let enc = std::mem::take(&mut out.buf);
-                        out.put(path, &h, &enc);
-                        out.buf = enc;
-                    }
-                    None if stored => out.delete(path),
-                    None => {}
+                let r = encode_branch(&refs, value.as_deref(), path, out);
+                if stored && matches!(r, Ref::Ready(_)) {
+                    out.delete(path);
                 }
                 Ok(Shape::Placed(r))
             }
@@ -698,6 +861,7 @@ impl<'p, P: PreState> Walker<'p, P> {
                     p.push(n);
                     let mut o = Out::default();
                     let (s, st) = self.apply(&mut p, pre, group, &mut o)?;
+                    let s = self.settle(s, &mut o)?;
                     Ok((n, s, st, o))
                 })
                 .collect();
@@ -749,9 +913,11 @@ impl<'p, P: PreState> Walker<'p, P> {
                 let value = value.unwrap_or_else(|| unreachable!("a scanned leaf has its value"));
                 (Shape::Leaf { key, start, value }, stored)
             }
-            Loaded::Extension { path, child } => (Shape::Extension { path, child }, stored),
+            Loaded::Extension { path, child } => {
+                (Shape::Extension { path, child: Ref::Ready(child) }, stored)
+            }
             // A branch stays where it is: only its reference moves into an extension.
-            Loaded::Branch { .. } => (Shape::Placed(child), stored),
+            Loaded::Branch { .. } => (Shape::Placed(Ref::Ready(child)), stored),
         })
     }
 
@@ -791,13 +957,13 @@ impl<'p, P: PreState> Walker<'p, P> {
 
     /// Encode `shape` at `path` where its parent refers to it; write it when it is a hashed
     /// node that is stored (extensions), delete a stored node it replaces.
-    fn place(&self, path: &[u8], shape: Shape<'_>, stored: bool, out: &mut Out) -> ChildRef {
+    fn place(&self, path: &[u8], shape: Shape<'_>, stored: bool, out: &mut Out) -> Ref {
         match shape {
             Shape::Empty => {
                 if stored {
                     out.delete(path);
                 }
-                ChildRef::EMPTY
+                Ref::Ready(ChildRef::EMPTY)
             }
             Shape::Leaf { key, start, value } => {
                 out.buf.clear();
@@ -806,25 +972,18 @@ impl<'p, P: PreState> Walker<'p, P> {
                 if stored {
                     out.delete(path);
                 }
-                out.seal()
+                out.pend(&[], None, false)
             }
             Shape::Extension { path: ext, child } => {
-                out.buf.clear();
-                EthLayout::encode_extension_unpacked(&ext, &child, &mut out.buf);
-                let r = out.seal();
-                match r.as_hash() {
-                    Some(h) => {
-                        let enc = std::mem::take(&mut out.buf);
-                        out.put(path, &h, &enc);
-                        out.buf = enc;
-                    }
-                    None if stored => out.delete(path),
-                    None => {}
+                let r = encode_extension(&ext, child, Some(path), false, out);
+                if stored && matches!(r, Ref::Ready(_)) {
+                    out.delete(path);
                 }
                 r
             }
             Shape::Placed(r) => {
-                if stored && r.as_hash().is_none() {
+                let inline = matches!(r, Ref::Ready(c) if c.as_hash().is_none());
+                if stored && inline {
                     out.delete(path);
                 }
                 r
@@ -832,39 +991,109 @@ impl<'p, P: PreState> Walker<'p, P> {
         }
     }
 
-    /// The root: stored whatever its size, and always committed to by its hash.
-    fn place_root(&self, shape: Shape<'_>, stored: bool, out: &mut Out) -> H256 {
-        let enc = match shape {
+    /// Resolve a task's pending hashes (a failed check is the claimed key's error) and
+    /// give its shape ready references.
+    fn settle<'a>(&self, shape: Shape<'a>, out: &mut Out) -> Result<Shape<'a>, StoreError> {
+        out.resolve().map_err(|key| self.old_value_error(&key))?;
+        Ok(match shape {
+            Shape::Placed(r) => Shape::Placed(out.settled(r)),
+            Shape::Extension { path, child } => {
+                Shape::Extension { path, child: out.settled(child) }
+            }
+            other => other,
+        })
+    }
+
+    /// The root: stored whatever its size, and always committed to by its hash. Resolves
+    /// every pending hash of the top task.
+    fn place_root(
+        &self,
+        shape: Shape<'_>,
+        stored: bool,
+        out: &mut Out,
+    ) -> Result<H256, StoreError> {
+        let root = match shape {
             Shape::Empty => {
                 if stored {
                     out.delete(&[]);
                 }
-                return EMPTY_ROOT;
+                None
             }
-            Shape::Placed(r) => match r.kind() {
-                ChildKind::Hash(h) => return h,
-                ChildKind::Inline(bytes) => bytes.to_vec(),
-                ChildKind::Empty => return EMPTY_ROOT,
+            Shape::Placed(Ref::Pending(id)) => Some(Ref::Pending(id)),
+            Shape::Placed(Ref::Ready(r)) => match r.kind() {
+                ChildKind::Hash(h) => Some(Ref::Ready(ChildRef::hash(h))),
+                ChildKind::Inline(bytes) => {
+                    out.buf.clear();
+                    out.buf.extend_from_slice(bytes);
+                    Some(out.pend(&[], Some(&[]), true))
+                }
+                ChildKind::Empty => None,
             },
             Shape::Leaf { key, start, value } => {
-                let mut enc = Vec::new();
-                EthLayout::encode_leaf(
-                    NibbleSlice::range(&key, start, key.len() * 2),
-                    &value,
-                    &mut enc,
-                );
-                enc
+                out.buf.clear();
+                let rest = NibbleSlice::range(&key, start, key.len() * 2);
+                EthLayout::encode_leaf(rest, &value, &mut out.buf);
+                Some(out.pend(&[], Some(&[]), true))
             }
             Shape::Extension { path, child } => {
-                let mut enc = Vec::new();
-                EthLayout::encode_extension_unpacked(&path, &child, &mut enc);
-                enc
+                Some(encode_extension(&path, child, Some(&[]), true, out))
             }
         };
-        out.hashes += 1;
-        let h = EthLayout::hash(&enc);
-        out.put(&[], &h, &enc);
-        h
+        out.resolve().map_err(|key| self.old_value_error(&key))?;
+        Ok(match root.map(|r| out.settled(r)) {
+            Some(Ref::Ready(r)) => {
+                r.as_hash().unwrap_or_else(|| unreachable!("the root is hashed"))
+            }
+            Some(Ref::Pending(_)) => unreachable!("resolved"),
+            None => EMPTY_ROOT,
+        })
+    }
+}
+
+/// Encode a branch over `refs` (pending children get a slot for their hash) and make it a
+/// reference: pending and stored at `path` when hashed.
+fn encode_branch(refs: &[Ref; 16], value: Option<&[u8]>, path: &[u8], out: &mut Out) -> Ref {
+    let mut children = [ChildRef::EMPTY; 16];
+    for (c, r) in children.iter_mut().zip(refs) {
+        *c = match r {
+            Ref::Ready(r) => *r,
+            Ref::Pending(_) => ChildRef::hash(H256::ZERO),
+        };
+    }
+    out.buf.clear();
+    EthLayout::encode_branch(&children, value, &mut out.buf);
+    let mut waiting = [(0u32, 0u32); 16];
+    let mut count = 0;
+    let mut at = list_header_len(out.buf[0]);
+    for (c, r) in children.iter().zip(refs) {
+        if let Ref::Pending(id) = r {
+            waiting[count] = (*id, at as u32 + 1);
+            count += 1;
+        }
+        at += item_len(c);
+    }
+    out.pend(&waiting[..count], Some(path), false)
+}
+
+/// Encode an extension over `ext` to `child` and make it a reference (pending and stored at
+/// `stored_at` when hashed, or always with `force`).
+fn encode_extension(
+    ext: &[u8],
+    child: Ref,
+    stored_at: Option<&[u8]>,
+    force: bool,
+    out: &mut Out,
+) -> Ref {
+    let (r, pending) = match child {
+        Ref::Ready(r) => (r, None),
+        Ref::Pending(id) => (ChildRef::hash(H256::ZERO), Some(id)),
+    };
+    out.buf.clear();
+    EthLayout::encode_extension_unpacked(ext, &r, &mut out.buf);
+    match pending {
+        // The child's hash is the encoding's last 32 bytes.
+        Some(id) => out.pend(&[(id, (out.buf.len() - 32) as u32)], stored_at, force),
+        None => out.pend(&[], stored_at, force),
     }
 }
 
