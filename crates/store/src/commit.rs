@@ -48,8 +48,8 @@ struct TrieCommit {
     root: H256,
     /// `flat` changes in key order.
     flat: Vec<Entry>,
-    /// Old values of the changed keys, for the reverse diff.
-    undo: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    /// Old values of the changed keys: this trie's part of the reverse diff.
+    undo: ReverseDiff,
     /// Node writes by node key.
     nodes: Vec<Entry>,
     loaded: LoadedNodes,
@@ -117,6 +117,28 @@ impl PreState for StorePre<'_> {
     }
 }
 
+/// Every changed key's value before the block from the caller's `prior` (in the change
+/// set's order; empty values are absent), by one merge of the two sorted maps.
+fn priors<'p>(
+    changes: &ChangeSet,
+    prior: &'p ChangeSet,
+) -> Result<Vec<Option<&'p [u8]>>, CommitError> {
+    let mut olds = Vec::with_capacity(changes.values().map(|kv| kv.len()).sum());
+    for (trie, kv) in changes {
+        let mut known = prior.get(trie).map(|p| p.iter().peekable());
+        for k in kv.keys() {
+            let found = known.as_mut().and_then(|p| {
+                while p.next_if(|(pk, _)| *pk < k).is_some() {}
+                p.next_if(|(pk, _)| *pk == k)
+            });
+            let (_, old) =
+                found.ok_or_else(|| CommitError::MissingPrior { trie: *trie, key: k.clone() })?;
+            olds.push(old.as_deref().filter(|v| !v.is_empty()));
+        }
+    }
+    Ok(olds)
+}
+
 impl StateDb {
     /// Apply one block's changes, compute the new roots, and queue the block for
     /// persistence. Returns once the block is an in-memory layer (see [`StateDb::flush`]).
@@ -147,9 +169,10 @@ impl StateDb {
         self.prepare(changes)?;
         let start = Instant::now();
         let keys = flat_keys(changes)?;
-        let olds = self.reader().read_flat_batch(&keys)?;
+        let values = self.reader().read_flat_batch(&keys)?;
+        let olds: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref()).collect();
         let read = start.elapsed();
-        let mut info = self.commit_with_olds(changes, &keys, &olds, false, expected)?;
+        let mut info = self.commit_with_olds(changes, keys, &olds, false, expected)?;
         info.timings.read_old_values = read;
         Ok(info)
     }
@@ -187,25 +210,23 @@ impl StateDb {
         expected: Option<H256>,
     ) -> Result<CommitInfo, CommitError> {
         self.prepare(changes)?;
+        let start = Instant::now();
         let keys = flat_keys(changes)?;
-        let mut olds = Vec::with_capacity(keys.len());
-        for (trie, kv) in changes {
-            let known = prior.get(trie);
-            for k in kv.keys() {
-                let old = known
-                    .and_then(|p| p.get(k))
-                    .ok_or_else(|| CommitError::MissingPrior { trie: *trie, key: k.clone() })?;
-                olds.push(old.as_deref().filter(|v| !v.is_empty()).map(Arc::from));
-            }
-        }
-        self.commit_with_olds(changes, &keys, &olds, true, expected).map_err(|e| match e {
-            CommitError::Store(s) => match s.corruption() {
-                Some(Corruption::OldValue { trie, key }) => {
-                    CommitError::PriorMismatch { trie: *trie, key: key.clone() }
-                }
-                _ => CommitError::Store(s),
-            },
-            e => e,
+        let olds = priors(changes, prior)?;
+        let gathered = start.elapsed();
+        let info =
+            self.commit_with_olds(changes, keys, &olds, true, expected).map_err(|e| match e {
+                CommitError::Store(s) => match s.corruption() {
+                    Some(Corruption::OldValue { trie, key }) => {
+                        CommitError::PriorMismatch { trie: *trie, key: key.clone() }
+                    }
+                    _ => CommitError::Store(s),
+                },
+                e => e,
+            });
+        info.map(|mut info| {
+            info.timings.read_old_values = gathered;
+            info
         })
     }
 
@@ -227,8 +248,8 @@ impl StateDb {
     fn commit_with_olds(
         &mut self,
         changes: &ChangeSet,
-        keys: &[Vec<u8>],
-        olds: &[Option<Arc<[u8]>>],
+        keys: Vec<Vec<u8>>,
+        olds: &[Option<&[u8]>],
         verify_old: bool,
         expected: Option<H256>,
     ) -> Result<CommitInfo, CommitError> {
@@ -262,32 +283,33 @@ impl StateDb {
     fn update_tries(
         &self,
         changes: &ChangeSet,
-        keys: &[Vec<u8>],
-        olds: &[Option<Arc<[u8]>>],
+        keys: Vec<Vec<u8>>,
+        olds: &[Option<&[u8]>],
         verify_old: bool,
     ) -> Result<Vec<TrieCommit>, StoreError> {
         let mut jobs = Vec::with_capacity(changes.len());
         let mut at = 0;
+        let mut keys = keys.into_iter();
         for (trie, kv) in changes {
             let n = kv.len();
-            jobs.push((*trie, kv, &keys[at..at + n], &olds[at..at + n]));
+            let trie_keys: Vec<Vec<u8>> = keys.by_ref().take(n).collect();
+            jobs.push((*trie, kv, trie_keys, &olds[at..at + n]));
             at += n;
         }
         // Iterators for leaf scans are created after this snapshot (see `leaf_under_in`).
         let layers: Vec<Arc<Layer>> = self.reader().layers.read().clone();
         jobs.into_par_iter()
             .map(|(trie, kv, keys, olds)| {
-                let changes: Vec<(Change<'_>, &Vec<u8>)> = kv
+                let changes: Vec<(Change<'_>, Vec<u8>)> = kv
                     .iter()
                     .zip(keys)
                     .zip(olds)
-                    .filter_map(|(((k, v), fk), old)| {
+                    .filter_map(|(((k, v), fk), &old)| {
                         let new = v.as_deref().filter(|v| !v.is_empty());
-                        let old = old.as_deref();
                         (old != new).then_some((Change { key: k, old, new }, fk))
                     })
                     .collect();
-                self.update_one(trie, &layers, &changes, verify_old)
+                self.update_one(trie, &layers, changes, verify_old)
             })
             .collect()
     }
@@ -296,7 +318,7 @@ impl StateDb {
         &self,
         trie: TrieId,
         layers: &[Arc<Layer>],
-        changes: &[(Change<'_>, &Vec<u8>)],
+        changes: Vec<(Change<'_>, Vec<u8>)>,
         verify_old: bool,
     ) -> Result<TrieCommit, StoreError> {
         let old_root = self.stored_root(&trie)?;
@@ -310,9 +332,12 @@ impl StateDb {
         };
         let list: Vec<Change<'_>> = changes.iter().map(|(c, _)| *c).collect();
         let updated = update_trie(&pre, old_root, &list, verify_old)?;
-        let flat = changes.iter().map(|(c, fk)| ((*fk).clone(), c.new.map(Arc::from))).collect();
-        let undo =
-            changes.iter().map(|(c, fk)| ((*fk).clone(), c.old.map(<[u8]>::to_vec))).collect();
+        let mut undo = ReverseDiff::new();
+        let mut flat = Vec::with_capacity(changes.len());
+        for (c, fk) in changes {
+            undo.record_ref(Column::Flat, &fk, c.old);
+            flat.push((fk, c.new.map(Arc::from)));
+        }
         let nodes = updated.writes.into_iter().map(|(p, v)| (node_key(&trie, &p), v)).collect();
         Ok(TrieCommit {
             trie,
@@ -345,9 +370,7 @@ impl StateDb {
         let (mut hashes, mut leaf_scans, mut hits, mut misses) = (0, 0, 0, 0);
         let mut main_root = head_root;
         for t in tries {
-            for (k, old) in t.undo {
-                rev.record(Column::Flat, k, old);
-            }
+            rev.append(t.undo);
             flat.extend(t.flat);
             nodes.extend(t.nodes);
             loaded.extend(t.loaded);
@@ -393,5 +416,41 @@ impl StateDb {
 
     fn read_meta(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
         Ok(self.reader().read(Column::Meta, key)?.map(|v| v.to_vec()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn set(entries: &[(&[u8], Option<&[u8]>)]) -> ChangeSet {
+        let kv: BTreeMap<Vec<u8>, Option<Vec<u8>>> =
+            entries.iter().map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec))).collect();
+        ChangeSet::from([(TrieId::Main, kv)])
+    }
+
+    #[test]
+    fn priors_merge_the_sorted_maps() {
+        let changes = set(&[(b"b", Some(b"1")), (b"d", None), (b"f", Some(b"2"))]);
+        // Extra claims before, between and after the changed keys are skipped; an empty
+        // value is absent.
+        let prior = set(&[
+            (b"a", Some(b"x")),
+            (b"b", Some(b"old")),
+            (b"c", None),
+            (b"d", Some(b"")),
+            (b"e", Some(b"y")),
+            (b"f", None),
+            (b"g", Some(b"z")),
+        ]);
+        let olds = priors(&changes, &prior).unwrap();
+        assert_eq!(olds, vec![Some(b"old".as_slice()), None, None]);
+        let missing = set(&[(b"b", Some(b"old")), (b"f", None)]);
+        let e = priors(&changes, &missing).unwrap_err();
+        assert!(matches!(e, CommitError::MissingPrior { ref key, .. } if key == b"d"), "{e:?}");
+        let e = priors(&changes, &ChangeSet::new()).unwrap_err();
+        assert!(matches!(e, CommitError::MissingPrior { ref key, .. } if key == b"b"), "{e:?}");
     }
 }

@@ -17,10 +17,12 @@ pub(crate) const HISTORY_VERSION: u8 = 1;
 /// One restored value: `None` means the key did not exist before the block.
 pub type ReverseEntry = (Column, Vec<u8>, Option<Vec<u8>>);
 
-/// Builds a reverse diff.
-#[derive(Debug, Default)]
+/// Builds a reverse diff, encoding each entry as it is recorded.
+#[derive(Debug, Clone, Default)]
 pub struct ReverseDiff {
-    entries: Vec<ReverseEntry>,
+    /// The entries encoded so far (the header's count is written by `encode`).
+    body: Vec<u8>,
+    count: u32,
 }
 
 impl ReverseDiff {
@@ -31,32 +33,43 @@ impl ReverseDiff {
 
     /// Record that `key` in `column` held `old` before the block.
     pub fn record(&mut self, column: Column, key: Vec<u8>, old: Option<Vec<u8>>) {
-        self.entries.push((column, key, old));
+        self.record_ref(column, &key, old.as_deref());
+    }
+
+    /// [`ReverseDiff::record`] from borrowed bytes.
+    pub fn record_ref(&mut self, column: Column, key: &[u8], old: Option<&[u8]>) {
+        let out = &mut self.body;
+        out.reserve(10 + key.len() + old.map_or(0, |v| 4 + v.len()));
+        out.push(column as u8);
+        out.extend_from_slice(&(key.len() as u32).to_be_bytes());
+        out.extend_from_slice(key);
+        match old {
+            None => out.push(0),
+            Some(v) => {
+                out.push(1);
+                out.extend_from_slice(&(v.len() as u32).to_be_bytes());
+                out.extend_from_slice(v);
+            }
+        }
+        self.count += 1;
+    }
+
+    /// Append `other`'s entries after this diff's.
+    pub fn append(&mut self, other: ReverseDiff) {
+        if self.count == 0 {
+            *self = other;
+            return;
+        }
+        self.body.extend_from_slice(&other.body);
+        self.count += other.count;
     }
 
     /// Serialize.
     pub fn encode(&self) -> Vec<u8> {
-        let size: usize = self
-            .entries
-            .iter()
-            .map(|(_, k, v)| 10 + k.len() + v.as_ref().map_or(0, |v| 4 + v.len()))
-            .sum();
-        let mut out = Vec::with_capacity(5 + size);
+        let mut out = Vec::with_capacity(5 + self.body.len());
         out.push(HISTORY_VERSION);
-        out.extend_from_slice(&(self.entries.len() as u32).to_be_bytes());
-        for (col, key, old) in &self.entries {
-            out.push(*col as u8);
-            out.extend_from_slice(&(key.len() as u32).to_be_bytes());
-            out.extend_from_slice(key);
-            match old {
-                None => out.push(0),
-                Some(v) => {
-                    out.push(1);
-                    out.extend_from_slice(&(v.len() as u32).to_be_bytes());
-                    out.extend_from_slice(v);
-                }
-            }
-        }
+        out.extend_from_slice(&self.count.to_be_bytes());
+        out.extend_from_slice(&self.body);
         out
     }
 
