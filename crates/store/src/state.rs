@@ -499,12 +499,8 @@ impl StateDb {
             // Invariant: invalidate under the exclusive layer lock (see view.rs).
             let reader = &self.shared.reader;
             let mut layers = reader.layers.write();
-            for (k, _) in layer.flat.iter() {
-                reader.flat_cache.invalidate(k);
-            }
-            for (k, _) in layer.nodes.iter() {
-                reader.node_cache.invalidate(k);
-            }
+            reader.flat_cache.invalidate_all(layer.flat.iter().map(|(k, _)| k.as_slice()));
+            reader.node_cache.invalidate_all(layer.nodes.iter().map(|(k, _)| k.as_slice()));
             layers.push(layer.clone());
         }
         let tx = self.tx.as_ref().ok_or(StoreError::WriterStopped)?;
