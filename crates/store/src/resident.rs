@@ -14,6 +14,10 @@
 //! writes, deletions included, are applied after their layer is published); reverts and
 //! bulk loads, which write behind its back, empty it until the next fill.
 //!
+//! Layout: 16 hash maps, a node key's map chosen by its first byte after the trie tag (the
+//! first two nibbles of a main-trie path), so that a commit's node writes, spread over the
+//! whole trie, are applied to the maps in parallel.
+//!
 //! Memory: bounded by `cache.resident_bytes`. Nodes deeper than a depth limit are not kept;
 //! when the resident bytes pass the budget, the limit drops by one level and the deepest
 //! level is evicted (the upper levels, which every block rewrites, stay), which keeps it
@@ -21,6 +25,7 @@
 
 use std::sync::Arc;
 
+use rayon::prelude::*;
 use rocksdb::{IteratorMode, DB};
 use rustc_hash::FxHashMap;
 
@@ -33,11 +38,23 @@ use crate::state::cf;
 const ENTRY_OVERHEAD_BYTES: u64 = 64;
 /// The deepest limit: every node path is shorter than this many nibbles.
 const DEPTH_LIMIT_MAX: u8 = 255;
+/// Maps the entries are spread over.
+const SHARDS: usize = 16;
+/// Below this many entries to apply, one thread applies them all.
+const PARALLEL_APPLY_MIN: usize = 2048;
+
+/// The map that holds node key `key`.
+fn shard(key: &[u8]) -> usize {
+    usize::from(key.get(1).copied().unwrap_or(0) >> 4)
+}
+
+/// One entry to apply: a node (`Some`) or a deletion.
+type Op<'a> = (&'a [u8], Option<Arc<[u8]>>);
 
 /// See the module docs.
 #[derive(Debug)]
 pub(crate) struct Resident {
-    map: FxHashMap<NodeKey, Arc<[u8]>>,
+    maps: Vec<FxHashMap<NodeKey, Arc<[u8]>>>,
     bytes: u64,
     bytes_max: u64,
     /// Nodes whose path is at least this many nibbles deep are not kept.
@@ -84,7 +101,7 @@ impl Resident {
     /// An empty resident trie with a byte budget (0 keeps nothing).
     pub(crate) fn new(bytes_max: u64) -> Resident {
         Resident {
-            map: FxHashMap::default(),
+            maps: (0..SHARDS).map(|_| FxHashMap::default()).collect(),
             bytes: 0,
             bytes_max,
             depth_limit: if bytes_max == 0 { 0 } else { DEPTH_LIMIT_MAX },
@@ -96,13 +113,13 @@ impl Resident {
 
     /// The stored node under node key `key`, if resident.
     pub(crate) fn get(&self, key: &[u8]) -> Option<&Arc<[u8]>> {
-        self.map.get(key)
+        self.maps[shard(key)].get(key)
     }
 
     /// What the resident trie knows of node key `key`: `Some(Some(node))` stored,
     /// `Some(None)` known not stored (complete above the depth limit), `None` unknown.
     pub(crate) fn lookup(&self, key: &[u8]) -> Option<Option<&Arc<[u8]>>> {
-        match self.map.get(key) {
+        match self.get(key) {
             Some(v) => Some(Some(v)),
             None if self.complete && self.keeps(key) => Some(None),
             None => None,
@@ -123,7 +140,8 @@ impl Resident {
             for item in db.iterator_cf(cf(db, CF_NODES)?, IteratorMode::Start) {
                 let (k, v) = item?;
                 if self.keeps(&k) {
-                    self.insert(&k, Arc::from(v));
+                    let delta = insert(&mut self.maps[shard(&k)], &k, Arc::from(v));
+                    self.bytes = self.bytes.saturating_add_signed(delta);
                     since_check += 1;
                     if since_check == 65_536 {
                         self.enforce_budget();
@@ -158,52 +176,44 @@ impl Resident {
         loaded: Vec<(Vec<u8>, Arc<[u8]>)>,
         writes: impl IntoIterator<Item = (&'a [u8], Option<&'a Arc<[u8]>>)>,
     ) {
-        // Invariant: the writes come last, so a loaded node the block replaced or deleted
-        // never survives.
-        for (k, v) in loaded {
-            if self.keeps(&k) {
-                self.insert(&k, v);
+        // Invariant: within each map the writes come last, so a loaded node the block
+        // replaced or deleted never survives (a key's entries all go to one map).
+        let mut parts: Vec<Vec<Op<'_>>> = (0..SHARDS).map(|_| Vec::new()).collect();
+        for (k, v) in &loaded {
+            if self.keeps(k) {
+                parts[shard(k)].push((k, Some(v.clone())));
             }
         }
         for (k, v) in writes {
-            match v {
-                Some(v) if self.keeps(k) => self.insert(k, v.clone()),
-                _ => self.remove(k),
-            }
+            let v = v.filter(|_| self.keeps(k)).cloned();
+            parts[shard(k)].push((k, v));
         }
-        self.enforce_budget();
-    }
-
-    fn insert(&mut self, key: &[u8], value: Arc<[u8]>) {
-        self.bytes += entry_bytes(key, &value);
-        // Most writes replace a node the map holds: keep its key instead of allocating one.
-        if let Some(slot) = self.map.get_mut(key) {
-            let old = std::mem::replace(slot, value);
-            self.bytes -= entry_bytes(key, &old);
+        let total: usize = parts.iter().map(Vec::len).sum();
+        let delta: i64 = if total >= PARALLEL_APPLY_MIN {
+            self.maps.par_iter_mut().zip(parts).map(|(map, ops)| apply_ops(map, ops)).sum()
         } else {
-            self.map.insert(NodeKey::from_slice(key), value);
-        }
-    }
-
-    fn remove(&mut self, key: &[u8]) {
-        if let Some(old) = self.map.remove(key) {
-            self.bytes -= entry_bytes(key, &old);
-        }
+            self.maps.iter_mut().zip(parts).map(|(map, ops)| apply_ops(map, ops)).sum()
+        };
+        self.bytes = self.bytes.saturating_add_signed(delta);
+        self.enforce_budget();
     }
 
     /// Drop the deepest kept level until the bytes fit.
     fn enforce_budget(&mut self) {
-        while self.bytes > self.bytes_max && !self.map.is_empty() {
-            let deepest = self.map.keys().map(|k| depth(k)).max().unwrap_or(0);
+        while self.bytes > self.bytes_max && self.maps.iter().any(|m| !m.is_empty()) {
+            let deepest = self.maps.iter().flat_map(|m| m.keys()).map(|k| depth(k)).max();
+            let deepest = deepest.unwrap_or(0);
             self.depth_limit = deepest;
             let mut freed = 0;
-            self.map.retain(|k, v| {
-                let keep = depth(k) < deepest;
-                if !keep {
-                    freed += entry_bytes(k, v);
-                }
-                keep
-            });
+            for map in &mut self.maps {
+                map.retain(|k, v| {
+                    let keep = depth(k) < deepest;
+                    if !keep {
+                        freed += entry_bytes(k, v);
+                    }
+                    keep
+                });
+            }
             self.bytes -= freed;
         }
     }
@@ -211,7 +221,7 @@ impl Resident {
     /// Forget everything (after writes that bypassed the committer); the next commit
     /// fills it again.
     pub(crate) fn clear(&mut self) {
-        self.map = FxHashMap::default();
+        self.maps = (0..SHARDS).map(|_| FxHashMap::default()).collect();
         self.bytes = 0;
         self.complete = false;
     }
@@ -219,7 +229,7 @@ impl Resident {
     /// Counters.
     pub(crate) fn stats(&self) -> ResidentStats {
         ResidentStats {
-            entries: self.map.len() as u64,
+            entries: self.maps.iter().map(|m| m.len() as u64).sum(),
             bytes: self.bytes,
             bytes_max: self.bytes_max,
             depth_limit: self.depth_limit,
@@ -227,6 +237,31 @@ impl Resident {
             hits: self.hits,
             misses: self.misses,
         }
+    }
+}
+
+/// Apply `ops` in order to `map`; the change in bytes held.
+fn apply_ops(map: &mut FxHashMap<NodeKey, Arc<[u8]>>, ops: Vec<Op<'_>>) -> i64 {
+    let mut delta = 0;
+    for (k, v) in ops {
+        delta += match v {
+            Some(v) => insert(map, k, v),
+            None => map.remove(k).map_or(0, |old| -(entry_bytes(k, &old) as i64)),
+        };
+    }
+    delta
+}
+
+/// Insert or replace; the change in bytes held.
+fn insert(map: &mut FxHashMap<NodeKey, Arc<[u8]>>, key: &[u8], value: Arc<[u8]>) -> i64 {
+    let added = entry_bytes(key, &value) as i64;
+    // Most writes replace a node the map holds: keep its key instead of allocating one.
+    if let Some(slot) = map.get_mut(key) {
+        let old = std::mem::replace(slot, value);
+        added - entry_bytes(key, &old) as i64
+    } else {
+        map.insert(NodeKey::from_slice(key), value);
+        added
     }
 }
 
