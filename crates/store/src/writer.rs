@@ -19,12 +19,14 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use rocksdb::WriteBatch;
-use rustc_hash::FxHashSet;
 
 use crate::error::StoreError;
 use crate::keys::{history_key, CF_FLAT, CF_HISTORY, CF_META, CF_NODES};
-use crate::layer::{ChangeMap, Layer};
+use crate::layer::{ChangeMap, Entry, Layer};
 use crate::state::{cf, Poison, Shared};
 
 /// One column's change map inside a layer.
@@ -128,8 +130,35 @@ pub(crate) fn stage_write(
     }
 }
 
+/// Every key of `maps` (oldest first) once, in ascending order, with its value in the
+/// newest map that has it: a k-way merge of the sorted maps.
+fn merged<'a>(maps: &[&'a ChangeMap]) -> impl Iterator<Item = &'a Entry> {
+    let mut iters: Vec<_> = maps.iter().map(|m| m.iter().peekable()).collect();
+    // Smallest key first; of equal keys, the newest map (highest index) first.
+    let mut heap: BinaryHeap<Reverse<(&'a [u8], Reverse<usize>)>> = BinaryHeap::new();
+    for (i, it) in iters.iter_mut().enumerate() {
+        if let Some((k, _)) = it.peek() {
+            heap.push(Reverse((k.as_slice(), Reverse(i))));
+        }
+    }
+    let mut last: Option<&'a [u8]> = None;
+    std::iter::from_fn(move || loop {
+        let Reverse((key, Reverse(i))) = heap.pop()?;
+        let entry = iters[i].next().unwrap_or_else(|| unreachable!("a queued map has an entry"));
+        if let Some((k, _)) = iters[i].peek() {
+            heap.push(Reverse((k.as_slice(), Reverse(i))));
+        }
+        if last != Some(key) {
+            last = Some(key);
+            return Some(entry);
+        }
+    })
+}
+
 /// One atomic batch for `group` (consecutive layers, oldest first), built straight from
-/// their maps: each key once, with its newest value.
+/// their maps: each key once, with its newest value, in ascending key order per column
+/// (RocksDB's memtable insert reuses its position in the skip list when keys come in
+/// order, where a random order walks it from the top).
 fn write_group(shared: &Shared, group: &[Arc<Layer>]) -> Result<(), StoreError> {
     let db = &shared.reader.db;
     let mut batch = WriteBatch::default();
@@ -137,19 +166,9 @@ fn write_group(shared: &Shared, group: &[Arc<Layer>]) -> Result<(), StoreError> 
         [(CF_FLAT, |l| &l.flat), (CF_NODES, |l| &l.nodes), (CF_META, |l| &l.meta)];
     for (name, map) in columns {
         let h = cf(db, name)?;
-        if let [layer] = group {
-            for (k, v) in map(layer).iter() {
-                stage_write(&mut batch, h, k, v.as_deref());
-            }
-            continue;
-        }
-        let mut seen: FxHashSet<&[u8]> = FxHashSet::default();
-        for layer in group.iter().rev() {
-            for (k, v) in map(layer).iter() {
-                if seen.insert(k) {
-                    stage_write(&mut batch, h, k, v.as_deref());
-                }
-            }
+        let maps: Vec<&ChangeMap> = group.iter().map(|l| map(l)).collect();
+        for (k, v) in merged(&maps) {
+            stage_write(&mut batch, h, k, v.as_deref());
         }
     }
     let hist = cf(db, CF_HISTORY)?;
@@ -164,4 +183,38 @@ fn write_group(shared: &Shared, group: &[Arc<Layer>]) -> Result<(), StoreError> 
     db.write(batch)?;
     shared.bytes_written.fetch_add(bytes, Ordering::Relaxed);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(entries: &[(&[u8], u8)]) -> ChangeMap {
+        let v = |b: u8| (b != 0).then(|| Arc::<[u8]>::from(vec![b]));
+        ChangeMap::from_writes(entries.iter().map(|(k, b)| (k.to_vec(), v(*b))).collect())
+    }
+
+    #[test]
+    fn merge_keeps_each_key_once_newest_value_ascending() {
+        let old = map(&[(b"a", 1), (b"c", 1), (b"e", 1)]);
+        let mid = map(&[(b"b", 2), (b"c", 0), (b"f", 2)]);
+        let new = map(&[(b"a", 3), (b"c", 3), (b"d", 3)]);
+        let got: Vec<(Vec<u8>, Option<u8>)> = merged(&[&old, &mid, &new])
+            .map(|(k, v)| (k.clone(), v.as_ref().map(|v| v[0])))
+            .collect();
+        let want: Vec<(Vec<u8>, Option<u8>)> = vec![
+            (b"a".to_vec(), Some(3)),
+            (b"b".to_vec(), Some(2)),
+            (b"c".to_vec(), Some(3)),
+            (b"d".to_vec(), Some(3)),
+            (b"e".to_vec(), Some(1)),
+            (b"f".to_vec(), Some(2)),
+        ];
+        assert_eq!(got, want);
+        // A deletion in the newest map wins over older values.
+        let del = map(&[(b"e", 0)]);
+        let got: Vec<_> = merged(&[&old, &del]).map(|(k, v)| (k.clone(), v.is_some())).collect();
+        assert_eq!(got, vec![(b"a".to_vec(), true), (b"c".to_vec(), true), (b"e".to_vec(), false)]);
+        assert_eq!(merged(&[]).count(), 0);
+    }
 }
