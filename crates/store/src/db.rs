@@ -48,6 +48,9 @@ pub(crate) fn base_options(config: &StoreConfig, cache: Option<&Cache>) -> Optio
     o.set_compression_type(compression(r.compression));
     o.set_level_compaction_dynamic_level_bytes(true);
     o.increase_parallelism(2);
+    // The store writes its layers without the WAL: memtables must reach disk for every
+    // column family at once (see `writer.rs`, "Durability").
+    o.set_atomic_flush(true);
     o
 }
 

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -111,6 +111,29 @@ pub(crate) struct Shared {
     pub(crate) read_only: bool,
     /// `flat` entries read by rebuilds, verifies and repairs this session (progress).
     pub(crate) scanned: AtomicU64,
+    /// The writer wrote layers (without the WAL) that no memtable flush has made durable
+    /// yet (see `writer.rs`, "Durability").
+    pub(crate) unflushed: AtomicBool,
+}
+
+impl Shared {
+    /// Make every layer the writer wrote durable: one atomic flush of every column
+    /// family's memtables, when any layer was written since the last. Called before any
+    /// write that goes through the WAL, so that replaying the WAL after a crash never
+    /// applies a write on top of a state missing earlier layers.
+    pub(crate) fn make_durable(&self) -> Result<(), StoreError> {
+        if !self.unflushed.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let db = &self.reader.db;
+        let families = COLUMNS.iter().map(|c| cf(db, c)).collect::<Result<Vec<_>, _>>()?;
+        let mut opts = rocksdb::FlushOptions::default();
+        opts.set_wait(true);
+        db.flush_cfs_opt(&families, &opts).inspect_err(|_| {
+            self.unflushed.store(true, Ordering::Release);
+        })?;
+        Ok(())
+    }
 }
 
 /// A shareable read handle on a store ([`StateDb::read_handle`]): the seam's
@@ -259,6 +282,7 @@ impl StateDb {
             totals_at_open,
             read_only,
             scanned: AtomicU64::new(0),
+            unflushed: AtomicBool::new(false),
         });
         let resident = Resident::new(shared.config.cache.resident_bytes);
         if read_only {
@@ -508,7 +532,9 @@ impl StateDb {
         Ok(layer)
     }
 
-    /// Wait until every committed block is on disk and the WAL is synced.
+    /// Wait until every committed block is durable: written by the writer, the memtables
+    /// flushed (all column families at once) and the WAL synced. After this returns, a
+    /// crash reopens at this head or later (see `writer.rs`, "Durability").
     pub fn flush(&self) -> Result<(), StoreError> {
         if self.shared.progress.lock().persisted < self.head.0 {
             // The writer may be holding layers back to write them as one group.
@@ -526,6 +552,7 @@ impl StateDb {
             }
         }
         if !self.shared.read_only {
+            self.shared.make_durable()?;
             self.shared.reader.db.flush_wal(true)?;
         }
         Ok(())
@@ -693,6 +720,7 @@ impl StateDb {
         if let Some(e) = &self.shared.progress.lock().poisoned {
             return Err(e.poisoned());
         }
+        self.shared.make_durable()?;
         let db = &self.shared.reader.db;
         db.put_cf(cf(db, CF_META)?, META_CACHE_TOTALS, self.cache_totals().encode())?;
         db.flush_wal(true)?;
