@@ -9,6 +9,10 @@
 //! - **nomt**: NOMT 1.0 on the same keys and blocks (`crate::nomt_engine`): another
 //!   authenticated store, committing to a binary BLAKE3 trie, durable on every commit.
 //!
+//! plain+undo and blind write with RocksDB's WAL (its default); Arbor writes its block
+//! groups without it and makes them durable by flushing memtables (`docs/design.md`,
+//! "Durability"). Every engine's blocks are durable when its timed final flush returns.
+//!
 //! Each engine: bulk-load the initial keys (timed), write the blocks (each commit timed
 //! alone; generating a block is not timed), flush (timed, part of the total: sustained
 //! blocks/s counts every block until it is durable), then compact and measure the files.

@@ -89,7 +89,8 @@ pub struct EngineReport {
     pub bytes_written_per_block: f64,
     /// Sum of the per-block commit (Arbor) or batch write (plain) times, seconds.
     pub commit_seconds: f64,
-    /// Final flush (Arbor: wait for the writer, sync the WAL; plain: sync the WAL), seconds.
+    /// Final flush (Arbor: wait for the writer, flush the memtables, sync the WAL; plain:
+    /// sync the WAL), seconds.
     pub flush_seconds: f64,
     /// `commit_seconds + flush_seconds`.
     pub total_seconds: f64,
@@ -272,6 +273,12 @@ impl StoreBenchReport {
             self.root,
             if self.root_verified { "verified from flat state" } else { "VERIFY FAILED" },
             thousands(self.values_cross_checked)
+        );
+        let _ = writeln!(
+            out,
+            "durability: every engine's blocks are durable at the final flush; Arbor writes its \
+             block groups without RocksDB's WAL (memtables flushed atomically), plain+undo and \
+             blind with it (RocksDB's default), NOMT syncs every commit"
         );
         out.push('\n');
         out.push_str(&crate::table::text(&self.table()));
