@@ -742,10 +742,14 @@ fn stage_nodes(
     trie_id: &TrieId,
     u: &TrieUpdates,
 ) {
-    for r in u.removed.iter().filter(|r| !r.is_leaf) {
+    // Leaves are rebuilt from `flat` and not stored, except at the root: the store keeps a
+    // trie's root node whatever it is (see `update::place_root`), so a root leaf that a
+    // revert replaces or removes must be rewritten or deleted like any stored node.
+    let stored = |path: &[u8], is_leaf: bool| !is_leaf || path.is_empty();
+    for r in u.removed.iter().filter(|r| stored(r.path.as_slice(), r.is_leaf)) {
         batch.delete_cf(h, node_key(trie_id, r.path.as_slice()));
     }
-    for n in u.new.iter().filter(|n| !n.is_leaf) {
+    for n in u.new.iter().filter(|n| stored(n.path.as_slice(), n.is_leaf)) {
         batch.put_cf(
             h,
             node_key(trie_id, n.path.as_slice()),
