@@ -130,18 +130,37 @@ pub(crate) fn open_db_read_only(path: &Path, config: &StoreConfig) -> Result<DB,
         return Err(OpenError::NotArbor { path: path.to_path_buf() });
     }
     let cache = block_cache(config);
-    let opts = base_options(config, cache.as_ref());
-    let db = DB::open_cf_descriptors_read_only(
-        &opts,
-        path,
-        family_descriptors(config, cache.as_ref()),
-        false,
-    )?;
+    let mut opts = base_options(config, cache.as_ref());
+    // Every table file is opened now: a writer's flushes and compactions delete files, and
+    // an instance that holds them open keeps reading its state.
+    opts.set_max_open_files(-1);
+    let mut attempt = 0;
+    let db = loop {
+        let families = family_descriptors(config, cache.as_ref());
+        match DB::open_cf_descriptors_read_only(&opts, path, families, false) {
+            Ok(db) => break db,
+            // The writer deleted a file between our reading of the MANIFEST and opening
+            // it: the next MANIFEST names its replacement.
+            Err(e) if attempt < READ_ONLY_OPEN_ATTEMPTS && vanished_file(&e) => {
+                attempt += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10 * attempt));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    };
     let meta = meta_family(&db, path)?;
     match has_schema(&db, meta)? {
         true => Ok(db),
         false => Err(OpenError::NotArbor { path: path.to_path_buf() }),
     }
+}
+
+/// Read-only opens retried after losing a race with a writer's file deletion.
+const READ_ONLY_OPEN_ATTEMPTS: u64 = 20;
+
+/// True for an open that failed on a table file that no longer exists.
+fn vanished_file(e: &rocksdb::Error) -> bool {
+    e.to_string().contains("No such file or directory")
 }
 
 fn meta_family<'a>(db: &'a DB, path: &Path) -> Result<&'a rocksdb::ColumnFamily, OpenError> {
