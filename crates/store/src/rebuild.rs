@@ -79,14 +79,20 @@ impl<'a> NodeWriter<'a> {
         }
     }
 
-    fn compare(&mut self, path: &[u8], key: &[u8], expected: &[u8]) {
-        let stored = match cf(self.db, CF_NODES).and_then(|h| Ok(self.db.get_pinned_cf(h, key)?)) {
-            Ok(v) => v,
+    /// The stored node under `key`, or `None` with the error kept for `finish`.
+    fn stored(&mut self, key: &[u8]) -> Option<Option<rocksdb::DBPinnableSlice<'a>>> {
+        let db = self.db;
+        match cf(db, CF_NODES).and_then(|h| Ok(db.get_pinned_cf(h, key)?)) {
+            Ok(v) => Some(v),
             Err(e) => {
                 self.error.get_or_insert(e);
-                return;
+                None
             }
-        };
+        }
+    }
+
+    fn compare(&mut self, path: &[u8], key: &[u8], expected: &[u8]) {
+        let Some(stored) = self.stored(key) else { return };
         match stored {
             Some(v) if &v[..] == expected => self.check.matched += 1,
             Some(_) => self.check.differing += 1,
@@ -114,13 +120,7 @@ impl NodeWriter<'_> {
     /// compared with the leaf, and no stored root is fine.
     fn check_root_leaf(&mut self, root: &H256, encoded: &[u8]) {
         let key = node_key(&self.trie, &[]);
-        let stored = match cf(self.db, CF_NODES).and_then(|h| Ok(self.db.get_pinned_cf(h, &key)?)) {
-            Ok(v) => v,
-            Err(e) => {
-                self.error.get_or_insert(e);
-                return;
-            }
-        };
+        let Some(stored) = self.stored(&key) else { return };
         match stored {
             Some(v) if v[..] == encode_node_value(root, encoded)[..] => self.check.matched += 1,
             Some(_) => {
