@@ -16,6 +16,7 @@ use crate::keys::{
     encode_node_value, flat_range_for_path, node_key, CF_FLAT, CF_NODES, KEY_BYTES_MAX,
 };
 use crate::state::cf;
+use crate::view::leaf_at;
 
 /// Write batches of the rebuild are flushed at about this size.
 const BATCH_BYTES_TARGET: usize = 8 << 20;
@@ -294,9 +295,7 @@ fn rebuild_serial(
     if mode == Mode::Check && leaves == 1 {
         if let Some(item) = scan(db, trie, &[])?.next() {
             let (k, v) = item?;
-            let mut enc = Vec::with_capacity(k.len() + v.len() + 8);
-            EthLayout::encode_leaf(NibbleSlice::new(&k[trie.prefix_len()..]), &v, &mut enc);
-            sink.check_root_leaf(&root, &enc);
+            sink.check_root_leaf(&root, &leaf_at(0, &k[trie.prefix_len()..], &v));
         }
     }
     let (nodes, check) = sink.finish()?;

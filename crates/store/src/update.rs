@@ -218,16 +218,13 @@ fn list_header_len(first: u8) -> usize {
     }
 }
 
-/// Bytes a child reference takes inside its parent's encoding.
-fn item_len(r: &ChildRef) -> usize {
-    match r.kind() {
-        ChildKind::Empty => 1,
-        ChildKind::Inline(bytes) => bytes.len(),
-        ChildKind::Hash(_) => 33,
-    }
-}
-
 impl Out {
+    /// Encode into `self.buf` the leaf of `key` with `value`, hanging `start` nibbles deep.
+    fn encode_leaf(&mut self, key: &[u8], start: usize, value: &[u8]) {
+        self.buf.clear();
+        EthLayout::encode_leaf(NibbleSlice::range(key, start, key.len() * 2), value, &mut self.buf);
+    }
+
     fn delete(&mut self, path: &[u8]) {
         self.writes.push(Write::Ready((path.to_vec(), None)));
     }
@@ -512,9 +509,7 @@ impl<'p, P: PreState> Walker<'p, P> {
 
     /// The hash of the leaf of `key` with `value` at `path` (`None` if it would be inline).
     fn leaf_hash(&self, path: &[u8], key: &[u8], value: &[u8], out: &mut Out) -> Option<H256> {
-        out.buf.clear();
-        let rest = NibbleSlice::range(key, path.len(), key.len() * 2);
-        EthLayout::encode_leaf(rest, value, &mut out.buf);
+        out.encode_leaf(key, path.len(), value);
         if out.buf.len() <= trie::INLINE_MAX {
             return None;
         }
@@ -582,9 +577,7 @@ impl<'p, P: PreState> Walker<'p, P> {
             (Some(c), None) => {
                 if let (true, Some(expected)) = (self.verify_old, hash) {
                     // Checked with the task's batch of hashes (see `Out::resolve`).
-                    out.buf.clear();
-                    let rest = NibbleSlice::range(c.key, path.len(), c.key.len() * 2);
-                    EthLayout::encode_leaf(rest, c.old.unwrap_or_default(), &mut out.buf);
+                    out.encode_leaf(c.key, path.len(), c.old.unwrap_or_default());
                     if !out.check(expected, c.key) {
                         return Err(self.old_value_error(c.key));
                     }
@@ -966,9 +959,7 @@ impl<'p, P: PreState> Walker<'p, P> {
                 Ref::Ready(ChildRef::EMPTY)
             }
             Shape::Leaf { key, start, value } => {
-                out.buf.clear();
-                let rest = NibbleSlice::range(&key, start, key.len() * 2);
-                EthLayout::encode_leaf(rest, &value, &mut out.buf);
+                out.encode_leaf(&key, start, &value);
                 if stored {
                     out.delete(path);
                 }
@@ -1030,9 +1021,7 @@ impl<'p, P: PreState> Walker<'p, P> {
                 ChildKind::Empty => None,
             },
             Shape::Leaf { key, start, value } => {
-                out.buf.clear();
-                let rest = NibbleSlice::range(&key, start, key.len() * 2);
-                EthLayout::encode_leaf(rest, &value, &mut out.buf);
+                out.encode_leaf(&key, start, &value);
                 Some(out.pend(&[], Some(&[]), true))
             }
             Shape::Extension { path, child } => {
@@ -1070,7 +1059,7 @@ fn encode_branch(refs: &[Ref; 16], value: Option<&[u8]>, path: &[u8], out: &mut 
             waiting[count] = (*id, at as u32 + 1);
             count += 1;
         }
-        at += item_len(c);
+        at += c.encoded_len();
     }
     out.pend(&waiting[..count], Some(path), false)
 }

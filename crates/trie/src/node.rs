@@ -97,7 +97,7 @@ impl ChildRef {
 
     /// Bytes this reference occupies inside its parent's encoding.
     #[inline]
-    pub(crate) fn encoded_len(&self) -> usize {
+    pub fn encoded_len(&self) -> usize {
         match self.len {
             0 => 1,
             32 => 33,
