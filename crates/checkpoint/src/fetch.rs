@@ -93,8 +93,11 @@ pub struct SourceReport {
     pub timeouts: u64,
     /// Other failed requests.
     pub errors: u64,
-    /// Why it was excluded, if it was.
+    /// Why it was first excluded, if it ever was. A source excluded for timeouts or errors
+    /// is admitted again when a chunk has no other source left; the reason stays here.
     pub excluded: Option<String>,
+    /// Times it was admitted again after an exclusion for timeouts or errors.
+    pub readmitted: u32,
 }
 
 /// What a multi-source restore did.
@@ -287,6 +290,8 @@ struct SourceState {
     failures_in_a_row: u32,
     /// It served bytes that are not the chunk it was asked for: excluded for good.
     proven_bad: bool,
+    /// Excluded now (the report keeps the first reason across re-admissions).
+    out: bool,
 }
 
 struct Pool<'a, 'r> {
@@ -317,7 +322,12 @@ impl<'a, 'r> Pool<'a, 'r> {
         let states = report
             .sources
             .iter()
-            .map(|s| SourceState { report: s.clone(), failures_in_a_row: 0, proven_bad: false })
+            .map(|s| SourceState {
+                report: s.clone(),
+                failures_in_a_row: 0,
+                proven_bad: false,
+                out: false,
+            })
             .collect();
         Pool {
             r,
@@ -447,6 +457,7 @@ impl<'a, 'r> Pool<'a, 'r> {
             Err(e) if e.blames_source() => {
                 let mut st = self.states.lock();
                 st[si].proven_bad = true;
+                st[si].out = true;
                 st[si].report.bad_chunks += 1;
                 st[si].report.excluded.get_or_insert_with(|| {
                     format!("served bytes that are not chunk {index} ({e})")
@@ -471,7 +482,6 @@ impl<'a, 'r> Pool<'a, 'r> {
     }
 
     /// A source not yet tried for `index` and not excluded, spreading chunks over them.
-    /// A source not yet tried for `index` and not excluded, spreading chunks over them.
     /// When none is left for the chunk, it starts another round after a pause (up to
     /// [`ROUNDS_MAX`]), with the sources excluded for timeouts or errors admitted again (a
     /// slow source may be the only good one); a source that served wrong bytes stays out.
@@ -483,7 +493,7 @@ impl<'a, 'r> Pool<'a, 'r> {
             let n = self.sources.len();
             let pick = (0..n)
                 .map(|k| (index + k) % n)
-                .filter(|si| states[*si].report.excluded.is_none())
+                .filter(|si| !states[*si].out)
                 .filter(|si| !tried.is_some_and(|t| t.get(*si).copied().unwrap_or(false)))
                 .min_by_key(|si| {
                     (!states[*si].report.offered_checkpoint, states[*si].failures_in_a_row)
@@ -499,7 +509,10 @@ impl<'a, 'r> Pool<'a, 'r> {
             let pause = Duration::from_millis(100 << (*rounds).min(5));
             w.tried.remove(&index);
             for s in states.iter_mut().filter(|s| !s.proven_bad) {
-                s.report.excluded = None;
+                if s.out {
+                    s.out = false;
+                    s.report.readmitted += 1;
+                }
                 s.failures_in_a_row = 0;
             }
             drop(w);
@@ -528,8 +541,11 @@ impl<'a, 'r> Pool<'a, 'r> {
         note_failure(&mut s.report, e);
         s.failures_in_a_row += 1;
         let failures = s.failures_in_a_row;
-        if failures >= self.opts.failures_to_exclude.max(1) && s.report.excluded.is_none() {
-            s.report.excluded = Some(format!("{failures} failed requests in a row (last: {e})"));
+        if failures >= self.opts.failures_to_exclude.max(1) && !s.out {
+            s.out = true;
+            s.report
+                .excluded
+                .get_or_insert_with(|| format!("{failures} failed requests in a row (last: {e})"));
         }
         drop(st);
         self.tried(index, si);

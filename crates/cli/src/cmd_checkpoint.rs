@@ -555,13 +555,17 @@ fn print_restore(r: &checkpoint::RestoreReport) {
     );
     for s in &r.sources {
         println!(
-            "  {}: {} chunks served, {} bad, {} timeouts, {} errors{}",
+            "  {}: {} chunks served, {} bad, {} timeouts, {} errors{}{}",
             s.source,
             s.chunks_served,
             s.bad_chunks,
             s.timeouts,
             s.errors,
-            s.excluded.as_ref().map(|e| format!(" — excluded: {e}")).unwrap_or_default()
+            s.excluded.as_ref().map(|e| format!(" — excluded: {e}")).unwrap_or_default(),
+            match s.readmitted {
+                0 => String::new(),
+                n => format!(" (admitted again {n}x)"),
+            }
         );
     }
 }
