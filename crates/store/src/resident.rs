@@ -131,6 +131,13 @@ impl Resident {
         self.complete
     }
 
+    /// The depth limit when the trie is complete above it and deeper nodes may be stored
+    /// (the walk then reads them from the store); `None` when it keeps every level or is
+    /// not filled.
+    pub(crate) fn floor(&self) -> Option<u8> {
+        (self.complete && self.depth_limit < DEPTH_LIMIT_MAX).then_some(self.depth_limit)
+    }
+
     /// Make the resident trie complete: every stored node above the depth limit from one
     /// scan of `nodes`, then the unpersisted `layers` (oldest first) over them.
     pub(crate) fn fill(&mut self, db: &DB, layers: &[Arc<Layer>]) -> Result<(), StoreError> {

@@ -167,7 +167,7 @@ impl ReadHandle {
     ) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
         let flat: Vec<Vec<u8>> =
             keys.iter().map(|k| crate::keys::flat_key(trie, k)).collect::<Result<_, _>>()?;
-        let values = self.shared.reader.read_flat_batch(&flat)?;
+        let values = self.shared.reader.read_batch(Column::Flat, &flat)?;
         Ok(values.into_iter().map(|v| v.map(|v| v.to_vec())).collect())
     }
 }

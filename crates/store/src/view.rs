@@ -87,20 +87,29 @@ impl Reader {
         }
     }
 
-    /// The newest values of `keys` (sorted flat keys), for a commit: the layers answer what
-    /// they hold, the rest comes from batched RocksDB MultiGets (which share memtable and
-    /// block lookups among neighbouring keys), one sorted chunk per rayon thread. Nothing is
-    /// admitted to the caches. Only the committer calls this, so no layer is pushed
-    /// meanwhile, and one the writer pops is on disk already.
-    pub(crate) fn read_flat_batch(&self, keys: &[Vec<u8>]) -> Result<Values, StoreError> {
+    /// The newest values of `keys` (sorted keys of `column`, flat or nodes), for a commit:
+    /// the layers answer what they hold, the rest comes from batched RocksDB MultiGets (which
+    /// share memtable and block lookups among neighbouring keys), one sorted chunk per rayon
+    /// thread. Nothing is admitted to the caches. Only the committer calls this, so no layer
+    /// is pushed meanwhile, and one the writer pops is on disk already.
+    pub(crate) fn read_batch(
+        &self,
+        column: Column,
+        keys: &[Vec<u8>],
+    ) -> Result<Values, StoreError> {
         let layers: Vec<Arc<Layer>> = self.layers.read().clone();
-        let h = cf(&self.db, CF_FLAT)?;
+        let name = match column {
+            Column::Flat => CF_FLAT,
+            Column::Nodes => CF_NODES,
+            Column::Meta => CF_META,
+        };
+        let h = cf(&self.db, name)?;
         let chunk = keys.len().div_ceil(rayon::current_num_threads()).max(BATCH_READ_CHUNK_MIN);
         let parts: Vec<Result<Values, StoreError>> = keys
             .par_chunks(chunk.max(1))
             .map(|part| {
                 let mut out: Vec<Option<Option<Arc<[u8]>>>> =
-                    part.iter().map(|k| newest_in_layers(&layers, Column::Flat, k)).collect();
+                    part.iter().map(|k| newest_in_layers(&layers, column, k)).collect();
                 let missing: Vec<&Vec<u8>> =
                     part.iter().zip(&out).filter(|(_, v)| v.is_none()).map(|(k, _)| k).collect();
                 let mut read = self.db.batched_multi_get_cf(h, missing, true).into_iter();
