@@ -98,12 +98,7 @@ impl Reader {
         keys: &[Vec<u8>],
     ) -> Result<Values, StoreError> {
         let layers: Vec<Arc<Layer>> = self.layers.read().clone();
-        let name = match column {
-            Column::Flat => CF_FLAT,
-            Column::Nodes => CF_NODES,
-            Column::Meta => CF_META,
-        };
-        let h = cf(&self.db, name)?;
+        let h = cf(&self.db, column.cf())?;
         let chunk = keys.len().div_ceil(rayon::current_num_threads()).max(BATCH_READ_CHUNK_MIN);
         let parts: Vec<Result<Values, StoreError>> = keys
             .par_chunks(chunk.max(1))
