@@ -172,9 +172,15 @@ fn merged<'a>(maps: &[&'a ChangeMap]) -> impl Iterator<Item = &'a Entry> {
 /// their maps: each key once, with its newest value, in ascending key order per column
 /// (RocksDB's memtable insert reuses its position in the skip list when keys come in
 /// order, where a random order walks it from the top).
+/// The most a group's write batch reserves up front (it may still grow past it).
+const BATCH_RESERVE_MAX: u64 = 256 << 20;
+
 fn write_group(shared: &Shared, group: &[Arc<Layer>]) -> Result<(), StoreError> {
     let db = &shared.reader.db;
-    let mut batch = WriteBatch::default();
+    // Reserved once: grown by doubling, the batch's buffer would be copied at every step
+    // and each new buffer's pages faulted in again (the layers' byte counts bound it).
+    let reserve = group.iter().map(|l| l.bytes).sum::<u64>().min(BATCH_RESERVE_MAX);
+    let mut batch = WriteBatch::with_capacity_bytes(reserve as usize);
     let columns: [(&str, ColumnOf); 3] =
         [(CF_FLAT, |l| &l.flat), (CF_NODES, |l| &l.nodes), (CF_META, |l| &l.meta)];
     for (name, map) in columns {
