@@ -127,6 +127,15 @@ pub enum ImportError {
         /// The chain's post-state root of that block.
         chain: H256,
     },
+    /// Every block of the chain lies below the database's head, so nothing shows that the
+    /// database holds this chain (the head's block is the one a rerun checks).
+    #[error("the database's head is block {head} but the chain ends {}: nothing shows that the database holds this chain", match .last { Some(n) => format!("at block {n}"), None => "at its genesis".to_string() })]
+    HeadPastChain {
+        /// The database's head.
+        head: u64,
+        /// The chain's last block (`None`: it has none).
+        last: Option<u64>,
+    },
     /// The block source failed (a truncated or unreadable chain file).
     #[error(transparent)]
     Source(Box<dyn std::error::Error + Send + Sync>),
@@ -244,20 +253,42 @@ fn admit_and_execute(
 struct Sequencer {
     next: u64,
     root: H256,
+    /// The chain was seen to hold the database's head: its block at the head's height
+    /// carried the head's root, or the head is the genesis (checked by the caller).
+    anchored: bool,
+    /// The last block skipped as imported already.
+    last_skipped: Option<u64>,
 }
 
 impl Sequencer {
+    fn new(db: &StateDb) -> Self {
+        let head = db.head_number();
+        Sequencer { next: head + 1, root: db.head_root(), anchored: head == 0, last_skipped: None }
+    }
+
+    /// At the end of the chain: an error when no block of it reached the database's head.
+    fn finish(&self) -> Result<(), ImportError> {
+        if self.anchored {
+            return Ok(());
+        }
+        Err(ImportError::HeadPastChain { head: self.next - 1, last: self.last_skipped })
+    }
+
     /// `Ok(None)`: a block already imported, skipped. The skipped block at the head's
     /// height must carry the head's root: otherwise the database holds another chain.
     fn admit(&mut self, block: &Block) -> Result<Option<()>, ImportError> {
         if block.number < self.next {
-            if block.number + 1 == self.next && block.state_root != self.root {
-                return Err(ImportError::OtherChain {
-                    number: block.number,
-                    database: self.root,
-                    chain: block.state_root,
-                });
+            if block.number + 1 == self.next {
+                if block.state_root != self.root {
+                    return Err(ImportError::OtherChain {
+                        number: block.number,
+                        database: self.root,
+                        chain: block.state_root,
+                    });
+                }
+                self.anchored = true;
             }
+            self.last_skipped = Some(block.number);
             return Ok(None);
         }
         let invalid = |reason| ImportError::Invalid { number: block.number, reason };
@@ -272,6 +303,7 @@ impl Sequencer {
         }
         self.next = self.next.saturating_add(1);
         self.root = block.state_root;
+        self.anchored = true;
         Ok(Some(()))
     }
 }
@@ -287,7 +319,7 @@ fn unpipelined<I>(
 where
     I: Iterator<Item = Result<Block, ImportError>>,
 {
-    let mut seq = Sequencer { next: db.head_number() + 1, root: db.head_root() };
+    let mut seq = Sequencer::new(db);
     for block in blocks {
         if stop.load(Ordering::Relaxed) {
             stats.stopped = true;
@@ -302,7 +334,10 @@ where
             Some(e) => commit(db, e, stats, on_block)?,
         }
     }
-    Ok(())
+    if stats.stopped {
+        return Ok(());
+    }
+    seq.finish()
 }
 
 fn pipelined<I>(
@@ -319,7 +354,7 @@ where
     let (tx, rx) = sync_channel::<Result<Executed, ImportError>>(config.queue_blocks.max(1));
     let pending: Mutex<Vec<(u64, Shared)>> = Mutex::new(Vec::new());
     let base = db.read_handle()?;
-    let seq = Sequencer { next: db.head_number() + 1, root: db.head_root() };
+    let seq = Sequencer::new(db);
     let front = Front { base, pending: &pending, workers: config.exec_workers, stop };
     std::thread::scope(|s| {
         let executor = s.spawn(move || front.run(blocks, seq, tx));
@@ -368,7 +403,7 @@ impl Front<'_> {
         for block in blocks {
             if self.stop.load(Ordering::Relaxed) {
                 st.stopped = true;
-                break;
+                return st;
             }
             let start = Instant::now();
             let above = || self.pending.lock().iter().map(|(_, w)| w.clone()).collect();
@@ -388,9 +423,13 @@ impl Front<'_> {
             let failed = msg.is_err();
             let start = Instant::now();
             if tx.send(msg).is_err() || failed {
-                break;
+                return st;
             }
             st.stalled += start.elapsed();
+        }
+        if let Err(e) = seq.finish() {
+            // The committer reports it after the blocks before it (if it still listens).
+            let _ = tx.send(Err(e));
         }
         st
     }

@@ -19,6 +19,7 @@ use chain::{
 use clap::Args;
 use trie::{MemoryNodeSource, H256};
 
+use crate::input::read_bytes;
 use crate::limits;
 use crate::output::{self, Output};
 use crate::usage;
@@ -143,9 +144,7 @@ pub(crate) fn build(args: &BuildArgs) -> Result<ExitCode> {
 /// Run `arbor verify-block`: prints `ok <post root>` or the reason, exit 0/1.
 pub(crate) fn verify(args: &VerifyBlockArgs) -> Result<ExitCode> {
     let parent = args.parent_root;
-    let read =
-        |p: &PathBuf| std::fs::read(p).with_context(|| format!("cannot read {}", p.display()));
-    let (block, witness) = (read(&args.block)?, read(&args.witness)?);
+    let (block, witness) = (read_bytes(&args.block)?, read_bytes(&args.witness)?);
     let verdict = check_block(args, parent, &block, &witness);
     match (&verdict, args.json) {
         (_, true) => {

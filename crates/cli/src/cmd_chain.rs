@@ -149,7 +149,9 @@ fn open_chain(path: &Path) -> Result<ChainReader<File>> {
 /// run: an invalid or undecodable block, another chain's blocks.
 fn rejects_chain(e: &ImportError) -> bool {
     match e {
-        ImportError::Invalid { .. } | ImportError::OtherChain { .. } => true,
+        ImportError::Invalid { .. }
+        | ImportError::OtherChain { .. }
+        | ImportError::HeadPastChain { .. } => true,
         ImportError::Source(s) => {
             !matches!(s.downcast_ref::<ChainFileError>(), Some(ChainFileError::Io(_)) | None)
         }

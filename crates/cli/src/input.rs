@@ -1,22 +1,43 @@
 //! Reading user-supplied files: every failure names the file and what is wrong with it.
 //!
-//! Inputs are read whole into memory; the largest expected input (mainnet's genesis) is
-//! under a megabyte.
+//! Inputs are read whole into memory, at most [`INPUT_BYTES_MAX`] of them (the largest
+//! expected input, mainnet's genesis, is under a megabyte; `/dev/zero` must not fill the
+//! memory).
 
 use std::io::Read;
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use eth::Genesis;
 
-/// The text of `path`, or of stdin when `path` is `-`.
-pub(crate) fn read_text(path: &Path) -> Result<String> {
-    if path == Path::new("-") {
-        let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).context("cannot read stdin")?;
-        return Ok(text);
+/// The largest input file read whole (a genesis, a key/value object, a block, a witness).
+pub(crate) const INPUT_BYTES_MAX: u64 = 1 << 30;
+
+/// The bytes of `path`, or of stdin when `path` is `-`; an error past [`INPUT_BYTES_MAX`].
+pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>> {
+    read_at_most(path, INPUT_BYTES_MAX)
+}
+
+fn read_at_most(path: &Path, limit: u64) -> Result<Vec<u8>> {
+    let name = display_name(path);
+    let mut bytes = Vec::new();
+    let read = if path == Path::new("-") {
+        std::io::stdin().lock().take(limit + 1).read_to_end(&mut bytes)
+    } else {
+        let file = std::fs::File::open(path).with_context(|| format!("cannot read {name}"))?;
+        file.take(limit + 1).read_to_end(&mut bytes)
+    };
+    read.with_context(|| format!("cannot read {name}"))?;
+    if bytes.len() as u64 > limit {
+        bail!("cannot read {name}: larger than {limit} bytes");
     }
-    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+    Ok(bytes)
+}
+
+/// The text of `path`, or of stdin when `path` is `-` (see [`read_bytes`]).
+pub(crate) fn read_text(path: &Path) -> Result<String> {
+    String::from_utf8(read_bytes(path)?)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: not UTF-8 text ({e})", display_name(path)))
 }
 
 /// clap's parser of a 32-byte hash argument (a root, a checkpoint id): 0x optional.
@@ -49,5 +70,24 @@ pub(crate) fn display_name(path: &Path) -> String {
         "stdin".to_string()
     } else {
         path.display().to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inputs_past_the_limit_are_refused_without_reading_them_whole() {
+        let zero = Path::new("/dev/zero");
+        let e = read_at_most(zero, 1 << 16).unwrap_err();
+        assert_eq!(e.to_string(), "cannot read /dev/zero: larger than 65536 bytes");
+        let dir = std::env::temp_dir().join(format!("arbor-input-{}", std::process::id()));
+        std::fs::write(&dir, [7u8; 100]).unwrap();
+        assert_eq!(read_at_most(&dir, 100).unwrap().len(), 100);
+        assert!(read_at_most(&dir, 99).is_err());
+        std::fs::write(&dir, [0xff, 0xfe]).unwrap();
+        assert!(read_text(&dir).unwrap_err().to_string().contains("not UTF-8"));
+        std::fs::remove_file(&dir).unwrap();
     }
 }

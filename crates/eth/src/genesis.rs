@@ -185,6 +185,9 @@ const HEADER_FIELDS: [&str; 9] = [
 impl Genesis {
     /// Parse a genesis file's text: a full genesis with `"alloc"`, or a bare alloc map.
     pub fn from_json_str(s: &str) -> Result<Genesis, GenesisError> {
+        // A `Value` keeps the last of a key written twice in one object; a genesis that
+        // gives an account or a slot two values is refused instead.
+        serde_json::from_str::<NoDuplicateKeys>(s)?;
         let value: Value = serde_json::from_str(s)?;
         Genesis::from_value(&value)
     }
@@ -206,6 +209,59 @@ impl Genesis {
             }
         };
         parse_alloc(alloc)
+    }
+}
+
+/// Any JSON document in which no object has the same key twice (deserializing it fails
+/// with `duplicate key "…"` otherwise); holds nothing.
+struct NoDuplicateKeys;
+
+impl<'de> serde::Deserialize<'de> for NoDuplicateKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NoDuplicateKeys)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for NoDuplicateKeys {
+    type Value = NoDuplicateKeys;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self, A::Error> {
+        let mut keys = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            map.next_value::<NoDuplicateKeys>()?;
+            if !keys.insert(key.clone()) {
+                return Err(serde::de::Error::custom(format!("duplicate key {key:?}")));
+            }
+        }
+        Ok(NoDuplicateKeys)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self, A::Error> {
+        while seq.next_element::<NoDuplicateKeys>()?.is_some() {}
+        Ok(NoDuplicateKeys)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_unit<E>(self) -> Result<Self, E> {
+        Ok(NoDuplicateKeys)
     }
 }
 
@@ -456,6 +512,20 @@ mod tests {
     #[test]
     fn rejects_malformed_documents() {
         assert!(matches!(Genesis::from_json_str("not json"), Err(GenesisError::Json(_))));
+        // A key written twice in one object: an account, a slot, a field.
+        let a = "0x0000000000000000000000000000000000000001";
+        for twice in [
+            format!(r#"{{"alloc":{{"{a}":{{"balance":"1"}},"{a}":{{"balance":"2"}}}}}}"#),
+            format!(r#"{{"{a}":{{"storage":{{"0x01":"0x01","0x01":"0x02"}}}}}}"#),
+            format!(r#"{{"{a}":{{"balance":"1","balance":"2"}}}}"#),
+        ] {
+            let e = Genesis::from_json_str(&twice).unwrap_err();
+            assert!(e.to_string().contains("duplicate key"), "{twice}: {e}");
+        }
+        // The same key in different objects is fine.
+        let b = "0x0000000000000000000000000000000000000002";
+        let ok = format!(r#"{{"{a}":{{"balance":"1"}},"{b}":{{"balance":"1"}}}}"#);
+        assert_eq!(Genesis::from_json_str(&ok).unwrap().alloc.len(), 2);
         assert!(matches!(Genesis::from_json_str(r#"{"alloc": {"#), Err(GenesisError::Json(_))));
         assert!(matches!(
             Genesis::from_json_str("[1, 2]"),

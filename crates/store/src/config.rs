@@ -10,6 +10,7 @@
 //! [`StoreConfig::from_file`]) runs [`StoreConfig::validate`], so a config obtained from them
 //! is within the ranges the store relies on. Parsing is a one-off cost at open time.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -252,6 +253,9 @@ impl RocksConfig {
 /// Origin label for text that did not come from a file.
 const TEXT_ORIGIN: &str = "<text>";
 
+/// The largest config file read (`/dev/zero` must not fill the memory).
+const CONFIG_BYTES_MAX: u64 = 1 << 20;
+
 impl StoreConfig {
     /// Parses and validates a TOML config; missing keys take their defaults.
     pub fn from_toml_str(text: &str) -> Result<StoreConfig, ConfigError> {
@@ -260,9 +264,18 @@ impl StoreConfig {
 
     /// Reads, parses and validates a TOML config file; errors name the file.
     pub fn from_file(path: &Path) -> Result<StoreConfig, ConfigError> {
-        let bytes = std::fs::read(path)
-            .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+        let read_error = |source| ConfigError::Read { path: path.to_path_buf(), source };
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(CONFIG_BYTES_MAX + 1).read_to_end(&mut bytes))
+            .map_err(read_error)?;
         let origin = path.display().to_string();
+        if bytes.len() as u64 > CONFIG_BYTES_MAX {
+            return Err(ConfigError::Parse {
+                origin,
+                message: format!("larger than {CONFIG_BYTES_MAX} bytes: not a store config"),
+            });
+        }
         let text = std::str::from_utf8(&bytes).map_err(|e| ConfigError::Parse {
             origin: origin.clone(),
             message: format!("not UTF-8 text (invalid byte at offset {})", e.valid_up_to()),
@@ -410,7 +423,12 @@ pub fn parse_size(text: &str) -> Option<u64> {
     n.checked_mul(scale)
 }
 
-/// Turn string sizes (`"128MiB"`) of every `…_bytes` key into integers, in place; true
+/// A key whose value is a number of bytes (`…_bytes`, `…_bytes_max`).
+fn is_size_key(key: &str) -> bool {
+    key.ends_with("_bytes") || key.ends_with("_bytes_max")
+}
+
+/// Turn string sizes (`"128MiB"`) of every size key into integers, in place; true
 /// when it changed any.
 fn sizes_to_bytes(
     table: &mut toml::Table,
@@ -422,7 +440,7 @@ fn sizes_to_bytes(
     for (key, value) in table.iter_mut() {
         match value {
             toml::Value::Table(t) => changed |= sizes_to_bytes(t, key, text, origin)?,
-            toml::Value::String(size) if key.ends_with("_bytes") => {
+            toml::Value::String(size) if is_size_key(key) => {
                 let n = parse_size(size).and_then(|n| i64::try_from(n).ok()).ok_or_else(|| {
                     let line = text
                         .lines()
@@ -489,6 +507,8 @@ mod tests {
         .unwrap();
         assert_eq!(c.cache.node_cache_bytes, 64 << 20);
         assert_eq!(c.rocksdb.block_cache_bytes, 1 << 30);
+        let c = StoreConfig::from_toml_str("[layers]\nunpersisted_bytes_max = \"128MiB\"\n");
+        assert_eq!(c.unwrap().layers.unpersisted_bytes_max, 128 << 20);
         let e = StoreConfig::from_toml_str("[cache]\nnode_cache_bytes = \"lots\"\n").unwrap_err();
         assert!(e.to_string().contains("cache.node_cache_bytes"), "{e}");
         // A string where a number is expected is still refused elsewhere.

@@ -154,6 +154,15 @@ fn bad_chain_files_stop_at_the_block_before() {
     let o = arbor(&["import", "--db", &db, "--chain", &other]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("holds another chain"), "{}", stderr(&o));
+    // A chain that ends below the head (here another one): no block of it reaches the
+    // head, so nothing shows the database holds it; exit 1, the head unchanged.
+    let (short, _) = gen_chain("bad-import-short", "600", "3", "40");
+    for pipeline in [&[][..], &["--no-pipeline"][..]] {
+        let o = arbor(&[&["import", "--db", &db, "--chain", &short][..], pipeline].concat());
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert!(stderr(&o).contains("nothing shows that the database holds this chain"));
+        assert_eq!(verified(&db), Some((6, roots[6].clone())));
+    }
     // Not a chain file at all.
     let o = arbor(&[
         "import",
