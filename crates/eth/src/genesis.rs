@@ -9,7 +9,9 @@
 //! storage keys and values as hex with or without `0x` (geth reads `"10"` as sixteen),
 //! short ones left-padded to 32 bytes. Unknown account fields are ignored, except ones
 //! that differ from a known field only in case, which are an error rather than a silently
-//! zero balance. Invariants of the result: addresses are unique (an address spelled twice
+//! zero balance; so are a key written twice in one JSON object (JSON maps keep the last) and
+//! an address among a full genesis's header fields (beside `"alloc"`, where it would be
+//! ignored). Invariants of the result: addresses are unique (an address spelled twice
 //! is an error) and `storage` holds no zero values (a zero slot is an absent slot in the
 //! trie). This module computes no roots; it costs one pass over the parsed JSON.
 
@@ -64,6 +66,13 @@ pub enum GenesisError {
     MissingAlloc {
         /// A header field that shows this is a full genesis, not a bare alloc.
         field: String,
+    },
+    /// A full genesis (it has `"alloc"`) with an account address among its header fields,
+    /// where it would be ignored.
+    #[error("genesis has account address {address:?} beside \"alloc\"; move it into \"alloc\"")]
+    AddressOutsideAlloc {
+        /// The key as written.
+        address: String,
     },
     /// An alloc key is not a 20-byte hex address.
     #[error("invalid account address {address:?}: {source}; expected 40 hex digits, 0x optional")]
@@ -198,9 +207,15 @@ impl Genesis {
             .as_object()
             .ok_or(GenesisError::NotAnObject { what: "the genesis", found: json_type(v) })?;
         let alloc = match top.get("alloc") {
-            Some(alloc) => alloc
-                .as_object()
-                .ok_or(GenesisError::NotAnObject { what: "\"alloc\"", found: json_type(alloc) })?,
+            Some(alloc) => {
+                if let Some(key) = top.keys().find(|k| parse_address(k).is_ok()) {
+                    return Err(GenesisError::AddressOutsideAlloc { address: key.clone() });
+                }
+                alloc.as_object().ok_or(GenesisError::NotAnObject {
+                    what: "\"alloc\"",
+                    found: json_type(alloc),
+                })?
+            }
             None => {
                 if let Some(field) = HEADER_FIELDS.iter().find(|f| top.contains_key(**f)) {
                     return Err(GenesisError::MissingAlloc { field: (*field).to_string() });
@@ -522,6 +537,10 @@ mod tests {
             let e = Genesis::from_json_str(&twice).unwrap_err();
             assert!(e.to_string().contains("duplicate key"), "{twice}: {e}");
         }
+        // An address beside "alloc" would be ignored: refused.
+        let beside = format!(r#"{{"alloc":{{}},"{a}":{{"balance":"1"}}}}"#);
+        let e = Genesis::from_json_str(&beside).unwrap_err();
+        assert!(matches!(e, GenesisError::AddressOutsideAlloc { .. }), "{e}");
         // The same key in different objects is fine.
         let b = "0x0000000000000000000000000000000000000002";
         let ok = format!(r#"{{"{a}":{{"balance":"1"}},"{b}":{{"balance":"1"}}}}"#);
