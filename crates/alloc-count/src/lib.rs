@@ -105,6 +105,30 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Counting<A> {
     }
 }
 
+/// Limit glibc's malloc to `arenas` arenas (its default: up to 8 per core). Memory that C
+/// and C++ code allocates through glibc (RocksDB's blocks, memtables and batches) comes
+/// from the arena of the calling thread, and glibc gives each thread that meets a locked
+/// arena a new one, so a store's background threads, writer and rayon workers spread their
+/// freed memory over many arenas, each keeping its own free pages. One arena per core,
+/// `arbor bench store` on 2 cores, before/after: at 10M keys, 100 blocks, Arbor's peak RSS
+/// 1,337 → 1,160 MiB (4.67 → 4.93 blocks/s); at 1M keys, 150 blocks, 879 → 859 MiB
+/// (14.97 → 16.04 blocks/s). Call it before starting threads. Does nothing on other C
+/// libraries.
+pub fn limit_glibc_arenas(arenas: usize) {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let arenas = libc::c_int::try_from(arenas.max(1)).unwrap_or(libc::c_int::MAX);
+        // SAFETY: `mallopt` takes two integers and only sets a tunable of glibc's
+        // allocator (it takes the allocator's own lock); no memory is passed or returned.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, arenas);
+        }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = arenas;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -118,6 +118,11 @@ pub(crate) fn alloc_totals() -> (u64, u64) {
 }
 
 fn main() -> ExitCode {
+    // RocksDB's C++ allocates through glibc's malloc, whose default of up to 8 arenas per
+    // core inflated the peak RSS (see `alloc_count::limit_glibc_arenas`). Before any
+    // thread starts.
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    alloc_count::limit_glibc_arenas(cores.max(2));
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
