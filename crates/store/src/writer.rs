@@ -168,13 +168,13 @@ fn merged<'a>(maps: &[&'a ChangeMap]) -> impl Iterator<Item = &'a Entry> {
     })
 }
 
+/// The most a group's write batch reserves up front (it may still grow past it).
+const BATCH_RESERVE_MAX: u64 = 256 << 20;
+
 /// One atomic batch for `group` (consecutive layers, oldest first), built straight from
 /// their maps: each key once, with its newest value, in ascending key order per column
 /// (RocksDB's memtable insert reuses its position in the skip list when keys come in
 /// order, where a random order walks it from the top).
-/// The most a group's write batch reserves up front (it may still grow past it).
-const BATCH_RESERVE_MAX: u64 = 256 << 20;
-
 fn write_group(shared: &Shared, group: &[Arc<Layer>]) -> Result<(), StoreError> {
     let db = &shared.reader.db;
     // Reserved once: grown by doubling, the batch's buffer would be copied at every step
