@@ -28,4 +28,4 @@ pub use builder::{
 };
 pub use import::{import, ImportConfig, ImportError, ImportStats, Imported, InvalidBlock};
 pub use runtime::{AccountId, BlockContext, Outcome, Transfer, TransferKind};
-pub use verify::{verify_block, VerifyError};
+pub use verify::{verify_block, verify_block_within, BlockLimits, VerifyError};

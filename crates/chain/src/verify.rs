@@ -16,7 +16,8 @@ use overlay::{ChangeSetError, Overlay, TransactionError};
 use trie::{NodeError, Trie, TrieError, TrieId, UsedNodes, H256};
 
 use crate::block::{Block, CodecError};
-use crate::runtime::{self, ApplyError, BlockContext, CorruptState, Invalid};
+use crate::builder::{DEFAULT_POV_LIMIT, DEFAULT_WEIGHT_LIMIT};
+use crate::runtime::{self, ApplyError, BlockContext, CorruptState, Invalid, TRANSFER_WEIGHT};
 
 /// Why a block did not verify.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -107,15 +108,81 @@ pub enum VerifyError {
     /// The witness holds nodes the block never needed.
     #[error("the witness holds {0} node(s) the block never needed")]
     Unused(usize),
+    /// The block weighs more than the limit (its transfers' weight).
+    #[error("the block's {transfers} transfers weigh {weight}, over the limit of {limit}")]
+    Overweight {
+        /// Transfers in the block.
+        transfers: usize,
+        /// Their weight.
+        weight: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The witness is larger than the proof-of-validity limit.
+    #[error(
+        "the witness holds {bytes} bytes of nodes, over the proof-of-validity limit of {limit}"
+    )]
+    PovTooLarge {
+        /// Its nodes' encoded bytes (what the builder measures).
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
+}
+
+/// The limits a block and its witness must keep: the builder's ([`crate::BuildConfig`]),
+/// which a validator enforces too (a block over them is invalid however it executes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockLimits {
+    /// Largest witness: the sum of its nodes' encoded bytes.
+    pub pov_limit: usize,
+    /// Largest block weight.
+    pub weight_limit: u64,
+}
+
+impl Default for BlockLimits {
+    fn default() -> Self {
+        Self { pov_limit: DEFAULT_POV_LIMIT, weight_limit: DEFAULT_WEIGHT_LIMIT }
+    }
+}
+
+/// Refuse a block or witness over `limits` (checked before anything executes).
+fn check_limits(
+    block: &Block,
+    witness: &[(H256, Vec<u8>)],
+    limits: &BlockLimits,
+) -> Result<(), VerifyError> {
+    let transfers = block.transfers.len();
+    let weight = (transfers as u64).saturating_mul(TRANSFER_WEIGHT);
+    if weight > limits.weight_limit {
+        return Err(VerifyError::Overweight { transfers, weight, limit: limits.weight_limit });
+    }
+    let bytes = witness.iter().fold(0usize, |sum, (_, node)| sum.saturating_add(node.len()));
+    if bytes > limits.pov_limit {
+        return Err(VerifyError::PovTooLarge { bytes, limit: limits.pov_limit });
+    }
+    Ok(())
 }
 
 /// Re-execute `block` from `parent_root` using only `witness` (nodes keyed by their hash,
-/// as [`crate::decode_witness`] gives them); returns the verified post-state root.
+/// as [`crate::decode_witness`] gives them), within the default [`BlockLimits`]; returns
+/// the verified post-state root.
 pub fn verify_block(
     parent_root: H256,
     block: &Block,
     witness: Vec<(H256, Vec<u8>)>,
 ) -> Result<H256, VerifyError> {
+    verify_block_within(parent_root, block, witness, &BlockLimits::default())
+}
+
+/// [`verify_block`] within `limits` (a chain built with other limits than the defaults).
+pub fn verify_block_within(
+    parent_root: H256,
+    block: &Block,
+    witness: Vec<(H256, Vec<u8>)>,
+    limits: &BlockLimits,
+) -> Result<H256, VerifyError> {
+    check_limits(block, &witness, limits)?;
     if block.parent_root != parent_root {
         return Err(VerifyError::Parent { block: block.parent_root, expected: parent_root });
     }

@@ -15,8 +15,9 @@ use chain::runtime::{
     Counter, EXISTENTIAL_DEPOSIT, FEE, FEE_POT_KEY,
 };
 use chain::{
-    build_block, decode_witness, encode_witness, verify_block, Block, BlockContext, BuildConfig,
-    BuildError, CodecError, Format, PerTx, Stop, Transfer, TransferKind, VerifyError,
+    build_block, decode_witness, encode_witness, verify_block, verify_block_within, Block,
+    BlockContext, BlockLimits, BuildConfig, BuildError, CodecError, Format, PerTx, Stop, Transfer,
+    TransferKind, VerifyError,
 };
 use overlay::{Overlay, PovSession};
 use proptest::prelude::*;
@@ -441,4 +442,42 @@ fn codec_errors_name_the_format() {
     assert_eq!(e, CodecError::Version { what: Format::Witness, version: 2 });
     let e = decode_witness(b"ARBW\x01\x00\x00\x00\x01\x00").unwrap_err();
     assert_eq!(e, CodecError::Length { what: Format::Witness, offset: 9 });
+}
+
+/// A validator enforces the builder's limits: a block of more transfers than the weight
+/// limit allows, or a witness over the PoV limit, is refused before it executes, however
+/// it would execute.
+#[test]
+fn blocks_over_the_limits_are_refused() {
+    let (_, src, root) = parent(&[EXISTENTIAL_DEPOSIT * 1_000; 4]);
+    let pool: Vec<Transfer> = (0..2u64)
+        .map(|i| Transfer {
+            from: account_id(i),
+            to: account_id(i + 2),
+            amount: EXISTENTIAL_DEPOSIT,
+            nonce: 0,
+            kind: TransferKind::KeepAlive,
+        })
+        .collect();
+    let built = build_block(&src, root, ctx(), &pool, &BuildConfig::default()).unwrap();
+    let nodes = || decode_witness(&encode_witness(&built.witness)).unwrap();
+    assert_eq!(verify_block(root, &built.block, nodes()).unwrap(), built.block.state_root);
+
+    let tight = BlockLimits { pov_limit: built.proof_size - 1, ..BlockLimits::default() };
+    assert_eq!(
+        verify_block_within(root, &built.block, nodes(), &tight).unwrap_err(),
+        VerifyError::PovTooLarge { bytes: built.proof_size, limit: built.proof_size - 1 }
+    );
+    let exact = BlockLimits { pov_limit: built.proof_size, ..BlockLimits::default() };
+    assert!(verify_block_within(root, &built.block, nodes(), &exact).is_ok());
+
+    let limit = BlockLimits::default().weight_limit;
+    let transfers = usize::try_from(limit / chain::runtime::TRANSFER_WEIGHT).unwrap() + 1;
+    let mut heavy = built.block.clone();
+    heavy.transfers = vec![pool[0]; transfers];
+    let weight = transfers as u64 * chain::runtime::TRANSFER_WEIGHT;
+    assert_eq!(
+        verify_block(root, &heavy, nodes()).unwrap_err(),
+        VerifyError::Overweight { transfers, weight, limit }
+    );
 }

@@ -13,8 +13,8 @@ use chain::runtime::{
     default_author, funded_accounts, genesis, paired_transfers, EXISTENTIAL_DEPOSIT,
 };
 use chain::{
-    build_block, decode_witness, encode_witness, verify_block, Block, BlockContext, BuildConfig,
-    BuildError, TransferKind,
+    build_block, decode_witness, encode_witness, verify_block_within, Block, BlockContext,
+    BlockLimits, BuildConfig, BuildError, TransferKind,
 };
 use clap::Args;
 use trie::{MemoryNodeSource, H256};
@@ -77,6 +77,16 @@ pub(crate) struct VerifyBlockArgs {
     block: PathBuf,
     /// The witness file.
     witness: PathBuf,
+    /// Proof-of-validity limit the witness must keep, in bytes of its nodes (units allowed:
+    /// 5MiB), as given to build-block; 1 to 1,073,741,824. The block's weight limit is the
+    /// builder's: 10,000 transfers.
+    #[arg(
+        long,
+        value_name = "BYTES",
+        default_value_t = chain::builder::DEFAULT_POV_LIMIT as u64,
+        value_parser = limits::size_in(1, limits::POV_LIMIT_MAX as u64)
+    )]
+    pov_limit: u64,
     /// Print the result as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -176,5 +186,7 @@ fn check_block(
     let block = Block::decode(block).map_err(|e| format!("{}: {e}", args.block.display()))?;
     let witness =
         decode_witness(witness).map_err(|e| format!("{}: {e}", args.witness.display()))?;
-    verify_block(parent, &block, witness).map_err(|e| e.to_string())
+    let pov_limit = usize::try_from(args.pov_limit).unwrap_or(usize::MAX);
+    let limits = BlockLimits { pov_limit, ..BlockLimits::default() };
+    verify_block_within(parent, &block, witness, &limits).map_err(|e| e.to_string())
 }

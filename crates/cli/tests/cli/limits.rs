@@ -298,4 +298,11 @@ fn build_block_refuses_a_pov_limit_below_the_smallest_witness() {
     let parent = stdout(&o).lines().next().unwrap().strip_prefix("parent ").unwrap().to_string();
     let verified = ok(&["verify-block", "--parent-root", &parent, s(&block), s(&witness)]);
     assert!(verified.starts_with("ok 0x"), "{verified}");
+    // A validator with a smaller limit refuses the same witness.
+    let below = (min - 1).to_string();
+    let args = ["verify-block", "--parent-root", &parent, s(&block), s(&witness), "--pov-limit"];
+    let o = arbor(&[&args[..], &[below.as_str()]].concat());
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("over the proof-of-validity limit"), "{out}");
 }
