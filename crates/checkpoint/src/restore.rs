@@ -350,6 +350,7 @@ impl<'db> Restorer<'db> {
         if actual != info.digest {
             return Err(ChunkError::Digest { index, expected: info.digest, actual });
         }
+        check_len(info.len, index, bytes)?;
         if self.is_done(index) {
             return Ok(Offered::AlreadyDone);
         }
@@ -513,6 +514,16 @@ impl<'db> Restorer<'db> {
 }
 
 /// Check that `chunk` is the one the manifest describes at `index`.
+/// The chunk's length against the manifest's: the digest matched, so a difference is the
+/// manifest's fault (a manifest that misstates a size is refused, not believed).
+pub(crate) fn check_len(len: u64, index: usize, bytes: &[u8]) -> Result<(), ChunkError> {
+    if bytes.len() as u64 != len {
+        let what = format!("{} bytes, the manifest says {len}", bytes.len());
+        return Err(ChunkError::Mismatch { index, what });
+    }
+    Ok(())
+}
+
 pub(crate) fn check_fit(
     manifest: &Manifest,
     index: usize,

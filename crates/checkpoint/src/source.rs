@@ -117,14 +117,23 @@ impl Source for DirSource {
     }
 }
 
+/// A file of a directory source, read whole up to `max`. Only regular files are read: the
+/// file is opened without blocking (a FIFO put in a chunk's place would otherwise hold the
+/// restore in `open` until a writer came, past every timeout and signal) and refused when
+/// it is anything else.
 fn read_capped(path: &std::path::Path, max: u64) -> Result<Vec<u8>, SourceError> {
-    let f = match std::fs::File::open(path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path);
+    let f = match opened {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(SourceError::NotFound),
         Err(e) => return Err(SourceError::Io(e.to_string())),
     };
-    let hint = f.metadata().map_or(0, |m| m.len());
-    capped(f, max, hint)
+    let meta = f.metadata().map_err(|e| SourceError::Io(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(SourceError::Io(format!("{} is not a regular file", path.display())));
+    }
+    capped(f, max, meta.len())
 }
 
 /// Read at most `max` bytes; more is [`SourceError::TooLarge`] (reading stops there).
@@ -240,4 +249,29 @@ fn parse_listing(body: &[u8]) -> Result<Vec<H256>, SourceError> {
         .iter()
         .map(|l| parse_id(&l.id).ok_or_else(|| SourceError::Listing(format!("bad id {:?}", l.id))))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_source_reads_only_regular_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("chunk");
+        std::fs::write(&file, b"bytes").unwrap();
+        assert_eq!(read_capped(&file, 5).unwrap(), b"bytes");
+        assert!(matches!(read_capped(&file, 4), Err(SourceError::TooLarge { max: 4 })));
+        assert!(matches!(read_capped(&dir.path().join("none"), 9), Err(SourceError::NotFound)));
+        // A FIFO with no writer: refused at once instead of blocking in `open`.
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success());
+        for odd in [fifo.as_path(), dir.path()] {
+            match read_capped(odd, 9) {
+                Err(SourceError::Io(m)) => assert!(m.contains("not a regular file"), "{m}"),
+                other => panic!("{}: {other:?}", odd.display()),
+            }
+        }
+    }
 }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use trie::{keccak256, EthLayout, TrieId, H256};
 
 use crate::format::{Chunk, Manifest};
-use crate::restore::{check_fit, storage_root_of, ChunkError, RestoreError, Trusted};
+use crate::restore::{check_fit, check_len, storage_root_of, ChunkError, RestoreError, Trusted};
 use crate::source::{Source, SourceError};
 
 /// What a verified checkpoint holds.
@@ -86,6 +86,7 @@ pub fn verify_checkpoint(
                 Box::new(ChunkError::Digest { index, expected: info.digest, actual }).into()
             );
         }
+        check_len(info.len, index, &bytes).map_err(Box::new)?;
         let chunk = Chunk::decode(&bytes)
             .map_err(|source| Box::new(ChunkError::Decode { index, source }))?;
         check_fit(&m, index, &chunk)

@@ -502,6 +502,31 @@ fn truncated_extended_misplaced_and_stale_chunks_are_blamed_on_the_source() {
     refused_by_digest(&bad, 2);
 }
 
+/// A manifest that names a genuine chunk's digest but misstates its length (and the total
+/// to match) is refused at that chunk, as the manifest's fault, with nothing written.
+#[test]
+fn a_manifest_misstating_a_chunk_length_is_refused() {
+    let fx = fixture();
+    let i = fx.main_mid;
+    for delta in [1i64, -1, 100] {
+        let mut m = fx.manifest.clone();
+        let len = m.chunks[i].len.checked_add_signed(delta).unwrap();
+        m.chunk_bytes = m.chunk_bytes - m.chunks[i].len + len;
+        m.chunks[i].len = len;
+        let manifest = m.encode();
+        let mut dst = fresh();
+        let r = Restorer::begin(&mut dst.db, fx.trusted, &manifest, &dst.opts).unwrap();
+        for k in 0..i {
+            r.offer(k, &fx.chunks[k]).unwrap();
+        }
+        let e = r.offer(i, &fx.chunks[i]).unwrap_err();
+        assert!(mismatch(&e) && !e.blames_source(), "{delta}: {e:?}");
+        assert!(e.to_string().contains("the manifest says"), "{e}");
+        drop(r);
+        nothing_written(&mut dst, &manifest, i, &fx.chunks[i], &e);
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Behind the digest: a manifest that names the mutated chunk.
 
