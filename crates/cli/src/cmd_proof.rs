@@ -147,7 +147,9 @@ pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
 /// Decode `text` as either proof shape and check it against `root`: the verdict, or why
 /// the text is no proof at all.
 fn check_proof(text: &str, file: &Path, root: &H256) -> Result<Result<(), String>> {
-    let json: Value = serde_json::from_str(text)
+    // A key given twice in one object (a second "balance" or "value") is refused: the
+    // verdict must be about the values a reader of the file sees.
+    let json: Value = eth::parse_json_strict(text)
         .with_context(|| format!("{} is not valid JSON", display_name(file)))?;
     let obj = proof_object(&json)?;
     if obj.get("accountProof").is_none() && obj.get("proof").is_some() {
@@ -180,6 +182,11 @@ impl KeyProof {
         let hex = |s: &str, what: &str| {
             trie::decode_hex(s).map_err(|e| format!("{what} is not hex: {e}"))
         };
+        // The file names the root it proves against; another root is no proof of it.
+        let named = crate::input::parse_h256(&self.root).map_err(|e| format!("root: {e}"))?;
+        if named != *root {
+            return Err(format!("the proof is of root {named}, not of the given root {root}"));
+        }
         let key = hex(&self.key, "key")?;
         if key.len() > store::KEY_BYTES_MAX {
             return Err(format!("key of {} bytes exceeds {}", key.len(), store::KEY_BYTES_MAX));
@@ -201,11 +208,11 @@ fn proof_object(json: &Value) -> Result<&Value> {
     let Some(obj) = json.as_object() else {
         bail!("expected a JSON object (an eth_getProof result or a JSON-RPC response)");
     };
+    if let Some(err) = obj.get("error").filter(|e| !e.is_null()) {
+        bail!("the file is a JSON-RPC error response: {err}");
+    }
     if let Some(result) = obj.get("result") {
         return Ok(result);
-    }
-    if let Some(err) = obj.get("error") {
-        bail!("the file is a JSON-RPC error response: {err}");
     }
     Ok(json)
 }
@@ -233,5 +240,16 @@ mod tests {
         let err = serde_json::json!({ "jsonrpc": "2.0", "error": { "code": -32000 } });
         assert!(proof_object(&err).is_err());
         assert!(proof_object(&serde_json::json!([1])).is_err());
+        let null = serde_json::json!({ "result": null, "error": { "code": -32000 } });
+        let e = proof_object(&null).unwrap_err().to_string();
+        assert!(e.contains("error response"), "{e}");
+    }
+
+    #[test]
+    fn a_key_given_twice_is_no_proof() {
+        let file = Path::new("p.json");
+        let text = r#"{"address": "0x00", "balance": "0x1", "balance": "0x0"}"#;
+        let e = check_proof(text, file, &H256::ZERO).unwrap_err();
+        assert!(format!("{e:#}").contains("duplicate key \"balance\""), "{e:#}");
     }
 }

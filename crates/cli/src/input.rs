@@ -1,17 +1,23 @@
 //! Reading user-supplied files: every failure names the file and what is wrong with it.
 //!
-//! Inputs are read whole into memory, at most [`INPUT_BYTES_MAX`] of them (the largest
-//! expected input, mainnet's genesis, is under a megabyte; `/dev/zero` must not fill the
-//! memory).
+//! Inputs are read whole into memory, at most [`INPUT_BYTES_MAX`] of binary input (a block,
+//! a witness under the largest PoV limit) and [`TEXT_BYTES_MAX`] of JSON text (mainnet's
+//! genesis is under a megabyte). A regular file over its limit is refused from its size,
+//! before it is read; a stream (stdin, a FIFO, `/dev/zero`) is read in growing steps that
+//! stop one byte past the limit, so memory stays within about 1.5 times the limit.
 
 use std::io::Read;
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use eth::Genesis;
 
-/// The largest input file read whole (a genesis, a key/value object, a block, a witness).
+/// The largest binary input read whole (a block, a witness).
 pub(crate) const INPUT_BYTES_MAX: u64 = 1 << 30;
+/// The largest text input read whole (a genesis, a key/value object, a proof).
+pub(crate) const TEXT_BYTES_MAX: u64 = 256 << 20;
+/// The first read step of a stream.
+const STEP_BYTES_MIN: usize = 64 << 10;
 
 /// The bytes of `path`, or of stdin when `path` is `-`; an error past [`INPUT_BYTES_MAX`].
 pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>> {
@@ -20,23 +26,45 @@ pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>> {
 
 fn read_at_most(path: &Path, limit: u64) -> Result<Vec<u8>> {
     let name = display_name(path);
-    let mut bytes = Vec::new();
+    let too_large = || anyhow::anyhow!("cannot read {name}: larger than {limit} bytes");
     let read = if path == Path::new("-") {
-        std::io::stdin().lock().take(limit + 1).read_to_end(&mut bytes)
+        read_capped(std::io::stdin().lock(), limit, 0)
     } else {
         let file = std::fs::File::open(path).with_context(|| format!("cannot read {name}"))?;
-        file.take(limit + 1).read_to_end(&mut bytes)
+        let meta = file.metadata().with_context(|| format!("cannot read {name}"))?;
+        if meta.is_file() && meta.len() > limit {
+            return Err(too_large());
+        }
+        let size = if meta.is_file() { meta.len() } else { 0 };
+        read_capped(file, limit, size)
     };
-    read.with_context(|| format!("cannot read {name}"))?;
+    let bytes = read.with_context(|| format!("cannot read {name}"))?;
     if bytes.len() as u64 > limit {
-        bail!("cannot read {name}: larger than {limit} bytes");
+        return Err(too_large());
     }
     Ok(bytes)
 }
 
-/// The text of `path`, or of stdin when `path` is `-` (see [`read_bytes`]).
+/// Read `r` to its end or to one byte past `limit`, whichever comes first, starting with
+/// room for `size_hint` bytes and growing by doubling but never past `limit + 1`.
+fn read_capped(mut r: impl Read, limit: u64, size_hint: u64) -> std::io::Result<Vec<u8>> {
+    let cap = usize::try_from(limit.saturating_add(1)).unwrap_or(usize::MAX);
+    let first = usize::try_from(size_hint.saturating_add(1)).unwrap_or(cap).min(cap);
+    let mut bytes = Vec::with_capacity(first);
+    loop {
+        let spare = bytes.capacity() - bytes.len();
+        let got = (&mut r).take(spare as u64).read_to_end(&mut bytes)?;
+        if bytes.len() >= cap || got < spare {
+            return Ok(bytes);
+        }
+        let step = bytes.capacity().max(STEP_BYTES_MIN).min(cap - bytes.len());
+        bytes.reserve_exact(step);
+    }
+}
+
+/// The text of `path`, or of stdin when `path` is `-`: UTF-8, at most [`TEXT_BYTES_MAX`].
 pub(crate) fn read_text(path: &Path) -> Result<String> {
-    String::from_utf8(read_bytes(path)?)
+    String::from_utf8(read_at_most(path, TEXT_BYTES_MAX)?)
         .map_err(|e| anyhow::anyhow!("cannot read {}: not UTF-8 text ({e})", display_name(path)))
 }
 
@@ -86,6 +114,18 @@ mod tests {
         std::fs::write(&dir, [7u8; 100]).unwrap();
         assert_eq!(read_at_most(&dir, 100).unwrap().len(), 100);
         assert!(read_at_most(&dir, 99).is_err());
+        // Every step boundary: the limit is exact wherever it falls.
+        for len in [0usize, 1, 65_535, 65_536, 65_537, 200_000] {
+            std::fs::write(&dir, vec![1u8; len]).unwrap();
+            assert_eq!(read_at_most(&dir, len as u64).unwrap().len(), len);
+            if len > 0 {
+                assert!(read_at_most(&dir, len as u64 - 1).is_err());
+            }
+            let streamed = read_capped(std::fs::File::open(&dir).unwrap(), len as u64, 0);
+            assert_eq!(streamed.unwrap().len(), len);
+            let cut = read_capped(std::fs::File::open(&dir).unwrap(), 1000, 0).unwrap();
+            assert_eq!(cut.len(), len.min(1001));
+        }
         std::fs::write(&dir, [0xff, 0xfe]).unwrap();
         assert!(read_text(&dir).unwrap_err().to_string().contains("not UTF-8"));
         std::fs::remove_file(&dir).unwrap();

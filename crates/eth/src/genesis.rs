@@ -196,9 +196,7 @@ impl Genesis {
     pub fn from_json_str(s: &str) -> Result<Genesis, GenesisError> {
         // A `Value` keeps the last of a key written twice in one object; a genesis that
         // gives an account or a slot two values is refused instead.
-        serde_json::from_str::<NoDuplicateKeys>(s)?;
-        let value: Value = serde_json::from_str(s)?;
-        Genesis::from_value(&value)
+        Genesis::from_value(&parse_json_strict(s)?)
     }
 
     /// Parse an already-decoded JSON value (see [`Genesis::from_json_str`]).
@@ -225,6 +223,15 @@ impl Genesis {
         };
         parse_alloc(alloc)
     }
+}
+
+/// Parse JSON text into a [`Value`], refusing any object that has the same key twice
+/// (`duplicate key "…" at line L column C`): a `Value` would keep the last one silently, so
+/// a file could show one value to a reader and give another to Arbor. Cost: the text is
+/// parsed twice (a check pass, then the value).
+pub fn parse_json_strict(s: &str) -> Result<Value, serde_json::Error> {
+    serde_json::from_str::<NoDuplicateKeys>(s)?;
+    serde_json::from_str(s)
 }
 
 /// Any JSON document in which no object has the same key twice (deserializing it fails

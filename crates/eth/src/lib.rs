@@ -24,7 +24,9 @@ mod state;
 
 pub use account::{decode_storage_value, secure_key, storage_value_rlp, Account, AccountError};
 pub use alloy_primitives::U256;
-pub use genesis::{parse_address, Address, FieldError, Genesis, GenesisAccount, GenesisError};
+pub use genesis::{
+    parse_address, parse_json_strict, Address, FieldError, Genesis, GenesisAccount, GenesisError,
+};
 pub use number::{parse_quantity, NumberError};
 pub use proof::{AccountProof, EthProofError, FieldProblem, StorageProof};
 pub use state::{genesis_entries, genesis_state_root, EthState, GenesisEntries};
