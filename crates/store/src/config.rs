@@ -17,6 +17,12 @@ use serde::{Deserialize, Serialize};
 
 /// One mebibyte.
 const MIB: u64 = 1 << 20;
+/// The largest byte size a key takes (1 PiB): past it a budget bounds nothing.
+const SIZE_MAX: u64 = 1 << 50;
+/// The most blocks of reverse diffs kept (2^24: over six years of 12-second blocks).
+const HISTORY_DEPTH_MAX: u64 = 1 << 24;
+/// The most automatic checkpoints kept.
+const CHECKPOINTS_KEPT_MAX: u64 = 1 << 16;
 
 /// A default as written in the table: a TOML literal (number or string) that also
 /// converts to the field's Rust type.
@@ -35,7 +41,7 @@ macro_rules! identity_literal {
         }
     )*};
 }
-identity_literal!(u64, i32, f64);
+identity_literal!(u64, i32, f64, bool);
 
 impl FromLiteral for String {
     type Literal = &'static str;
@@ -92,7 +98,8 @@ macro_rules! config_table {
         pub const DEFAULT_CONFIG_TOML: &str = concat!(
             "# Arbor store configuration (TOML).\n",
             "# Every key is optional: a missing key takes the default shown here.\n",
-            "# Unknown keys are rejected. Sizes are in bytes, or with a unit: \"128MiB\", \"4 GiB\".\n",
+            "# Unknown keys are rejected. Sizes are in bytes, or with a unit: \"128MiB\", \"4 GiB\";\n",
+            "# at most 1 PiB.\n",
             $(
                 "\n[", $section, "]\n",
                 $(
@@ -124,6 +131,12 @@ config_table! {
         max_total_wal_bytes: u64 = 1073741824,
         /// Block compression: "none", "lz4" or "zstd".
         compression: Compression = "lz4",
+        /// Run RocksDB's flush and compaction threads at the lowest CPU priority (nice 19),
+        /// so that they use the cores a commit leaves idle instead of slowing it (their work
+        /// waits, bounded by RocksDB's write stalls). The threads are shared by every
+        /// database in the process, so the setting is too: once a database lowers them,
+        /// they stay low.
+        low_priority_background: bool = true,
     }
 
     /// Arbor's own read caches (`[cache]` section); see `docs/design.md`, "Store".
@@ -143,7 +156,7 @@ config_table! {
         /// Bytes held by committed but unpersisted diff layers before commits block; at
         /// least 1 MiB.
         unpersisted_bytes_max: u64 = 268435456,
-        /// Blocks of reverse diffs kept for reverts; at least 1.
+        /// Blocks of reverse diffs kept for reverts; 1 to 16,777,216.
         history_depth: u64 = 128,
         /// Committed blocks the background writer gathers into one write (each key written
         /// once per group: the upper trie nodes every block rewrites go to disk once); a
@@ -157,8 +170,8 @@ config_table! {
     ["checkpoint"] CheckpointConfig {
         /// Create a checkpoint at every block number divisible by this; 0 turns them off.
         every_blocks: u64 = 0,
-        /// Checkpoints kept: older ones are deleted, with the chunks only they use; at
-        /// least 1.
+        /// Checkpoints kept: older ones are deleted, with the chunks only they use; 1 to
+        /// 65,536.
         keep: u64 = 2,
         /// Their directory; empty means `<database>.checkpoints` beside the database.
         dir: String = "",
@@ -319,6 +332,20 @@ impl StoreConfig {
             expected,
         };
         let r = &self.rocksdb;
+        let (cache, l) = (&self.cache, &self.layers);
+        let sizes = [
+            ("rocksdb.block_cache_bytes", r.block_cache_bytes),
+            ("rocksdb.target_file_size_bytes", r.target_file_size_bytes),
+            ("rocksdb.write_buffer_bytes", r.write_buffer_bytes),
+            ("rocksdb.max_total_wal_bytes", r.max_total_wal_bytes),
+            ("cache.node_cache_bytes", cache.node_cache_bytes),
+            ("cache.flat_cache_bytes", cache.flat_cache_bytes),
+            ("cache.resident_bytes", cache.resident_bytes),
+            ("layers.unpersisted_bytes_max", l.unpersisted_bytes_max),
+        ];
+        if let Some((key, size)) = sizes.into_iter().find(|(_, size)| *size > SIZE_MAX) {
+            return Err(invalid(key, size.to_string(), "at most 1125899906842624 (1 PiB)"));
+        }
         let bloom = r.bloom_bits_per_key;
         if !(bloom.is_finite() && (0.0..=64.0).contains(&bloom)) {
             return Err(invalid("rocksdb.bloom_bits_per_key", toml_float(bloom), "0.0 to 64.0"));
@@ -351,7 +378,6 @@ impl StoreConfig {
                 "0 (RocksDB chooses) or at least rocksdb.write_buffer_bytes",
             ));
         }
-        let l = &self.layers;
         if l.unpersisted_bytes_max < MIB {
             return Err(invalid(
                 "layers.unpersisted_bytes_max",
@@ -366,12 +392,16 @@ impl StoreConfig {
                 "1 to 1024",
             ));
         }
-        if l.history_depth < 1 {
-            return Err(invalid("layers.history_depth", l.history_depth.to_string(), "at least 1"));
+        if !(1..=HISTORY_DEPTH_MAX).contains(&l.history_depth) {
+            return Err(invalid(
+                "layers.history_depth",
+                l.history_depth.to_string(),
+                "1 to 16777216",
+            ));
         }
         let c = &self.checkpoint;
-        if c.keep < 1 {
-            return Err(invalid("checkpoint.keep", c.keep.to_string(), "at least 1"));
+        if !(1..=CHECKPOINTS_KEPT_MAX).contains(&c.keep) {
+            return Err(invalid("checkpoint.keep", c.keep.to_string(), "1 to 65536"));
         }
         if !(1..=256).contains(&c.threads) {
             return Err(invalid("checkpoint.threads", c.threads.to_string(), "1 to 256"));
@@ -534,6 +564,7 @@ mod tests {
         assert_eq!(c.rocksdb.write_buffer_bytes, 64 * MIB);
         assert_eq!(c.rocksdb.max_total_wal_bytes, 1024 * MIB);
         assert_eq!(c.rocksdb.compression, Compression::Lz4);
+        assert!(c.rocksdb.low_priority_background);
         assert_eq!(c.cache.node_cache_bytes, 128 * MIB);
         assert_eq!(c.cache.flat_cache_bytes, 64 * MIB);
         assert_eq!(c.cache.resident_bytes, 256 * MIB);
@@ -587,6 +618,7 @@ mod tests {
         let mut c = StoreConfig::default();
         c.rocksdb.bloom_bits_per_key = 0.5;
         c.rocksdb.compression = Compression::None;
+        c.rocksdb.low_priority_background = false;
         c.cache.node_cache_bytes = 0;
         c.layers.unpersisted_bytes_max = 3 * MIB;
         let via_serde = toml::to_string(&c).unwrap();
@@ -616,6 +648,8 @@ mod tests {
             "[rocksdb]\ncompression = 3\n",
             "rocksdb = 5\n",
             "[layers]\nhistory_depth = true\n",
+            "[rocksdb]\nlow_priority_background = 1\n",
+            "[rocksdb]\nlow_priority_background = \"no\"\n",
         ] {
             let e = parse_err(text);
             assert!(matches!(e, ConfigError::Parse { .. }), "{text}: {e:?}");
@@ -638,6 +672,11 @@ mod tests {
             ("[rocksdb]\nmax_total_wal_bytes = 1048576\n", "rocksdb.max_total_wal_bytes"),
             ("[layers]\nhistory_depth = 0\n", "layers.history_depth"),
             ("[layers]\nunpersisted_bytes_max = 1048575\n", "layers.unpersisted_bytes_max"),
+            ("[layers]\nunpersisted_bytes_max = \"1000000 TiB\"\n", "layers.unpersisted_bytes_max"),
+            ("[cache]\nnode_cache_bytes = \"1025 TiB\"\n", "cache.node_cache_bytes"),
+            ("[rocksdb]\nblock_cache_bytes = 1125899906842625\n", "rocksdb.block_cache_bytes"),
+            ("[layers]\nhistory_depth = 16777217\n", "layers.history_depth"),
+            ("[checkpoint]\nkeep = 9223372036854775807\n", "checkpoint.keep"),
         ];
         for (text, want_key) in cases {
             match parse_err(text) {
@@ -655,6 +694,8 @@ mod tests {
             "[layers]\nhistory_depth = 1\nunpersisted_bytes_max = 1048576\n",
             "[cache]\nnode_cache_bytes = 0\nflat_cache_bytes = 0\n",
             "[cache]\nresident_bytes = 0\n",
+            "[cache]\nresident_bytes = \"1024 TiB\"\n[layers]\nhistory_depth = 16777216\n",
+            "[checkpoint]\nkeep = 65536\n",
         ] {
             StoreConfig::from_toml_str(text).unwrap();
         }
@@ -667,7 +708,7 @@ mod tests {
         let e = c.validate().unwrap_err();
         assert_eq!(
             e.to_string(),
-            "store config <value>: `layers.history_depth` = 0 is invalid: at least 1"
+            "store config <value>: `layers.history_depth` = 0 is invalid: 1 to 16777216"
         );
     }
 

@@ -51,7 +51,24 @@ pub(crate) fn base_options(config: &StoreConfig, cache: Option<&Cache>) -> Optio
     // The store writes its layers without the WAL: memtables must reach disk for every
     // column family at once (see `writer.rs`, "Durability").
     o.set_atomic_flush(true);
+    if r.low_priority_background {
+        lower_background_priority(&mut o);
+    }
     with_insert_hints(o)
+}
+
+/// Lower the CPU priority of RocksDB's background threads (flushes and compactions) and
+/// make `o` use them. They belong to RocksDB's default environment, which every database
+/// of the process shares; setting it twice is harmless. Measured: commit p50 −7%, blocks/s
+/// +6% at 1M keys on 2 cores (docs/design.md, "Background priority").
+fn lower_background_priority(o: &mut Options) {
+    // Creating the default environment fails only if RocksDB cannot allocate its wrapper;
+    // the database then runs at normal priority.
+    if let Ok(mut env) = rocksdb::Env::new() {
+        env.lower_thread_pool_cpu_priority();
+        env.lower_high_priority_thread_pool_cpu_priority();
+        o.set_env(&env);
+    }
 }
 
 /// `o` with RocksDB's memtable insert hints: the memtable keeps the position of the last
