@@ -51,12 +51,14 @@ const ROUNDS_MAX: u32 = 5;
 #[non_exhaustive]
 pub enum FetchError {
     /// No source offers a checkpoint of the trusted block and root.
-    #[error("no source offers a checkpoint of block {block} with root {root}")]
+    #[error("no source offers a checkpoint of block {block} with root {root}{refused}")]
     NoCheckpoint {
         /// Trusted block.
         block: u64,
         /// Trusted root.
         root: H256,
+        /// Why the manifests that were offered do not qualify (empty, or `" (…)"`).
+        refused: String,
     },
     /// The restore could not start or finish.
     #[error(transparent)]
@@ -217,6 +219,8 @@ fn choose_manifest(
 ) -> Result<(H256, Vec<u8>, Vec<usize>), FetchError> {
     let mut found: BTreeMap<H256, (Vec<u8>, Vec<usize>)> = BTreeMap::new();
     let mut refused: Vec<H256> = Vec::new();
+    // Why offered manifests do not qualify, for the error when none does.
+    let mut reasons: Vec<String> = Vec::new();
     for (si, s) in sources.iter().enumerate() {
         let ids = match s.ids() {
             Ok(ids) => ids,
@@ -244,13 +248,21 @@ fn choose_manifest(
             // is checked against its digest).
             if keccak256(&bytes) != id {
                 report.sources[si].errors += 1;
+                reasons.push(format!("{}: manifest {id} does not hash to its id", s.name()));
                 continue;
             }
             match Manifest::decode(&bytes) {
                 Ok(m) if m.block == trusted.block && m.root == trusted.root => {
                     found.insert(id, (bytes, vec![si]));
                 }
-                _ => refused.push(id),
+                Ok(m) => {
+                    reasons.push(format!("manifest {id} is of block {} root {}", m.block, m.root));
+                    refused.push(id);
+                }
+                Err(e) => {
+                    reasons.push(format!("manifest {id} does not decode: {e}"));
+                    refused.push(id);
+                }
             }
         }
     }
@@ -262,7 +274,16 @@ fn choose_manifest(
     });
     match pick.and_then(|id| found.remove(&id).map(|(b, who)| (id, b, who))) {
         Some(x) => Ok(x),
-        None => Err(FetchError::NoCheckpoint { block: trusted.block, root: trusted.root }),
+        None => {
+            let shown: Vec<&str> = reasons.iter().take(3).map(String::as_str).collect();
+            let more = reasons.len().saturating_sub(shown.len());
+            let refused = match (shown.is_empty(), more) {
+                (true, _) => String::new(),
+                (false, 0) => format!(" ({})", shown.join("; ")),
+                (false, n) => format!(" ({}; and {n} more)", shown.join("; ")),
+            };
+            Err(FetchError::NoCheckpoint { block: trusted.block, root: trusted.root, refused })
+        }
     }
 }
 

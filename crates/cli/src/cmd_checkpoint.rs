@@ -277,6 +277,8 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode> {
     let ids = source.ids().with_context(|| format!("cannot list {}", a.source))?;
     let mut candidates = Vec::new();
     let mut failed = None;
+    // The first offered manifest that does not decode, named when none qualifies.
+    let mut undecodable = None;
     for id in ids {
         let bytes = match source.manifest(&id) {
             Ok(bytes) => bytes,
@@ -285,9 +287,13 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode> {
                 continue;
             }
         };
-        if let Ok(m) = checkpoint::Manifest::decode(&bytes) {
-            if (m.block, m.root) == (trusted.block, trusted.root) {
+        match checkpoint::Manifest::decode(&bytes) {
+            Ok(m) if (m.block, m.root) == (trusted.block, trusted.root) => {
                 candidates.push((id, m.chunks.len() as u64));
+            }
+            Ok(_) => {}
+            Err(e) => {
+                undecodable.get_or_insert(format!(" (manifest {} does not decode: {e})", id));
             }
         }
     }
@@ -302,10 +308,11 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode> {
         }
         // The source was asked and answered: a negative verdict on it.
         return Err(crate::rejected(&anyhow::anyhow!(
-            "{} offers no checkpoint of block {} with root {}",
+            "{} offers no checkpoint of block {} with root {}{}",
             a.source,
             trusted.block,
-            trusted.root
+            trusted.root,
+            undecodable.unwrap_or_default()
         )));
     };
     let pb = crate::progress::counter(!a.json, Some(chunks), "verifying", "chunks");
