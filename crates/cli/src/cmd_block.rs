@@ -44,15 +44,8 @@ pub(crate) struct BuildArgs {
     /// Use transfer_allow_death, moving each sender's whole balance (accounts are deleted).
     #[arg(long)]
     allow_death: bool,
-    /// Proof-of-validity limit in bytes (units allowed: 5MiB); 1 to 1,073,741,824, and at least
-    /// the witness of an empty block on the genesis (the error names it).
-    #[arg(
-        long,
-        value_name = "BYTES",
-        default_value_t = chain::builder::DEFAULT_POV_LIMIT as u64,
-        value_parser = limits::size_in(1, limits::POV_LIMIT_MAX as u64)
-    )]
-    pov_limit: u64,
+    #[command(flatten)]
+    pov: PovLimitArg,
     /// Write the block here (a new file unless --force).
     #[arg(long, value_name = "FILE")]
     block: PathBuf,
@@ -67,6 +60,22 @@ pub(crate) struct BuildArgs {
     json: bool,
 }
 
+/// `--pov-limit` of `build-block` and `verify-block`.
+#[derive(Debug, Args)]
+pub(crate) struct PovLimitArg {
+    /// Proof-of-validity limit: the most bytes of witness nodes (units allowed: 5MiB); 1 to
+    /// 1,073,741,824. build-block refuses a limit below the witness of an empty block on the
+    /// genesis (the error names it); verify-block refuses a witness over it (and a block of
+    /// more than 10,000 transfers, the builder's weight limit).
+    #[arg(
+        long,
+        value_name = "BYTES",
+        default_value_t = chain::builder::DEFAULT_POV_LIMIT as u64,
+        value_parser = limits::size_in(1, limits::POV_LIMIT_MAX as u64)
+    )]
+    pov_limit: u64,
+}
+
 /// Arguments of `arbor verify-block`.
 #[derive(Debug, Args)]
 pub(crate) struct VerifyBlockArgs {
@@ -77,16 +86,8 @@ pub(crate) struct VerifyBlockArgs {
     block: PathBuf,
     /// The witness file.
     witness: PathBuf,
-    /// Proof-of-validity limit the witness must keep, in bytes of its nodes (units allowed:
-    /// 5MiB), as given to build-block; 1 to 1,073,741,824. The block's weight limit is the
-    /// builder's: 10,000 transfers.
-    #[arg(
-        long,
-        value_name = "BYTES",
-        default_value_t = chain::builder::DEFAULT_POV_LIMIT as u64,
-        value_parser = limits::size_in(1, limits::POV_LIMIT_MAX as u64)
-    )]
-    pov_limit: u64,
+    #[command(flatten)]
+    pov: PovLimitArg,
     /// Print the result as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -109,7 +110,7 @@ pub(crate) fn build(args: &BuildArgs) -> Result<ExitCode> {
     let kind = if args.allow_death { TransferKind::AllowDeath } else { TransferKind::KeepAlive };
     let pool = paired_transfers(args.accounts, 0, args.transfers, kind, balance);
     let ctx = BlockContext { number: 1, author: default_author() };
-    let pov_limit = usize::try_from(args.pov_limit).unwrap_or(usize::MAX);
+    let pov_limit = usize::try_from(args.pov.pov_limit).unwrap_or(usize::MAX);
     let config = BuildConfig { pov_limit, ..BuildConfig::default() };
     let built = match build_block(&src, root, ctx, &pool, &config) {
         Err(BuildError::PovLimitTooSmall { limit, min }) => {
@@ -132,7 +133,7 @@ pub(crate) fn build(args: &BuildArgs) -> Result<ExitCode> {
             "stop": format!("{:?}", built.stop),
             "witness_nodes": built.witness.len(),
             "witness_bytes": built.proof_size,
-            "pov_limit_bytes": args.pov_limit,
+            "pov_limit_bytes": args.pov.pov_limit,
         });
         println!("{v}");
         return Ok(ExitCode::SUCCESS);
@@ -146,7 +147,7 @@ pub(crate) fn build(args: &BuildArgs) -> Result<ExitCode> {
         built.stop,
         built.witness.len(),
         built.proof_size,
-        args.pov_limit
+        args.pov.pov_limit
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -186,7 +187,7 @@ fn check_block(
     let block = Block::decode(block).map_err(|e| format!("{}: {e}", args.block.display()))?;
     let witness =
         decode_witness(witness).map_err(|e| format!("{}: {e}", args.witness.display()))?;
-    let pov_limit = usize::try_from(args.pov_limit).unwrap_or(usize::MAX);
+    let pov_limit = usize::try_from(args.pov.pov_limit).unwrap_or(usize::MAX);
     let limits = BlockLimits { pov_limit, ..BlockLimits::default() };
     verify_block_within(parent, &block, witness, &limits).map_err(|e| e.to_string())
 }
