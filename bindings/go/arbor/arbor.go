@@ -133,8 +133,8 @@ type DB struct {
 
 // Open opens the database in directory dir, creating it (and the directory) when absent
 // or empty. A damaged database, or a RocksDB database that is not Arbor's, fails with
-// ErrCorrupt; a directory another DB holds open fails with ErrIO, and so (for now) does
-// a non-empty directory that holds no database.
+// ErrCorrupt, and so does a non-empty directory that holds no database; a directory
+// another DB holds open (under any spelling of its path) fails with ErrIO.
 func Open(dir string, opts ...Option) (*DB, error) {
 	if err := checkPath("open", "dir", dir); err != nil {
 		return nil, err
@@ -323,7 +323,9 @@ func cancelled(op string, ctxErr error) *Error {
 // chunk is verified against root before it is written.
 //
 // Cancelling ctx stops the restore: Restore then returns an error matching both
-// ErrCancelled and ctx.Err(), and the next Restore into dir resumes it.
+// ErrCancelled and ctx.Err(), and the next Restore into dir resumes it. When no source
+// offers a checkpoint of (block, root), or none can be reached, the error matches ErrIO;
+// a checkpoint that fails verification matches ErrCorrupt.
 func Restore(ctx context.Context, dir string, block uint64, root [32]byte, sources []string, opts ...Option) error {
 	if err := checkPath("restore", "dir", dir); err != nil {
 		return err

@@ -394,6 +394,19 @@ func TestOpenLockedDirectory(t *testing.T) {
 		t.Fatal("a second Open of an open directory succeeded")
 	}
 	wantKind(t, "second Open", err, ErrIO)
+	// Other spellings of the same directory are the same database.
+	link := dir + ".link"
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(link)
+	for _, alias := range []string{dir + "/", dir + "/.", link} {
+		_, err := Open(alias)
+		if err == nil {
+			t.Fatalf("Open(%q) of an open directory succeeded", alias)
+		}
+		wantKind(t, "Open "+alias, err, ErrIO)
+	}
 }
 
 func TestGarbageDirectoryIsCorrupt(t *testing.T) {

@@ -231,6 +231,11 @@ func cRestore(path, config string, block uint64, root *[32]byte, sources string,
 	s, sn := inString(sources)
 	var msg C.ArborBytes
 	rc := C.arbor_restore(p, pn, c, cn, C.uint64_t(block), (*C.uint8_t)(unsafe.Pointer(&root[0])), s, sn, C.uint64_t(token), &msg)
+	if code(rc) == codeNotFound {
+		// No source offers the checkpoint (or none could be reached): a source-side
+		// failure, reported as ErrIO like the other failures of the sources.
+		rc = C.ARBOR_CODE_IO
+	}
 	return result("restore", rc, msg)
 }
 

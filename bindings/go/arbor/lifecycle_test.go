@@ -488,6 +488,7 @@ func TestRestoreErrors(t *testing.T) {
 	if err == nil {
 		t.Fatal("restore with a wrong root succeeded")
 	}
+	wantKind(t, "restore with a wrong root", err, ErrIO)
 	t.Logf("wrong root: %v", err)
 	err = Restore(context.Background(), filepath.Join(t.TempDir(), "r2"), head.Number, head.Root, []string{filepath.Join(t.TempDir(), "nothing-here")})
 	if err == nil {

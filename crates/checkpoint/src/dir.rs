@@ -135,7 +135,11 @@ impl CheckpointDir {
         }
         let parent = path.parent().unwrap_or(&self.root);
         fs::create_dir_all(parent).map_err(Self::io(parent))?;
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        // Unique per write, not only per process: two writers of one process (checkpoints
+        // created at once into one directory) must not truncate each other's file.
+        static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = path.with_extension(format!("tmp{}-{n}", std::process::id()));
         let mut file = fs::File::create(&tmp).map_err(Self::io(&tmp))?;
         file.write_all(bytes).map_err(Self::io(&tmp))?;
         Ok(Some(Unsynced { file, tmp, path, sync: self.sync }))
@@ -281,5 +285,35 @@ impl CheckpointDir {
             }
         }
         Ok(removed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writers of one process putting the same chunk at once (checkpoints created into one
+    /// directory together) never see each other's temporary file.
+    #[test]
+    fn concurrent_writers_of_one_chunk_all_succeed() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = CheckpointDir::new(root.path()).without_sync();
+        let bytes = vec![7u8; 256 << 10];
+        for round in 0..20u8 {
+            let digest = H256([round; 32]);
+            std::thread::scope(|s| {
+                for _ in 0..4 {
+                    s.spawn(|| dir.put_chunk(&digest, &bytes).unwrap());
+                }
+            });
+            let path = root.path().join(chunk_path(&digest));
+            assert_eq!(std::fs::read(path).unwrap(), bytes);
+        }
+        let left: Vec<_> = std::fs::read_dir(root.path().join("chunks"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| n.to_string_lossy().contains(".tmp"))
+            .collect();
+        assert!(left.is_empty(), "temporary files left: {left:?}");
     }
 }

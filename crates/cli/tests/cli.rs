@@ -788,7 +788,7 @@ fn read_commands_run_beside_a_writer_and_write_nothing() {
     ]);
     let still_running = writer.try_wait().unwrap().is_none();
     if still_running {
-        assert_one_line_error(&o, "in use by another process");
+        assert_one_line_error(&o, "is in use: another open handle");
     }
     let status = writer.wait().unwrap();
     assert!(status.success(), "the writer failed");

@@ -129,17 +129,22 @@ pub(crate) fn open_db(path: &Path, config: &StoreConfig) -> Result<DB, OpenError
     if !path.join("CURRENT").exists() {
         create_db(path, config)?;
     }
+    // RocksDB tells a second open in this process by comparing its lock file's path as a
+    // string: `db`, `db/` and a symlink to it would each get a handle on the same files
+    // (two writers, a forked chain, a corrupted MANIFEST). The resolved path is one string.
+    let real = std::fs::canonicalize(path)
+        .map_err(|source| OpenError::CreateDir { path: path.to_path_buf(), source })?;
     let cache = block_cache(config);
     let mut opts = base_options(config, cache.as_ref());
     opts.set_write_buffer_manager(&memtable_manager(config));
-    let present = DB::list_cf(&opts, path)?;
+    let present = DB::list_cf(&opts, &real)?;
     if let Some(name) = COLUMN_FAMILIES.into_iter().find(|n| !present.iter().any(|p| p == n)) {
-        if !unborn(path, &present)? {
+        if !unborn(&real, &present)? {
             return Err(OpenError::MissingColumnFamily { path: path.to_path_buf(), name });
         }
     }
     opts.create_missing_column_families(true);
-    let db = DB::open_cf_descriptors(&opts, path, family_descriptors(config, cache.as_ref()))?;
+    let db = DB::open_cf_descriptors(&opts, &real, family_descriptors(config, cache.as_ref()))?;
     let meta = meta_family(&db, path)?;
     match has_schema(&db, meta)? {
         true => {}

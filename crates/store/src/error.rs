@@ -275,8 +275,11 @@ impl From<StoreError> for trie::SourceError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum OpenError {
-    /// Another process has the database open for writing.
-    #[error("{} is in use by another process (it holds the database's lock)", path.display())]
+    /// Another handle (in this process or another) has the database open for writing.
+    #[error(
+        "{} is in use: another open handle, in this process or another, holds its lock",
+        path.display()
+    )]
     InUse {
         /// The database directory.
         path: PathBuf,

@@ -258,7 +258,15 @@ fn second_opener_is_refused() {
     db.flush().unwrap();
     let e = open_err(dir.path());
     assert!(matches!(e, OpenError::InUse { .. }), "{e:?}");
-    assert!(e.to_string().contains("in use by another process"), "{e}");
+    assert!(e.to_string().contains("is in use: another open handle"), "{e}");
+    // Other spellings of the same directory are the same database.
+    let link = dir.path().with_extension("link");
+    std::os::unix::fs::symlink(dir.path(), &link).unwrap();
+    for alias in [dir.path().join(""), dir.path().join("."), link.clone()] {
+        let e = open_err(&alias);
+        assert!(matches!(e, OpenError::InUse { .. }), "{}: {e:?}", alias.display());
+    }
+    std::fs::remove_file(&link).unwrap();
     // A read-only opener is not refused: it sees the persisted state and writes nothing.
     let ro = StateDb::open_read_only(dir.path(), small_config()).unwrap();
     assert_eq!(ro.head_root(), db.head_root());
