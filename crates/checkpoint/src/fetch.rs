@@ -189,7 +189,7 @@ fn run(db: &mut StateDb, job: &Job<'_>, report: &mut RestoreReport) -> Result<Tr
         .unfinished_bulk_load()
         .and_then(|l| l.strip_prefix("checkpoint "))
         .and_then(crate::dir::parse_id);
-    let (id, bytes, offering) = choose_manifest(trusted, sources, resume, report)?;
+    let (id, bytes, offering) = choose_manifest(trusted, sources, resume, stop, report)?;
     for i in offering {
         report.sources[i].offered_checkpoint = true;
     }
@@ -210,11 +210,23 @@ fn run(db: &mut StateDb, job: &Job<'_>, report: &mut RestoreReport) -> Result<Tr
     Ok(r.finish()?)
 }
 
+/// Checkpoint ids of one source's listing that a restore asks for, at most.
+const LISTED_IDS_MAX: usize = 4096;
+/// Failed manifest requests in a row after which a source's other ids are skipped.
+const MANIFEST_FAILURES_MAX: usize = 3;
+
 /// The manifest to restore: an interrupted restore's, else the one most sources offer.
+///
+/// A source's listing counts once per id (one vote per source), at most
+/// [`LISTED_IDS_MAX`] of its ids are asked for, and a source whose manifest requests fail
+/// [`MANIFEST_FAILURES_MAX`] times in a row is not asked for more: a hostile listing of
+/// many ids, each answered slowly, cannot hold the restore. `stop` is checked before
+/// every request.
 fn choose_manifest(
     trusted: Trusted,
     sources: &[Box<dyn Source>],
     resume: Option<H256>,
+    stop: &AtomicBool,
     report: &mut RestoreReport,
 ) -> Result<(H256, Vec<u8>, Vec<usize>), FetchError> {
     let mut found: BTreeMap<H256, (Vec<u8>, Vec<usize>)> = BTreeMap::new();
@@ -222,13 +234,27 @@ fn choose_manifest(
     // Why offered manifests do not qualify, for the error when none does.
     let mut reasons: Vec<String> = Vec::new();
     for (si, s) in sources.iter().enumerate() {
-        let ids = match s.ids() {
+        if stop.load(Ordering::Relaxed) {
+            return Err(FetchError::Cancelled);
+        }
+        let mut ids = match s.ids() {
             Ok(ids) => ids,
             Err(e) => {
                 note_failure(&mut report.sources[si], &e);
                 continue;
             }
         };
+        ids.sort_unstable();
+        ids.dedup();
+        if ids.len() > LISTED_IDS_MAX {
+            reasons.push(format!(
+                "{}: lists {} checkpoints, over {LISTED_IDS_MAX}",
+                s.name(),
+                ids.len()
+            ));
+            ids.truncate(LISTED_IDS_MAX);
+        }
+        let mut failures = 0;
         for id in ids {
             if let Some((_, who)) = found.get_mut(&id) {
                 who.push(si);
@@ -237,13 +263,22 @@ fn choose_manifest(
             if refused.contains(&id) {
                 continue;
             }
+            if stop.load(Ordering::Relaxed) {
+                return Err(FetchError::Cancelled);
+            }
             let bytes = match s.manifest(&id) {
                 Ok(b) => b,
                 Err(e) => {
                     note_failure(&mut report.sources[si], &e);
+                    failures += 1;
+                    if failures >= MANIFEST_FAILURES_MAX {
+                        reasons.push(format!("{}: {failures} manifest requests failed", s.name()));
+                        break;
+                    }
                     continue;
                 }
             };
+            failures = 0;
             // A damaged manifest is skipped; the source may still serve good chunks (each
             // is checked against its digest).
             if keccak256(&bytes) != id {

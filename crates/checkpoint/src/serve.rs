@@ -42,6 +42,9 @@ pub struct HttpServer {
     stop: Arc<AtomicBool>,
     threads: Vec<std::thread::JoinHandle<()>>,
     requests: Arc<AtomicU64>,
+    /// Set when the listener failed (tiny_http's accept thread ends on an accept error,
+    /// such as running out of file descriptors): the server answers nothing any more.
+    failed: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for HttpServer {
@@ -64,11 +67,12 @@ impl HttpServer {
         let server = Arc::new(server);
         let stop = Arc::new(AtomicBool::new(false));
         let requests = Arc::new(AtomicU64::new(0));
+        let failed = Arc::new(AtomicBool::new(false));
         let dir = Arc::new(dir);
         let threads = (0..threads.max(1))
             .map(|_| {
-                let (server, stop, dir, requests) =
-                    (server.clone(), stop.clone(), dir.clone(), requests.clone());
+                let (server, stop, dir, requests, failed) =
+                    (server.clone(), stop.clone(), dir.clone(), requests.clone(), failed.clone());
                 std::thread::spawn(move || {
                     while !stop.load(Ordering::Relaxed) {
                         match server.recv_timeout(Duration::from_millis(200)) {
@@ -77,13 +81,22 @@ impl HttpServer {
                                 handle(&dir, req);
                             }
                             Ok(None) => {}
-                            Err(_) => break,
+                            Err(_) => {
+                                failed.store(true, Ordering::Relaxed);
+                                break;
+                            }
                         }
                     }
                 })
             })
             .collect();
-        Ok(HttpServer { server, addr: local, stop, threads, requests })
+        Ok(HttpServer { server, addr: local, stop, threads, requests, failed })
+    }
+
+    /// True once the listener has failed: the server accepts no more connections, and its
+    /// owner should stop it (and exit, for a supervisor to restart it).
+    pub fn failed(&self) -> bool {
+        self.failed.load(Ordering::Relaxed)
     }
 
     /// The address it listens on.

@@ -167,6 +167,10 @@ fn io_error(e: std::io::Error) -> SourceError {
 struct HttpSource {
     base: String,
     client: reqwest::blocking::Client,
+    /// The whole request's time limit (the client's own timeout bounds each read of a body
+    /// without a declared length, not the body: a server dripping a byte at a time would
+    /// never time out).
+    timeout: Duration,
 }
 
 impl HttpSource {
@@ -176,10 +180,12 @@ impl HttpSource {
             .connect_timeout(opts.timeout.min(Duration::from_secs(10)))
             .build()
             .map_err(|e| SourceError::Io(e.to_string()))?;
-        Ok(HttpSource { base: addr.trim_end_matches('/').to_string(), client })
+        let base = addr.trim_end_matches('/').to_string();
+        Ok(HttpSource { base, client, timeout: opts.timeout })
     }
 
     fn get(&self, rel: &str, max: u64) -> Result<Vec<u8>, SourceError> {
+        let deadline = std::time::Instant::now() + self.timeout;
         let resp = self.client.get(format!("{}/{rel}", self.base)).send().map_err(http_error)?;
         match resp.status().as_u16() {
             200 => {}
@@ -192,8 +198,24 @@ impl HttpSource {
             // refuses a body longer than declared), without a hop to the client's runtime
             // thread for every frame.
             Some(_) => Ok(resp.bytes().map_err(http_error)?.into()),
-            None => capped(resp, max, 0),
+            None => capped(Deadline { inner: resp, deadline }, max, 0),
         }
+    }
+}
+
+/// A reader that fails with [`std::io::ErrorKind::TimedOut`] once `deadline` has passed
+/// (checked before every read, each of which the client bounds by itself).
+struct Deadline<R> {
+    inner: R,
+    deadline: std::time::Instant,
+}
+
+impl<R: Read> Read for Deadline<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if std::time::Instant::now() >= self.deadline {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        self.inner.read(buf)
     }
 }
 

@@ -403,11 +403,17 @@ fn serve(a: &ServeArgs) -> Result<ExitCode> {
     }
     // Scripts wait for that line: it must not sit in a pipe's buffer.
     std::io::Write::flush(&mut std::io::stdout())?;
-    while !stop.load(Ordering::SeqCst) {
+    while !stop.load(Ordering::SeqCst) && !server.failed() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let n = server.requests();
+    let failed = server.failed();
     server.shutdown();
+    if failed {
+        // The listener is gone (say, out of file descriptors): a server that accepts
+        // nothing must not look alive to its supervisor.
+        anyhow::bail!("the listener on {url} failed after {n} requests; stopped");
+    }
     if a.json {
         println!("{}", serde_json::json!({ "requests": n }));
     } else {

@@ -161,6 +161,41 @@ fn an_oversized_body_is_cut_off() {
     assert!(matches!(local.chunk(&digest, 10), Err(checkpoint::SourceError::TooLarge { .. })));
 }
 
+/// A server that answers every request with a chunked body dripped one byte at a time,
+/// forever: each read returns in time, the body never ends.
+fn dripping_server() -> String {
+    use std::io::Write;
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for mut s in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+                if s.write_all(head.as_bytes()).is_err() {
+                    return;
+                }
+                while s.write_all(b"1\r\n \r\n").and_then(|()| s.flush()).is_ok() {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+#[test]
+fn a_dripped_body_times_out_as_a_whole() {
+    let opts = SourceOptions { timeout: Duration::from_millis(800) };
+    let s = open_source(&dripping_server(), &opts).unwrap();
+    let t0 = Instant::now();
+    let r = s.chunk(&trie::H256::ZERO, 1 << 20);
+    assert!(matches!(r, Err(checkpoint::SourceError::Timeout)), "{r:?}");
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    let t0 = Instant::now();
+    assert!(matches!(s.ids(), Err(checkpoint::SourceError::Timeout)));
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+}
+
 /// The S3 test server's bucket, or `None` (then the test is skipped; under `CI=true`
 /// that is a failure).
 fn s3_bucket() -> Option<String> {
@@ -303,5 +338,71 @@ fn a_single_slow_source_is_retried_not_abandoned() {
     );
     outcome.unwrap_or_else(|e| panic!("{e}: {report:#?}"));
     assert!(report.sources[0].timeouts >= 2, "{report:#?}");
+    assert_eq!(dump(&dst), dump(&src));
+}
+
+/// A source that lists its one checkpoint `copies` times.
+struct Repeating {
+    inner: Box<dyn checkpoint::Source>,
+    id: trie::H256,
+    copies: usize,
+}
+
+impl checkpoint::Source for Repeating {
+    fn name(&self) -> &str {
+        "repeating"
+    }
+    fn ids(&self) -> Result<Vec<trie::H256>, checkpoint::SourceError> {
+        Ok(vec![self.id; self.copies])
+    }
+    fn manifest(&self, id: &trie::H256) -> Result<Vec<u8>, checkpoint::SourceError> {
+        self.inner.manifest(id)
+    }
+    fn chunk(&self, d: &trie::H256, max: u64) -> Result<Vec<u8>, checkpoint::SourceError> {
+        self.inner.chunk(d, max)
+    }
+}
+
+/// A source's listing counts once per id: one source listing a forged manifest (of the
+/// trusted block and root, naming a chunk nobody has) three times does not outvote two
+/// honest sources.
+#[test]
+fn a_listing_votes_once_per_source() {
+    let state = eth_state(55, 300, 2, 10);
+    let tmp = tempfile::tempdir().unwrap();
+    let src = load(&tmp.path().join("src"), &state);
+    let good = tmp.path().join("good");
+    let created = create(&src, &CheckpointDir::new(&good), &small_chunks(1));
+    let mut forged = created.manifest.clone();
+    let last = forged.chunks.len() - 1;
+    forged.chunks[last].digest.0[0] ^= 1;
+    let bytes = forged.encode();
+    let forged_id = trie::keccak256(&bytes);
+    let forged_dir = tmp.path().join("forged");
+    CheckpointDir::new(&forged_dir).put_manifest(&forged_id, &bytes).unwrap();
+    let opts = SourceOptions::default();
+    let repeating = Repeating {
+        inner: open_source(forged_dir.to_str().unwrap(), &opts).unwrap(),
+        id: forged_id,
+        copies: 3,
+    };
+    let sources: Vec<Box<dyn checkpoint::Source>> = vec![
+        Box::new(repeating),
+        open_source(good.to_str().unwrap(), &opts).unwrap(),
+        open_source(good.to_str().unwrap(), &opts).unwrap(),
+    ];
+    let mut dst = open(&tmp.path().join("dst"));
+    let trusted = Trusted { block: 0, root: src.head_root() };
+    let (report, outcome) = restore_from_sources(
+        &mut dst,
+        trusted,
+        &sources,
+        &RestoreOptions::new(tmp.path().join("staging")),
+        &FetchOptions::default(),
+        &AtomicBool::new(false),
+        &|_| {},
+    );
+    outcome.unwrap_or_else(|e| panic!("{e}: {report:#?}"));
+    assert_eq!(report.checkpoint, hex::encode(created.id.0));
     assert_eq!(dump(&dst), dump(&src));
 }
