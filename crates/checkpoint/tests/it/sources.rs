@@ -62,6 +62,34 @@ fn listing(dir: &CheckpointDir) -> Vec<u8> {
     serde_json::to_vec(&list).unwrap()
 }
 
+/// Restore block 0 with `root` into a new database under `tmp` from `sources` (default
+/// fetch options but `workers`); the database, the report and the restored head, which
+/// must be `root`.
+fn restore_block0(
+    tmp: &std::path::Path,
+    root: trie::H256,
+    sources: &[Box<dyn checkpoint::Source>],
+    workers: Option<usize>,
+) -> (store::StateDb, checkpoint::RestoreReport) {
+    let mut dst = open(&tmp.join("dst"));
+    let mut fetch = FetchOptions::default();
+    if let Some(w) = workers {
+        fetch.workers = w;
+    }
+    let (report, outcome) = restore_from_sources(
+        &mut dst,
+        Trusted { block: 0, root },
+        sources,
+        &RestoreOptions::new(tmp.join("staging")),
+        &fetch,
+        &AtomicBool::new(false),
+        &|_| {},
+    );
+    outcome.unwrap_or_else(|e| panic!("{e}: {report:#?}"));
+    assert_eq!(dst.head_root(), root);
+    (dst, report)
+}
+
 /// A TCP server that accepts and never answers.
 fn silent_server() -> String {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -109,21 +137,9 @@ fn three_http_sources_one_bad_one_hanging() {
     ];
     let opts = SourceOptions { timeout: Duration::from_millis(500) };
     let sources: Vec<_> = urls.iter().map(|u| open_source(u, &opts).unwrap()).collect();
-    let mut dst = open(&tmp.path().join("dst"));
-    let trusted = Trusted { block: 0, root: src.head_root() };
     let t0 = Instant::now();
-    let (report, outcome) = restore_from_sources(
-        &mut dst,
-        trusted,
-        &sources,
-        &RestoreOptions::new(tmp.path().join("staging")),
-        &FetchOptions::default(),
-        &AtomicBool::new(false),
-        &|_| {},
-    );
-    outcome.unwrap_or_else(|e| panic!("{e}: {report:#?}"));
+    let (dst, report) = restore_block0(tmp.path(), src.head_root(), &sources, None);
     assert!(t0.elapsed() < Duration::from_secs(60));
-    assert_eq!(dst.head_root(), src.head_root());
     assert_eq!(dump(&dst), dump(&src));
     let by = |u: &str| report.sources.iter().find(|s| s.source == u).unwrap();
     let bad_report = by(&urls[0]);
@@ -261,19 +277,7 @@ fn s3_push_then_restore() {
     assert_eq!((second.uploaded, second.manifest_uploaded, second.uploaded_bytes), (0, false, 0));
 
     let source = open_source(&format!("s3://{url}"), &SourceOptions::default()).unwrap();
-    let mut dst = open(&tmp.path().join("dst"));
-    let trusted = Trusted { block: 0, root: src.head_root() };
-    let (report, outcome) = restore_from_sources(
-        &mut dst,
-        trusted,
-        &[source],
-        &RestoreOptions::new(tmp.path().join("staging")),
-        &FetchOptions::default(),
-        &AtomicBool::new(false),
-        &|_| {},
-    );
-    outcome.unwrap_or_else(|e| panic!("{e}: {report:#?}"));
-    assert_eq!(dst.head_root(), src.head_root());
+    let (dst, _) = restore_block0(tmp.path(), src.head_root(), &[source], None);
     assert_eq!(dump(&dst), dump(&src));
 }
 
@@ -326,17 +330,7 @@ fn a_single_slow_source_is_retried_not_abandoned() {
     let url = slow_server(&dir, 6, Duration::from_millis(700));
     let opts = SourceOptions { timeout: Duration::from_millis(300) };
     let sources = vec![open_source(&url, &opts).unwrap()];
-    let mut dst = open(&tmp.path().join("dst"));
-    let (report, outcome) = restore_from_sources(
-        &mut dst,
-        Trusted { block: 0, root: src.head_root() },
-        &sources,
-        &RestoreOptions::new(tmp.path().join("staging")),
-        &FetchOptions { workers: 2, ..FetchOptions::default() },
-        &AtomicBool::new(false),
-        &|_| {},
-    );
-    outcome.unwrap_or_else(|e| panic!("{e}: {report:#?}"));
+    let (dst, report) = restore_block0(tmp.path(), src.head_root(), &sources, Some(2));
     assert!(report.sources[0].timeouts >= 2, "{report:#?}");
     assert_eq!(dump(&dst), dump(&src));
 }
@@ -391,18 +385,7 @@ fn a_listing_votes_once_per_source() {
         open_source(good.to_str().unwrap(), &opts).unwrap(),
         open_source(good.to_str().unwrap(), &opts).unwrap(),
     ];
-    let mut dst = open(&tmp.path().join("dst"));
-    let trusted = Trusted { block: 0, root: src.head_root() };
-    let (report, outcome) = restore_from_sources(
-        &mut dst,
-        trusted,
-        &sources,
-        &RestoreOptions::new(tmp.path().join("staging")),
-        &FetchOptions::default(),
-        &AtomicBool::new(false),
-        &|_| {},
-    );
-    outcome.unwrap_or_else(|e| panic!("{e}: {report:#?}"));
+    let (dst, report) = restore_block0(tmp.path(), src.head_root(), &sources, None);
     assert_eq!(report.checkpoint, hex::encode(created.id.0));
     assert_eq!(dump(&dst), dump(&src));
 }
