@@ -217,8 +217,8 @@ const MANIFEST_FAILURES_MAX: usize = 3;
 
 /// The manifest to restore: an interrupted restore's, else the one most sources offer.
 ///
-/// A source's listing counts once per id (one vote per source), at most
-/// [`LISTED_IDS_MAX`] of its ids are asked for, and a source whose manifest requests fail
+/// A source's listing (of the trusted block and root, where the listing says) counts once
+/// per id (one vote per source), at most [`LISTED_IDS_MAX`] of its ids are asked for, and a source whose manifest requests fail
 /// [`MANIFEST_FAILURES_MAX`] times in a row is not asked for more: a hostile listing of
 /// many ids, each answered slowly, cannot hold the restore. `stop` is checked before
 /// every request.
@@ -237,7 +237,7 @@ fn choose_manifest(
         if stop.load(Ordering::Relaxed) {
             return Err(FetchError::Cancelled);
         }
-        let mut ids = match s.ids() {
+        let mut ids = match s.ids_of(trusted.block, &trusted.root) {
             Ok(ids) => ids,
             Err(e) => {
                 note_failure(&mut report.sources[si], &e);

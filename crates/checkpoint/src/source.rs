@@ -53,6 +53,12 @@ pub trait Source: Send + Sync {
     fn name(&self) -> &str;
     /// The ids of the checkpoints it offers.
     fn ids(&self) -> Result<Vec<H256>, SourceError>;
+    /// The ids of the checkpoints it says are of `block` and `root` (a hint: the manifest
+    /// is checked when fetched); all of [`Source::ids`] when its listing does not say.
+    fn ids_of(&self, block: u64, root: &H256) -> Result<Vec<H256>, SourceError> {
+        let _ = (block, root);
+        self.ids()
+    }
     /// A manifest's bytes (unchecked).
     fn manifest(&self, id: &H256) -> Result<Vec<u8>, SourceError>;
     /// A chunk's bytes (unchecked); more than `max` bytes is an error, cut off early.
@@ -237,7 +243,17 @@ impl Source for HttpSource {
 
     fn ids(&self) -> Result<Vec<H256>, SourceError> {
         let body = self.get("checkpoints", LISTING_BYTES_MAX)?;
-        parse_listing(&body)
+        Ok(parse_listing(&body)?.into_iter().map(|(id, _)| id).collect())
+    }
+
+    fn ids_of(&self, block: u64, root: &H256) -> Result<Vec<H256>, SourceError> {
+        let body = self.get("checkpoints", LISTING_BYTES_MAX)?;
+        let listed = parse_listing(&body)?;
+        // A root that does not parse keeps its entry: the listing is only a hint.
+        let of = |l: &Listed| {
+            l.block == block && trie::decode_hex(&l.root).map_or(true, |r| r == root.0)
+        };
+        Ok(listed.into_iter().filter(|(_, l)| of(l)).map(|(id, _)| id).collect())
     }
 
     fn manifest(&self, id: &H256) -> Result<Vec<u8>, SourceError> {
@@ -264,12 +280,15 @@ pub struct Listed {
     pub bytes: u64,
 }
 
-fn parse_listing(body: &[u8]) -> Result<Vec<H256>, SourceError> {
+fn parse_listing(body: &[u8]) -> Result<Vec<(H256, Listed)>, SourceError> {
     let listed: Vec<Listed> =
         serde_json::from_slice(body).map_err(|e| SourceError::Listing(e.to_string()))?;
     listed
-        .iter()
-        .map(|l| parse_id(&l.id).ok_or_else(|| SourceError::Listing(format!("bad id {:?}", l.id))))
+        .into_iter()
+        .map(|l| match parse_id(&l.id) {
+            Some(id) => Ok((id, l)),
+            None => Err(SourceError::Listing(format!("bad id {:?}", l.id))),
+        })
         .collect()
 }
 
