@@ -142,11 +142,11 @@ fn read_capped(path: &std::path::Path, max: u64) -> Result<Vec<u8>, SourceError>
     capped(f, max, meta.len())
 }
 
-/// Read at most `max` bytes; more is [`SourceError::TooLarge`] (reading stops there).
-/// `hint` is the expected length (a buffer of that size is reserved, up to `max`).
+/// Read at most `max` bytes; more is [`SourceError::TooLarge`] (reading stops there, and
+/// memory stays within about 1.5 times `max`: [`store::read_capped`]). `hint` is the
+/// expected length (a buffer of that size is reserved, up to `max`).
 pub(crate) fn capped(r: impl Read, max: u64, hint: u64) -> Result<Vec<u8>, SourceError> {
-    let mut out = Vec::with_capacity(hint.min(max.saturating_add(1)) as usize);
-    r.take(max.saturating_add(1)).read_to_end(&mut out).map_err(io_error)?;
+    let out = store::read_capped(r, max, hint).map_err(io_error)?;
     if out.len() as u64 > max {
         return Err(SourceError::TooLarge { max });
     }
@@ -242,18 +242,15 @@ impl Source for HttpSource {
     }
 
     fn ids(&self) -> Result<Vec<H256>, SourceError> {
-        let body = self.get("checkpoints", LISTING_BYTES_MAX)?;
-        Ok(parse_listing(&body)?.into_iter().map(|(id, _)| id).collect())
+        Ok(self.listing()?.into_iter().map(|(id, _)| id).collect())
     }
 
     fn ids_of(&self, block: u64, root: &H256) -> Result<Vec<H256>, SourceError> {
-        let body = self.get("checkpoints", LISTING_BYTES_MAX)?;
-        let listed = parse_listing(&body)?;
         // A root that does not parse keeps its entry: the listing is only a hint.
         let of = |l: &Listed| {
             l.block == block && trie::decode_hex(&l.root).map_or(true, |r| r == root.0)
         };
-        Ok(listed.into_iter().filter(|(_, l)| of(l)).map(|(id, _)| id).collect())
+        Ok(self.listing()?.into_iter().filter(|(_, l)| of(l)).map(|(id, _)| id).collect())
     }
 
     fn manifest(&self, id: &H256) -> Result<Vec<u8>, SourceError> {
@@ -278,6 +275,13 @@ pub struct Listed {
     pub chunks: usize,
     /// Chunk bytes.
     pub bytes: u64,
+}
+
+impl HttpSource {
+    /// `GET /checkpoints`, each entry with its parsed id.
+    fn listing(&self) -> Result<Vec<(H256, Listed)>, SourceError> {
+        parse_listing(&self.get("checkpoints", LISTING_BYTES_MAX)?)
+    }
 }
 
 fn parse_listing(body: &[u8]) -> Result<Vec<(H256, Listed)>, SourceError> {

@@ -76,6 +76,13 @@ pub(crate) struct PovLimitArg {
     pov_limit: u64,
 }
 
+impl PovLimitArg {
+    /// The limit in bytes (a `usize` on this machine).
+    fn bytes(&self) -> usize {
+        usize::try_from(self.pov_limit).unwrap_or(usize::MAX)
+    }
+}
+
 /// Arguments of `arbor verify-block`.
 #[derive(Debug, Args)]
 pub(crate) struct VerifyBlockArgs {
@@ -110,8 +117,7 @@ pub(crate) fn build(args: &BuildArgs) -> Result<ExitCode> {
     let kind = if args.allow_death { TransferKind::AllowDeath } else { TransferKind::KeepAlive };
     let pool = paired_transfers(args.accounts, 0, args.transfers, kind, balance);
     let ctx = BlockContext { number: 1, author: default_author() };
-    let pov_limit = usize::try_from(args.pov.pov_limit).unwrap_or(usize::MAX);
-    let config = BuildConfig { pov_limit, ..BuildConfig::default() };
+    let config = BuildConfig { pov_limit: args.pov.bytes(), ..BuildConfig::default() };
     let built = match build_block(&src, root, ctx, &pool, &config) {
         Err(BuildError::PovLimitTooSmall { limit, min }) => {
             return Err(usage(format!(
@@ -187,7 +193,6 @@ fn check_block(
     let block = Block::decode(block).map_err(|e| format!("{}: {e}", args.block.display()))?;
     let witness =
         decode_witness(witness).map_err(|e| format!("{}: {e}", args.witness.display()))?;
-    let pov_limit = usize::try_from(args.pov.pov_limit).unwrap_or(usize::MAX);
-    let limits = BlockLimits { pov_limit, ..BlockLimits::default() };
+    let limits = BlockLimits { pov_limit: args.pov.bytes(), ..BlockLimits::default() };
     verify_block_within(parent, &block, witness, &limits).map_err(|e| e.to_string())
 }

@@ -6,18 +6,16 @@
 //! before it is read; a stream (stdin, a FIFO, `/dev/zero`) is read in growing steps that
 //! stop one byte past the limit, so memory stays within about 1.5 times the limit.
 
-use std::io::Read;
 use std::path::Path;
 
 use anyhow::{Context, Result};
 use eth::Genesis;
+use store::read_capped;
 
 /// The largest binary input read whole (a block, a witness).
 pub(crate) const INPUT_BYTES_MAX: u64 = 1 << 30;
 /// The largest text input read whole (a genesis, a key/value object, a proof).
 pub(crate) const TEXT_BYTES_MAX: u64 = 256 << 20;
-/// The first read step of a stream.
-const STEP_BYTES_MIN: usize = 64 << 10;
 
 /// The bytes of `path`, or of stdin when `path` is `-`; an error past [`INPUT_BYTES_MAX`].
 pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>> {
@@ -43,23 +41,6 @@ fn read_at_most(path: &Path, limit: u64) -> Result<Vec<u8>> {
         return Err(too_large());
     }
     Ok(bytes)
-}
-
-/// Read `r` to its end or to one byte past `limit`, whichever comes first, starting with
-/// room for `size_hint` bytes and growing by doubling but never past `limit + 1`.
-fn read_capped(mut r: impl Read, limit: u64, size_hint: u64) -> std::io::Result<Vec<u8>> {
-    let cap = usize::try_from(limit.saturating_add(1)).unwrap_or(usize::MAX);
-    let first = usize::try_from(size_hint.saturating_add(1)).unwrap_or(cap).min(cap);
-    let mut bytes = Vec::with_capacity(first);
-    loop {
-        let spare = bytes.capacity() - bytes.len();
-        let got = (&mut r).take(spare as u64).read_to_end(&mut bytes)?;
-        if bytes.len() >= cap || got < spare {
-            return Ok(bytes);
-        }
-        let step = bytes.capacity().max(STEP_BYTES_MIN).min(cap - bytes.len());
-        bytes.reserve_exact(step);
-    }
 }
 
 /// The text of `path`, or of stdin when `path` is `-`: UTF-8, at most [`TEXT_BYTES_MAX`].

@@ -10,7 +10,6 @@
 //! [`StoreConfig::from_file`]) runs [`StoreConfig::validate`], so a config obtained from them
 //! is within the ranges the store relies on. Parsing is a one-off cost at open time.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -278,9 +277,8 @@ impl StoreConfig {
     /// Reads, parses and validates a TOML config file; errors name the file.
     pub fn from_file(path: &Path) -> Result<StoreConfig, ConfigError> {
         let read_error = |source| ConfigError::Read { path: path.to_path_buf(), source };
-        let mut bytes = Vec::new();
-        std::fs::File::open(path)
-            .and_then(|f| f.take(CONFIG_BYTES_MAX + 1).read_to_end(&mut bytes))
+        let bytes = std::fs::File::open(path)
+            .and_then(|f| crate::read::read_capped(f, CONFIG_BYTES_MAX, 0))
             .map_err(read_error)?;
         let origin = path.display().to_string();
         if bytes.len() as u64 > CONFIG_BYTES_MAX {

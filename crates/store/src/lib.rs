@@ -33,6 +33,7 @@ mod history;
 mod keys;
 mod layer;
 mod range;
+mod read;
 mod rebuild;
 mod resident;
 mod restore;
@@ -56,6 +57,7 @@ pub use error::{
 };
 pub use keys::KEY_BYTES_MAX;
 pub use range::FlatRange;
+pub use read::read_capped;
 pub use resident::ResidentStats;
 pub use restore::{NodeBatch, ProgressRecord, Restore, RestoreBatch, RestoreWriter};
 pub use snapshot::{FlatCursor, PersistedSource, PersistedState};
