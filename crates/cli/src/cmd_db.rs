@@ -411,9 +411,11 @@ pub(crate) fn get(args: &GetArgs) -> Result<ExitCode> {
 /// Run `arbor revert`: undo the last N blocks, print the new head. Ctrl-C or SIGTERM
 /// stops after the block being undone (each block is one synced batch), with the summary.
 pub(crate) fn revert(args: &RevertArgs) -> Result<ExitCode> {
+    // The handler first: a signal while the database opens stops the revert after its
+    // first block too, instead of killing the process (which a slow open made likely).
+    let stop = crate::cmd_chain::stop_flag()?;
     let mut db = open_existing(&args.db)?;
     let head = db.head_number();
-    let stop = crate::cmd_chain::stop_flag()?;
     let pb = crate::progress::counter(!args.json, Some(args.blocks), "reverting", "blocks");
     let reverted = db
         .revert_with_progress(args.blocks, &mut |n| {
