@@ -163,7 +163,8 @@ fn rejects_chain(e: &ImportError) -> bool {
 /// at block 0 must hold that genesis.
 fn init_genesis(db: &mut StateDb, header: &ChainHeader) -> Result<()> {
     if db.unfinished_bulk_load().is_some() || db.is_empty()? {
-        let entries = header.genesis_entries().into_iter().map(|(k, v)| (TrieId::Main, k, v));
+        let entries = checked_genesis(header)?;
+        let entries = entries.into_iter().map(|(k, v)| (TrieId::Main, k, v));
         let label = format!("chain genesis {}", header.genesis_root);
         db.bulk_load(&label, entries).context("cannot load the chain's genesis")?;
     }
@@ -175,6 +176,24 @@ fn init_genesis(db: &mut StateDb, header: &ChainHeader) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// The chain's genesis entries, sorted, once their root is the header's: a damaged or
+/// forged header is refused before anything is written to the database.
+fn checked_genesis(header: &ChainHeader) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    let mut entries = header.genesis_entries();
+    entries.sort_unstable();
+    let (root, _) = trie::parallel_root::<trie::EthLayout, _, _>(&entries)
+        .context("cannot compute the chain's genesis root")?;
+    if root != header.genesis_root {
+        return Err(crate::rejected(&anyhow::anyhow!(
+            "the chain file's genesis ({} accounts) has root {root}, not the {} its header \
+             names: the file is damaged or forged; nothing was written",
+            header.accounts,
+            header.genesis_root
+        )));
+    }
+    Ok(entries)
 }
 
 /// The workers `--exec-workers` asks for, or the default for the mode.

@@ -173,6 +173,16 @@ fn bad_chain_files_stop_at_the_block_before() {
     ]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).starts_with("error: "), "{}", stderr(&o));
+    // A header naming another genesis root: refused before the genesis is loaded, so the
+    // same database then takes the right file.
+    let mut forged = bytes.clone();
+    forged[40] ^= 0x01;
+    let db = fresh_db("bad-import-genesis");
+    let o = arbor(&["import", "--db", &db, "--chain", &write("forged.chain", &forged)]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("damaged or forged; nothing was written"), "{}", stderr(&o));
+    assert_eq!(verified(&db), None);
+    assert_eq!(import(&db, &chain, &[])["root"], roots[6].as_str());
 }
 
 /// SIGTERM (as Ctrl-C) stops a pipelined import at a block boundary: exit 0, a summary,
