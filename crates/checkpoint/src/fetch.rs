@@ -60,6 +60,19 @@ pub enum FetchError {
         /// Why the manifests that were offered do not qualify (empty, or `" (…)"`).
         refused: String,
     },
+    /// No source offers a checkpoint of the trusted block and root, and a source could not
+    /// be read (a timeout, I/O, a server error): it may hold one.
+    #[error("no source offers a checkpoint of block {block} with root {root}, and {source_name} could not be read: {error}")]
+    Unreachable {
+        /// Trusted block.
+        block: u64,
+        /// Trusted root.
+        root: H256,
+        /// The first source that could not be read.
+        source_name: String,
+        /// Its failure.
+        error: SourceError,
+    },
     /// The restore could not start or finish.
     #[error(transparent)]
     Restore(#[from] RestoreError),
@@ -189,7 +202,8 @@ fn run(db: &mut StateDb, job: &Job<'_>, report: &mut RestoreReport) -> Result<Tr
         .unfinished_bulk_load()
         .and_then(|l| l.strip_prefix("checkpoint "))
         .and_then(crate::dir::parse_id);
-    let (id, bytes, offering) = choose_manifest(trusted, sources, resume, stop, report)?;
+    let OfferedManifest { id, bytes, offering } =
+        choose_manifest(trusted, sources, resume, stop, &mut report.sources)?;
     for i in offering {
         report.sources[i].offered_checkpoint = true;
     }
@@ -215,6 +229,30 @@ const LISTED_IDS_MAX: usize = 4096;
 /// Failed manifest requests in a row after which a source's other ids are skipped.
 const MANIFEST_FAILURES_MAX: usize = 3;
 
+/// A manifest of the trusted block and root that sources offer (see [`find_manifest`]).
+#[derive(Debug, Clone)]
+pub struct OfferedManifest {
+    /// Its id (the keccak of its bytes).
+    pub id: H256,
+    /// Its bytes, decoded once and found of the trusted block and root.
+    pub bytes: Vec<u8>,
+    /// The indices of the sources that offer it.
+    pub offering: Vec<usize>,
+}
+
+/// The checkpoint manifest of `trusted` that most `sources` offer, chosen as a restore
+/// chooses it (see `choose_manifest`); `reports` (one per source) count each source's
+/// failed requests. [`FetchError::NoCheckpoint`] when none qualifies,
+/// [`FetchError::Unreachable`] when none does and a source could not be read.
+pub fn find_manifest(
+    trusted: Trusted,
+    sources: &[Box<dyn Source>],
+    stop: &AtomicBool,
+    reports: &mut [SourceReport],
+) -> Result<OfferedManifest, FetchError> {
+    choose_manifest(trusted, sources, None, stop, reports)
+}
+
 /// The manifest to restore: an interrupted restore's, else the one most sources offer.
 ///
 /// A source's listing (of the trusted block and root, where the listing says) counts once
@@ -227,10 +265,18 @@ fn choose_manifest(
     sources: &[Box<dyn Source>],
     resume: Option<H256>,
     stop: &AtomicBool,
-    report: &mut RestoreReport,
-) -> Result<(H256, Vec<u8>, Vec<usize>), FetchError> {
+    reports: &mut [SourceReport],
+) -> Result<OfferedManifest, FetchError> {
     let mut found: BTreeMap<H256, (Vec<u8>, Vec<usize>)> = BTreeMap::new();
     let mut refused: Vec<H256> = Vec::new();
+    // The first failure that says nothing about what its source holds.
+    let mut unreachable: Option<(usize, SourceError)> = None;
+    let mut failed = |si: usize, e: SourceError, reports: &mut [SourceReport]| {
+        note_failure(&mut reports[si], &e);
+        if e.is_unreachable() && unreachable.is_none() {
+            unreachable = Some((si, e));
+        }
+    };
     // Why offered manifests do not qualify, for the error when none does.
     let mut reasons: Vec<String> = Vec::new();
     for (si, s) in sources.iter().enumerate() {
@@ -240,7 +286,7 @@ fn choose_manifest(
         let mut ids = match s.ids_of(trusted.block, &trusted.root) {
             Ok(ids) => ids,
             Err(e) => {
-                note_failure(&mut report.sources[si], &e);
+                failed(si, e, reports);
                 continue;
             }
         };
@@ -269,7 +315,7 @@ fn choose_manifest(
             let bytes = match s.manifest(&id) {
                 Ok(b) => b,
                 Err(e) => {
-                    note_failure(&mut report.sources[si], &e);
+                    failed(si, e, reports);
                     failures += 1;
                     if failures >= MANIFEST_FAILURES_MAX {
                         reasons.push(format!("{}: {failures} manifest requests failed", s.name()));
@@ -282,7 +328,7 @@ fn choose_manifest(
             // A damaged manifest is skipped; the source may still serve good chunks (each
             // is checked against its digest).
             if keccak256(&bytes) != id {
-                report.sources[si].errors += 1;
+                reports[si].errors += 1;
                 reasons.push(format!("{}: manifest {id} does not hash to its id", s.name()));
                 continue;
             }
@@ -307,8 +353,17 @@ fn choose_manifest(
             .max_by(|a, b| a.1 .1.len().cmp(&b.1 .1.len()).then(b.0.cmp(a.0)))
             .map(|(id, _)| *id)
     });
-    match pick.and_then(|id| found.remove(&id).map(|(b, who)| (id, b, who))) {
-        Some(x) => Ok(x),
+    match pick.and_then(|id| found.remove(&id).map(|(bytes, offering)| (id, bytes, offering))) {
+        Some((id, bytes, offering)) => Ok(OfferedManifest { id, bytes, offering }),
+        None if unreachable.is_some() => {
+            let (si, error) = unreachable.expect("checked");
+            Err(FetchError::Unreachable {
+                block: trusted.block,
+                root: trusted.root,
+                source_name: sources[si].name().to_owned(),
+                error,
+            })
+        }
         None => {
             let shown: Vec<&str> = reasons.iter().take(3).map(String::as_str).collect();
             let more = reasons.len().saturating_sub(shown.len());

@@ -32,8 +32,8 @@ pub use boundary::boundary_hash;
 pub use create::{create, create_cancellable, CreateError, CreateOptions, Created, THREADS_MAX};
 pub use dir::{chunk_path, manifest_path, parse_id, CheckpointDir, DirError};
 pub use fetch::{
-    restore_from_sources, FetchError, FetchOptions, FetchProgress, RestoreReport, SourceReport,
-    WORKERS_MAX,
+    find_manifest, restore_from_sources, FetchError, FetchOptions, FetchProgress, OfferedManifest,
+    RestoreReport, SourceReport, WORKERS_MAX,
 };
 pub use format::{
     BoundaryRule, Chunk, ChunkInfo, DecodeError, Manifest, Segment, CHUNK_BYTES_MAX, CHUNK_MAGIC,

@@ -41,6 +41,14 @@ pub enum SourceError {
     Listing(String),
 }
 
+impl SourceError {
+    /// A failure that says nothing about what the source holds (a timeout, I/O, a server
+    /// error): the object may be there.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, SourceError::Timeout | SourceError::Io(_) | SourceError::Status(500..))
+    }
+}
+
 impl From<DirError> for SourceError {
     fn from(e: DirError) -> Self {
         SourceError::Io(e.to_string())

@@ -274,47 +274,29 @@ fn source_opts(timeout_ms: u64) -> SourceOptions {
 fn verify(a: &VerifyArgs) -> Result<ExitCode> {
     let source = open_source(&a.source, &source_opts(a.timeout_ms))?;
     let trusted = Trusted { block: a.trusted.block, root: a.trusted.root };
-    let ids = source.ids().with_context(|| format!("cannot list {}", a.source))?;
-    let mut candidates = Vec::new();
-    let mut failed = None;
-    // The first offered manifest that does not decode, named when none qualifies.
-    let mut undecodable = None;
-    for id in ids {
-        let bytes = match source.manifest(&id) {
-            Ok(bytes) => bytes,
-            Err(e) => {
-                failed.get_or_insert((id, e));
-                continue;
-            }
-        };
-        match checkpoint::Manifest::decode(&bytes) {
-            Ok(m) if (m.block, m.root) == (trusted.block, trusted.root) => {
-                candidates.push((id, m.chunks.len() as u64));
-            }
-            Ok(_) => {}
-            Err(e) => {
-                undecodable.get_or_insert(format!(" (manifest {} does not decode: {e})", id));
-            }
-        }
-    }
-    let Some((id, chunks)) = candidates.first().copied() else {
-        // A manifest that could not be fetched might have been the one: could not run.
-        if let Some((id, e)) = failed.filter(|(_, e)| source_unreachable(e)) {
-            return Err(anyhow::Error::new(e).context(format!(
-                "cannot fetch manifest {} from {}",
-                hex::encode(id.0),
-                a.source
-            )));
+    let sources = [source];
+    let mut reports = vec![checkpoint::SourceReport::default()];
+    // No handler: Ctrl-C ends the command at once, as during the verification.
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    // The manifest a restore would choose from this source (the same bounds and checks).
+    let (id, chunks) = match checkpoint::find_manifest(trusted, &sources, &stop, &mut reports) {
+        Ok(found) => {
+            let manifest = checkpoint::Manifest::decode(&found.bytes)?;
+            (found.id, manifest.chunks.len() as u64)
         }
         // The source was asked and answered: a negative verdict on it.
-        return Err(crate::rejected(&anyhow::anyhow!(
-            "{} offers no checkpoint of block {} with root {}{}",
-            a.source,
-            trusted.block,
-            trusted.root,
-            undecodable.unwrap_or_default()
-        )));
+        Err(checkpoint::FetchError::NoCheckpoint { refused, .. }) => {
+            return Err(crate::rejected(&anyhow::anyhow!(
+                "{} offers no checkpoint of block {} with root {}{refused}",
+                a.source,
+                trusted.block,
+                trusted.root,
+            )));
+        }
+        // It could not be read, or the run was stopped: could not run.
+        Err(e) => return Err(anyhow::Error::new(e)),
     };
+    let [source] = sources;
     let pb = crate::progress::counter(!a.json, Some(chunks), "verifying", "chunks");
     let t0 = Instant::now();
     let result = checkpoint::verify_checkpoint(source.as_ref(), &id, trusted, &|n| {
@@ -378,15 +360,9 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode> {
 /// server error) rather than because what it served is wrong or missing.
 fn unreachable(e: &checkpoint::VerifyError) -> bool {
     match e {
-        checkpoint::VerifyError::Source { source, .. } => source_unreachable(source),
+        checkpoint::VerifyError::Source { source, .. } => source.is_unreachable(),
         _ => false,
     }
-}
-
-/// A source failure that says nothing about what it holds: a timeout, I/O, a server error.
-fn source_unreachable(e: &checkpoint::SourceError) -> bool {
-    use checkpoint::SourceError as S;
-    matches!(e, S::Timeout | S::Io(_) | S::Status(500..))
 }
 
 fn serve(a: &ServeArgs) -> Result<ExitCode> {

@@ -396,3 +396,63 @@ fn a_listing_votes_once_per_source() {
     assert_eq!(report.checkpoint, hex::encode(created.id.0));
     assert_eq!(dump(&dst), dump(&src));
 }
+
+/// A source that lists one checkpoint and fails every request with `error`.
+struct Failing {
+    id: trie::H256,
+    error: fn() -> checkpoint::SourceError,
+}
+
+impl checkpoint::Source for Failing {
+    fn name(&self) -> &str {
+        "failing"
+    }
+    fn ids(&self) -> Result<Vec<trie::H256>, checkpoint::SourceError> {
+        Ok(vec![self.id])
+    }
+    fn manifest(&self, _: &trie::H256) -> Result<Vec<u8>, checkpoint::SourceError> {
+        Err((self.error)())
+    }
+    fn chunk(&self, _: &trie::H256, _: u64) -> Result<Vec<u8>, checkpoint::SourceError> {
+        Err((self.error)())
+    }
+}
+
+/// `find_manifest` (the restore's and `checkpoint verify`'s choice): a source that cannot
+/// be read is reported as such (it may hold the checkpoint), one that answers "not found"
+/// offers none, and a good source beside either is chosen.
+#[test]
+fn find_manifest_tells_unreachable_from_absent() {
+    use checkpoint::{find_manifest, FetchError, SourceError, SourceReport};
+    let state = eth_state(56, 200, 1, 5);
+    let tmp = tempfile::tempdir().unwrap();
+    let src = load(&tmp.path().join("src"), &state);
+    let good = tmp.path().join("good");
+    let created = create(&src, &CheckpointDir::new(&good), &small_chunks(1));
+    let trusted = Trusted { block: 0, root: src.head_root() };
+    let stop = AtomicBool::new(false);
+    let find = |sources: &[Box<dyn checkpoint::Source>]| {
+        let mut reports = vec![SourceReport::default(); sources.len()];
+        (find_manifest(trusted, sources, &stop, &mut reports), reports)
+    };
+    let failing =
+        |error| -> Box<dyn checkpoint::Source> { Box::new(Failing { id: created.id, error }) };
+    let (r, reports) = find(&[failing(|| SourceError::Timeout)]);
+    assert!(
+        matches!(r, Err(FetchError::Unreachable { ref source_name, .. }) if source_name == "failing"),
+        "{r:?}"
+    );
+    assert_eq!(reports[0].timeouts, 1);
+    let (r, _) = find(&[failing(|| SourceError::Status(503))]);
+    assert!(matches!(r, Err(FetchError::Unreachable { .. })), "{r:?}");
+    let (r, _) = find(&[failing(|| SourceError::NotFound)]);
+    assert!(matches!(r, Err(FetchError::NoCheckpoint { .. })), "{r:?}");
+    let opts = SourceOptions::default();
+    let sources =
+        [failing(|| SourceError::Timeout), open_source(good.to_str().unwrap(), &opts).unwrap()];
+    let (r, reports) = find(&sources);
+    let found = r.unwrap();
+    assert_eq!((found.id, found.offering), (created.id, vec![1]));
+    assert_eq!(trie::keccak256(&found.bytes), created.id);
+    assert_eq!(reports[0].timeouts, 1);
+}
