@@ -65,7 +65,7 @@ pub(crate) struct ImportArgs {
     json: bool,
     /// Serve Prometheus metrics on ADDR (e.g. 127.0.0.1:9100) while importing.
     #[arg(long, value_name = "ADDR")]
-    metrics: Option<String>,
+    metrics: Option<std::net::SocketAddr>,
 }
 
 /// Run `arbor gen-chain`.
@@ -215,6 +215,7 @@ pub(crate) fn stop_flag() -> Result<Arc<AtomicBool>> {
 /// Run `arbor import`.
 pub(crate) fn import(args: &ImportArgs) -> Result<ExitCode> {
     let chain = open_chain(&args.chain)?;
+    let listener = crate::metrics::bind(args.metrics.as_ref())?;
     let mut db = open_or_create(&args.db)?;
     init_genesis(&mut db, chain.header())?;
     let pipelined = !args.no_pipeline;
@@ -233,8 +234,8 @@ pub(crate) fn import(args: &ImportArgs) -> Result<ExitCode> {
     let mut auto = crate::cmd_checkpoint::AutoCheckpoint::new(&args.db.db, db.config());
     let handle = db.read_handle()?;
     let mut auto_error = None;
-    let endpoint = match &args.metrics {
-        Some(addr) => Some(crate::metrics::serve(addr, handle.clone())?),
+    let endpoint = match listener {
+        Some(l) => Some(crate::metrics::serve(l, handle.clone())?),
         None => None,
     };
     let (stats, result) = chain::import(&mut db, chain, &config, &stop, &mut |b| {

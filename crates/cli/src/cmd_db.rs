@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
-use store::{StateDb, StoreConfig, StoreStats};
+use store::{RevertError, StateDb, StoreConfig, StoreStats};
 use trie::TrieId;
 
 use crate::genesis_load::load_genesis;
@@ -38,7 +38,7 @@ pub(crate) struct InitArgs {
     /// The genesis allocation (a full genesis file or a bare `alloc` object).
     #[arg(long, value_name = "FILE")]
     genesis: PathBuf,
-    /// Print {"number", "root", "accounts"} instead of the root alone.
+    /// Print {"block", "root", "accounts"} instead of the root alone.
     #[arg(long)]
     json: bool,
 }
@@ -110,7 +110,8 @@ pub(crate) struct RevertArgs {
     /// keeps `layers.history_depth` blocks of history, 128 by default).
     #[arg(value_name = "N", value_parser = limits::u64_in(1, limits::REVERT_MAX))]
     blocks: u64,
-    /// Print {"number", "root"} of the new head.
+    /// Print {"block", "root", "reverted", "stopped"}: the new head, the blocks undone, and
+    /// whether a signal stopped the revert early.
     #[arg(long)]
     json: bool,
 }
@@ -422,7 +423,17 @@ pub(crate) fn revert(args: &RevertArgs) -> Result<ExitCode> {
             pb.set_position(n);
             !stop.load(std::sync::atomic::Ordering::SeqCst)
         })
-        .with_context(|| format!("cannot revert {} blocks from block {head}", args.blocks))?;
+        .map_err(|e| {
+            let context = format!("cannot revert {} blocks from block {head}", args.blocks);
+            match e {
+                // The count the head or the kept history makes impossible: a usage error
+                // (nothing was undone).
+                RevertError::TooFar { .. } | RevertError::Pruned { .. } => {
+                    crate::usage(format!("{context}: {e}"))
+                }
+                e => anyhow::Error::new(e).context(context),
+            }
+        })?;
     pb.finish_and_clear();
     let (number, root) = (db.head_number(), db.head_root());
     db.close().context("cannot close the database")?;

@@ -59,7 +59,7 @@ pub(crate) struct LoadArgs {
     quiet: bool,
     /// Serve Prometheus metrics on ADDR (e.g. 127.0.0.1:9100) while committing.
     #[arg(long, value_name = "ADDR")]
-    metrics: Option<String>,
+    metrics: Option<std::net::SocketAddr>,
     /// Print the summary as JSON on stdout instead of the per-block lines.
     #[arg(long)]
     json: bool,
@@ -89,6 +89,7 @@ impl Lines<'_> {
 
 /// Run `arbor load`.
 pub(crate) fn run(args: &LoadArgs) -> Result<ExitCode> {
+    let listener = crate::metrics::bind(args.metrics.as_ref())?;
     let mut db = open_or_create(&args.db)?;
     let workload = Workload::new(args.seed, args.keys, args.updates_per_block);
     let stdout = std::io::stdout();
@@ -114,8 +115,8 @@ pub(crate) fn run(args: &LoadArgs) -> Result<ExitCode> {
     // From here on Ctrl-C or SIGTERM ends the run at a block boundary, with the summary (a
     // signal during the bulk phase above still ends the process: that load resumes).
     let stop = crate::cmd_chain::stop_flag()?;
-    let endpoint = match &args.metrics {
-        Some(addr) => Some(crate::metrics::serve(addr, db.read_handle()?)?),
+    let endpoint = match listener {
+        Some(l) => Some(crate::metrics::serve(l, db.read_handle()?)?),
         None => None,
     };
     let mut committed = 0u64;

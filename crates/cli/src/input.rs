@@ -62,9 +62,18 @@ pub(crate) fn parse_h256(s: &str) -> Result<trie::H256, String> {
 #[derive(Debug, Clone)]
 pub(crate) struct HexKey(pub(crate) Vec<u8>);
 
-/// clap's parser of a trie key argument: hex digits, 0x optional.
+/// clap's parser of a trie key argument: hex digits, 0x optional, at most the store's
+/// key length ([`store::KEY_BYTES_MAX`] bytes).
 pub(crate) fn parse_key(s: &str) -> Result<HexKey, String> {
-    trie::decode_hex(s).map(HexKey).map_err(|e| format!("{s:?} is not a hex key: {e}"))
+    let key = trie::decode_hex(s).map_err(|e| format!("{s:?} is not a hex key: {e}"))?;
+    if key.len() > store::KEY_BYTES_MAX {
+        return Err(format!(
+            "a key of {} bytes; keys are at most {} bytes",
+            key.len(),
+            store::KEY_BYTES_MAX
+        ));
+    }
+    Ok(HexKey(key))
 }
 
 /// Parse `path` as a genesis allocation (a full genesis with `alloc`, or a bare alloc).

@@ -12,6 +12,7 @@
 //!   `arbor_cache_evictions_total{…}`, `arbor_cache_bytes{…}`.
 
 use std::fmt::Write as _;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,12 +66,23 @@ impl Drop for Endpoint {
     }
 }
 
-/// Serve the metrics of `store` (and of the returned counters) on `addr`; the bound
-/// address is printed to stderr (`127.0.0.1:0` picks a free port).
-pub(crate) fn serve(addr: &str, store: ReadHandle) -> Result<Endpoint> {
+/// A bound metrics listener, not serving yet: commands bind before they touch the
+/// database, so an address in use fails before any work.
+pub(crate) struct Listener(tiny_http::Server);
+
+/// Bind the metrics listener on `addr`, if any.
+pub(crate) fn bind(addr: Option<&SocketAddr>) -> Result<Option<Listener>> {
+    let Some(addr) = addr else { return Ok(None) };
     let server = tiny_http::Server::http(addr)
         .map_err(|e| anyhow::anyhow!("{e}"))
         .with_context(|| format!("cannot serve metrics on {addr}"))?;
+    Ok(Some(Listener(server)))
+}
+
+/// Serve the metrics of `store` (and of the returned counters) on `addr`; the bound
+/// address is printed to stderr (`127.0.0.1:0` picks a free port).
+pub(crate) fn serve(server: Listener, store: ReadHandle) -> Result<Endpoint> {
+    let Listener(server) = server;
     if let Some(a) = server.server_addr().to_ip() {
         eprintln!("metrics on http://{a}/metrics");
     }

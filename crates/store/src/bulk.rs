@@ -234,6 +234,8 @@ impl StateDb {
         self.check_complete()?;
         self.flush()?;
         let db = &self.reader().db;
+        check_flat_ends(db)?;
+        check_history_newest(db, self.head_number())?;
         let main = rebuild(db, &TrieId::Main, mode, self.scanned())?;
         let mut tries = root_records(db)?;
         for t in storage_tries_in_flat(db)? {
@@ -318,10 +320,11 @@ impl StateDb {
         // One scan per trie gives both its root and the check of its stored nodes.
         let (roots, rebuilt) = self.recompute(Mode::Check)?;
         let db = &self.reader().db;
+        let mut stored = stored_nodes(db, rebuilt.iter().map(|(t, _)| *t).collect())?;
         let mut bad_tries = Vec::new();
         let mut nodes_checked = 0;
         for (trie, r) in rebuilt {
-            let stored = stored_nodes(db, &trie)?;
+            let stored = stored.remove(&trie).unwrap_or(0);
             let c = r.check;
             let report = NodeReport {
                 trie,
@@ -369,23 +372,56 @@ impl StateDb {
     }
 }
 
-/// How many nodes `trie` has stored.
-fn stored_nodes(db: &DB, trie: &TrieId) -> Result<u64, StoreError> {
-    let lo = trie.prefix();
-    let mut hi = trie.prefix();
-    hi.extend(std::iter::repeat_n(0xff, KEY_BYTES_MAX + 2));
+/// How many nodes each of `tries` has stored, from one scan of `nodes`: a record of no
+/// trie, or of a trie not in `tries` (which holds every trie of the state), is an error.
+fn stored_nodes(
+    db: &DB,
+    tries: std::collections::BTreeSet<TrieId>,
+) -> Result<std::collections::BTreeMap<TrieId, u64>, StoreError> {
+    let mut counts: std::collections::BTreeMap<TrieId, u64> =
+        tries.into_iter().map(|t| (t, 0)).collect();
     let mut opts = rocksdb::ReadOptions::default();
-    opts.set_iterate_upper_bound(hi);
     opts.fill_cache(false);
     let mut it = db.raw_iterator_cf_opt(cf(db, CF_NODES)?, opts);
-    it.seek(&lo);
-    let mut n = 0;
-    while it.valid() {
-        n += 1;
+    it.seek_to_first();
+    while let Some(key) = it.key() {
+        let count = TrieId::split(key).and_then(|(trie, _)| counts.get_mut(&trie));
+        *count.ok_or_else(|| Corruption::NodeKey { key: key.to_vec() })? += 1;
         it.next();
     }
     it.status()?;
-    Ok(n)
+    Ok(counts)
+}
+
+/// The newest reverse diff, if any, is the head block's.
+fn check_history_newest(db: &DB, head: u64) -> Result<(), StoreError> {
+    let mut it = db.raw_iterator_cf(cf(db, CF_HISTORY)?);
+    it.seek_to_last();
+    if let Some(key) = it.key() {
+        let newest = <[u8; 8]>::try_from(key).map_or(u64::MAX, u64::from_be_bytes);
+        if newest != head {
+            return Err(Corruption::HistoryNewest { head, newest }.into());
+        }
+    }
+    it.status()?;
+    Ok(())
+}
+
+/// `flat` holds nothing outside the tries' prefixes: no key before the main trie's (the
+/// empty key) and none after the storage tries' (a first byte above `0x01`). Keys within
+/// them are checked by the scans (the main trie's) and seeks (the storage tries').
+fn check_flat_ends(db: &DB) -> Result<(), StoreError> {
+    let mut it = db.raw_iterator_cf(cf(db, CF_FLAT)?);
+    it.seek_to_first();
+    if let Some(key) = it.key().filter(|k| k.is_empty()) {
+        return Err(Corruption::FlatKey { key: key.to_vec() }.into());
+    }
+    it.seek([0x02]);
+    if let Some(key) = it.key() {
+        return Err(Corruption::FlatKey { key: key.to_vec() }.into());
+    }
+    it.status()?;
+    Ok(())
 }
 
 /// Every root record in `meta`: trie → stored root.

@@ -78,6 +78,13 @@ pub enum Corruption {
         /// The key.
         key: Vec<u8>,
     },
+    /// A `nodes` key names no trie, or a trie the state does not hold (no flat entry and
+    /// no root record): a stray record no rebuild would touch.
+    #[error("nodes key 0x{} belongs to no trie of the state", hex::encode(.key))]
+    NodeKey {
+        /// The key.
+        key: Vec<u8>,
+    },
     /// The cache-counter record has the wrong size.
     #[error("cache totals record of {len} bytes (expected {expected})")]
     CacheTotals {
@@ -160,6 +167,15 @@ pub enum Corruption {
         number: u64,
         /// What is wrong with it.
         source: HistoryError,
+    },
+    /// The newest reverse diff is not the head block's (every commit writes its own with
+    /// its head, and reverts delete theirs): the head record or the history was altered.
+    #[error("the head is block {head} but the newest reverse diff is of block {newest}")]
+    HistoryNewest {
+        /// The head block.
+        head: u64,
+        /// The newest reverse diff's block (its key, when it is not 8 bytes: `u64::MAX`).
+        newest: u64,
     },
     /// A reverse diff lacks the head record every diff holds.
     #[error("history record of block {number} has no head record")]

@@ -306,3 +306,27 @@ fn build_block_refuses_a_pov_limit_below_the_smallest_witness() {
     let out = stdout(&o);
     assert!(out.contains("over the proof-of-validity limit"), "{out}");
 }
+
+/// Arguments the database commands cannot use are usage errors found before any work: a
+/// metrics address that does not parse (no database created), a key over the store's
+/// 127 bytes, a revert deeper than the head.
+#[test]
+fn database_arguments_are_checked_before_work() {
+    let db = fresh_db("limits-db-args");
+    let load = ["load", "--db", &db, "--keys", "1000", "--updates-per-block", "10", "--seed", "1"];
+    for addr in ["nonsense", "127.0.0.1:99999", "localhost"] {
+        let o = arbor(&[&load[..], &["--blocks", "1", "--metrics", addr]].concat());
+        assert_usage_error(&o, addr);
+        assert!(!Path::new(&db).exists(), "--metrics {addr}: a database was created");
+    }
+    ok(&[&load[..], &["--blocks", "2"]].concat());
+    let long = "ab".repeat(128);
+    for cmd in [&["get", "--db", &db][..], &["prove", "--db", &db]] {
+        let o = arbor(&[cmd, &[long.as_str()][..]].concat());
+        assert_usage_error(&o, "at most 127 bytes");
+    }
+    assert_eq!(ok(&["get", "--db", &db, &"ab".repeat(127)]).trim(), "absent");
+    let o = arbor(&["revert", "--db", &db, "3"]);
+    assert_usage_error(&o, "the head is block 2");
+    assert!(ok(&["verify", "--db", &db]).starts_with("ok 2 "));
+}

@@ -53,6 +53,12 @@ fn open_err(path: &Path) -> OpenError {
 
 const FAMILIES: [&str; 4] = ["flat", "nodes", "history", "meta"];
 
+/// Put `value` under `key` in column family `family` of a closed store.
+fn put_raw(path: &Path, family: &str, key: &[u8], value: &[u8]) {
+    let db = raw(path, &FAMILIES);
+    db.put_cf(db.cf_handle(family).unwrap(), key, value).unwrap();
+}
+
 /// Put `value` (or delete, if `None`) under `key` in `meta` of a closed store.
 fn poke_meta(path: &Path, key: &[u8], value: Option<&[u8]>) {
     let db = raw(path, &FAMILIES);
@@ -344,6 +350,44 @@ fn tampered_flat_state_fails_verify() {
     let db = open(dir.path(), &small_config());
     let report = db.verify().unwrap();
     assert!(!report.ok(), "{report:?}");
+}
+
+/// Records outside every trie (a flat key before the main trie's or after the storage
+/// tries', a node key of no trie or of a trie the state does not hold) and a head moved
+/// past its history: `verify` (and `verify_deep` for nodes) reports each as corruption.
+#[test]
+fn stray_records_and_a_moved_head_fail_verify() {
+    let corruption = |e: StoreError| e.corruption().cloned().unwrap_or_else(|| panic!("{e:?}"));
+    for key in [&b""[..], b"\x07abc", b"\xff"] {
+        let dir = tempfile::tempdir().unwrap();
+        healthy(dir.path());
+        put_raw(dir.path(), "flat", key, b"v");
+        let e = open(dir.path(), &small_config()).verify().unwrap_err();
+        assert!(matches!(corruption(e), Corruption::FlatKey { .. }), "{key:?}");
+    }
+    let mut storage = vec![0x01];
+    storage.extend_from_slice(&[0x22; 32]);
+    storage.push(0);
+    for key in [&b""[..], b"\x01\x22", b"\x05", &storage] {
+        let dir = tempfile::tempdir().unwrap();
+        healthy(dir.path());
+        put_raw(dir.path(), "nodes", key, &[0u8; 40]);
+        let db = open(dir.path(), &small_config());
+        assert!(db.verify().unwrap().ok(), "{key:?}: nodes are not part of the roots");
+        let e = db.verify_deep().unwrap_err();
+        assert!(matches!(corruption(e), Corruption::NodeKey { .. }), "{key:?}");
+    }
+    for number in [2u64, 8, u64::MAX - 1] {
+        let dir = tempfile::tempdir().unwrap();
+        healthy(dir.path());
+        let root = open(dir.path(), &small_config()).head_root();
+        let mut head = number.to_be_bytes().to_vec();
+        head.extend_from_slice(&root.0);
+        poke_meta(dir.path(), b"head", Some(&head));
+        let e = open(dir.path(), &small_config()).verify().unwrap_err();
+        let want = Corruption::HistoryNewest { head: number, newest: 3 };
+        assert_eq!(corruption(e).to_string(), want.to_string());
+    }
 }
 
 #[test]
