@@ -68,7 +68,7 @@ pub(crate) fn parse_key(s: &str) -> Result<HexKey, String> {
     let key = trie::decode_hex(s).map_err(|e| format!("{s:?} is not a hex key: {e}"))?;
     if key.len() > store::KEY_BYTES_MAX {
         return Err(format!(
-            "a key of {} bytes; keys are at most {} bytes",
+            "a key of {} bytes exceeds the {}-byte limit",
             key.len(),
             store::KEY_BYTES_MAX
         ));

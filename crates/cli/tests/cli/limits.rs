@@ -323,7 +323,7 @@ fn database_arguments_are_checked_before_work() {
     let long = "ab".repeat(128);
     for cmd in [&["get", "--db", &db][..], &["prove", "--db", &db]] {
         let o = arbor(&[cmd, &[long.as_str()][..]].concat());
-        assert_usage_error(&o, "at most 127 bytes");
+        assert_usage_error(&o, "exceeds the 127-byte limit");
     }
     assert_eq!(ok(&["get", "--db", &db, &"ab".repeat(127)]).trim(), "absent");
     let o = arbor(&["revert", "--db", &db, "3"]);
