@@ -297,6 +297,11 @@ fn make_txs(w: &Workload, sigs: &[Option<Arc<Sig>>]) -> Vec<CosmosTx> {
         .collect()
 }
 
+/// The names of the workloads (`--only` selects those containing one of its entries).
+pub fn blockstm_workload_names() -> Vec<&'static str> {
+    workloads(1).iter().map(|w| w.name).chain([CHAIN_TRANSFERS]).collect()
+}
+
 /// Run the benchmark; `allocs` reads the binary's allocation counters.
 pub fn blockstm_bench(
     opts: &BlockStmOpts,

@@ -42,7 +42,10 @@ mod table;
 mod timing;
 pub mod workload;
 
-pub use blockstm_bench::{blockstm_bench, AllocCounter, BlockStmOpts, BlockStmReport, BlockStmRow};
+pub use blockstm_bench::{
+    blockstm_bench, blockstm_workload_names, AllocCounter, BlockStmOpts, BlockStmReport,
+    BlockStmRow,
+};
 pub use checkpoint_bench::{checkpoint_bench, CheckpointBenchOpts, CheckpointBenchReport, Target};
 pub use import_bench::{import_bench, ImportBenchOpts, ImportBenchReport, ImportRow};
 pub use machine::MachineInfo;

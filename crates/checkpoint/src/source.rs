@@ -189,6 +189,13 @@ struct HttpSource {
 
 impl HttpSource {
     fn new(addr: &str, opts: &SourceOptions) -> Result<Self, SourceError> {
+        // An address that names no host (`http://`, `http://[::1`, `http://256.0.0.1/`) is
+        // refused here, before any request.
+        let url =
+            reqwest::Url::parse(addr).map_err(|e| SourceError::Url(format!("{addr}: {e}")))?;
+        if url.host_str().is_none_or(str::is_empty) {
+            return Err(SourceError::Url(format!("{addr}: no host")));
+        }
         let client = reqwest::blocking::Client::builder()
             .timeout(opts.timeout)
             .connect_timeout(opts.timeout.min(Duration::from_secs(10)))

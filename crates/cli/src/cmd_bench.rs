@@ -43,7 +43,7 @@ impl ReportArgs {
         if let Some(p) = &self.html {
             outputs.push(crate::output::Output { flag: "--html", path: p });
         }
-        crate::output::check(&outputs, true)
+        crate::output::check(&outputs, true).map(|_| ())
     }
 
     /// Print the human or JSON report; write the JSON to `--out` and the page to `--html`.
@@ -317,6 +317,15 @@ fn checkpoint_bench(args: &CheckpointArgs) -> Result<ExitCode> {
 }
 
 fn blockstm(args: &BlockStmArgs) -> Result<ExitCode> {
+    let names = bench::blockstm_workload_names();
+    if let Some(o) =
+        args.only.iter().find(|o| o.is_empty() || !names.iter().any(|n| n.contains(o.as_str())))
+    {
+        return Err(crate::usage(format!(
+            "--only {o:?} names no workload (the workloads: {})",
+            names.join(", ")
+        )));
+    }
     let opts = bench::BlockStmOpts {
         workers: args.workers.0.clone(),
         no_sig: args.no_sig,

@@ -71,13 +71,18 @@ pub(crate) struct ImportArgs {
 /// Run `arbor gen-chain`.
 pub(crate) fn gen_chain(args: &GenChainArgs) -> Result<ExitCode> {
     // An existing file (without --force), a directory or a missing directory: usage errors.
-    crate::output::check(&[crate::output::Output { flag: "--out", path: &args.out }], args.force)?;
+    let out = crate::output::Output { flag: "--out", path: &args.out };
+    let target = crate::output::check(&[out], args.force)?.remove(0);
     let tmp = tempfile::Builder::new().prefix("arbor-gen-chain-").tempdir()?;
     let mut db = StateDb::open(tmp.path(), store::StoreConfig::default())?;
-    let staging = args.out.with_extension("arbor-partial");
-    let file =
-        File::create(&staging).with_context(|| format!("cannot create {}", staging.display()))?;
-    let mut w = BufWriter::new(file);
+    // Staged under a fresh name beside the output (created exclusively), then moved.
+    let dir = target.parent().unwrap_or(Path::new("/"));
+    let staged = tempfile::Builder::new()
+        .prefix(".arbor-gen-chain-")
+        .suffix(".partial")
+        .tempfile_in(dir)
+        .with_context(|| format!("cannot create a file in {}", dir.display()))?;
+    let mut w = BufWriter::new(staged.as_file());
     let params = ChainParams {
         accounts: args.accounts,
         blocks: args.blocks,
@@ -102,8 +107,7 @@ pub(crate) fn gen_chain(args: &GenChainArgs) -> Result<ExitCode> {
         chainfile::write_header(&mut w, &header)?;
     }
     w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-    std::fs::rename(&staging, &args.out)
-        .with_context(|| format!("cannot move the chain into {}", args.out.display()))?;
+    crate::output::place(out, staged, &target, args.force)?;
     pb.finish_and_clear();
     let (head, root) = (db.head_number(), db.head_root());
     db.close()?;

@@ -3,7 +3,7 @@
 //! ends with a summary (`--json` for machines); restore stops cleanly on Ctrl-C or SIGTERM
 //! and resumes when run again.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -164,6 +164,16 @@ struct RestoreArgs {
     json: bool,
 }
 
+/// Whether `path` (existing or not) is `dir` or lies under it, however spelled: its
+/// nearest existing ancestor is resolved and compared with the resolved `dir`.
+fn inside(path: &Path, dir: &Path) -> bool {
+    let (Ok(dir), Ok(path)) = (std::fs::canonicalize(dir), std::path::absolute(path)) else {
+        return false;
+    };
+    let existing = path.ancestors().find_map(|p| std::fs::canonicalize(p).ok());
+    existing.is_some_and(|p| p.starts_with(&dir))
+}
+
 /// Most sources a restore takes.
 const SOURCES_MAX: usize = 64;
 
@@ -212,6 +222,13 @@ struct CreateSummary {
 
 fn create(a: &CreateArgs) -> Result<ExitCode> {
     let db = open_reading(&a.db)?;
+    if inside(&a.out, &a.db.db) {
+        return Err(crate::usage(format!(
+            "--out {} is inside the database {}; name a directory outside it",
+            a.out.display(),
+            a.db.db.display()
+        )));
+    }
     let handle = db.read_handle()?;
     let state = handle.persisted()?;
     let opts = CreateOptions {
@@ -410,7 +427,13 @@ fn push(a: &PushArgs) -> Result<ExitCode> {
             None => bail!("{} holds no checkpoint", a.dir.display()),
         },
     };
-    let store = checkpoint::S3Store::from_env(rest, Duration::from_millis(a.timeout_ms))?;
+    let store =
+        checkpoint::S3Store::from_env(rest, Duration::from_millis(a.timeout_ms)).map_err(|e| {
+            match e {
+                checkpoint::SourceError::Url(_) => crate::usage(format!("--to {}: {e}", a.to)),
+                e => anyhow::Error::new(e).context(format!("--to {}", a.to)),
+            }
+        })?;
     let pb = crate::progress::counter(!a.json, None, "pushing", "chunks");
     let t0 = Instant::now();
     let report = store.push(&dir, &id, &|n| pb.set_position(n as u64))?;

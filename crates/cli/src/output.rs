@@ -29,10 +29,18 @@ pub(crate) struct Output<'a> {
 }
 
 /// Refuse outputs that name the same file, existing files (unless `force`), directories
-/// and paths whose directory does not exist.
-pub(crate) fn check(outputs: &[Output<'_>], force: bool) -> Result<()> {
+/// (also a path ending in `/`) and paths whose directory does not exist. The files they
+/// name: absolute, symbolic links followed.
+pub(crate) fn check(outputs: &[Output<'_>], force: bool) -> Result<Vec<PathBuf>> {
     let mut resolved: Vec<(Output<'_>, PathBuf)> = Vec::with_capacity(outputs.len());
     for &out in outputs {
+        if out.path.as_os_str().as_encoded_bytes().ends_with(b"/") {
+            return Err(usage(format!(
+                "{} {} names a directory; name a file",
+                out.flag,
+                out.path.display()
+            )));
+        }
         let target = resolve(out.path)
             .map_err(|e| usage(format!("cannot write {} {}: {e}", out.flag, out.path.display())))?;
         for (earlier, earlier_target) in &resolved {
@@ -68,7 +76,49 @@ pub(crate) fn check(outputs: &[Output<'_>], force: bool) -> Result<()> {
             _ => {}
         }
     }
-    Ok(())
+    Ok(resolved.into_iter().map(|(_, target)| target).collect())
+}
+
+/// Move a finished `staged` file (created in `target`'s directory) to the output file
+/// `target` that [`check`] resolved: replacing a regular file only with `force`, refusing
+/// one created meanwhile otherwise. An existing special file (a device, a FIFO) is
+/// written into instead, never replaced.
+pub(crate) fn place(
+    out: Output<'_>,
+    staged: tempfile::NamedTempFile,
+    target: &Path,
+    force: bool,
+) -> Result<()> {
+    let special = std::fs::metadata(target).is_ok_and(|m| !m.is_file());
+    if special {
+        let mut from = staged.reopen()?;
+        let mut to = OpenOptions::new()
+            .write(true)
+            .open(target)
+            .with_context(|| format!("cannot write {}", out.path.display()))?;
+        std::io::copy(&mut from, &mut to)
+            .with_context(|| format!("cannot write {}", out.path.display()))?;
+        return Ok(());
+    }
+    // A temporary file is private (0600); an output gets the usual 0644.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        staged
+            .as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))
+            .with_context(|| format!("cannot write {}", out.path.display()))?;
+    }
+    let placed = if force { staged.persist(target) } else { staged.persist_noclobber(target) };
+    match placed {
+        Ok(_) => Ok(()),
+        Err(e) if e.error.kind() == ErrorKind::AlreadyExists => Err(usage(format!(
+            "{} {} was created by someone else meanwhile; pass --force to overwrite it",
+            out.flag,
+            out.path.display()
+        ))),
+        Err(e) => Err(e.error).with_context(|| format!("cannot write {}", out.path.display())),
+    }
 }
 
 /// Write `bytes` to an output [`check`] accepted: created exclusively unless `force`.

@@ -330,3 +330,73 @@ fn database_arguments_are_checked_before_work() {
     assert_usage_error(&o, "the head is block 2");
     assert!(ok(&["verify", "--db", &db]).starts_with("ok 2 "));
 }
+
+/// Output paths and source addresses a command cannot use are refused before any work:
+/// `gen-chain --out` ending in `/`, a chain staged beside its output without touching a
+/// file there (its old fixed staging name was overwritten), a checkpoint directory inside
+/// the database, an HTTP source naming no host, a bucketless `--to s3://`, and a
+/// `bench blockstm --only` entry that selects nothing.
+#[test]
+fn outputs_and_sources_are_checked_before_work() {
+    let dir = scratch("outputs");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let gen = |out: &Path, force: bool| {
+        let mut args = vec!["gen-chain", "--accounts", "20", "--blocks", "2", "--transfers", "3"];
+        args.extend(["--seed", "1", "--out", s(out)]);
+        if force {
+            args.push("--force");
+        }
+        arbor(&args)
+    };
+    let slash = format!("{}/", s(&dir.join("newfile")));
+    assert_usage_error(&gen(Path::new(&slash), false), "names a directory");
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "a refused gen-chain wrote");
+    let partial = dir.join("chain.arbor-partial");
+    std::fs::write(&partial, "my notes").unwrap();
+    let out = dir.join("chain.bin");
+    assert!(gen(&out, false).status.success());
+    assert_eq!(std::fs::read_to_string(&partial).unwrap(), "my notes");
+    assert!(std::fs::read(&out).unwrap().starts_with(b"ARBCHAIN"));
+    assert_usage_error(&gen(&out, false), "exists");
+    assert!(gen(&out, true).status.success());
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2, "a staging file was left");
+
+    let db = fresh_db("limits-outputs");
+    ok(&[
+        "load",
+        "--db",
+        &db,
+        "--keys",
+        "500",
+        "--blocks",
+        "1",
+        "--updates-per-block",
+        "5",
+        "--seed",
+        "1",
+    ]);
+    for inner in [db.clone(), format!("{db}/cp"), format!("{db}/../{}/x", db_name(&db))] {
+        let o = arbor(&["checkpoint", "create", "--db", &db, "--out", &inner]);
+        assert_usage_error(&o, "inside the database");
+    }
+    assert!(!Path::new(&db).join("checkpoints").exists());
+    for addr in ["http://", "http://[::1", "http://256.0.0.1/", "https://"] {
+        assert_usage_error(&arbor(&["checkpoint", "list", "--source", addr]), "unsupported");
+    }
+    let cp = dir.join("cp");
+    ok(&["checkpoint", "create", "--db", &db, "--out", s(&cp)]);
+    let o = arbor(&["checkpoint", "push", "--dir", s(&cp), "--to", "s3://"]);
+    assert_usage_error(&o, "--to s3://");
+    for only in ["nosuchworkload", ""] {
+        // (A debug build warns on its first line: only the exit code and the error.)
+        let o = arbor(&["bench", "blockstm", "--only", only]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains("names no workload"), "{}", stderr(&o));
+    }
+}
+
+/// The last component of a database path.
+fn db_name(db: &str) -> &str {
+    Path::new(db).file_name().unwrap().to_str().unwrap()
+}
