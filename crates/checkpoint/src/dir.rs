@@ -222,7 +222,9 @@ impl CheckpointDir {
         for e in entries {
             let e = e.map_err(Self::io(&dir))?;
             let Some(id) = e.file_name().to_str().and_then(parse_id) else { continue };
-            if e.path().join("manifest").exists() {
+            // A manifest that cannot be checked (a directory without permission) is listed:
+            // reading it then reports the error, where "absent" would be a wrong verdict.
+            if e.path().join("manifest").try_exists().unwrap_or(true) {
                 out.push(id);
             }
         }

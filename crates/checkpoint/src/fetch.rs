@@ -202,8 +202,8 @@ fn run(db: &mut StateDb, job: &Job<'_>, report: &mut RestoreReport) -> Result<Tr
         .unfinished_bulk_load()
         .and_then(|l| l.strip_prefix("checkpoint "))
         .and_then(crate::dir::parse_id);
-    let OfferedManifest { id, bytes, offering } =
-        choose_manifest(trusted, sources, resume, stop, &mut report.sources)?;
+    let chosen = choose_manifests(trusted, sources, resume, stop, &mut report.sources)?.remove(0);
+    let OfferedManifest { id, bytes, offering } = chosen;
     for i in offering {
         report.sources[i].offered_checkpoint = true;
     }
@@ -240,33 +240,36 @@ pub struct OfferedManifest {
     pub offering: Vec<usize>,
 }
 
-/// The checkpoint manifest of `trusted` that most `sources` offer, chosen as a restore
-/// chooses it (see `choose_manifest`); `reports` (one per source) count each source's
-/// failed requests. [`FetchError::NoCheckpoint`] when none qualifies,
-/// [`FetchError::Unreachable`] when none does and a source could not be read.
-pub fn find_manifest(
+/// The checkpoint manifests of `trusted` that `sources` offer, in a restore's order of
+/// preference (most sources first, then the smaller id; see `choose_manifests`);
+/// `reports` (one per source) count each source's failed requests. Never empty:
+/// [`FetchError::NoCheckpoint`] when none qualifies, [`FetchError::Unreachable`] when none
+/// does and a source could not be read.
+pub fn find_manifests(
     trusted: Trusted,
     sources: &[Box<dyn Source>],
     stop: &AtomicBool,
     reports: &mut [SourceReport],
-) -> Result<OfferedManifest, FetchError> {
-    choose_manifest(trusted, sources, None, stop, reports)
+) -> Result<Vec<OfferedManifest>, FetchError> {
+    choose_manifests(trusted, sources, None, stop, reports)
 }
 
-/// The manifest to restore: an interrupted restore's, else the one most sources offer.
+/// The manifests a restore may take, best first: an interrupted restore's, then the ones
+/// most sources offer (ties: the smaller id).
 ///
 /// A source's listing (of the trusted block and root, where the listing says) counts once
-/// per id (one vote per source), at most [`LISTED_IDS_MAX`] of its ids are asked for, and a source whose manifest requests fail
-/// [`MANIFEST_FAILURES_MAX`] times in a row is not asked for more: a hostile listing of
-/// many ids, each answered slowly, cannot hold the restore. `stop` is checked before
-/// every request.
-fn choose_manifest(
+/// per id (one vote per source). A remote source is asked for at most [`LISTED_IDS_MAX`]
+/// of its ids and for no more after [`MANIFEST_FAILURES_MAX`] timeouts in a row: a hostile
+/// listing of many ids, each answered slowly, cannot hold the restore (a local directory
+/// is read whole: its names are not a reason to skip what follows them). `stop` is
+/// checked before every request.
+fn choose_manifests(
     trusted: Trusted,
     sources: &[Box<dyn Source>],
     resume: Option<H256>,
     stop: &AtomicBool,
     reports: &mut [SourceReport],
-) -> Result<OfferedManifest, FetchError> {
+) -> Result<Vec<OfferedManifest>, FetchError> {
     let mut found: BTreeMap<H256, (Vec<u8>, Vec<usize>)> = BTreeMap::new();
     let mut refused: Vec<H256> = Vec::new();
     // The first failure that says nothing about what its source holds.
@@ -292,7 +295,7 @@ fn choose_manifest(
         };
         ids.sort_unstable();
         ids.dedup();
-        if ids.len() > LISTED_IDS_MAX {
+        if ids.len() > LISTED_IDS_MAX && !s.is_local() {
             reasons.push(format!(
                 "{}: lists {} checkpoints, over {LISTED_IDS_MAX}",
                 s.name(),
@@ -315,10 +318,12 @@ fn choose_manifest(
             let bytes = match s.manifest(&id) {
                 Ok(b) => b,
                 Err(e) => {
+                    let timeout = matches!(e, SourceError::Timeout);
                     failed(si, e, reports);
-                    failures += 1;
-                    if failures >= MANIFEST_FAILURES_MAX {
-                        reasons.push(format!("{}: {failures} manifest requests failed", s.name()));
+                    failures = if timeout { failures + 1 } else { 0 };
+                    if failures >= MANIFEST_FAILURES_MAX && !s.is_local() {
+                        reasons
+                            .push(format!("{}: {failures} manifest requests timed out", s.name()));
                         break;
                     }
                     continue;
@@ -347,15 +352,19 @@ fn choose_manifest(
             }
         }
     }
-    let pick = resume.filter(|id| found.contains_key(id)).or_else(|| {
-        found
-            .iter()
-            .max_by(|a, b| a.1 .1.len().cmp(&b.1 .1.len()).then(b.0.cmp(a.0)))
-            .map(|(id, _)| *id)
-    });
-    match pick.and_then(|id| found.remove(&id).map(|(bytes, offering)| (id, bytes, offering))) {
-        Some((id, bytes, offering)) => Ok(OfferedManifest { id, bytes, offering }),
-        None if unreachable.is_some() => {
+    let mut offered: Vec<OfferedManifest> = found
+        .into_iter()
+        .map(|(id, (bytes, offering))| OfferedManifest { id, bytes, offering })
+        .collect();
+    // Most sources first, then the smaller id; an interrupted restore's manifest before all.
+    offered.sort_by(|a, b| b.offering.len().cmp(&a.offering.len()).then(a.id.cmp(&b.id)));
+    if let Some(at) = resume.and_then(|r| offered.iter().position(|o| o.id == r)) {
+        let resumed = offered.remove(at);
+        offered.insert(0, resumed);
+    }
+    match offered.is_empty() {
+        false => Ok(offered),
+        true if unreachable.is_some() => {
             let (si, error) = unreachable.expect("checked");
             Err(FetchError::Unreachable {
                 block: trusted.block,
@@ -364,7 +373,7 @@ fn choose_manifest(
                 error,
             })
         }
-        None => {
+        true => {
             let shown: Vec<&str> = reasons.iter().take(3).map(String::as_str).collect();
             let more = reasons.len().saturating_sub(shown.len());
             let refused = match (shown.is_empty(), more) {

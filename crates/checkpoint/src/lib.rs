@@ -32,7 +32,7 @@ pub use boundary::boundary_hash;
 pub use create::{create, create_cancellable, CreateError, CreateOptions, Created, THREADS_MAX};
 pub use dir::{chunk_path, manifest_path, parse_id, CheckpointDir, DirError};
 pub use fetch::{
-    find_manifest, restore_from_sources, FetchError, FetchOptions, FetchProgress, OfferedManifest,
+    find_manifests, restore_from_sources, FetchError, FetchOptions, FetchProgress, OfferedManifest,
     RestoreReport, SourceReport, WORKERS_MAX,
 };
 pub use format::{

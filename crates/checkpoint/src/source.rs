@@ -67,6 +67,12 @@ pub trait Source: Send + Sync {
         let _ = (block, root);
         self.ids()
     }
+    /// True for a source on this machine (a directory): its listing is read whole and
+    /// its failures are fast, so the bounds that keep a remote listing from holding a
+    /// restore do not apply (they would let junk names that sort first hide a checkpoint).
+    fn is_local(&self) -> bool {
+        false
+    }
     /// A manifest's bytes (unchecked).
     fn manifest(&self, id: &H256) -> Result<Vec<u8>, SourceError>;
     /// A chunk's bytes (unchecked); more than `max` bytes is an error, cut off early.
@@ -115,6 +121,10 @@ struct DirSource {
 impl Source for DirSource {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn is_local(&self) -> bool {
+        true
     }
 
     fn ids(&self) -> Result<Vec<H256>, SourceError> {

@@ -295,12 +295,10 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode> {
     let mut reports = vec![checkpoint::SourceReport::default()];
     // No handler: Ctrl-C ends the command at once, as during the verification.
     let stop = std::sync::atomic::AtomicBool::new(false);
-    // The manifest a restore would choose from this source (the same bounds and checks).
-    let (id, chunks) = match checkpoint::find_manifest(trusted, &sources, &stop, &mut reports) {
-        Ok(found) => {
-            let manifest = checkpoint::Manifest::decode(&found.bytes)?;
-            (found.id, manifest.chunks.len() as u64)
-        }
+    // The manifests a restore would consider from this source (the same bounds and
+    // checks), in its order.
+    let candidates = match checkpoint::find_manifests(trusted, &sources, &stop, &mut reports) {
+        Ok(found) => found,
         // The source was asked and answered: a negative verdict on it.
         Err(checkpoint::FetchError::NoCheckpoint { refused, .. }) => {
             return Err(crate::rejected(&anyhow::anyhow!(
@@ -314,12 +312,8 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode> {
         Err(e) => return Err(anyhow::Error::new(e)),
     };
     let [source] = sources;
-    let pb = crate::progress::counter(!a.json, Some(chunks), "verifying", "chunks");
     let t0 = Instant::now();
-    let result = checkpoint::verify_checkpoint(source.as_ref(), &id, trusted, &|n| {
-        pb.set_position(n as u64)
-    });
-    pb.finish_and_clear();
+    let (id, result) = verify_candidates(source.as_ref(), &candidates, trusted, a.json)?;
     let elapsed_s = t0.elapsed().as_secs_f64();
     match result {
         Ok(s) => {
@@ -351,10 +345,6 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        // A source that stops answering says nothing about the checkpoint: exit 3.
-        Err(e @ checkpoint::VerifyError::Source { .. }) if unreachable(&e) => {
-            Err(anyhow::Error::new(e).context(format!("cannot verify {}", hex::encode(id.0))))
-        }
         Err(e) if a.json => {
             print_json(&serde_json::json!({
                 "valid": false,
@@ -371,6 +361,42 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode> {
             Ok(crate::negative())
         }
     }
+}
+
+/// Candidate manifests `verify` checks at most: one that verifies is found behind forged
+/// ones (which tie with it, one source giving each one vote, and may sort first).
+const VERIFY_CANDIDATES_MAX: usize = 16;
+
+/// Verify the candidates in order until one is valid: that one's id and summary, else the
+/// first candidate's id and failure. A source that stops answering ends it (exit 3).
+fn verify_candidates(
+    source: &dyn checkpoint::Source,
+    candidates: &[checkpoint::OfferedManifest],
+    trusted: Trusted,
+    json: bool,
+) -> Result<(H256, Result<checkpoint::VerifySummary, checkpoint::VerifyError>)> {
+    let mut first_failure = None;
+    for c in candidates.iter().take(VERIFY_CANDIDATES_MAX) {
+        let chunks = checkpoint::Manifest::decode(&c.bytes)?.chunks.len() as u64;
+        let pb = crate::progress::counter(!json, Some(chunks), "verifying", "chunks");
+        let result =
+            checkpoint::verify_checkpoint(source, &c.id, trusted, &|n| pb.set_position(n as u64));
+        pb.finish_and_clear();
+        match result {
+            Ok(s) => return Ok((c.id, Ok(s))),
+            // A source that stops answering says nothing about the checkpoint: exit 3.
+            Err(e @ checkpoint::VerifyError::Source { .. }) if unreachable(&e) => {
+                return Err(
+                    anyhow::Error::new(e).context(format!("cannot verify {}", hex::encode(c.id.0)))
+                );
+            }
+            Err(e) => {
+                first_failure.get_or_insert((c.id, e));
+            }
+        }
+    }
+    let (id, e) = first_failure.expect("find_manifests returns at least one candidate");
+    Ok((id, Err(e)))
 }
 
 /// Whether a verification failed because the source could not be read (timeout, I/O, a

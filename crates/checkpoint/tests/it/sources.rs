@@ -418,12 +418,12 @@ impl checkpoint::Source for Failing {
     }
 }
 
-/// `find_manifest` (the restore's and `checkpoint verify`'s choice): a source that cannot
+/// `find_manifests` (the restore's and `checkpoint verify`'s choice): a source that cannot
 /// be read is reported as such (it may hold the checkpoint), one that answers "not found"
 /// offers none, and a good source beside either is chosen.
 #[test]
 fn find_manifest_tells_unreachable_from_absent() {
-    use checkpoint::{find_manifest, FetchError, SourceError, SourceReport};
+    use checkpoint::{find_manifests, FetchError, SourceError, SourceReport};
     let state = eth_state(56, 200, 1, 5);
     let tmp = tempfile::tempdir().unwrap();
     let src = load(&tmp.path().join("src"), &state);
@@ -433,7 +433,7 @@ fn find_manifest_tells_unreachable_from_absent() {
     let stop = AtomicBool::new(false);
     let find = |sources: &[Box<dyn checkpoint::Source>]| {
         let mut reports = vec![SourceReport::default(); sources.len()];
-        (find_manifest(trusted, sources, &stop, &mut reports), reports)
+        (find_manifests(trusted, sources, &stop, &mut reports).map(|mut v| v.remove(0)), reports)
     };
     let failing =
         |error| -> Box<dyn checkpoint::Source> { Box::new(Failing { id: created.id, error }) };

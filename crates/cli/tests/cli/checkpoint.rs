@@ -895,3 +895,69 @@ fn serve_answers_kept_alive_requests_without_stalls() {
     // without TCP_NODELAY Nagle held each body ~40 ms (measured 44 ms per request).
     assert!(took[3] < Duration::from_millis(20), "kept-alive answers took {took:?}");
 }
+
+/// Every file under `dir`, relative to it.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p.strip_prefix(dir).unwrap().to_path_buf());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `checkpoint verify` checks the candidates in a restore's order until one is valid: a
+/// bad checkpoint of the same block and root whose id sorts first (the order of a tie)
+/// does not hide the good one; and junk names that sort first (4,097 of them, or three
+/// whose manifest is a directory) do not hide it in a directory source either.
+#[test]
+fn verify_finds_the_valid_checkpoint_behind_bad_ones() {
+    let a = make_checkpoint("behind-a", "2000", "64");
+    let b = make_checkpoint("behind-b", "2000", "100");
+    assert_eq!((a.block, &a.root), (b.block, &b.root));
+    let (bad, good) = if a.id < b.id { (&a, &b) } else { (&b, &a) };
+    let good_files = files_under(&good.dir);
+    let bad_files = files_under(&bad.dir);
+    let spoiled = bad_files
+        .iter()
+        .find(|f| f.starts_with("chunks") && !good_files.contains(f))
+        .expect("a chunk of its own");
+    for f in &bad_files {
+        let to = good.dir.join(f);
+        if !to.exists() {
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            let mut bytes = std::fs::read(bad.dir.join(f)).unwrap();
+            if f == spoiled {
+                let at = bytes.len() / 2;
+                bytes[at] ^= 0x5a;
+            }
+            std::fs::write(&to, bytes).unwrap();
+        }
+    }
+    let verify = |dir: &Path| {
+        let root = good.root.as_str();
+        ok(&["checkpoint", "verify", "--source", s(dir), "--block", &good.block(), "--root", root])
+    };
+    let out = verify(&good.dir);
+    assert!(out.starts_with(&format!("valid {} ", good.id)), "{out}");
+    // Junk names sorting before it.
+    for i in 0..4097u32 {
+        let d = good.dir.join("checkpoints").join(format!("{:064x}", i + 1));
+        std::fs::create_dir_all(&d).unwrap();
+        if i < 3 {
+            std::fs::create_dir_all(d.join("manifest")).unwrap();
+        } else {
+            std::fs::write(d.join("manifest"), b"x").unwrap();
+        }
+    }
+    let out = verify(&good.dir);
+    assert!(out.starts_with(&format!("valid {} ", good.id)), "{out}");
+}
