@@ -79,6 +79,13 @@ pub enum FetchError {
     /// A chunk failed behind its digest (the checkpoint is bad) or the database failed.
     #[error(transparent)]
     Chunk(Box<ChunkError>),
+    /// Every source asked for a chunk answered that it does not have it: the manifest names
+    /// a chunk nobody serves (a forged or broken checkpoint).
+    #[error("every source answered that chunk {index} is not there: the checkpoint names a chunk nobody serves")]
+    MissingChunk {
+        /// The chunk.
+        index: usize,
+    },
     /// Every source failed to serve a chunk.
     #[error("no source could serve chunk {index} (every source failed or was excluded)")]
     NoSource {
@@ -140,6 +147,10 @@ pub struct RestoreReport {
     pub elapsed_s: f64,
     /// `restored`, or the error.
     pub outcome: String,
+    /// Checkpoints given up before the one this report is about (each `id: why`): one
+    /// whose chunk nobody serves, or whose chunk does not verify behind its digest, is
+    /// abandoned (everything it wrote deleted) for the next candidate.
+    pub abandoned: Vec<String>,
     /// Every source.
     pub sources: Vec<SourceReport>,
 }
@@ -196,13 +207,54 @@ struct Job<'a> {
     progress: &'a (dyn Fn(FetchProgress) + Sync),
 }
 
+/// Candidate checkpoints a restore tries at most (each one abandoned costs what it fetched).
+const RESTORE_CANDIDATES_MAX: usize = 8;
+
 fn run(db: &mut StateDb, job: &Job<'_>, report: &mut RestoreReport) -> Result<Trusted, FetchError> {
-    let Job { trusted, sources, restore, opts, stop, progress } = *job;
     let resume = db
         .unfinished_bulk_load()
         .and_then(|l| l.strip_prefix("checkpoint "))
         .and_then(crate::dir::parse_id);
-    let chosen = choose_manifests(trusted, sources, resume, stop, &mut report.sources)?.remove(0);
+    let candidates =
+        choose_manifests(job.trusted, job.sources, resume, job.stop, &mut report.sources)?;
+    let tries = candidates.len().min(RESTORE_CANDIDATES_MAX);
+    for (n, chosen) in candidates.into_iter().take(tries).enumerate() {
+        let id = chosen.id;
+        match restore_one(db, job, report, chosen) {
+            Err(e) if n + 1 < tries && checkpoint_is_bad(&e) => {
+                db.abandon_restore(&format!("checkpoint {}", hex::encode(id.0)))
+                    .map_err(RestoreError::from)?;
+                report.abandoned.push(format!("{}: {e}", hex::encode(id.0)));
+                for s in &mut report.sources {
+                    s.offered_checkpoint = false;
+                }
+            }
+            outcome => return outcome,
+        }
+    }
+    unreachable!("the last candidate's outcome is returned")
+}
+
+/// A failure that condemns the checkpoint itself, not the sources or the database: a
+/// chunk nobody has, or one that does not verify behind its digest.
+fn checkpoint_is_bad(e: &FetchError) -> bool {
+    match e {
+        FetchError::MissingChunk { .. } => true,
+        FetchError::Chunk(c) => {
+            !matches!(c.as_ref(), ChunkError::Store(_) | ChunkError::Staging { .. })
+        }
+        _ => false,
+    }
+}
+
+/// Restore one candidate checkpoint.
+fn restore_one(
+    db: &mut StateDb,
+    job: &Job<'_>,
+    report: &mut RestoreReport,
+    chosen: OfferedManifest,
+) -> Result<Trusted, FetchError> {
+    let Job { trusted, sources, restore, opts, stop, progress } = *job;
     let OfferedManifest { id, bytes, offering } = chosen;
     for i in offering {
         report.sources[i].offered_checkpoint = true;
@@ -401,6 +453,8 @@ struct Work {
     /// Rounds over every usable source a chunk has had (each failed for transient reasons).
     rounds: BTreeMap<usize, u32>,
     fatal: Option<FetchError>,
+    /// Chunks some source failed to serve for another reason than "not found".
+    uncertain: std::collections::BTreeSet<usize>,
     /// StagingFull answers since the last chunk applied.
     stalls: usize,
 }
@@ -461,6 +515,7 @@ impl<'a, 'r> Pool<'a, 'r> {
                 tried: BTreeMap::new(),
                 rounds: BTreeMap::new(),
                 fatal: None,
+                uncertain: std::collections::BTreeSet::new(),
                 stalls: 0,
             }),
             wake: Condvar::new(),
@@ -541,7 +596,11 @@ impl<'a, 'r> Pool<'a, 'r> {
     /// Fetch and offer chunk `index`: `Ok(Some(front))` to queue it again.
     fn one(&self, index: usize) -> Result<Option<bool>, FetchError> {
         let Some(si) = self.pick_source(index) else {
-            return Err(FetchError::NoSource { index });
+            // Every source was asked, more than once: if each said "not found", no one has it.
+            if self.work.lock().uncertain.contains(&index) {
+                return Err(FetchError::NoSource { index });
+            }
+            return Err(FetchError::MissingChunk { index });
         };
         let info = &self.r.manifest().chunks[index];
         let bytes = match self.sources[si].chunk(&info.digest, info.len) {
@@ -668,6 +727,9 @@ impl<'a, 'r> Pool<'a, 'r> {
                 .get_or_insert_with(|| format!("{failures} failed requests in a row (last: {e})"));
         }
         drop(st);
+        if !matches!(e, SourceError::NotFound) {
+            self.work.lock().uncertain.insert(index);
+        }
         self.tried(index, si);
     }
 }

@@ -591,6 +591,9 @@ fn print_restore(r: &checkpoint::RestoreReport) {
         r.elapsed_s,
         r.outcome
     );
+    for a in &r.abandoned {
+        println!("  abandoned checkpoint {a}");
+    }
     for s in &r.sources {
         println!(
             "  {}: {} chunks served, {} bad, {} timeouts, {} errors{}{}",

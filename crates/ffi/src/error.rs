@@ -128,6 +128,7 @@ impl From<checkpoint::FetchError> for FfiError {
         let code = match &e {
             FetchError::Cancelled => ArborCode::Cancelled,
             FetchError::NoCheckpoint { .. } => ArborCode::NotFound,
+            FetchError::MissingChunk { .. } => ArborCode::Corrupt,
             FetchError::Chunk(c) => match c.as_ref() {
                 ChunkError::Store(s) => store_code(s),
                 ChunkError::Staging { .. } => ArborCode::Io,

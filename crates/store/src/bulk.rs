@@ -117,7 +117,7 @@ impl StateDb {
 
     /// Delete everything an interrupted bulk load may have written (`flat`, `nodes`,
     /// root records, history), keeping its marker.
-    fn clear_partial_state(&mut self) -> Result<(), StoreError> {
+    pub(crate) fn clear_partial_state(&mut self) -> Result<(), StoreError> {
         let db = &self.reader().db;
         // Flat and node keys start with a trie prefix byte (0x00 or 0x01) and are shorter
         // than this bound; history keys are 8 bytes.

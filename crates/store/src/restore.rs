@@ -63,6 +63,37 @@ impl StateDb {
         let writer = RestoreWriter { db: self.reader().db.clone() };
         Ok(Restore { state: self, writer })
     }
+
+    /// Give up the unfinished restore (or bulk load) labelled `label`: everything it wrote,
+    /// its progress records and its marker are deleted (the marker last, synced), which
+    /// leaves an empty database that a restore of another label may take. A database with
+    /// no unfinished load, or one of another label, is refused and left as it is.
+    pub fn abandon_restore(&mut self, label: &str) -> Result<(), BulkError> {
+        self.check_poison()?;
+        match self.bulk.as_deref() {
+            Some(found) if found == label => {}
+            Some(found) => {
+                return Err(BulkError::OtherUnfinished {
+                    found: found.to_owned(),
+                    requested: label.to_owned(),
+                })
+            }
+            None => return Err(BulkError::NotEmpty { head: self.head_number() }),
+        }
+        self.clear_partial_state()?;
+        let db = &self.reader().db;
+        let meta = cf(db, CF_META)?;
+        let mut last = WriteBatch::default();
+        let mut end = META_RESTORE.to_vec();
+        end.extend_from_slice(&[0xff; 64]);
+        last.delete_range_cf(meta, META_RESTORE, end.as_slice());
+        last.delete_cf(meta, META_BULK);
+        let mut sync = WriteOptions::default();
+        sync.set_sync(true);
+        db.write_opt(last, &sync).map_err(StoreError::from)?;
+        self.bulk = None;
+        Ok(())
+    }
 }
 
 impl Restore<'_> {

@@ -456,3 +456,39 @@ fn find_manifest_tells_unreachable_from_absent() {
     assert_eq!(trie::keccak256(&found.bytes), created.id);
     assert_eq!(reports[0].timeouts, 1);
 }
+
+/// One hostile source offering a forged manifest of the trusted block and root (one chunk
+/// digest nobody serves) ties with one honest source and sorts first: the restore finds
+/// that no source has the chunk, abandons the forged checkpoint (deleting what it wrote)
+/// and restores the honest one, in the same run.
+#[test]
+fn a_forged_manifest_that_sorts_first_is_abandoned() {
+    let state = eth_state(57, 300, 2, 10);
+    let tmp = tempfile::tempdir().unwrap();
+    let src = load(&tmp.path().join("src"), &state);
+    let good = tmp.path().join("good");
+    let created = create(&src, &CheckpointDir::new(&good), &small_chunks(1));
+    let last = created.manifest.chunks.len() - 1;
+    let (forged_id, bytes) = (0u8..=255)
+        .map(|b| {
+            let mut forged = created.manifest.clone();
+            forged.chunks[last].digest.0[31] = b;
+            let bytes = forged.encode();
+            (trie::keccak256(&bytes), bytes)
+        })
+        .find(|(id, _)| *id < created.id)
+        .expect("a forged id below the genuine one");
+    let forged_dir = tmp.path().join("forged");
+    CheckpointDir::new(&forged_dir).put_manifest(&forged_id, &bytes).unwrap();
+    let opts = SourceOptions::default();
+    let sources = vec![
+        open_source(forged_dir.to_str().unwrap(), &opts).unwrap(),
+        open_source(good.to_str().unwrap(), &opts).unwrap(),
+    ];
+    let (dst, report) = restore_block0(tmp.path(), src.head_root(), &sources, None);
+    assert_eq!(report.checkpoint, hex::encode(created.id.0));
+    assert_eq!(report.abandoned.len(), 1, "{report:#?}");
+    assert!(report.abandoned[0].starts_with(&hex::encode(forged_id.0)), "{report:#?}");
+    assert_eq!(dump(&dst), dump(&src));
+    assert!(dst.verify().unwrap().ok());
+}

@@ -170,3 +170,24 @@ fn verify_checks_storage_tries_without_root_records() {
     let m = &report.trie_mismatches;
     assert!(m.len() == 1 && m[0].trie == orphan && m[0].stored == EMPTY_ROOT, "{m:?}");
 }
+
+/// `abandon_restore` deletes an unfinished load of its label and its marker, leaving an
+/// empty database another label may take; another label, or no unfinished load, is
+/// refused and changes nothing.
+#[test]
+fn an_abandoned_load_leaves_an_empty_database() {
+    let dir = tempfile::tempdir().unwrap();
+    interrupt(dir.path(), "first", &entries_small());
+    let mut db = open(dir.path(), &small_config());
+    assert!(matches!(db.abandon_restore("other"), Err(BulkError::OtherUnfinished { .. })));
+    assert_eq!(db.unfinished_bulk_load(), Some("first"));
+    db.abandon_restore("first").unwrap();
+    assert_eq!(db.unfinished_bulk_load(), None);
+    assert!(db.is_empty().unwrap());
+    assert!(matches!(db.abandon_restore("first"), Err(BulkError::NotEmpty { .. })));
+    db.close().unwrap();
+    let mut db = open(dir.path(), &small_config());
+    assert!(db.is_empty().unwrap(), "the abandonment was not durable");
+    db.bulk_load("second", entries_small()).unwrap();
+    assert!(db.verify().unwrap().ok());
+}
