@@ -281,7 +281,7 @@ const LISTED_IDS_MAX: usize = 4096;
 /// Failed manifest requests in a row after which a source's other ids are skipped.
 const MANIFEST_FAILURES_MAX: usize = 3;
 
-/// A manifest of the trusted block and root that sources offer (see [`find_manifest`]).
+/// A manifest of the trusted block and root that sources offer (see [`find_manifests`]).
 #[derive(Debug, Clone)]
 pub struct OfferedManifest {
     /// Its id (the keccak of its bytes).

@@ -45,4 +45,4 @@ pub use restore::{
 pub use s3::{PushError, PushReport, S3Store};
 pub use serve::{HttpServer, ServeError};
 pub use source::{open_source, Listed, Source, SourceError, SourceOptions};
-pub use verify::{verify_checkpoint, VerifyError, VerifySummary};
+pub use verify::{verify_checkpoint, verify_manifest, VerifyError, VerifySummary};

@@ -513,7 +513,6 @@ impl<'db> Restorer<'db> {
     }
 }
 
-/// Check that `chunk` is the one the manifest describes at `index`.
 /// The chunk's length against the manifest's: the digest matched, so a difference is the
 /// manifest's fault (a manifest that misstates a size is refused, not believed).
 pub(crate) fn check_len(len: u64, index: usize, bytes: &[u8]) -> Result<(), ChunkError> {
@@ -524,6 +523,7 @@ pub(crate) fn check_len(len: u64, index: usize, bytes: &[u8]) -> Result<(), Chun
     Ok(())
 }
 
+/// Check that `chunk` is the one the manifest describes at `index`.
 pub(crate) fn check_fit(
     manifest: &Manifest,
     index: usize,

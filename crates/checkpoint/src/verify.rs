@@ -61,10 +61,22 @@ pub fn verify_checkpoint(
     let bytes = source
         .manifest(id)
         .map_err(|source| VerifyError::Source { what: format!("manifest {id}"), source })?;
-    if keccak256(&bytes) != *id {
+    verify_manifest(source, id, &bytes, trusted, progress)
+}
+
+/// [`verify_checkpoint`] with the manifest's bytes already fetched (say, by
+/// [`crate::find_manifests`]): they must hash to `id`; the chunks come from `source`.
+pub fn verify_manifest(
+    source: &dyn Source,
+    id: &H256,
+    bytes: &[u8],
+    trusted: Trusted,
+    progress: &dyn Fn(usize),
+) -> Result<VerifySummary, VerifyError> {
+    if keccak256(bytes) != *id {
         return Err(VerifyError::ManifestId(*id));
     }
-    let m = Manifest::decode(&bytes).map_err(RestoreError::from)?;
+    let m = Manifest::decode(bytes).map_err(RestoreError::from)?;
     if (m.block, m.root) != (trusted.block, trusted.root) {
         return Err(RestoreError::OtherCheckpoint {
             block: trusted.block,

@@ -379,8 +379,10 @@ fn verify_candidates(
     for c in candidates.iter().take(VERIFY_CANDIDATES_MAX) {
         let chunks = checkpoint::Manifest::decode(&c.bytes)?.chunks.len() as u64;
         let pb = crate::progress::counter(!json, Some(chunks), "verifying", "chunks");
-        let result =
-            checkpoint::verify_checkpoint(source, &c.id, trusted, &|n| pb.set_position(n as u64));
+        // The bytes the choice fetched and checked: not asked for again.
+        let result = checkpoint::verify_manifest(source, &c.id, &c.bytes, trusted, &|n| {
+            pb.set_position(n as u64)
+        });
         pb.finish_and_clear();
         match result {
             Ok(s) => return Ok((c.id, Ok(s))),

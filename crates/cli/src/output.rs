@@ -112,13 +112,18 @@ pub(crate) fn place(
     let placed = if force { staged.persist(target) } else { staged.persist_noclobber(target) };
     match placed {
         Ok(_) => Ok(()),
-        Err(e) if e.error.kind() == ErrorKind::AlreadyExists => Err(usage(format!(
-            "{} {} was created by someone else meanwhile; pass --force to overwrite it",
-            out.flag,
-            out.path.display()
-        ))),
+        Err(e) if e.error.kind() == ErrorKind::AlreadyExists => Err(created_meanwhile(out)),
         Err(e) => Err(e.error).with_context(|| format!("cannot write {}", out.path.display())),
     }
+}
+
+/// The usage error for an output that [`check`] found absent and that exists now.
+fn created_meanwhile(out: Output<'_>) -> anyhow::Error {
+    usage(format!(
+        "{} {} was created by someone else meanwhile; pass --force to overwrite it",
+        out.flag,
+        out.path.display()
+    ))
 }
 
 /// Write `bytes` to an output [`check`] accepted: created exclusively unless `force`.
@@ -131,13 +136,7 @@ pub(crate) fn write(out: Output<'_>, bytes: &[u8], force: bool) -> Result<()> {
     };
     let mut file = match file {
         Ok(f) => f,
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
-            return Err(usage(format!(
-                "{} {} was created by someone else meanwhile; pass --force to overwrite it",
-                out.flag,
-                path.display()
-            )));
-        }
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => return Err(created_meanwhile(out)),
         Err(e) => return Err(e).with_context(|| format!("cannot write {}", path.display())),
     };
     file.write_all(bytes)

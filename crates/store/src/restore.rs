@@ -81,19 +81,28 @@ impl StateDb {
             None => return Err(BulkError::NotEmpty { head: self.head_number() }),
         }
         self.clear_partial_state()?;
-        let db = &self.reader().db;
-        let meta = cf(db, CF_META)?;
-        let mut last = WriteBatch::default();
-        let mut end = META_RESTORE.to_vec();
-        end.extend_from_slice(&[0xff; 64]);
-        last.delete_range_cf(meta, META_RESTORE, end.as_slice());
-        last.delete_cf(meta, META_BULK);
-        let mut sync = WriteOptions::default();
-        sync.set_sync(true);
-        db.write_opt(last, &sync).map_err(StoreError::from)?;
+        end_load(&self.reader().db, None)?;
         self.bulk = None;
         Ok(())
     }
+}
+
+/// The last write of a restore, finished (`head` set) or abandoned: the head, if any,
+/// the marker's and the progress records' deletion, in one synced batch.
+fn end_load(db: &DB, head: Option<(u64, &H256)>) -> Result<(), StoreError> {
+    let meta = cf(db, CF_META)?;
+    let mut last = WriteBatch::default();
+    if let Some((number, root)) = head {
+        last.put_cf(meta, META_HEAD, encode_head(number, root));
+    }
+    last.delete_cf(meta, META_BULK);
+    let mut end = META_RESTORE.to_vec();
+    end.extend_from_slice(&[0xff; 64]);
+    last.delete_range_cf(meta, META_RESTORE, end.as_slice());
+    let mut sync = WriteOptions::default();
+    sync.set_sync(true);
+    db.write_opt(last, &sync)?;
+    Ok(())
 }
 
 impl Restore<'_> {
@@ -121,16 +130,7 @@ impl Restore<'_> {
         let Restore { state, writer } = self;
         let db = &writer.db;
         check_root(db, &root)?;
-        let meta = cf(db, CF_META)?;
-        let mut last = WriteBatch::default();
-        last.put_cf(meta, META_HEAD, encode_head(number, &root));
-        last.delete_cf(meta, META_BULK);
-        let mut end = META_RESTORE.to_vec();
-        end.extend_from_slice(&[0xff; 64]);
-        last.delete_range_cf(meta, META_RESTORE, end.as_slice());
-        let mut sync = WriteOptions::default();
-        sync.set_sync(true);
-        db.write_opt(last, &sync).map_err(StoreError::from)?;
+        end_load(db, Some((number, &root)))?;
         state.reader().clear_caches();
         state.bulk = None;
         state.set_head(number, root);
