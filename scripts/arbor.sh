@@ -7,11 +7,12 @@
 #   bash scripts/arbor.sh go-bench [ARGS] # the Go package's benchmarks (release library)
 #   bash scripts/arbor.sh setup  # only the setup
 # Setup installs what a fresh machine lacks (Rust via rustup is assumed present; clang and
-# libclang-dev from Debian for RocksDB's bindings), keeps the cargo target directory
-# outside the clone, under ~/.cache/arbor, and builds RocksDB's C++ library once into
-# ~/.cache/arbor/rocksdb-<version>: every cargo profile (dev for the tests and the demo,
-# release for benchmarks, nightly for fuzzing) then links that one static library
-# (ROCKSDB_LIB_DIR + ROCKSDB_STATIC) instead of compiling 15-30 minutes of C++ each.
+# libclang-dev from Debian for RocksDB's bindings), keeps each clone's cargo target
+# directory outside it, under ~/.cache/arbor/target-<clone> (`env` prints it), and builds
+# RocksDB's C++ library once per machine into ~/.cache/arbor/rocksdb-<version>: every
+# cargo profile (dev for the tests and the demo, release for benchmarks, nightly for
+# fuzzing) of every clone then links that one static library (ROCKSDB_LIB_DIR +
+# ROCKSDB_STATIC) instead of compiling 10-30 minutes of C++ each.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
@@ -60,14 +61,25 @@ rocksdb_library() {
     export ROCKSDB_STATIC=1
 }
 
+# This clone's own cargo target directory: ~/.cache/arbor/target-<name>-<hash of the clone's
+# resolved path>. Two clones sharing one target directory ran each other's binaries (cargo
+# keeps one fresh unit per package and does not copy it back into the older clone's
+# target/debug), so each clone builds into its own; the RocksDB library stays one per machine.
+clone_target_dir() {
+    local resolved hash
+    resolved="$(cd "$here" && pwd -P)"
+    hash="$(printf '%s' "$resolved" | sha256sum | cut -c1-12)"
+    printf '%s/.cache/arbor/target-%s-%s' "$HOME" "$(basename "$resolved")" "$hash"
+}
+
 setup() {
     install_packages
     if ! command -v cargo >/dev/null 2>&1; then
         # shellcheck disable=SC1091
         [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
     fi
-    export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/arbor/target}"
-    export ARBOR_TESTDATA="${ARBOR_TESTDATA:-$here/../shared/testdata/ethereum}"
+    export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$(clone_target_dir)}"
+    export ARBOR_TESTDATA="${ARBOR_TESTDATA:-$here/testdata/ethereum}"
     rocksdb_library
 }
 
@@ -171,6 +183,12 @@ print(max(versions, key=key))')"
     fi
 }
 
+# The vectors in testdata/ are byte-exact copies of others' files: check them first.
+testdata_check() {
+    (cd "$here/testdata" && sha256sum --quiet --strict -c SHA256SUMS) ||
+        { echo "error: testdata/ differs from testdata/SHA256SUMS" >&2; exit 1; }
+}
+
 case "${1:-}" in
     demo)
         shift
@@ -179,6 +197,7 @@ case "${1:-}" in
         ;;
     test)
         shift
+        testdata_check
         setup
         s3_start
         # `--profile dev`: the tests share clippy's and the demo's build of every crate.
@@ -188,6 +207,7 @@ case "${1:-}" in
         ;;
     lint)
         shift
+        testdata_check
         setup
         cargo fmt --all -- --check
         cargo clippy --workspace --all-targets "$@" -- -D warnings

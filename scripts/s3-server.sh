@@ -30,7 +30,8 @@
 #
 # `start` prints, and writes to $ARBOR_S3_STATE/env (default ~/.cache/arbor/s3-server/env),
 # export lines for AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION,
-# AWS_ALLOW_HTTP and ARBOR_S3_BUCKET; the state directory also keeps the server's pid,
+# AWS_ALLOW_HTTP, ARBOR_S3_BUCKET and ARBOR_S3_LOG (the server's log, which the tests quote
+# when a request fails); the state directory also keeps the server's pid,
 # port, data directory and log (weed.log, which begins with the weed command line). A
 # second `start` while that server runs and answers only prints the env again; `stop`
 # stops it (and its process group), waits for it to exit and deletes its data directory.
@@ -143,6 +144,7 @@ export AWS_SECRET_ACCESS_KEY=$secret_key
 export AWS_REGION=$region
 export AWS_ALLOW_HTTP=true
 export ARBOR_S3_BUCKET=$bucket
+export ARBOR_S3_LOG=$state/weed.log
 EOF
 }
 

@@ -1,7 +1,7 @@
 package arbor
 
-// Ethereum vectors from the shared test data ($ARBOR_TESTDATA, default
-// ../shared/testdata/ethereum beside the clone; see its SOURCES.md): genesis allocations
+// Ethereum vectors from the repository's test data ($ARBOR_TESTDATA, default
+// testdata/ethereum at the top of the clone; see its SOURCES.md): genesis allocations
 // committed through Go give their known state roots, and VerifyProof accepts every
 // eth_getProof response.
 
@@ -28,19 +28,16 @@ func keccak(b []byte) [32]byte {
 	return out
 }
 
-// testdata returns the Ethereum test-data directory, skipping the test when it is absent
-// (failing under CI=true).
+// testdata returns the Ethereum test-data directory; the repository ships it, so its
+// absence fails the test.
 func testdata(t *testing.T) string {
 	t.Helper()
 	dir := os.Getenv("ARBOR_TESTDATA")
 	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "..", "shared", "testdata", "ethereum")
+		dir = filepath.Join("..", "..", "..", "testdata", "ethereum")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "SOURCES.md")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no Ethereum test data at %s (set ARBOR_TESTDATA): %v", dir, err)
-		}
-		t.Skipf("no Ethereum test data at %s (set ARBOR_TESTDATA): %v", dir, err)
+		t.Fatalf("no Ethereum test data at %s (set ARBOR_TESTDATA): %v", dir, err)
 	}
 	return dir
 }

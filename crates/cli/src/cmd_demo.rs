@@ -39,8 +39,8 @@ const PROVEN_ACCOUNTS: usize = 3;
 /// Arguments of `arbor demo`.
 #[derive(Debug, Args)]
 pub(crate) struct DemoArgs {
-    /// The testdata/ethereum directory [default: ../shared/testdata/ethereum, else the
-    /// copy next to the source tree the binary was built from].
+    /// The testdata/ethereum directory [default: $ARBOR_TESTDATA, else testdata/ethereum
+    /// under the current directory, else the source tree's the binary was built from].
     #[arg(long, value_name = "DIR")]
     testdata: Option<PathBuf>,
     /// Print the report as JSON.
@@ -155,8 +155,8 @@ fn outcomes(r: &DemoReport) -> Vec<bool> {
     v
 }
 
-/// `--testdata`, else `../shared/testdata/ethereum` under the current directory, else the
-/// copy beside the source tree this binary was built from.
+/// `--testdata`, else `ARBOR_TESTDATA`, else `testdata/ethereum` under the current
+/// directory, else the repository's copy in the source tree this binary was built from.
 fn testdata_dir(arg: Option<&Path>) -> Result<PathBuf> {
     let is_testdata = |d: &Path| d.join("genesis").join("mainnet.json").is_file();
     if let Some(dir) = arg {
@@ -165,9 +165,16 @@ fn testdata_dir(arg: Option<&Path>) -> Result<PathBuf> {
         }
         return Ok(dir.to_path_buf());
     }
+    if let Some(dir) = std::env::var_os("ARBOR_TESTDATA") {
+        let dir = PathBuf::from(dir);
+        if !is_testdata(&dir) {
+            bail!("ARBOR_TESTDATA={}: no genesis/mainnet.json in that directory", dir.display());
+        }
+        return Ok(dir);
+    }
     let candidates = [
-        PathBuf::from("../shared/testdata/ethereum"),
-        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/testdata/ethereum")),
+        PathBuf::from("testdata/ethereum"),
+        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/ethereum")),
     ];
     match candidates.iter().find(|d| is_testdata(d)) {
         Some(dir) => Ok(dir.canonicalize().unwrap_or_else(|_| dir.clone())),

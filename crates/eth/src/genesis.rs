@@ -436,17 +436,16 @@ fn json_type(value: &Value) -> &'static str {
 mod tests {
     use super::*;
 
-    /// The vectors: `ARBOR_TESTDATA`, else beside the checkout. `cargo test` sets
-    /// `CARGO_MANIFEST_DIR` when it runs the tests too: read at run time, it stays right
-    /// when a shared target directory holds a test binary first built from another
-    /// checkout of the same sources.
+    /// The vectors: `ARBOR_TESTDATA`, else the repository's `testdata/ethereum`. `cargo
+    /// test` sets `CARGO_MANIFEST_DIR` when it runs the tests too: read at run time, it
+    /// stays right when a target directory holds a test binary built from another checkout.
     fn testdata() -> String {
         if let Ok(dir) = std::env::var("ARBOR_TESTDATA") {
             return dir;
         }
         let dir = std::env::var("CARGO_MANIFEST_DIR")
             .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string());
-        format!("{dir}/../../../shared/testdata/ethereum")
+        format!("{dir}/../../testdata/ethereum")
     }
 
     fn addr(s: &str) -> Address {

@@ -1,4 +1,4 @@
-//! Integration tests for the eth crate: the external vectors in `../shared/testdata/ethereum`
+//! Integration tests for the eth crate: the external vectors in `testdata/ethereum`
 //! (TrieTests, genesis allocations with their state roots, eth_getProof responses), the
 //! genesis entries a store bulk-loads, and hostile JSON and leaf bytes.
 
@@ -19,7 +19,8 @@ pub(crate) fn cases(default: u32) -> u32 {
     std::env::var("ARBOR_PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
 }
 
-/// A file of the vectors: under `ARBOR_TESTDATA` when set, else beside the checkout. The
+/// A file of the vectors: under `ARBOR_TESTDATA` when set, else the repository's
+/// `testdata/ethereum`. The
 /// run-time `CARGO_MANIFEST_DIR` (cargo sets it for tests) is right even when a shared
 /// target directory holds a binary first built from another checkout.
 pub(crate) fn testdata(rel: &str) -> PathBuf {
@@ -28,7 +29,7 @@ pub(crate) fn testdata(rel: &str) -> PathBuf {
         Err(_) => {
             let manifest = std::env::var("CARGO_MANIFEST_DIR")
                 .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string());
-            PathBuf::from(manifest).join("../../../shared/testdata/ethereum")
+            PathBuf::from(manifest).join("../../testdata/ethereum")
         }
     };
     dir.join(rel)

@@ -1,4 +1,4 @@
-//! External vectors from `../shared/testdata/ethereum` (see its SOURCES.md): TrieTests,
+//! External vectors from the repository's `testdata/ethereum` (see its SOURCES.md): TrieTests,
 //! genesis allocations with known roots, basic_genesis_tests, eth_getProof responses.
 
 use std::collections::BTreeMap;
