@@ -2,7 +2,8 @@
 # One entry point for the README's quick start and for CI.
 #   bash scripts/arbor.sh demo   # set up, build and run `arbor demo`
 #   bash scripts/arbor.sh test   # set up and run the whole test suite (Rust, then Go)
-#   bash scripts/arbor.sh lint   # set up, then `cargo fmt --check` and clippy (CI)
+#   bash scripts/arbor.sh lint   # set up, then `cargo fmt --check`, the code's shape
+#                                # (scripts/code_shape.py) and clippy (CI)
 #   bash scripts/arbor.sh go-test [ARGS]  # only the Go package: go vet, go test -race
 #   bash scripts/arbor.sh go-bench [ARGS] # the Go package's benchmarks (release library)
 #   bash scripts/arbor.sh setup  # only the setup
@@ -210,6 +211,8 @@ case "${1:-}" in
         testdata_check
         setup
         cargo fmt --all -- --check
+        # No import cycle between a crate's modules, no function over 80 lines.
+        python3 scripts/code_shape.py
         cargo clippy --workspace --all-targets "$@" -- -D warnings
         msrv_check
         if command -v gofmt >/dev/null 2>&1 || [ -x /usr/local/go/bin/gofmt ]; then

@@ -17,7 +17,7 @@
 //! transfer from that account), and `hot-fee-10000` (no-conflict transfers that also pay a
 //! fee into one collector and bump a block counter, both through deltas), and
 //! `chain-transfers`: a block of the chain runtime's keep-alive transfers (through
-//! `chain::parallel`) read from a compacted RocksDB store of 10,000 accounts (no signature
+//! `chain::block_txs`) read from a compacted RocksDB store of 10,000 accounts (no signature
 //! check: the runtime has none). `--no-sig` drops the signature check.
 //!
 //! Every round runs the sequential executor, each worker count (with one worker also
@@ -29,12 +29,10 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
-use chain::parallel::{block_txs, ChainReceipt};
-use chain::runtime::{
-    default_author, funded_accounts, genesis as chain_genesis, paired_transfers,
-    EXISTENTIAL_DEPOSIT,
+use chain::{
+    block_txs, default_author, funded_accounts, genesis as chain_genesis, paired_transfers,
+    BlockContext, ChainReceipt, Outcome, TransferKind, EXISTENTIAL_DEPOSIT,
 };
-use chain::{BlockContext, Outcome, TransferKind};
 use exec::{
     execute_parallel_with, execute_sequential, Counters, ParallelOptions, StateReader, Stop,
     Transaction, View,

@@ -18,7 +18,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use store::{StateDb, StoreConfig};
-use trie::{keccak256, root_from_sorted, EthLayout, TrieId, H256};
+use trie::{keccak256, root_from_sorted, EthLayout, TrieId};
 
 use crate::timing::{median_sorted, ratio, sorted, Timing};
 
@@ -215,6 +215,93 @@ fn digest_seconds(dir: &CheckpointDir, m: &checkpoint::Manifest) -> Result<f64> 
     Ok(t0.elapsed().as_secs_f64())
 }
 
+/// One round's measurements (seconds) and what it created.
+struct Round {
+    scan_s: f64,
+    create_s: f64,
+    digest_s: f64,
+    bulk_s: f64,
+    restore_s: f64,
+    http_s: f64,
+    /// Key and value bytes the scan read.
+    flat_bytes: u64,
+    manifest: checkpoint::Manifest,
+    /// Restore progress from the local directory, `(seconds, chunks restored)`.
+    local_curve: Vec<(f64, f64)>,
+    /// The same from three HTTP sources.
+    http_curve: Vec<(f64, f64)>,
+}
+
+/// What every round works on: the source database and its entries, in a scratch
+/// directory; `tick` is called after each measurement.
+struct Rounds<'a> {
+    tmp: &'a Path,
+    db: &'a StateDb,
+    entries: &'a Entries,
+    trusted: Trusted,
+    create_opts: CreateOptions,
+    tick: &'a dyn Fn(),
+}
+
+impl Rounds<'_> {
+    /// Round `round`: scan, create (and digest), bulk load, restore from the local
+    /// directory, restore from three HTTP servers; everything it wrote is removed.
+    fn run(&self, round: usize) -> Result<Round> {
+        let (tmp, tick) = (self.tmp, self.tick);
+        let (scan_s, flat_bytes) = scan(self.db)?;
+        tick();
+        let out = tmp.join(format!("ckpt-{round}"));
+        let h = self.db.read_handle()?;
+        let pinned = h.persisted()?;
+        let t0 = Instant::now();
+        let created = checkpoint::create(
+            &pinned,
+            &self.create_opts,
+            &CheckpointDir::new(&out),
+            &AtomicU64::new(0),
+        )?;
+        let create_s = t0.elapsed().as_secs_f64();
+        let digest_s = digest_seconds(&CheckpointDir::new(&out), &created.manifest)?;
+        tick();
+        let t0 = Instant::now();
+        drop(bulk_load(&tmp.join(format!("bulk-{round}")), self.entries)?);
+        let bulk_s = t0.elapsed().as_secs_f64();
+        std::fs::remove_dir_all(tmp.join(format!("bulk-{round}")))?;
+        tick();
+        let local = [out.to_string_lossy().into_owned()];
+        let (restore_s, local_curve) = self.restore(&format!("dst-{round}"), &local)?;
+        tick();
+        let servers = (0..3)
+            .map(|_| HttpServer::start(CheckpointDir::new(&out), "127.0.0.1:0", 2))
+            .collect::<Result<Vec<_>, _>>()?;
+        let urls: Vec<String> = servers.iter().map(|s| format!("http://{}", s.addr())).collect();
+        let (http_s, http_curve) = self.restore(&format!("http-{round}"), &urls)?;
+        servers.into_iter().for_each(HttpServer::shutdown);
+        std::fs::remove_dir_all(&out)?;
+        tick();
+        Ok(Round {
+            scan_s,
+            create_s,
+            digest_s,
+            bulk_s,
+            restore_s,
+            http_s,
+            flat_bytes,
+            manifest: created.manifest,
+            local_curve,
+            http_curve,
+        })
+    }
+
+    /// A verified restore from `urls` into the scratch directory `name`, removed after.
+    fn restore(&self, name: &str, urls: &[String]) -> Result<(f64, Vec<(f64, f64)>)> {
+        let dst = self.tmp.join(name);
+        let restored = restore(&dst, &self.tmp.join("staging"), urls, self.trusted)?;
+        std::fs::remove_dir_all(dst)?;
+        Ok(restored)
+    }
+}
+
 /// Run the benchmark; `tick` is called after each measurement.
 pub fn checkpoint_bench(
     opts: &CheckpointBenchOpts,
@@ -223,68 +310,31 @@ pub fn checkpoint_bench(
     let tmp = tempfile::Builder::new().prefix("arbor-bench-checkpoint-").tempdir()?;
     let (entries, accounts, storage_tries) = state(opts.keys, opts.seed);
     let db = bulk_load(&tmp.path().join("source"), &entries)?;
-    let trusted = Trusted { block: db.head_number(), root: db.head_root() };
+    let rounds = Rounds {
+        tmp: tmp.path(),
+        db: &db,
+        entries: &entries,
+        trusted: Trusted { block: db.head_number(), root: db.head_root() },
+        create_opts: CreateOptions { threads: opts.threads, ..CreateOptions::default() },
+        tick,
+    };
     let mut t = [(); 6].map(|()| Vec::with_capacity(opts.runs));
     let mut floor = Vec::new();
     let (mut r_create, mut r_restore, mut r_http) = (Vec::new(), Vec::new(), Vec::new());
-    let mut last: Option<(H256, checkpoint::Manifest, u64)> = None;
-    let mut curves = (Vec::new(), Vec::new());
-    let create_opts = CreateOptions { threads: opts.threads, ..CreateOptions::default() };
+    let mut last = None;
     for round in 0..opts.runs {
-        let (scan_s, flat_bytes) = scan(&db)?;
-        tick();
-        let out = tmp.path().join(format!("ckpt-{round}"));
-        let h = db.read_handle()?;
-        let pinned = h.persisted()?;
-        let t0 = Instant::now();
-        let created = checkpoint::create(
-            &pinned,
-            &create_opts,
-            &CheckpointDir::new(&out),
-            &AtomicU64::new(0),
-        )?;
-        let create_s = t0.elapsed().as_secs_f64();
-        let digest_s = digest_seconds(&CheckpointDir::new(&out), &created.manifest)?;
-        floor.push(ratio((scan_s + digest_s) / opts.threads as f64, scan_s));
-        tick();
-        let t0 = Instant::now();
-        drop(bulk_load(&tmp.path().join(format!("bulk-{round}")), &entries)?);
-        let bulk_s = t0.elapsed().as_secs_f64();
-        std::fs::remove_dir_all(tmp.path().join(format!("bulk-{round}")))?;
-        tick();
-        let local = [out.to_string_lossy().into_owned()];
-        let (restore_s, local_curve) = restore(
-            &tmp.path().join(format!("dst-{round}")),
-            &tmp.path().join("staging"),
-            &local,
-            trusted,
-        )?;
-        std::fs::remove_dir_all(tmp.path().join(format!("dst-{round}")))?;
-        tick();
-        let servers = (0..3)
-            .map(|_| HttpServer::start(CheckpointDir::new(&out), "127.0.0.1:0", 2))
-            .collect::<Result<Vec<_>, _>>()?;
-        let urls: Vec<String> = servers.iter().map(|s| format!("http://{}", s.addr())).collect();
-        let (http_s, http_curve) = restore(
-            &tmp.path().join(format!("http-{round}")),
-            &tmp.path().join("staging"),
-            &urls,
-            trusted,
-        )?;
-        servers.into_iter().for_each(HttpServer::shutdown);
-        std::fs::remove_dir_all(tmp.path().join(format!("http-{round}")))?;
-        std::fs::remove_dir_all(&out)?;
-        tick();
-        for (v, x) in t.iter_mut().zip([scan_s, create_s, bulk_s, restore_s, http_s, digest_s]) {
+        let r = rounds.run(round)?;
+        floor.push(ratio((r.scan_s + r.digest_s) / opts.threads as f64, r.scan_s));
+        let samples = [r.scan_s, r.create_s, r.bulk_s, r.restore_s, r.http_s, r.digest_s];
+        for (v, x) in t.iter_mut().zip(samples) {
             v.push(x);
         }
-        r_create.push(ratio(create_s, scan_s));
-        r_restore.push(ratio(restore_s, bulk_s));
-        r_http.push(ratio(http_s, restore_s));
-        last = Some((created.id, created.manifest, flat_bytes));
-        curves = (local_curve, http_curve);
+        r_create.push(ratio(r.create_s, r.scan_s));
+        r_restore.push(ratio(r.restore_s, r.bulk_s));
+        r_http.push(ratio(r.http_s, r.restore_s));
+        last = Some(r);
     }
-    let (_, manifest, flat_bytes) = last.context("no rounds")?;
+    let Round { manifest, flat_bytes, local_curve, http_curve, .. } = last.context("no rounds")?;
     let [scan_t, create_t, bulk_t, restore_t, http_t, digest_t] =
         t.map(|v| Timing::from_samples(&v));
     Ok(CheckpointBenchReport {
@@ -307,8 +357,8 @@ pub fn checkpoint_bench(
         http3_vs_local: Target::new(&r_http, 1.2),
         bytes_vs_flat: Target::new(&[ratio(manifest.chunk_bytes as f64, flat_bytes as f64)], 1.3),
         runs: opts.runs,
-        restore_local_progress: curves.0,
-        restore_http3_progress: curves.1,
+        restore_local_progress: local_curve,
+        restore_http3_progress: http_curve,
     })
 }
 

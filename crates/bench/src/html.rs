@@ -69,33 +69,61 @@ impl Figure {
 /// Colours of successive series.
 const PALETTE: [&str; 6] = ["#4a7ab5", "#d98c2b", "#3c9a5f", "#8e5ea2", "#b5494a", "#5f6b73"];
 
+// A line chart's plot area on its page, in pixels.
+/// Its left edge (the y labels are to its left).
+const LEFT: f64 = 70.0;
+/// Its top edge.
+const TOP: f64 = 10.0;
+/// Its width.
+const PLOT_W: f64 = 600.0;
+/// Its height (the x labels and the legend are below it).
+const PLOT_H: f64 = 260.0;
+
+/// A line chart's scale: the extremes of its finite points (the target counts towards the
+/// top; y starts at 0), mapped onto the plot area.
+struct Plot {
+    x_min: f64,
+    x_max: f64,
+    y_max: f64,
+}
+
+impl Plot {
+    fn of(chart: &LineChart) -> Plot {
+        let points = chart
+            .series
+            .iter()
+            .flat_map(|(_, p)| p.iter())
+            .filter(|(x, y)| x.is_finite() && y.is_finite());
+        let (mut x_min, mut x_max, mut y_max) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
+        for &(x, y) in points {
+            x_min = x_min.min(x);
+            x_max = x_max.max(x);
+            y_max = y_max.max(y);
+        }
+        if let Some(t) = chart.target.filter(|t| t.is_finite()) {
+            y_max = y_max.max(t);
+        }
+        if !x_min.is_finite() {
+            (x_min, x_max) = (0.0, 1.0);
+        }
+        Plot { x_min, x_max, y_max: y_max.max(f64::MIN_POSITIVE) }
+    }
+
+    /// The pixel column of `x`.
+    fn px(&self, x: f64) -> f64 {
+        let x_span = (self.x_max - self.x_min).max(f64::MIN_POSITIVE);
+        LEFT + (x - self.x_min) / x_span * PLOT_W
+    }
+
+    /// The pixel row of `y`.
+    fn py(&self, y: f64) -> f64 {
+        TOP + PLOT_H - y / self.y_max * PLOT_H
+    }
+}
+
 /// The SVG of a line chart: axes with their extremes, a polyline per series, a legend.
 pub fn line_svg(chart: &LineChart) -> String {
-    const LEFT: f64 = 70.0;
-    const PLOT_W: f64 = 600.0;
-    const PLOT_H: f64 = 260.0;
-    const TOP: f64 = 10.0;
-    let points = chart
-        .series
-        .iter()
-        .flat_map(|(_, p)| p.iter())
-        .filter(|(x, y)| x.is_finite() && y.is_finite());
-    let (mut x_min, mut x_max, mut y_max) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
-    for &(x, y) in points {
-        x_min = x_min.min(x);
-        x_max = x_max.max(x);
-        y_max = y_max.max(y);
-    }
-    if let Some(t) = chart.target.filter(|t| t.is_finite()) {
-        y_max = y_max.max(t);
-    }
-    if !x_min.is_finite() {
-        (x_min, x_max) = (0.0, 1.0);
-    }
-    let x_span = (x_max - x_min).max(f64::MIN_POSITIVE);
-    let y_max = y_max.max(f64::MIN_POSITIVE);
-    let px = |x: f64| LEFT + (x - x_min) / x_span * PLOT_W;
-    let py = |y: f64| TOP + PLOT_H - y / y_max * PLOT_H;
+    let plot = Plot::of(chart);
     let legend_h = 18.0 * chart.series.len() as f64;
     let (width, height) = (LEFT + PLOT_W + 20.0, TOP + PLOT_H + 40.0 + legend_h);
     let mut out = String::new();
@@ -108,50 +136,55 @@ pub fn line_svg(chart: &LineChart) -> String {
         r#"<text x="{lx}" y="{ty}" text-anchor="end">{top} {unit}</text><text x="{lx}" y="{by}" text-anchor="end">0</text><text x="{LEFT}" y="{xl}">{x0}</text><text x="{xr}" y="{xl}" text-anchor="end">{x1} ({xlabel})</text>"#,
         lx = LEFT - 6.0,
         ty = TOP + 10.0,
-        top = format_value(y_max),
+        top = format_value(plot.y_max),
         unit = escape(&chart.unit),
         by = TOP + PLOT_H,
         xl = TOP + PLOT_H + 16.0,
-        x0 = format_axis(x_min),
+        x0 = format_axis(plot.x_min),
         xr = LEFT + PLOT_W,
-        x1 = format_axis(x_max),
+        x1 = format_axis(plot.x_max),
         xlabel = escape(&chart.x_label),
     );
     for (i, (name, pts)) in chart.series.iter().enumerate() {
-        let colour = PALETTE[i % PALETTE.len()];
-        let coords: Vec<String> = pts
-            .iter()
-            .filter(|(x, y)| x.is_finite() && y.is_finite())
-            .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
-            .collect();
-        let _ = write!(
-            out,
-            r#"<polyline fill="none" stroke="{colour}" stroke-width="1.5" points="{}"/>"#,
-            coords.join(" ")
-        );
-        let ly = TOP + PLOT_H + 34.0 + 18.0 * i as f64;
-        let _ = write!(
-            out,
-            r#"<rect x="{LEFT}" y="{ry}" width="14" height="10" fill="{colour}"/><text x="{tx}" y="{ly}">{name}</text>"#,
-            ry = ly - 9.0,
-            tx = LEFT + 20.0,
-            name = escape(name),
-        );
+        series_svg(&mut out, &plot, i, name, pts);
     }
     if let Some(t) = chart.target.filter(|t| t.is_finite()) {
         let _ = write!(
             out,
             r##"<line x1="{LEFT}" y1="{y:.1}" x2="{x2}" y2="{y:.1}" stroke="#c0392b" stroke-dasharray="4 3"/><text x="{tx}" y="{ty:.1}" fill="#c0392b" text-anchor="end">target {t}</text>"##,
-            y = py(t),
+            y = plot.py(t),
             x2 = LEFT + PLOT_W,
             tx = LEFT + PLOT_W - 4.0,
             // Below the line when it runs along the top edge.
-            ty = if py(t) < TOP + 14.0 { py(t) + 14.0 } else { py(t) - 4.0 },
+            ty = if plot.py(t) < TOP + 14.0 { plot.py(t) + 14.0 } else { plot.py(t) - 4.0 },
             t = format_value(t),
         );
     }
     out.push_str("</svg>");
     out
+}
+
+/// Series `i` of a line chart: its polyline and its legend entry.
+fn series_svg(out: &mut String, plot: &Plot, i: usize, name: &str, pts: &[(f64, f64)]) {
+    let colour = PALETTE[i % PALETTE.len()];
+    let coords: Vec<String> = pts
+        .iter()
+        .filter(|(x, y)| x.is_finite() && y.is_finite())
+        .map(|&(x, y)| format!("{:.1},{:.1}", plot.px(x), plot.py(y)))
+        .collect();
+    let _ = write!(
+        out,
+        r#"<polyline fill="none" stroke="{colour}" stroke-width="1.5" points="{}"/>"#,
+        coords.join(" ")
+    );
+    let ly = TOP + PLOT_H + 34.0 + 18.0 * i as f64;
+    let _ = write!(
+        out,
+        r#"<rect x="{LEFT}" y="{ry}" width="14" height="10" fill="{colour}"/><text x="{tx}" y="{ly}">{name}</text>"#,
+        ry = ly - 9.0,
+        tx = LEFT + 20.0,
+        name = escape(name),
+    );
 }
 
 /// At most `max` points of `values` (indexed from 1): consecutive equal buckets averaged,

@@ -6,8 +6,7 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{ensure, Context, Result};
-use chain::block::Block;
-use chain::chainfile::{self, ChainHeader, ChainParams};
+use chain::{Block, ChainHeader, ChainParams};
 use serde::Serialize;
 use store::{StateDb, StoreConfig};
 use trie::TrieId;
@@ -144,16 +143,16 @@ fn generate(
         seed: opts.seed,
     };
     let mut blocks = Vec::new();
-    let header = chainfile::generate(&mut db, &params, &mut |_, b| {
+    let header = chain::generate(&mut db, &params, &mut |_, b| {
         blocks.push(b);
         Ok(())
     })
     .context("cannot generate the chain")?;
     db.close()?;
     let mut w = std::io::BufWriter::new(std::fs::File::create(chain_file)?);
-    chainfile::write_header(&mut w, &header)?;
+    chain::write_header(&mut w, &header)?;
     for b in &blocks {
-        chainfile::write_block(&mut w, b)?;
+        chain::write_block(&mut w, b)?;
     }
     w.flush()?;
     Ok((header, blocks))

@@ -13,8 +13,8 @@ use rand_chacha::ChaCha8Rng;
 use trie::{EthLayout, MemoryNodeSource, Trie};
 
 use crate::input::{random_index, random_item, random_value, sort_unique, Item};
+use crate::opts::TrieBenchOpts;
 use crate::report::IncrementalReport;
-use crate::run::TrieBenchOpts;
 use crate::timing::{median_sorted, percentile_sorted, ratio, sorted};
 
 /// The trie after the rounds and every pair it holds (for the proof phase).

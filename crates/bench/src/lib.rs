@@ -26,6 +26,7 @@ mod input;
 mod machine;
 // Until `store_bench` drives it, only its tests use the NOMT engine.
 mod nomt_engine;
+mod opts;
 mod plain_db;
 mod pov_bench;
 mod progress;
@@ -49,6 +50,7 @@ pub use blockstm_bench::{
 pub use checkpoint_bench::{checkpoint_bench, CheckpointBenchOpts, CheckpointBenchReport, Target};
 pub use import_bench::{import_bench, ImportBenchOpts, ImportBenchReport, ImportRow};
 pub use machine::MachineInfo;
+pub use opts::{StoreBenchOpts, TrieBenchOpts};
 pub use pov_bench::{pov_bench, ModeReport, PovBenchOpts, PovBenchReport, WorkloadReport};
 pub use progress::bar as progress_bar;
 pub use report::{
@@ -56,8 +58,8 @@ pub use report::{
     TrieBenchReport,
 };
 pub use rss::{cpu_seconds, peak_rss_bytes};
-pub use run::{trie_bench, TrieBenchOpts};
-pub use store_bench::{store_bench, StoreBenchOpts};
+pub use run::trie_bench;
+pub use store_bench::store_bench;
 pub use store_report::{CacheReport, EngineReport, RatioReport, StoreBenchReport};
 pub use table::{table, text as table_text};
 pub use timing::Timing;

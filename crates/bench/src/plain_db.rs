@@ -12,8 +12,8 @@
 //! Two ways to write a block: *blind* (the new values only) and *with undo* (what any store
 //! that can revert a block must do: read the old values of the block's keys with batched
 //! MultiGets on every thread, then write the new values and one history record of the old
-//! ones, under the block number in a `history` column family, pruned 128 blocks back like
-//! the store's reverse diffs).
+//! ones — a reverse diff encoded by the store's own [`ReverseDiff`] — under the block
+//! number in a `history` column family, pruned 128 blocks back like the store's).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -21,7 +21,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use rayon::prelude::*;
 use rocksdb::{ColumnFamilyDescriptor, Options, WriteBatch, DB};
-use store::StoreConfig;
+use store::{Column, ReverseDiff, StoreConfig};
 
 /// The column family of the undo engine's history records.
 const HISTORY: &str = "history";
@@ -95,21 +95,22 @@ impl PlainDb {
     ) -> Result<u64> {
         let keys: Vec<&Vec<u8>> = changes.keys().collect();
         let chunk = keys.len().div_ceil(rayon::current_num_threads()).max(READ_CHUNK_MIN);
-        let parts: Vec<Result<Vec<u8>>> = keys
+        let parts: Vec<Result<ReverseDiff>> = keys
             .par_chunks(chunk.max(1))
             .map(|part| {
-                let mut record = Vec::new();
+                let mut diff = ReverseDiff::new();
                 let values = self.db.batched_multi_get_cf(self.default_cf()?, part.iter(), true);
                 for (k, v) in part.iter().zip(values) {
-                    encode_undo(&mut record, k, v?.as_deref());
+                    diff.record_ref(Column::Flat, k, v?.as_deref());
                 }
-                Ok(record)
+                Ok(diff)
             })
             .collect();
-        let mut record = (keys.len() as u32).to_be_bytes().to_vec();
+        let mut diff = ReverseDiff::new();
         for p in parts {
-            record.extend(p?);
+            diff.append(p?);
         }
+        let record = diff.encode();
         let mut batch = WriteBatch::default();
         stage_changes(&mut batch, changes);
         let history = self.history_cf()?;
@@ -171,21 +172,6 @@ fn stage_changes(batch: &mut WriteBatch, changes: &BTreeMap<Vec<u8>, Option<Vec<
     }
 }
 
-/// Append `key`'s undo entry: `key length (u32) ‖ key ‖ present (u8) ‖ [value length (u32)
-/// ‖ value]`, the layout of the store's reverse diffs.
-fn encode_undo(out: &mut Vec<u8>, key: &[u8], old: Option<&[u8]>) {
-    out.extend_from_slice(&(key.len() as u32).to_be_bytes());
-    out.extend_from_slice(key);
-    match old {
-        None => out.push(0),
-        Some(v) => {
-            out.push(1);
-            out.extend_from_slice(&(v.len() as u32).to_be_bytes());
-            out.extend_from_slice(v);
-        }
-    }
-}
-
 /// Bytes of live SST files per column family of the (closed) database at `path`.
 pub(crate) fn column_sst_bytes(path: &Path) -> Result<BTreeMap<String, u64>> {
     let opts = Options::default();
@@ -234,8 +220,10 @@ mod tests {
         assert_eq!(db.get(&500u32.to_be_bytes()).unwrap(), Some(vec![1]));
         assert_eq!(db.get(&2u32.to_be_bytes()).unwrap(), Some(vec![9]));
         let record = db.db.get_cf(db.history_cf().unwrap(), 2u64.to_be_bytes()).unwrap().unwrap();
-        assert_eq!(&record[..4], &1u32.to_be_bytes(), "one undo entry");
-        assert_eq!(record[12], 1, "key 2 existed");
+        let entries = ReverseDiff::decode(&record).unwrap();
+        assert_eq!(entries.len(), 1, "one undo entry");
+        let key = 2u32.to_be_bytes().to_vec();
+        assert_eq!(entries[0], (Column::Flat, key, Some(vec![7; 100])), "key 2 existed");
         assert!(db.sst_bytes().unwrap() > 0);
         drop(db);
         let cols = column_sst_bytes(dir.path()).unwrap();

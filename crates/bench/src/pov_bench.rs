@@ -22,13 +22,12 @@
 use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
-use chain::runtime::{
-    default_author, funded_accounts, genesis, paired_transfers, EXISTENTIAL_DEPOSIT,
-};
 use chain::{
-    build_block, build_block_unrecorded, decode_witness, encode_witness, verify_block,
-    BlockContext, BuildConfig, Built, PerTx, Transfer, TransferKind,
+    build_block, build_block_unrecorded, decode_witness, default_author, encode_witness,
+    funded_accounts, genesis, paired_transfers, verify_block, BlockContext, BuildConfig, Built,
+    PerTx, Transfer, TransferKind, EXISTENTIAL_DEPOSIT,
 };
+use indicatif::ProgressBar;
 use serde::Serialize;
 use store::{StateDb, StoreConfig};
 use trie::{TrieId, H256};
@@ -168,7 +167,6 @@ pub fn pov_bench(opts: &PovBenchOpts, progress: bool) -> Result<PovBenchReport> 
     .context("cannot create a temporary directory")?;
     let mut db = StateDb::open(tmp.path(), StoreConfig::default())?;
     let balance = EXISTENTIAL_DEPOSIT * 1_000;
-    let author = default_author();
     let ids = funded_accounts(opts.accounts);
     let entries = genesis(&ids, balance).into_iter().map(|(k, v)| (TrieId::Main, k, v));
     let parent: H256 = db.bulk_load("bench pov genesis", entries)?.root;
@@ -186,79 +184,19 @@ pub fn pov_bench(opts: &PovBenchOpts, progress: bool) -> Result<PovBenchReport> 
         .map(|(n, _)| if *n <= NAIVE_MAX_TXS { 5 } else { 4 } * (opts.runs as u64 + 1))
         .sum();
     let pb = crate::progress::bar(progress, total, "building blocks");
-    let ctx = BlockContext { number: 1, author };
+    let ctx = BlockContext { number: 1, author: default_author() };
     let mut workloads = Vec::new();
     for (n, kind) in jobs {
-        let txs = paired_transfers(opts.accounts, 0, n as u64, kind, balance);
-        let active: Vec<(&'static str, &'static str)> =
-            MODES.into_iter().filter(|(m, _)| *m != "e" || n <= NAIVE_MAX_TXS).collect();
-        // Warm-up build per mode (caches), checked: same root, every transaction in.
-        let mut post_root = None;
-        let mut witness_verified = false;
-        let mut last: Vec<Built> = Vec::with_capacity(active.len());
-        for (mode, _) in &active {
-            let warm = build(&db, mode, &txs, ctx)?;
-            pb.inc(1);
-            let root = *post_root.get_or_insert(warm.block.state_root);
-            ensure!(warm.block.state_root == root, "mode {mode} ends at another root");
-            let got = warm.block.transfers.len();
-            ensure!(got == n, "mode {mode} included {got} of {n} transactions");
-            if *mode == "b" {
-                let w = decode_witness(&encode_witness(&warm.witness))?;
-                verify_block(parent, &warm.block, w).context("the (b) witness does not verify")?;
-                witness_verified = true;
-            }
-            last.push(warm);
-        }
-        // Timed runs, the modes interleaved so that drift (background compaction, cache
-        // state) falls on all of them alike.
-        let mut runs_ms: Vec<Vec<f64>> = vec![Vec::with_capacity(opts.runs); active.len()];
-        for _ in 0..opts.runs {
-            for (i, (mode, _)) in active.iter().enumerate() {
-                let start = Instant::now();
-                let built = build(&db, mode, &txs, ctx)?;
-                runs_ms[i].push(start.elapsed().as_secs_f64() * 1e3);
-                ensure!(
-                    Some(built.block.state_root) == post_root,
-                    "mode {mode} ends at another root"
-                );
-                last[i] = built;
-                pb.inc(1);
-            }
-        }
-        let modes: Vec<ModeReport> = active
-            .iter()
-            .zip(runs_ms)
-            .zip(&last)
-            .map(|(((mode, label), runs_ms), built)| ModeReport {
-                mode,
-                label,
-                median_ms: median_sorted(&sorted(&runs_ms)),
-                runs_ms,
-                hashes: built.hashes,
-                proof_size: built.proof_size,
-            })
-            .collect();
-        let t = |m: &str| modes.iter().find(|r| r.mode == m).map(|r| r.median_ms);
-        let runs = |m: &str| modes.iter().find(|r| r.mode == m).map(|r| &r.runs_ms);
-        let c_over_b_paired = paired(runs("c"), runs("b"));
-        let d_over_b_paired = paired(runs("d"), runs("b"));
-        let b = t("b").unwrap_or(0.0);
-        workloads.push(WorkloadReport {
-            transactions: n,
-            kind: match kind {
-                TransferKind::KeepAlive => "keep-alive",
-                TransferKind::AllowDeath => "allow-death",
-            },
-            post_root: post_root.map(|r| r.to_string()).unwrap_or_default(),
-            witness_verified,
-            c_over_b: ratio(t("c").unwrap_or(0.0), b),
-            d_over_b: ratio(t("d").unwrap_or(0.0), b),
-            e_over_b: t("e").map(|e| ratio(e, b)),
-            c_over_b_paired,
-            d_over_b_paired,
-            modes,
-        });
+        let job = Job {
+            db: &db,
+            ctx,
+            txs: paired_transfers(opts.accounts, 0, n as u64, kind, balance),
+            n,
+            kind,
+            modes: MODES.into_iter().filter(|(m, _)| *m != "e" || n <= NAIVE_MAX_TXS).collect(),
+            pb: &pb,
+        };
+        workloads.push(job.run(parent, opts.runs)?);
     }
     pb.finish_and_clear();
     db.close()?;
@@ -275,6 +213,123 @@ pub fn pov_bench(opts: &PovBenchOpts, progress: bool) -> Result<PovBenchReport> 
         proof_size_met,
         root_met,
     })
+}
+
+/// One workload: a block of `n` transfers of `kind`, built on the parent state in each of
+/// its modes.
+struct Job<'a> {
+    db: &'a StateDb,
+    ctx: BlockContext,
+    txs: Vec<Transfer>,
+    n: usize,
+    kind: TransferKind,
+    /// The modes it runs (mode, label).
+    modes: Vec<(&'static str, &'static str)>,
+    pb: &'a ProgressBar,
+}
+
+impl Job<'_> {
+    /// Warm up, then `runs` timed rounds, then the report.
+    fn run(&self, parent: H256, runs: usize) -> Result<WorkloadReport> {
+        let (post_root, witness_verified, mut last) = self.warm_up(parent)?;
+        let runs_ms = self.timed(runs, post_root, &mut last)?;
+        Ok(self.report(post_root, witness_verified, runs_ms, &last))
+    }
+
+    /// One build per mode (caches), checked: the same root in every mode, every
+    /// transaction in, and the (b) witness verifying statelessly on `parent`. Returns the
+    /// post-state root, whether the witness was verified, and each mode's build.
+    fn warm_up(&self, parent: H256) -> Result<(Option<H256>, bool, Vec<Built>)> {
+        let n = self.n;
+        let mut post_root = None;
+        let mut witness_verified = false;
+        let mut last: Vec<Built> = Vec::with_capacity(self.modes.len());
+        for (mode, _) in &self.modes {
+            let warm = build(self.db, mode, &self.txs, self.ctx)?;
+            self.pb.inc(1);
+            let root = *post_root.get_or_insert(warm.block.state_root);
+            ensure!(warm.block.state_root == root, "mode {mode} ends at another root");
+            let got = warm.block.transfers.len();
+            ensure!(got == n, "mode {mode} included {got} of {n} transactions");
+            if *mode == "b" {
+                let w = decode_witness(&encode_witness(&warm.witness))?;
+                verify_block(parent, &warm.block, w).context("the (b) witness does not verify")?;
+                witness_verified = true;
+            }
+            last.push(warm);
+        }
+        Ok((post_root, witness_verified, last))
+    }
+
+    /// `runs` timed rounds, the modes interleaved so that drift (background compaction,
+    /// cache state) falls on all of them alike; every build must end at `post_root`.
+    /// Each mode's milliseconds per run; `last` gets each mode's last build.
+    fn timed(
+        &self,
+        runs: usize,
+        post_root: Option<H256>,
+        last: &mut [Built],
+    ) -> Result<Vec<Vec<f64>>> {
+        let mut runs_ms: Vec<Vec<f64>> = vec![Vec::with_capacity(runs); self.modes.len()];
+        for _ in 0..runs {
+            for (i, (mode, _)) in self.modes.iter().enumerate() {
+                let start = Instant::now();
+                let built = build(self.db, mode, &self.txs, self.ctx)?;
+                runs_ms[i].push(start.elapsed().as_secs_f64() * 1e3);
+                ensure!(
+                    Some(built.block.state_root) == post_root,
+                    "mode {mode} ends at another root"
+                );
+                last[i] = built;
+                self.pb.inc(1);
+            }
+        }
+        Ok(runs_ms)
+    }
+
+    /// The workload's report: per mode, and the ratios between modes.
+    fn report(
+        &self,
+        post_root: Option<H256>,
+        witness_verified: bool,
+        runs_ms: Vec<Vec<f64>>,
+        last: &[Built],
+    ) -> WorkloadReport {
+        let modes: Vec<ModeReport> = self
+            .modes
+            .iter()
+            .zip(runs_ms)
+            .zip(last)
+            .map(|(((mode, label), runs_ms), built)| ModeReport {
+                mode,
+                label,
+                median_ms: median_sorted(&sorted(&runs_ms)),
+                runs_ms,
+                hashes: built.hashes,
+                proof_size: built.proof_size,
+            })
+            .collect();
+        let t = |m: &str| modes.iter().find(|r| r.mode == m).map(|r| r.median_ms);
+        let runs = |m: &str| modes.iter().find(|r| r.mode == m).map(|r| &r.runs_ms);
+        let c_over_b_paired = paired(runs("c"), runs("b"));
+        let d_over_b_paired = paired(runs("d"), runs("b"));
+        let b = t("b").unwrap_or(0.0);
+        WorkloadReport {
+            transactions: self.n,
+            kind: match self.kind {
+                TransferKind::KeepAlive => "keep-alive",
+                TransferKind::AllowDeath => "allow-death",
+            },
+            post_root: post_root.map(|r| r.to_string()).unwrap_or_default(),
+            witness_verified,
+            c_over_b: ratio(t("c").unwrap_or(0.0), b),
+            d_over_b: ratio(t("d").unwrap_or(0.0), b),
+            e_over_b: t("e").map(|e| ratio(e, b)),
+            c_over_b_paired,
+            d_over_b_paired,
+            modes,
+        }
+    }
 }
 
 impl PovBenchReport {

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::machine::MachineInfo;
-use crate::run::TrieBenchOpts;
+use crate::opts::TrieBenchOpts;
 use crate::timing::Timing;
 
 /// Everything one `trie_bench` run measured.

@@ -1,49 +1,16 @@
-//! The `trie_bench` driver: options, the phases in order, one seeded RNG per phase.
+//! The `trie_bench` driver: the phases in order, one seeded RNG per phase.
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
 
 use crate::bound::Replay;
 use crate::input::{sorted_input, KEY_BYTES, VALUE_BYTES};
 use crate::machine::MachineInfo;
+use crate::opts::TrieBenchOpts;
 use crate::progress::bar;
 use crate::report::{InputReport, TrieBenchReport};
 use crate::roots::RootPhase;
 use crate::{incremental, proofs, roots};
-
-/// Options of [`trie_bench`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct TrieBenchOpts {
-    /// Keys of the full-root input.
-    pub keys: usize,
-    /// Timed runs of each full-root builder (and of the bound replay).
-    pub runs: usize,
-    /// Incremental rounds.
-    pub incremental_rounds: usize,
-    /// Writes per incremental round.
-    pub updates_per_round: usize,
-    /// Keys in the trie before the incremental rounds.
-    pub incremental_keys: usize,
-    /// Proofs generated and verified.
-    pub proofs: usize,
-    /// Seed of every random choice.
-    pub seed: u64,
-}
-
-impl Default for TrieBenchOpts {
-    fn default() -> Self {
-        TrieBenchOpts {
-            keys: 1_000_000,
-            runs: 5,
-            incremental_rounds: 1000,
-            updates_per_round: 10,
-            incremental_keys: 1_000_000,
-            proofs: 10_000,
-            seed: 1,
-        }
-    }
-}
 
 /// A phase's own RNG, so that changing one phase's options leaves the others' inputs alone.
 fn phase_rng(seed: u64, phase: u64) -> ChaCha8Rng {

@@ -22,17 +22,17 @@
 //! end Arbor's root is verified from flat state and sampled keys are compared between the
 //! databases.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, ensure, Context, Result};
 use indicatif::ProgressBar;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
 use store::{StateDb, StoreConfig};
 use trie::TrieId;
 
 use crate::machine::MachineInfo;
+use crate::opts::StoreBenchOpts;
 use crate::plain_db::PlainDb;
 use crate::progress::bar;
 use crate::rss::load_average;
@@ -46,40 +46,6 @@ use crate::workload::Workload;
 
 /// Keys whose values are compared between the two databases at the end.
 const CROSS_CHECK_KEYS: u64 = 1_000;
-
-/// Options of [`store_bench`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct StoreBenchOpts {
-    /// Initial keys (`M`).
-    pub keys: u64,
-    /// Blocks committed (`N`).
-    pub blocks: u64,
-    /// Operations per block (`K`).
-    pub updates_per_block: u64,
-    /// Workload seed.
-    pub seed: u64,
-    /// Directory under which the temporary databases are created (default: the system's).
-    pub dir: Option<PathBuf>,
-    /// Also run Arbor reading the old values itself (`StateDb::commit`), beside Arbor
-    /// given them by the caller (`StateDb::commit_with_prior`).
-    pub arbor_reading: bool,
-    /// Also run NOMT on the same blocks.
-    pub nomt: bool,
-}
-
-impl Default for StoreBenchOpts {
-    fn default() -> Self {
-        StoreBenchOpts {
-            keys: 1_000_000,
-            blocks: 100,
-            updates_per_block: 10_000,
-            seed: 1,
-            dir: None,
-            arbor_reading: true,
-            nomt: true,
-        }
-    }
-}
 
 /// Run the store benchmark (see the module docs); `progress` draws bars on stderr.
 ///

@@ -8,14 +8,14 @@ use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
 use indicatif::ProgressBar;
-use store::{StateDb, StoreConfig};
+use store::{StateDb, StoreConfig, StoreStats};
 use trie::TrieId;
 
 use crate::nomt_engine::NomtEngine;
+use crate::opts::StoreBenchOpts;
 use crate::plain_db::{column_sst_bytes, dir_bytes, PlainDb};
 use crate::progress::bar;
 use crate::rss::{io_write_bytes, peak_rss_bytes, reset_peak_rss};
-use crate::store_bench::StoreBenchOpts;
 use crate::store_report::{CacheReport, EngineReport, PhaseReport, RSS_OVER_BUDGET_TARGET};
 use crate::timing::{percentile_sorted, ratio, sorted};
 use crate::workload::{LastWrites, LiveKeys, Workload};
@@ -127,36 +127,11 @@ pub(crate) fn run_arbor(
     pb.finish();
     let rss = RssPhases::start_blocks();
 
-    let mut live = LiveKeys::initial(opts.keys);
-    let mut last = LastWrites::default();
     let pb = bar(progress, opts.blocks, format!("{label}: blocks"));
-    let mut commit_seconds = Vec::with_capacity(opts.blocks as usize);
-    let mut timings = Vec::with_capacity(opts.blocks as usize);
-    let (mut writes, mut hashes, mut leaf_scans) = (0, 0, 0);
-    for b in 1..=opts.blocks {
-        let ops = workload.block_ops(b);
-        live.apply(&ops);
-        let changes = workload.change_set_of(&ops);
-        let prior = (mode == ArborMode::Prior).then(|| last.prior_set(workload, &ops));
-        last.apply(b, &ops);
-        writes += changes.values().map(|m| m.len() as u64).sum::<u64>();
-        let start = Instant::now();
-        let info = match &prior {
-            Some(prior) => db.commit_with_prior(&changes, prior),
-            None => db.commit(&changes),
-        }
-        .with_context(|| format!("Arbor commit of block {b} failed"))?;
-        commit_seconds.push(start.elapsed().as_secs_f64());
-        ensure!(info.number == b, "Arbor committed block {} as number {}", b, info.number);
-        hashes += info.hashes;
-        leaf_scans += info.leaf_scans;
-        timings.push(info.timings);
-        pb.inc(1);
-    }
-    let start = Instant::now();
-    db.flush().context("Arbor flush failed")?;
-    let flush_seconds = start.elapsed().as_secs_f64();
+    let blocks = ArborBlocks::commit(&mut db, opts, workload, mode, &pb)?;
     pb.finish();
+    let ArborBlocks { commit_seconds, writes, hashes, leaf_scans, timings, flush_seconds, live } =
+        blocks;
     let peak_rss_blocks_bytes = rss.blocks_peak();
     let disk_bytes_per_block = rss.disk_per_block(opts.blocks);
     let bytes_written = db.stats().bytes_written;
@@ -182,9 +157,74 @@ pub(crate) fn run_arbor(
     report.dir_bytes = dir_bytes(dir)?;
     pb.finish();
 
+    let caches = cache_report(&stats, config, report.peak_rss_blocks_bytes);
+    Ok(ArborRun { report, caches, keys_final: live.count(), root: root.to_string() })
+}
+
+/// Arbor's block phase: every block committed (each commit timed alone), then the flush
+/// (timed).
+struct ArborBlocks {
+    commit_seconds: Vec<f64>,
+    writes: u64,
+    hashes: u64,
+    leaf_scans: u64,
+    timings: Vec<store::CommitTimings>,
+    flush_seconds: f64,
+    /// The live keys after the last block.
+    live: LiveKeys,
+}
+
+impl ArborBlocks {
+    /// Commit the workload's blocks to `db` (the old values given by the caller or read
+    /// by the store, as `mode` says) and flush; `pb` counts the blocks.
+    fn commit(
+        db: &mut StateDb,
+        opts: &StoreBenchOpts,
+        workload: &Workload,
+        mode: ArborMode,
+        pb: &ProgressBar,
+    ) -> Result<ArborBlocks> {
+        let mut live = LiveKeys::initial(opts.keys);
+        let mut last = LastWrites::default();
+        let mut commit_seconds = Vec::with_capacity(opts.blocks as usize);
+        let mut timings = Vec::with_capacity(opts.blocks as usize);
+        let (mut writes, mut hashes, mut leaf_scans) = (0, 0, 0);
+        for b in 1..=opts.blocks {
+            let ops = workload.block_ops(b);
+            live.apply(&ops);
+            let changes = workload.change_set_of(&ops);
+            let prior = (mode == ArborMode::Prior).then(|| last.prior_set(workload, &ops));
+            last.apply(b, &ops);
+            writes += changes.values().map(|m| m.len() as u64).sum::<u64>();
+            let start = Instant::now();
+            let info = match &prior {
+                Some(prior) => db.commit_with_prior(&changes, prior),
+                None => db.commit(&changes),
+            }
+            .with_context(|| format!("Arbor commit of block {b} failed"))?;
+            commit_seconds.push(start.elapsed().as_secs_f64());
+            ensure!(info.number == b, "Arbor committed block {} as number {}", b, info.number);
+            hashes += info.hashes;
+            leaf_scans += info.leaf_scans;
+            timings.push(info.timings);
+            pb.inc(1);
+        }
+        let start = Instant::now();
+        db.flush().context("Arbor flush failed")?;
+        let flush_seconds = start.elapsed().as_secs_f64();
+        Ok(ArborBlocks { commit_seconds, writes, hashes, leaf_scans, timings, flush_seconds, live })
+    }
+}
+
+/// Arbor's caches after the blocks, and its peak RSS during them against the cache budget.
+fn cache_report(
+    stats: &StoreStats,
+    config: &StoreConfig,
+    peak_rss_blocks_bytes: u64,
+) -> CacheReport {
     let budget_bytes = config.cache_budget_bytes();
-    let peak_rss_over_budget = ratio(report.peak_rss_blocks_bytes as f64, budget_bytes as f64);
-    let caches = CacheReport {
+    let peak_rss_over_budget = ratio(peak_rss_blocks_bytes as f64, budget_bytes as f64);
+    CacheReport {
         node: stats.node_cache,
         node_hit_rate: stats.node_cache.hit_rate(),
         flat: stats.flat_cache,
@@ -194,8 +234,7 @@ pub(crate) fn run_arbor(
         budget_bytes,
         peak_rss_over_budget,
         rss_target_met: peak_rss_over_budget <= RSS_OVER_BUDGET_TARGET,
-    };
-    Ok(ArborRun { report, caches, keys_final: live.count(), root: root.to_string() })
+    }
 }
 
 /// How a plain RocksDB baseline writes a block.

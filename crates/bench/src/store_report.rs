@@ -9,8 +9,8 @@ use store::StoreConfig;
 use store::{CacheStats, ResidentStats};
 
 use crate::machine::MachineInfo;
+use crate::opts::StoreBenchOpts;
 use crate::render::thousands;
-use crate::store_bench::StoreBenchOpts;
 
 /// Largest acceptable Arbor time / blind plain RocksDB time for the same blocks (blocks
 /// and final flush: sustained throughput). Issue 12: 3.0 at 1M keys (the floor on 2 cores
@@ -304,44 +304,27 @@ impl StoreBenchReport {
 
     /// One row per figure, one column per engine, and Arbor's ratio to blind RocksDB.
     fn table(&self) -> comfy_table::Table {
-        let (a, p) = (&self.arbor, &self.plain);
-        let columns = self.columns();
-        let n = columns.len();
-        let mut header = vec![""];
-        header.extend(columns.iter().map(|(name, _)| *name));
-        header.push("arbor/blind");
-        let mut table = crate::table::table(&header);
-        let out = &mut table;
-        let row = |t: &mut comfy_table::Table, name: &str, cells: Vec<String>, r: Option<f64>| {
-            let mut line = vec![name.to_string()];
-            line.extend(cells);
-            line.push(r.map_or(String::new(), |r| format!("{r:.2}x")));
-            t.add_row(line);
-        };
-        let ratio = |x: f64, y: f64| (y > 0.0).then(|| x / y);
-        let each = |f: &dyn Fn(&EngineReport) -> String| -> Vec<String> {
-            columns.iter().map(|(_, e)| f(e)).collect()
-        };
-        let first = |v: String| {
-            let mut cells = vec![String::new(); n];
-            cells[0] = v;
-            cells
-        };
-        let r = &self.ratios;
-        row(
-            out,
-            "bulk load",
-            each(&|e| secs(e.bulk_seconds)),
-            ratio(a.bulk_seconds, p.bulk_seconds),
-        );
-        row(out, "blocks (commits)", each(&|e| secs(e.commit_seconds)), None);
-        row(out, "final flush", each(&|e| secs(e.flush_seconds)), None);
-        row(out, "blocks + flush", each(&|e| secs(e.total_seconds)), Some(r.merkle_overhead));
-        row(out, "blocks/s (sustained)", each(&|e| format!("{:.1}", e.blocks_per_second)), None);
-        row(out, "writes/s", each(&|e| format!("{:.0}", e.writes_per_second)), None);
-        let p50 = ratio(a.commit_ms_p50, p.commit_ms_p50);
-        row(out, "commit p50", each(&|e| ms(e.commit_ms_p50)), p50);
-        row(out, "commit p99", each(&|e| ms(e.commit_ms_p99)), None);
+        let mut rows = EngineRows::new(self.columns());
+        self.time_rows(&mut rows);
+        self.size_rows(&mut rows);
+        rows.table
+    }
+
+    /// The rows of time: bulk load, blocks, commits and their phases, hashing.
+    fn time_rows(&self, rows: &mut EngineRows<'_>) {
+        let (a, p, r) = (&self.arbor, &self.plain, &self.ratios);
+        let bulk = over(a.bulk_seconds, p.bulk_seconds);
+        rows.row("bulk load", rows.each(|e| secs(e.bulk_seconds)), bulk);
+        rows.row("blocks (commits)", rows.each(|e| secs(e.commit_seconds)), None);
+        rows.row("final flush", rows.each(|e| secs(e.flush_seconds)), None);
+        let total = Some(r.merkle_overhead);
+        rows.row("blocks + flush", rows.each(|e| secs(e.total_seconds)), total);
+        let blocks_per_s = rows.each(|e| format!("{:.1}", e.blocks_per_second));
+        rows.row("blocks/s (sustained)", blocks_per_s, None);
+        rows.row("writes/s", rows.each(|e| format!("{:.0}", e.writes_per_second)), None);
+        let p50 = over(a.commit_ms_p50, p.commit_ms_p50);
+        rows.row("commit p50", rows.each(|e| ms(e.commit_ms_p50)), p50);
+        rows.row("commit p99", rows.each(|e| ms(e.commit_ms_p99)), None);
         if let Some(ph) = &a.phases {
             for (name, v) in [
                 ("  read old values p50", ph.read_old_values_ms_p50),
@@ -349,43 +332,43 @@ impl StoreBenchReport {
                 ("  assemble layer p50", ph.assemble_ms_p50),
                 ("  publish layer p50", ph.publish_ms_p50),
             ] {
-                row(out, name, first(ms(v)), None);
+                rows.row(name, rows.first(ms(v)), None);
             }
         }
-        row(
-            out,
-            "arbor keccak calls/block",
-            first(format!("{:.0}", a.hashes_per_block_mean)),
-            None,
-        );
-        row(
-            out,
-            "arbor leaf scans/block",
-            first(format!("{:.0}", a.leaf_scans_per_block_mean)),
-            None,
-        );
-        let written = ratio(a.bytes_written_per_block, p.bytes_written_per_block);
-        row(out, "batch bytes/block", each(&|e| mib(e.bytes_written_per_block as u64)), written);
-        let disk = ratio(a.disk_bytes_per_block, p.disk_bytes_per_block);
-        row(out, "disk bytes written/block", each(&|e| mib(e.disk_bytes_per_block as u64)), disk);
-        row(out, "compaction", each(&|e| secs(e.compact_seconds)), None);
+        let hashes = rows.first(format!("{:.0}", a.hashes_per_block_mean));
+        rows.row("arbor keccak calls/block", hashes, None);
+        let leaf_scans = rows.first(format!("{:.0}", a.leaf_scans_per_block_mean));
+        rows.row("arbor leaf scans/block", leaf_scans, None);
+    }
+
+    /// The rows of bytes (written, on disk, in memory) and of compaction.
+    fn size_rows(&self, rows: &mut EngineRows<'_>) {
+        let (a, p, r) = (&self.arbor, &self.plain, &self.ratios);
+        let written = over(a.bytes_written_per_block, p.bytes_written_per_block);
+        let batch = rows.each(|e| mib(e.bytes_written_per_block as u64));
+        rows.row("batch bytes/block", batch, written);
+        let disk = over(a.disk_bytes_per_block, p.disk_bytes_per_block);
+        let disk_written = rows.each(|e| mib(e.disk_bytes_per_block as u64));
+        rows.row("disk bytes written/block", disk_written, disk);
+        rows.row("compaction", rows.each(|e| secs(e.compact_seconds)), None);
         let end_to_end = Some(r.merkle_overhead_with_compaction);
-        row(out, "blocks + flush + compaction", each(&|e| secs(e.end_to_end_seconds)), end_to_end);
-        row(out, "sst bytes", each(&|e| mib(e.sst_bytes)), Some(r.size));
-        let mut state = first(mib(a.state_sst_bytes()));
-        if let Some(i) = columns.iter().position(|(name, _)| *name == "blind") {
+        let all = rows.each(|e| secs(e.end_to_end_seconds));
+        rows.row("blocks + flush + compaction", all, end_to_end);
+        rows.row("sst bytes", rows.each(|e| mib(e.sst_bytes)), Some(r.size));
+        let mut state = rows.first(mib(a.state_sst_bytes()));
+        if let Some(i) = rows.columns.iter().position(|(name, _)| *name == "blind") {
             state[i] = mib(p.sst_bytes);
         }
-        row(out, "  state (without history)", state, Some(r.size_state));
+        rows.row("  state (without history)", state, Some(r.size_state));
         for (cf, bytes) in a.column_sst_bytes.iter().filter(|(_, b)| **b > 0) {
-            row(out, &format!("    {cf}"), first(mib(*bytes)), None);
+            rows.row(&format!("    {cf}"), rows.first(mib(*bytes)), None);
         }
-        row(out, "sst bytes per key", each(&|e| format!("{:.1}", e.sst_bytes_per_key)), None);
-        let dir = ratio(a.dir_bytes as f64, p.dir_bytes as f64);
-        row(out, "directory bytes", each(&|e| mib(e.dir_bytes)), dir);
-        row(out, "peak RSS (whole phase)", each(&|e| mib(e.peak_rss_bytes)), None);
-        row(out, "peak RSS (blocks)", each(&|e| mib(e.peak_rss_blocks_bytes)), None);
-        table
+        let per_key = rows.each(|e| format!("{:.1}", e.sst_bytes_per_key));
+        rows.row("sst bytes per key", per_key, None);
+        let dir = over(a.dir_bytes as f64, p.dir_bytes as f64);
+        rows.row("directory bytes", rows.each(|e| mib(e.dir_bytes)), dir);
+        rows.row("peak RSS (whole phase)", rows.each(|e| mib(e.peak_rss_bytes)), None);
+        rows.row("peak RSS (blocks)", rows.each(|e| mib(e.peak_rss_blocks_bytes)), None);
     }
 
     fn render_memory(&self, out: &mut String) {
@@ -455,6 +438,46 @@ impl StoreBenchReport {
             ))
         );
     }
+}
+
+/// The engines table being filled: per row a figure's name, one cell per engine column,
+/// and Arbor's ratio to blind RocksDB (empty when there is none).
+struct EngineRows<'a> {
+    table: comfy_table::Table,
+    columns: Vec<(&'static str, &'a EngineReport)>,
+}
+
+impl<'a> EngineRows<'a> {
+    fn new(columns: Vec<(&'static str, &'a EngineReport)>) -> Self {
+        let mut header = vec![""];
+        header.extend(columns.iter().map(|(name, _)| *name));
+        header.push("arbor/blind");
+        EngineRows { table: crate::table::table(&header), columns }
+    }
+
+    fn row(&mut self, name: &str, cells: Vec<String>, ratio: Option<f64>) {
+        let mut line = vec![name.to_string()];
+        line.extend(cells);
+        line.push(ratio.map_or(String::new(), |r| format!("{r:.2}x")));
+        self.table.add_row(line);
+    }
+
+    /// `f` of every engine.
+    fn each(&self, f: impl Fn(&EngineReport) -> String) -> Vec<String> {
+        self.columns.iter().map(|(_, e)| f(e)).collect()
+    }
+
+    /// `v` in the first (Arbor's) column, the others empty.
+    fn first(&self, v: String) -> Vec<String> {
+        let mut cells = vec![String::new(); self.columns.len()];
+        cells[0] = v;
+        cells
+    }
+}
+
+/// `x / y`, or `None` when `y` is not positive.
+fn over(x: f64, y: f64) -> Option<f64> {
+    (y > 0.0).then(|| x / y)
 }
 
 fn secs(s: f64) -> String {

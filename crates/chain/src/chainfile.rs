@@ -1,27 +1,28 @@
 //! Chain files: a genesis and the blocks that follow it, what `arbor gen-chain` writes and
-//! `arbor import` reads; and the generator of random transfer chains.
+//! `arbor import` reads (through [`crate::ChainReader`]); and the generator of random
+//! transfer chains.
 //!
 //! Format: `"ARBCHAIN" ‖ version (u8 = 1) ‖ accounts (u64 BE) ‖ balance (u128 BE) ‖
 //! genesis root (32)`, then per block `length (u32 BE) ‖ block` ([`Block::encode`]). The
-//! genesis is [`crate::runtime::genesis`] of [`crate::runtime::funded_accounts`]`(accounts)`,
-//! each funded with `balance`.
+//! genesis is [`crate::genesis`] of [`crate::funded_accounts`]`(accounts)`, each funded
+//! with `balance`.
 
-use std::io::{self, BufReader, Read, Write};
+use std::io::{self, Write};
 
+use overlay::ChangeSetError;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use store::{CommitError, StateDb};
-use trie::{TrieId, H256};
+use trie::{TransactionError, TrieId, H256};
 
 use crate::block::Block;
-use crate::import::{ImportError, InvalidBlock};
 use crate::runtime::{
     self, account_id, funded_accounts, AccountId, ApplyError, BlockContext, Transfer, TransferKind,
     EXISTENTIAL_DEPOSIT, FEE,
 };
 
-const MAGIC: &[u8; 8] = b"ARBCHAIN";
-const VERSION: u8 = 1;
+pub(crate) const MAGIC: &[u8; 8] = b"ARBCHAIN";
+pub(crate) const VERSION: u8 = 1;
 /// The largest block record a reader accepts (a block of ~750k transfers).
 pub const BLOCK_BYTES_MAX: u32 = 64 << 20;
 /// The most genesis accounts a chain file may declare (the genesis is built in memory).
@@ -94,106 +95,6 @@ pub fn write_block(w: &mut impl Write, b: &Block) -> io::Result<()> {
     w.write_all(&bytes)
 }
 
-/// Reads a chain file: the header, then the blocks as an iterator (for [`crate::import`]).
-#[derive(Debug)]
-pub struct ChainReader<R: Read> {
-    inner: BufReader<R>,
-    header: ChainHeader,
-    record: u64,
-    done: bool,
-}
-
-/// Fill `buf` exactly; `Ok(false)` at a clean end of file before the first byte.
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<Result<bool, ()>> {
-    let mut at = 0;
-    while at < buf.len() {
-        match r.read(&mut buf[at..]) {
-            Ok(0) => return Ok(if at == 0 { Ok(false) } else { Err(()) }),
-            Ok(n) => at += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(Ok(true))
-}
-
-impl<R: Read> ChainReader<R> {
-    /// Read the header.
-    pub fn new(r: R) -> Result<Self, ChainFileError> {
-        let mut inner = BufReader::with_capacity(1 << 20, r);
-        let mut head = [0u8; 8 + 1 + 8 + 16 + 32];
-        match read_full(&mut inner, &mut head)? {
-            Ok(true) => {}
-            Ok(false) => return Err(ChainFileError::Truncated { block: None }),
-            Err(()) if head[..8] == *MAGIC => {
-                return Err(ChainFileError::Truncated { block: None })
-            }
-            Err(()) => return Err(ChainFileError::Header),
-        }
-        if head[..8] != *MAGIC || head[8] != VERSION {
-            return Err(ChainFileError::Header);
-        }
-        let accounts = u64::from_be_bytes(head[9..17].try_into().expect("8 bytes"));
-        if !(1..=GENESIS_ACCOUNTS_MAX).contains(&accounts) {
-            return Err(ChainFileError::Accounts(accounts));
-        }
-        let balance = u128::from_be_bytes(head[17..33].try_into().expect("16 bytes"));
-        let genesis_root = H256(head[33..65].try_into().expect("32 bytes"));
-        let header = ChainHeader { accounts, balance, genesis_root };
-        Ok(ChainReader { inner, header, record: 0, done: false })
-    }
-
-    /// The genesis.
-    pub fn header(&self) -> &ChainHeader {
-        &self.header
-    }
-
-    fn next_record(&mut self) -> Result<Option<Vec<u8>>, ChainFileError> {
-        let block = self.record;
-        let truncated = || ChainFileError::Truncated { block: Some(block) };
-        let mut len = [0u8; 4];
-        match read_full(&mut self.inner, &mut len)? {
-            Ok(false) => return Ok(None),
-            Err(()) => return Err(truncated()),
-            Ok(true) => {}
-        }
-        let len = u32::from_be_bytes(len);
-        if len > BLOCK_BYTES_MAX {
-            return Err(ChainFileError::TooLong { block, len });
-        }
-        let mut body = vec![0u8; len as usize];
-        match read_full(&mut self.inner, &mut body)? {
-            Ok(true) => {}
-            _ if len == 0 => {}
-            _ => return Err(truncated()),
-        }
-        self.record += 1;
-        Ok(Some(body))
-    }
-}
-
-impl<R: Read> Iterator for ChainReader<R> {
-    type Item = Result<Block, ImportError>;
-
-    /// The next block; an undecodable record is invalid block `record + 1` (blocks follow
-    /// genesis from number 1).
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let item = match self.next_record() {
-            Ok(None) => None,
-            Ok(Some(body)) => Some(Block::decode(&body).map_err(|e| ImportError::Invalid {
-                number: self.record,
-                reason: InvalidBlock::Undecodable(e),
-            })),
-            Err(e) => Some(Err(ImportError::Source(Box::new(e)))),
-        };
-        self.done = !matches!(item, Some(Ok(_)));
-        item
-    }
-}
-
 /// What [`generate`] builds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChainParams {
@@ -251,7 +152,13 @@ pub enum GenerateError {
     Commit(#[from] CommitError),
     /// The runtime failed on the generated state (a bug).
     #[error("runtime: {0}")]
-    Runtime(String),
+    Runtime(#[source] ApplyError<store::StoreError>),
+    /// The runtime's nested transactions did not balance (a bug).
+    #[error("runtime: {0}")]
+    Transaction(#[source] TransactionError),
+    /// The block's changes could not be handed over (a bug, or the store failed).
+    #[error("runtime: {0}")]
+    ChangeSet(#[source] ChangeSetError<store::StoreError>),
     /// Writing the chain failed.
     #[error("writing: {0}")]
     Io(#[from] io::Error),
@@ -266,15 +173,14 @@ fn next_block(
     let ctx = BlockContext { number, author: runtime::default_author() };
     let parent_root = db.head_root();
     let mut o = overlay::Overlay::new(&*db);
-    let runtime_err = |e: ApplyError<store::StoreError>| GenerateError::Runtime(e.to_string());
-    runtime::start_block(&mut o, &ctx).map_err(runtime_err)?;
+    runtime::start_block(&mut o, &ctx).map_err(GenerateError::Runtime)?;
     let mut transfers = Vec::new();
     let mut attempts = 0u64;
     while (transfers.len() as u64) < params.transfers && attempts < params.transfers * 20 {
         attempts += 1;
         let from = account_id(rng.gen_range(0..params.accounts));
         let to: AccountId = account_id(rng.gen_range(0..params.accounts));
-        let Some(sender) = runtime::account(&mut o, &from).map_err(runtime_err)? else {
+        let Some(sender) = runtime::account(&mut o, &from).map_err(GenerateError::Runtime)? else {
             continue;
         };
         let (kind, amount) = match rng.gen_range(0..50) {
@@ -286,17 +192,17 @@ fn next_block(
         o.start_transaction();
         match runtime::apply(&mut o, &ctx, transfers.len() as u32, &tx) {
             Ok(_) => {
-                o.commit_transaction().map_err(|e| GenerateError::Runtime(e.to_string()))?;
+                o.commit_transaction().map_err(GenerateError::Transaction)?;
                 transfers.push(tx);
             }
             Err(ApplyError::Invalid(_)) => {
-                o.rollback_transaction().map_err(|e| GenerateError::Runtime(e.to_string()))?;
+                o.rollback_transaction().map_err(GenerateError::Transaction)?;
             }
-            Err(e) => return Err(runtime_err(e)),
+            Err(e) => return Err(GenerateError::Runtime(e)),
         }
     }
-    runtime::finish_block(&mut o, &ctx).map_err(runtime_err)?;
-    let changes = o.into_change_set().map_err(|e| GenerateError::Runtime(e.to_string()))?;
+    runtime::finish_block(&mut o, &ctx).map_err(GenerateError::Runtime)?;
+    let changes = o.into_change_set().map_err(GenerateError::ChangeSet)?;
     let info = db.commit(&changes)?;
     Ok(Block { number, parent_root, state_root: info.root, author: ctx.author, transfers })
 }

@@ -23,8 +23,9 @@ use store::{CommitError, ReadHandle, StateDb, StoreError};
 use trie::{ChangeSet, StateReader, TransactionError, TrieId, VecRange, H256};
 
 use crate::block::{Block, CodecError};
+use crate::chainfile::ChainFileError;
 use crate::parallel::{block_txs, ChainReceipt};
-use crate::runtime::{account_key, event_key, CorruptState, Counter, Invalid};
+use crate::runtime::{account_key, event_key, CorruptState, Counter, InvalidTransaction};
 use crate::BlockContext;
 
 /// How [`import`] runs.
@@ -59,7 +60,8 @@ pub enum InvalidBlock {
     /// Its bytes do not decode.
     #[error("undecodable: {0}")]
     Undecodable(#[source] CodecError),
-    /// Its number does not follow the previous block's.
+    /// Its number does not follow the previous block's (the error names the expected
+    /// one: the position that failed).
     #[error("number {got}, expected {expected}")]
     Number {
         /// The next number.
@@ -81,7 +83,7 @@ pub enum InvalidBlock {
         /// Its position in the block.
         index: usize,
         /// Why.
-        reason: Invalid,
+        reason: InvalidTransaction,
     },
     /// A transaction met state that does not decode.
     #[error("transaction {index}: {source}")]
@@ -94,6 +96,15 @@ pub enum InvalidBlock {
     /// The runtime's nested transactions did not balance.
     #[error("runtime: {0}")]
     Runtime(TransactionError),
+    /// A block already imported (at or below the head) whose post-state root is not the
+    /// one the store recorded for its number.
+    #[error("post-state root {got} in the header, the database recorded {recorded} for this block (a damaged block, or another chain's)")]
+    Recorded {
+        /// The store's.
+        recorded: H256,
+        /// The header's.
+        got: H256,
+    },
     /// Its post-state root is not the one its execution gives.
     #[error("post-state root {expected} in the header, execution gives {computed}")]
     PostRoot {
@@ -108,10 +119,12 @@ pub enum InvalidBlock {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ImportError {
-    /// Block `number` is invalid; the head is the block before it.
+    /// Block `number` is invalid; the head is the block before it (or, for a block at or
+    /// below the head, where it was).
     #[error("invalid block {number}: {reason}")]
     Invalid {
-        /// The block's number (its position in the chain for an undecodable one).
+        /// The number expected at the failing position: the previous block's successor
+        /// (the record's own number may be anything when it is invalid).
         number: u64,
         /// Why.
         reason: InvalidBlock,
@@ -138,7 +151,7 @@ pub enum ImportError {
     },
     /// The block source failed (a truncated or unreadable chain file).
     #[error(transparent)]
-    Source(Box<dyn std::error::Error + Send + Sync>),
+    Source(ChainFileError),
     /// The store failed while executing or committing.
     #[error("store: {0}")]
     Store(#[from] StoreError),
@@ -205,10 +218,11 @@ struct Executed {
     prior: ChangeSet,
 }
 
-/// Import `blocks` into `db`: blocks at or below the head are skipped, the rest must
-/// follow it. Stops at the first failure (the head stays at the block before it), at the
-/// end of `blocks`, or at a block boundary once `stop` is set. The store is flushed
-/// (durable) before returning, whatever the outcome.
+/// Import `blocks` into `db`: blocks at or below the head are checked against the blocks
+/// around them and the roots the store recorded, then skipped; the rest must follow it.
+/// Stops at the first failure (the head stays at the block before it, or where it was for
+/// a block at or below it), at the end of `blocks`, or at a block boundary once `stop` is
+/// set. The store is flushed (durable) before returning, whatever the outcome.
 pub fn import<I>(
     db: &mut StateDb,
     blocks: I,
@@ -249,10 +263,17 @@ fn admit_and_execute(
     execute(&block, &reader, workers).map(Some)
 }
 
-/// The stateless checks of the next block: its number and parent root.
+/// The stateless checks of the next block: its number and parent root. Blocks follow one
+/// another; the first may be one imported already, and so may the ones after it up to the
+/// head: each of those must link to the block before it and carry the roots the store
+/// recorded for it (while its history holds them) before it is skipped.
 struct Sequencer {
     next: u64,
     root: H256,
+    /// The source's previous block: its number and post-state root.
+    prev: Option<(u64, H256)>,
+    /// Where the roots recorded for blocks below the head are read.
+    recorded: ReadHandle,
     /// The chain was seen to hold the database's head: its block at the head's height
     /// carried the head's root, or the head is the genesis (checked by the caller).
     anchored: bool,
@@ -261,9 +282,16 @@ struct Sequencer {
 }
 
 impl Sequencer {
-    fn new(db: &StateDb) -> Self {
+    fn new(db: &StateDb) -> Result<Self, StoreError> {
         let head = db.head_number();
-        Sequencer { next: head + 1, root: db.head_root(), anchored: head == 0, last_skipped: None }
+        Ok(Sequencer {
+            next: head + 1,
+            root: db.head_root(),
+            prev: None,
+            recorded: db.read_handle()?,
+            anchored: head == 0,
+            last_skipped: None,
+        })
     }
 
     /// At the end of the chain: an error when no block of it reached the database's head.
@@ -274,32 +302,74 @@ impl Sequencer {
         Err(ImportError::HeadPastChain { head: self.next - 1, last: self.last_skipped })
     }
 
-    /// `Ok(None)`: a block already imported, skipped. The skipped block at the head's
-    /// height must carry the head's root: otherwise the database holds another chain.
+    /// `Ok(None)`: a block already imported, checked and skipped. A block whose number is
+    /// not the one expected is invalid block `expected` (so a block at or below the head
+    /// after one above it is out of order).
     fn admit(&mut self, block: &Block) -> Result<Option<()>, ImportError> {
-        if block.number < self.next {
-            if block.number + 1 == self.next {
-                if block.state_root != self.root {
-                    return Err(ImportError::OtherChain {
-                        number: block.number,
-                        database: self.root,
-                        chain: block.state_root,
-                    });
-                }
-                self.anchored = true;
-            }
-            self.last_skipped = Some(block.number);
-            return Ok(None);
+        let expected = self.prev.map_or(self.next, |(n, _)| n.saturating_add(1));
+        let first_skipped = self.prev.is_none() && block.number < self.next;
+        if block.number != expected && !first_skipped {
+            return Err(ImportError::Invalid {
+                number: expected,
+                reason: InvalidBlock::Number { expected, got: block.number },
+            });
         }
+        let admitted = if block.number < self.next { self.skip(block) } else { self.follow(block) };
+        self.prev = Some((block.number, block.state_root));
+        admitted
+    }
+
+    /// A block at or below the head: it must link to the block before it (the source's,
+    /// or for the first one the root the store recorded), and carry the root recorded for
+    /// its number; the one at the head's height must carry the head's root, otherwise the
+    /// database holds another chain.
+    fn skip(&mut self, block: &Block) -> Result<Option<()>, ImportError> {
         let invalid = |reason| ImportError::Invalid { number: block.number, reason };
-        if block.number != self.next {
-            return Err(invalid(InvalidBlock::Number { expected: self.next, got: block.number }));
+        match (self.prev, block.number.checked_sub(1)) {
+            (Some((_, parent)), _) if block.parent_root != parent => {
+                return Err(invalid(InvalidBlock::ParentRoot {
+                    expected: parent,
+                    got: block.parent_root,
+                }));
+            }
+            (None, Some(parent)) => {
+                if let Some(database) = self.recorded.recorded_root(parent)? {
+                    if database != block.parent_root {
+                        return Err(ImportError::OtherChain {
+                            number: parent,
+                            database,
+                            chain: block.parent_root,
+                        });
+                    }
+                }
+            }
+            _ => {}
         }
+        if block.number + 1 == self.next {
+            if block.state_root != self.root {
+                return Err(ImportError::OtherChain {
+                    number: block.number,
+                    database: self.root,
+                    chain: block.state_root,
+                });
+            }
+            self.anchored = true;
+        } else if let Some(recorded) = self.recorded.recorded_root(block.number)? {
+            if recorded != block.state_root {
+                return Err(invalid(InvalidBlock::Recorded { recorded, got: block.state_root }));
+            }
+        }
+        self.last_skipped = Some(block.number);
+        Ok(None)
+    }
+
+    /// The head's successor: it must link to the head.
+    fn follow(&mut self, block: &Block) -> Result<Option<()>, ImportError> {
         if block.parent_root != self.root {
-            return Err(invalid(InvalidBlock::ParentRoot {
-                expected: self.root,
-                got: block.parent_root,
-            }));
+            return Err(ImportError::Invalid {
+                number: block.number,
+                reason: InvalidBlock::ParentRoot { expected: self.root, got: block.parent_root },
+            });
         }
         self.next = self.next.saturating_add(1);
         self.root = block.state_root;
@@ -319,7 +389,7 @@ fn unpipelined<I>(
 where
     I: Iterator<Item = Result<Block, ImportError>>,
 {
-    let mut seq = Sequencer::new(db);
+    let mut seq = Sequencer::new(db)?;
     for block in blocks {
         if stop.load(Ordering::Relaxed) {
             stats.stopped = true;
@@ -354,7 +424,7 @@ where
     let (tx, rx) = sync_channel::<Result<Executed, ImportError>>(config.queue_blocks.max(1));
     let pending: Mutex<Vec<(u64, Shared)>> = Mutex::new(Vec::new());
     let base = db.read_handle()?;
-    let seq = Sequencer::new(db);
+    let seq = Sequencer::new(db)?;
     let front = Front { base, pending: &pending, workers: config.exec_workers, stop };
     std::thread::scope(|s| {
         let executor = s.spawn(move || front.run(blocks, seq, tx));

@@ -2,30 +2,47 @@
 //! builder that fills blocks up to a proof-of-validity limit using the exact per-transaction
 //! proof size, block and witness codecs, and stateless block verification.
 //!
-//! - [`runtime`]: accounts, `transfer_keep_alive` / `transfer_allow_death`, fees, events and
-//!   per-block bookkeeping, failing transfers rolled back through nested transactions.
-//! - [`builder`]: [`build_block`] (with proof recording) and [`build_block_unrecorded`].
-//! - [`block`]: [`Block`] and witness encodings with typed decode errors.
-//! - [`parallel`]: the runtime's transactions for `exec`'s executors (Block-STM).
-//! - [`import`]: the import road, execution and commit pipelined ([`import()`]).
-//! - [`chainfile`]: chain files (a genesis and its blocks) and the random chain generator.
-//! - [`verify`]: [`verify_block`] re-executes a block on a partial trie built from its
-//!   witness alone and checks the post-state root.
+//! - The runtime: accounts, `transfer_keep_alive` / `transfer_allow_death` ([`apply`] of a
+//!   [`Transfer`]), fees, events and per-block bookkeeping ([`start_block`],
+//!   [`finish_block`]), failing transfers rolled back through nested transactions.
+//! - The builder: [`build_block`] (with proof recording) and [`build_block_unrecorded`].
+//! - Codecs: [`Block`] and witness encodings ([`encode_witness`], [`decode_witness`]) with
+//!   typed decode errors.
+//! - [`block_txs`]: the runtime's transactions for `exec`'s executors (Block-STM).
+//! - The import road, execution and commit pipelined ([`import()`]).
+//! - Chain files ([`ChainReader`], [`write_header`], [`write_block`]) and the random chain
+//!   generator ([`generate`]).
+//! - [`verify_block`] re-executes a block on a partial trie built from its witness alone
+//!   and checks the post-state root.
 
 #![forbid(unsafe_code)]
 
-pub mod block;
-pub mod builder;
-pub mod chainfile;
-pub mod import;
-pub mod parallel;
-pub mod runtime;
-pub mod verify;
+mod block;
+mod builder;
+mod chainfile;
+mod import;
+mod parallel;
+mod reader;
+mod runtime;
+mod verify;
 
 pub use block::{decode_witness, encode_witness, Block, CodecError, Format};
 pub use builder::{
     build_block, build_block_unrecorded, BuildConfig, BuildError, Built, PerTx, Stop,
+    DEFAULT_POV_LIMIT, DEFAULT_WEIGHT_LIMIT,
+};
+pub use chainfile::{
+    generate, write_block, write_header, ChainFileError, ChainHeader, ChainParams, GenerateError,
+    BLOCK_BYTES_MAX, GENESIS_ACCOUNTS_MAX, GENESIS_BALANCE,
 };
 pub use import::{import, ImportConfig, ImportError, ImportStats, Imported, InvalidBlock};
-pub use runtime::{AccountId, BlockContext, Outcome, Transfer, TransferKind};
+pub use parallel::{block_txs, BlockTx, ChainReceipt, ChainTx};
+pub use reader::ChainReader;
+pub use runtime::{
+    account, account_id, account_key, apply, default_author, event_key, finish_block,
+    funded_accounts, genesis, paired_transfers, start_block, Account, AccountId, ApplyError,
+    BlockContext, CorruptState, Counter, FailReason, InvalidTransaction, Outcome, Transfer,
+    TransferKind, BLOCK_LENGTH_KEY, BLOCK_WEIGHT_KEY, EVENT_COUNT_KEY, EXISTENTIAL_DEPOSIT, FEE,
+    FEE_POT_KEY, TRANSFER_BYTES, TRANSFER_WEIGHT,
+};
 pub use verify::{verify_block, verify_block_within, BlockLimits, VerifyError};

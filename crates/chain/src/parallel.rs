@@ -17,7 +17,7 @@
 use exec::{Stop, View};
 use trie::TransactionError;
 
-use crate::runtime::{self, ApplyError, CorruptState, Invalid, Outcome};
+use crate::runtime::{self, ApplyError, CorruptState, InvalidTransaction, Outcome};
 use crate::{BlockContext, Transfer};
 
 /// One transaction of a block executed through `exec`.
@@ -42,7 +42,7 @@ pub enum ChainReceipt {
     /// The block-end hook ran.
     Finished,
     /// The transfer is not valid: it changed nothing.
-    Invalid(Invalid),
+    Invalid(InvalidTransaction),
     /// A stored value did not decode: the transaction changed nothing.
     Corrupt(CorruptState),
     /// The runtime's nested transactions did not balance (a bug in the runtime): the

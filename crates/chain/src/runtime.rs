@@ -82,7 +82,7 @@ pub enum FailReason {
 /// Why a transaction is not valid (it changes nothing and is not included).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum Invalid {
+pub enum InvalidTransaction {
     /// The sender has no account.
     #[error("the sender has no account")]
     UnknownSender,
@@ -105,7 +105,7 @@ pub enum Invalid {
 pub enum ApplyError<E: std::error::Error + 'static> {
     /// The transaction is not valid.
     #[error(transparent)]
-    Invalid(#[from] Invalid),
+    Invalid(#[from] InvalidTransaction),
     /// The state below the overlay failed.
     #[error("state read failed: {0}")]
     State(#[source] E),
@@ -317,12 +317,12 @@ pub fn apply<V: StateView + ?Sized>(
 ) -> Result<Outcome, ApplyError<V::Error>> {
     // The two account keys, hashed once per transaction.
     let keys = (account_key(&tx.from), account_key(&tx.to));
-    let mut sender = account_at(o, keys.0)?.ok_or(Invalid::UnknownSender)?;
+    let mut sender = account_at(o, keys.0)?.ok_or(InvalidTransaction::UnknownSender)?;
     if sender.nonce != tx.nonce {
-        return Err(Invalid::Nonce { expected: sender.nonce, got: tx.nonce }.into());
+        return Err(InvalidTransaction::Nonce { expected: sender.nonce, got: tx.nonce }.into());
     }
     if sender.balance < FEE {
-        return Err(Invalid::CannotPayFee.into());
+        return Err(InvalidTransaction::CannotPayFee.into());
     }
     // Fee and nonce: kept whatever the transfer does. The fee goes to the block's pot
     // (a commutative counter), paid to the author by `finish_block`.

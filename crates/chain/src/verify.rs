@@ -17,7 +17,9 @@ use trie::{NodeError, Trie, TrieError, TrieId, UsedNodes, H256};
 
 use crate::block::{Block, CodecError};
 use crate::builder::{DEFAULT_POV_LIMIT, DEFAULT_WEIGHT_LIMIT};
-use crate::runtime::{self, ApplyError, BlockContext, CorruptState, Invalid, TRANSFER_WEIGHT};
+use crate::runtime::{
+    self, ApplyError, BlockContext, CorruptState, InvalidTransaction, TRANSFER_WEIGHT,
+};
 
 /// Why a block did not verify.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -78,7 +80,7 @@ pub enum VerifyError {
         /// Its position.
         index: usize,
         /// Why.
-        reason: Invalid,
+        reason: InvalidTransaction,
     },
     /// A transaction read a value of the parent state that does not decode (the witness
     /// proves it, so the parent state itself holds it).

@@ -9,10 +9,10 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
 
-use chain::block::Block;
-use chain::chainfile::{self, ChainParams};
-use chain::runtime::{self, BlockContext};
-use chain::{import, ImportConfig, ImportError, InvalidBlock};
+use chain::{
+    import, Block, BlockContext, ChainFileError, ChainHeader, ChainParams, ChainReader,
+    ImportConfig, ImportError, InvalidBlock, GENESIS_BALANCE,
+};
 use overlay::Overlay;
 use proptest::prelude::*;
 use store::{StateDb, StoreConfig};
@@ -33,7 +33,7 @@ fn chain(accounts: u64, blocks: u64, transfers: u64, seed: u64) -> (Entries, Vec
     let mut db = StateDb::open(dir.path(), StoreConfig::default()).unwrap();
     let params = ChainParams { accounts, blocks, transfers, seed };
     let mut out = Vec::new();
-    let header = chainfile::generate(&mut db, &params, &mut |_, b| {
+    let header = chain::generate(&mut db, &params, &mut |_, b| {
         out.push(b);
         Ok(())
     })
@@ -76,13 +76,12 @@ fn reference(genesis: &[(Vec<u8>, Vec<u8>)], blocks: &[Block]) -> (Vec<H256>, Fl
         }
         let ctx = BlockContext { number: b.number, author: b.author };
         let mut o = Overlay::new(&state);
-        runtime::start_block(&mut o, &ctx).unwrap();
-        let ok =
-            (0u32..).zip(&b.transfers).all(|(i, t)| runtime::apply(&mut o, &ctx, i, t).is_ok());
+        chain::start_block(&mut o, &ctx).unwrap();
+        let ok = (0u32..).zip(&b.transfers).all(|(i, t)| chain::apply(&mut o, &ctx, i, t).is_ok());
         if !ok {
             return (roots, state, Some(b.number));
         }
-        runtime::finish_block(&mut o, &ctx).unwrap();
+        chain::finish_block(&mut o, &ctx).unwrap();
         let changes = o.into_change_set().unwrap();
         let mut next = state.clone();
         for (k, v) in changes.get(&TrieId::Main).into_iter().flatten() {
@@ -184,18 +183,15 @@ proptest! {
 #[test]
 fn truncated_chain_file_is_a_typed_error() {
     let (_, blocks) = chain(20, 3, 5, 7);
-    let header = chainfile::ChainHeader {
-        accounts: 20,
-        balance: chainfile::GENESIS_BALANCE,
-        genesis_root: H256::default(),
-    };
+    let header =
+        ChainHeader { accounts: 20, balance: GENESIS_BALANCE, genesis_root: H256::default() };
     let mut bytes = Vec::new();
-    chainfile::write_header(&mut bytes, &header).unwrap();
+    chain::write_header(&mut bytes, &header).unwrap();
     for b in &blocks {
-        chainfile::write_block(&mut bytes, b).unwrap();
+        chain::write_block(&mut bytes, b).unwrap();
     }
     for cut in [10, 65 + 2, bytes.len() - 1] {
-        let r = chainfile::ChainReader::new(&bytes[..cut]);
+        let r = ChainReader::new(&bytes[..cut]);
         let items: Vec<_> = match r {
             Ok(r) => r.collect(),
             Err(e) => {
@@ -280,34 +276,198 @@ fn a_failed_write_stops_the_import_without_deadlock() {
 /// Hostile headers: not a chain file, another version, a genesis too large to build.
 #[test]
 fn hostile_chain_headers_are_typed_errors() {
-    let good = chainfile::ChainHeader {
-        accounts: 20,
-        balance: chainfile::GENESIS_BALANCE,
-        genesis_root: H256::default(),
-    };
+    let good =
+        ChainHeader { accounts: 20, balance: GENESIS_BALANCE, genesis_root: H256::default() };
     let mut bytes = Vec::new();
-    chainfile::write_header(&mut bytes, &good).unwrap();
-    assert!(chainfile::ChainReader::new(&bytes[..]).is_ok());
+    chain::write_header(&mut bytes, &good).unwrap();
+    assert!(ChainReader::new(&bytes[..]).is_ok());
     let mut huge = bytes.clone();
     huge[9..17].copy_from_slice(&u64::MAX.to_be_bytes());
-    let e = chainfile::ChainReader::new(&huge[..]).unwrap_err();
-    assert!(matches!(e, chainfile::ChainFileError::Accounts(u64::MAX)), "{e}");
+    let e = ChainReader::new(&huge[..]).unwrap_err();
+    assert!(matches!(e, ChainFileError::Accounts(u64::MAX)), "{e}");
     let mut none = bytes.clone();
     none[9..17].copy_from_slice(&0u64.to_be_bytes());
-    assert!(chainfile::ChainReader::new(&none[..]).is_err());
+    assert!(ChainReader::new(&none[..]).is_err());
     let mut version = bytes.clone();
     version[8] = 2;
-    assert!(matches!(
-        chainfile::ChainReader::new(&version[..]).unwrap_err(),
-        chainfile::ChainFileError::Header
-    ));
-    assert!(chainfile::ChainReader::new(&b"hello"[..]).is_err());
-    assert!(chainfile::ChainReader::new(&b""[..]).is_err());
+    assert!(matches!(ChainReader::new(&version[..]).unwrap_err(), ChainFileError::Header));
+    assert!(ChainReader::new(&b"hello"[..]).is_err());
+    assert!(ChainReader::new(&b""[..]).is_err());
     // A record claiming more than the limit.
     let mut long = bytes.clone();
     long.extend_from_slice(&u32::MAX.to_be_bytes());
-    let mut r = chainfile::ChainReader::new(&long[..]).unwrap();
+    let mut r = ChainReader::new(&long[..]).unwrap();
     let e = r.next().unwrap().unwrap_err();
     assert!(e.to_string().contains("limit"), "{e}");
     assert!(r.next().is_none());
+}
+
+/// A store holding `genesis` and the first `head` of `blocks`, keeping `history_depth`
+/// blocks of history.
+fn store_at(
+    genesis: &[(Vec<u8>, Vec<u8>)],
+    blocks: &[Block],
+    head: usize,
+    history_depth: u64,
+) -> (tempfile::TempDir, StateDb) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = StoreConfig::default();
+    config.layers.history_depth = history_depth;
+    let mut db = StateDb::open(dir.path(), config).unwrap();
+    db.bulk_load("test genesis", genesis.iter().cloned().map(|(k, v)| (TrieId::Main, k, v)))
+        .unwrap();
+    let (_, r) = import_blocks(&mut db, &blocks[..head], true);
+    r.unwrap();
+    (dir, db)
+}
+
+fn import_blocks(
+    db: &mut StateDb,
+    blocks: &[Block],
+    pipelined: bool,
+) -> (chain::ImportStats, Result<(), ImportError>) {
+    let config = ImportConfig { pipelined, exec_workers: 2, queue_blocks: 1 };
+    import(db, blocks.iter().cloned().map(Ok), &config, &AtomicBool::new(false), &mut |_| {})
+}
+
+/// The block number and reason of an `Invalid` error (panics on another outcome).
+fn invalid(r: Result<(), ImportError>) -> (u64, InvalidBlock) {
+    match r {
+        Err(ImportError::Invalid { number, reason }) => (number, reason),
+        other => panic!("expected an invalid block, got {other:?}"),
+    }
+}
+
+/// `blocks` with block `number` replaced by `with`.
+fn replaced(blocks: &[Block], number: u64, with: Block) -> Vec<Block> {
+    let mut out = blocks.to_vec();
+    out[number as usize - 1] = with;
+    out
+}
+
+/// Issue 29, defect 4: a block at or below the head is not skipped unchecked. After a
+/// block above the head it is out of order; in order, it must link to the block before it
+/// and carry the root the store recorded for its number.
+#[test]
+fn blocks_at_or_below_the_head_are_checked_before_they_are_skipped() {
+    let (genesis, blocks) = chain(200, 12, 20, 7);
+    let (other_genesis, other) = chain(200, 12, 20, 8);
+    assert_eq!(genesis, other_genesis);
+    assert_ne!(blocks[4].state_root, other[4].state_root);
+    let mut damaged = blocks[2].clone();
+    damaged.state_root.0[31] ^= 1;
+    for pipelined in [false, true] {
+        // After block 10, a damaged block 3 or another chain's block 5: out of order.
+        for stray in [&damaged, &other[4]] {
+            let (_dir, mut db) = store_at(&genesis, &blocks, 0, 128);
+            let mut file = blocks[..10].to_vec();
+            file.push(stray.clone());
+            file.extend_from_slice(&blocks[10..]);
+            let (stats, r) = import_blocks(&mut db, &file, pipelined);
+            let expected = InvalidBlock::Number { expected: 11, got: stray.number };
+            assert_eq!(invalid(r), (11, expected), "pipelined {pipelined}");
+            assert_eq!((db.head_number(), db.head_root()), (10, blocks[9].state_root));
+            assert_eq!(stats.skipped, 0);
+        }
+        // In order, on a store at block 10: each is refused and nothing changes.
+        let (_dir, mut db) = store_at(&genesis, &blocks, 10, 128);
+        let mut parent = blocks[2].clone();
+        parent.parent_root.0[0] ^= 1;
+        let mut swapped = blocks.clone();
+        swapped.swap(2, 3);
+        let cases = [
+            (replaced(&blocks, 3, damaged.clone()), 3, "recorded"),
+            (replaced(&blocks, 3, parent), 3, "parent-root"),
+            (replaced(&blocks, 5, other[4].clone()), 5, "parent-root"),
+            (swapped, 3, "number 4, expected 3"),
+            (other.clone(), 1, "recorded"),
+        ];
+        for (file, number, what) in cases {
+            let (stats, r) = import_blocks(&mut db, &file, pipelined);
+            let (n, reason) = invalid(r);
+            let got = match reason {
+                InvalidBlock::Recorded { recorded, got } => {
+                    assert_eq!(
+                        (recorded, got),
+                        (blocks[n as usize - 1].state_root, file[n as usize - 1].state_root)
+                    );
+                    "recorded".to_string()
+                }
+                other => kind(&other),
+            };
+            assert_eq!((n, got.as_str()), (number, what), "pipelined {pipelined}");
+            assert_eq!((db.head_number(), db.head_root()), (10, blocks[9].state_root));
+            assert_eq!(stats.blocks, 0);
+        }
+        // The chain itself: ten checked and skipped, two imported.
+        let (stats, r) = import_blocks(&mut db, &blocks, pipelined);
+        r.unwrap();
+        assert_eq!((stats.skipped, stats.blocks), (10, 2));
+        assert_eq!(db.head_root(), blocks[11].state_root);
+    }
+}
+
+/// Past the history the store keeps, skipped blocks are still checked by their links: a
+/// damaged post-state root breaks the next block's parent root. The store answers the
+/// roots it holds (the head's, and those its history restores) and nothing older.
+#[test]
+fn past_the_history_skipped_blocks_are_checked_by_their_links() {
+    let (genesis, blocks) = chain(200, 12, 20, 7);
+    let (_dir, mut db) = store_at(&genesis, &blocks, 10, 3);
+    let handle = db.read_handle().unwrap();
+    for n in 0..=12u64 {
+        let want = (7..=10).contains(&n).then(|| blocks[n as usize - 1].state_root);
+        assert_eq!(handle.recorded_root(n).unwrap(), want, "block {n}");
+    }
+    let mut damaged = blocks[2].clone();
+    damaged.state_root.0[31] ^= 1;
+    let file = replaced(&blocks, 3, damaged.clone());
+    for pipelined in [false, true] {
+        let (_, r) = import_blocks(&mut db, &file, pipelined);
+        let expected =
+            InvalidBlock::ParentRoot { expected: damaged.state_root, got: blocks[3].parent_root };
+        assert_eq!(invalid(r), (4, expected));
+        assert_eq!(db.head_number(), 10);
+    }
+}
+
+/// Issue 29, defect 5: `invalid block j` names the number the failing position must carry
+/// (the head is j − 1), with the record's own number in the reason.
+#[test]
+fn an_invalid_block_is_named_by_the_number_expected_there() {
+    let (genesis, blocks) = chain(200, 8, 10, 3);
+    let mut swapped = blocks.clone();
+    swapped.swap(4, 5);
+    let mut flipped = blocks.clone();
+    flipped[3].number ^= 1 << 22;
+    for pipelined in [false, true] {
+        // Blocks 5 and 6 swapped: on a fresh store and, resumed, past skipped blocks.
+        for head in [0, 4] {
+            let (_dir, mut db) = store_at(&genesis, &blocks, head, 128);
+            let (_, r) = import_blocks(&mut db, &swapped, pipelined);
+            assert_eq!(invalid(r), (5, InvalidBlock::Number { expected: 5, got: 6 }));
+            assert_eq!(db.head_number(), 4);
+        }
+        let (_dir, mut db) = store_at(&genesis, &blocks, 0, 128);
+        let (_, r) = import_blocks(&mut db, &flipped, pipelined);
+        assert_eq!(invalid(r), (4, InvalidBlock::Number { expected: 4, got: 4 | 1 << 22 }));
+        assert_eq!(db.head_number(), 3);
+    }
+    // An undecodable record is named after the block before it.
+    let header =
+        ChainHeader { accounts: 200, balance: GENESIS_BALANCE, genesis_root: H256::default() };
+    let mut bytes = Vec::new();
+    chain::write_header(&mut bytes, &header).unwrap();
+    for b in &blocks[4..6] {
+        chain::write_block(&mut bytes, b).unwrap();
+    }
+    bytes.extend_from_slice(&3u32.to_be_bytes());
+    bytes.extend_from_slice(b"bad");
+    let items: Vec<_> = ChainReader::new(&bytes[..]).unwrap().collect();
+    match items.last().unwrap() {
+        Err(ImportError::Invalid { number, reason: InvalidBlock::Undecodable(_) }) => {
+            assert_eq!(*number, 7)
+        }
+        other => panic!("{other:?}"),
+    }
 }

@@ -9,15 +9,12 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
-use chain::parallel::{block_txs, ChainReceipt};
-use chain::runtime::{
-    account_id, account_key, apply, finish_block, genesis, start_block, ApplyError, CorruptState,
-    Counter, EXISTENTIAL_DEPOSIT, FEE, FEE_POT_KEY,
-};
 use chain::{
-    build_block, decode_witness, encode_witness, verify_block, verify_block_within, Block,
-    BlockContext, BlockLimits, BuildConfig, BuildError, CodecError, Format, PerTx, Stop, Transfer,
-    TransferKind, VerifyError,
+    account_id, account_key, apply, block_txs, build_block, decode_witness, encode_witness,
+    finish_block, genesis, start_block, verify_block, verify_block_within, ApplyError, Block,
+    BlockContext, BlockLimits, BuildConfig, BuildError, ChainReceipt, CodecError, CorruptState,
+    Counter, Format, PerTx, Stop, Transfer, TransferKind, VerifyError, EXISTENTIAL_DEPOSIT, FEE,
+    FEE_POT_KEY,
 };
 use overlay::{Overlay, PovSession};
 use proptest::prelude::*;
@@ -472,10 +469,10 @@ fn blocks_over_the_limits_are_refused() {
     assert!(verify_block_within(root, &built.block, nodes(), &exact).is_ok());
 
     let limit = BlockLimits::default().weight_limit;
-    let transfers = usize::try_from(limit / chain::runtime::TRANSFER_WEIGHT).unwrap() + 1;
+    let transfers = usize::try_from(limit / chain::TRANSFER_WEIGHT).unwrap() + 1;
     let mut heavy = built.block.clone();
     heavy.transfers = vec![pool[0]; transfers];
-    let weight = transfers as u64 * chain::runtime::TRANSFER_WEIGHT;
+    let weight = transfers as u64 * chain::TRANSFER_WEIGHT;
     assert_eq!(
         verify_block(root, &heavy, nodes()).unwrap_err(),
         VerifyError::Overweight { transfers, weight, limit }

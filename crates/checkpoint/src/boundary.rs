@@ -9,7 +9,7 @@
 //! they too follow from the content: a worker that starts at a content boundary cuts
 //! exactly where a single walk from the first key would.
 
-use crate::format::BoundaryRule;
+use crate::format::{BoundaryRule, Chunk, Manifest};
 
 /// The boundary hash of a full flat key: FNV-1a over its bytes, then the SplitMix64
 /// finaliser (so that keys sharing long prefixes still spread). Fixed by format version 1.
@@ -36,6 +36,77 @@ impl BoundaryRule {
     pub fn is_boundary(&self, key: &[u8]) -> bool {
         boundary_hash(key) < self.threshold()
     }
+}
+
+/// What a chunk's entries weigh (full flat key plus value, the measure of byte cuts and
+/// of the manifest's flat bytes), as a verified chunk proves it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ChunkBytes {
+    /// All its entries.
+    pub(crate) flat: u64,
+    /// Its first entry (0 without entries).
+    pub(crate) first: u64,
+}
+
+/// Check that `chunk` was cut by `rule` inside: no entry but its last is a content
+/// boundary, and with more than one entry its entry bytes stay within `max_bytes` (a
+/// single entry may exceed them). Returns what its entries weigh. Where it ends is checked
+/// with the next chunk ([`check_ends`]).
+pub(crate) fn check_cut(rule: &BoundaryRule, chunk: &Chunk<'_>) -> Result<ChunkBytes, String> {
+    let n: usize = chunk.segments.iter().map(|s| s.entries.len()).sum();
+    let mut bytes = ChunkBytes::default();
+    let mut full = Vec::with_capacity(64);
+    let mut seen = 0;
+    for s in &chunk.segments {
+        full.clear();
+        s.trie.write_prefix(&mut full);
+        let prefix = full.len();
+        for (k, v) in &s.entries {
+            let size = (prefix + k.len() + v.len()) as u64;
+            if seen == 0 {
+                bytes.first = size;
+            }
+            bytes.flat += size;
+            seen += 1;
+            full.truncate(prefix);
+            full.extend_from_slice(k);
+            if seen < n && rule.is_boundary(&full) {
+                return Err(format!(
+                    "entry {seen} of {n} is a content boundary of the manifest's rule, yet the chunk goes on"
+                ));
+            }
+        }
+    }
+    if n > 1 && bytes.flat > u64::from(rule.max_bytes) {
+        return Err(format!(
+            "{} bytes of entries, over the manifest's rule of {}",
+            bytes.flat, rule.max_bytes
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Once every chunk of `manifest` is verified (`bytes[i]` is chunk `i`'s, [`check_cut`]):
+/// their entry bytes add up to the manifest's flat bytes, and every chunk but the last
+/// ends where the rule cuts, after a content boundary or before an entry that would take
+/// it past `max_bytes`. With [`check_cut`], the chunks are exactly those the manifest's
+/// rule cuts the state into.
+pub(crate) fn check_ends(manifest: &Manifest, bytes: &[ChunkBytes]) -> Result<(), String> {
+    let flat = bytes.iter().fold(0u64, |a, b| a.saturating_add(b.flat));
+    if flat != manifest.flat_bytes {
+        return Err(format!(
+            "its chunks hold {flat} bytes of keys and values, the manifest says {}",
+            manifest.flat_bytes
+        ));
+    }
+    let rule = &manifest.rule;
+    for (i, pair) in bytes.windows(2).enumerate() {
+        let cut = pair[0].flat + pair[1].first > u64::from(rule.max_bytes);
+        if !cut && !rule.is_boundary(&manifest.chunks[i].last) {
+            return Err(format!("chunk {i} ends where the manifest's boundary rule does not cut"));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

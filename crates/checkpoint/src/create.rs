@@ -17,7 +17,7 @@ use trie::{keccak256, EthLayout, TrieError, TrieId, H256};
 
 use crate::dir::{CheckpointDir, DirError, Unsynced};
 use crate::format::{BoundaryRule, ChunkInfo, ChunkWriter, Manifest, CHUNK_BYTES_MAX};
-use crate::restore::storage_root_of;
+use crate::keys::{storage_root_of, successor};
 
 /// Most threads a creation uses.
 pub const THREADS_MAX: usize = 256;
@@ -67,7 +67,7 @@ pub enum CreateError {
     Dir(#[from] DirError),
     /// The thread pool could not be built.
     #[error("thread pool: {0}")]
-    Pool(String),
+    Pool(#[source] rayon::ThreadPoolBuildError),
     /// Stopped on request; the chunks written so far stay (they are named by their
     /// digests), no manifest names them.
     #[error("checkpoint creation cancelled")]
@@ -132,7 +132,7 @@ pub fn create_cancellable(
         .num_threads(opts.threads)
         .thread_name(|i| format!("checkpoint-{i}"))
         .build()
-        .map_err(|e| CreateError::Pool(e.to_string()))?;
+        .map_err(CreateError::Pool)?;
     // Chunk files are made durable and renamed into place by one syncer thread while the
     // workers go on cutting chunks (each fsync waits ~0.5 ms on the disk).
     let (to_syncer, synced) = std::sync::mpsc::channel::<Unsynced>();
@@ -429,12 +429,4 @@ type Entries<'a> = Vec<(&'a [u8], &'a [u8])>;
 
 fn split(k: &[u8]) -> Result<(TrieId, &[u8]), CreateError> {
     TrieId::split(k).ok_or_else(|| CreateError::FlatKey(hex::encode(k)))
-}
-
-/// The smallest key after `k`.
-pub(crate) fn successor(k: &[u8]) -> Vec<u8> {
-    let mut s = Vec::with_capacity(k.len() + 1);
-    s.extend_from_slice(k);
-    s.push(0);
-    s
 }

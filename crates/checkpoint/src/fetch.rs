@@ -8,17 +8,22 @@
 //!   source is excluded and the chunk fetched elsewhere;
 //! - a timeout, an oversized body (cut off at the manifest's length) or another fetch
 //!   error counts against the source, which is excluded after a few in a row;
-//! - a chunk that matches its digest but does not verify means the checkpoint itself is
-//!   bad: the restore stops (the database keeps what verified and stays resumable).
+//! - a chunk that matches its digest but does not verify, a chunk no source has, or
+//!   chunks that all verify but do not add up to the manifest (its flat bytes, its rule,
+//!   the storage tries, the root) prove the checkpoint itself bad: it is abandoned (what it
+//!   wrote is deleted) for the next candidate, or the restore fails with
+//!   [`FetchError::BadCheckpoint`] and leaves an empty database. Failures that may pass
+//!   (timeouts, I/O, a stop, the local disk) keep the restore resumable.
 //!
-//! The report names every source with what it served and why it was excluded.
+//! The report names every source with what it served, why it was excluded and which bad
+//! checkpoints it offered.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use store::StateDb;
+use store::{BulkError, StateDb};
 use trie::{keccak256, H256};
 
 use crate::format::Manifest;
@@ -98,6 +103,25 @@ pub enum FetchError {
     /// Stopped on request; the database keeps what was restored and resumes from there.
     #[error("stopped; run the restore again to resume")]
     Cancelled,
+    /// The last candidate checkpoint proved bad (`reason`: a chunk that verifies behind its
+    /// digest but not against the checkpoint, a chunk no source has, or chunks that do not
+    /// add up to the manifest or the root) and was abandoned like those before it (the
+    /// report lists them): what it wrote is deleted and the database is left empty, for a
+    /// restore from other sources.
+    #[error(
+        "checkpoint {} offered by {} is bad and was abandoned: {reason}",
+        hex::encode(.checkpoint.0),
+        .offered_by.join(", ")
+    )]
+    BadCheckpoint {
+        /// Its manifest id.
+        checkpoint: H256,
+        /// The sources that offered it.
+        offered_by: Vec<String>,
+        /// What proved it bad.
+        #[source]
+        reason: Box<FetchError>,
+    },
 }
 
 /// What one source did.
@@ -120,6 +144,8 @@ pub struct SourceReport {
     pub excluded: Option<String>,
     /// Times it was admitted again after an exclusion for timeouts or errors.
     pub readmitted: u32,
+    /// The checkpoints it offered that proved bad and were abandoned (ids, hex).
+    pub bad_checkpoints: Vec<String>,
 }
 
 /// What a multi-source restore did.
@@ -147,9 +173,11 @@ pub struct RestoreReport {
     pub elapsed_s: f64,
     /// `restored`, or the error.
     pub outcome: String,
-    /// Checkpoints given up before the one this report is about (each `id: why`): one
-    /// whose chunk nobody serves, or whose chunk does not verify behind its digest, is
-    /// abandoned (everything it wrote deleted) for the next candidate.
+    /// Checkpoints given up (each `id (offered by …): why`): one whose chunk nobody
+    /// serves, whose chunk does not verify behind its digest, or whose verified chunks do
+    /// not add up to its manifest or root is abandoned (everything it wrote deleted) for
+    /// the next candidate. When the last one is, the restore fails with
+    /// [`FetchError::BadCheckpoint`] about it.
     pub abandoned: Vec<String>,
     /// Every source.
     pub sources: Vec<SourceReport>,
@@ -217,32 +245,58 @@ fn run(db: &mut StateDb, job: &Job<'_>, report: &mut RestoreReport) -> Result<Tr
         .and_then(crate::dir::parse_id);
     let candidates =
         choose_manifests(job.trusted, job.sources, resume, job.stop, &mut report.sources)?;
-    let tries = candidates.len().min(RESTORE_CANDIDATES_MAX);
-    for (n, chosen) in candidates.into_iter().take(tries).enumerate() {
-        let id = chosen.id;
+    let mut last_bad = None;
+    for chosen in candidates.into_iter().take(RESTORE_CANDIDATES_MAX) {
+        let (id, offering) = (chosen.id, chosen.offering.clone());
         match restore_one(db, job, report, chosen) {
-            Err(e) if n + 1 < tries && checkpoint_is_bad(&e) => {
+            Err(e) if checkpoint_is_bad(&e) => {
+                // Evidence, not a job to resume: what it wrote goes, and the database is
+                // left to the next candidate (or to another restore).
                 db.abandon_restore(&format!("checkpoint {}", hex::encode(id.0)))
                     .map_err(RestoreError::from)?;
-                report.abandoned.push(format!("{}: {e}", hex::encode(id.0)));
+                let hex_id = hex::encode(id.0);
+                let offered_by: Vec<String> =
+                    offering.iter().map(|i| report.sources[*i].source.clone()).collect();
+                report
+                    .abandoned
+                    .push(format!("{hex_id} (offered by {}): {e}", offered_by.join(", ")));
+                for i in offering {
+                    report.sources[i].bad_checkpoints.push(hex_id.clone());
+                }
                 for s in &mut report.sources {
                     s.offered_checkpoint = false;
                 }
+                last_bad = Some(FetchError::BadCheckpoint {
+                    checkpoint: id,
+                    offered_by,
+                    reason: Box::new(e),
+                });
             }
             outcome => return outcome,
         }
     }
-    unreachable!("the last candidate's outcome is returned")
+    Err(last_bad.expect("choose_manifests returns at least one candidate"))
 }
 
-/// A failure that condemns the checkpoint itself, not the sources or the database: a
-/// chunk nobody has, or one that does not verify behind its digest.
+/// A failure that proves the checkpoint itself bad, whatever the sources or the database
+/// do: a chunk nobody has; one that verifies behind its digest but not against the
+/// checkpoint (it does not decode, fit the manifest or prove its range); or, every chunk
+/// verified, storage tries, flat bytes, boundary rule or root that do not add up. Not: a
+/// source's wrong bytes (a digest mismatch, also what a damaged staged file gives), time
+/// outs, I/O, a stop, the local database or staging directory.
 fn checkpoint_is_bad(e: &FetchError) -> bool {
     match e {
         FetchError::MissingChunk { .. } => true,
-        FetchError::Chunk(c) => {
-            !matches!(c.as_ref(), ChunkError::Store(_) | ChunkError::Staging { .. })
-        }
+        FetchError::Chunk(c) => matches!(
+            c.as_ref(),
+            ChunkError::Decode { .. } | ChunkError::Mismatch { .. } | ChunkError::Proof { .. }
+        ),
+        FetchError::Restore(r) => matches!(
+            r,
+            RestoreError::StorageMismatch { .. }
+                | RestoreError::Misstated(_)
+                | RestoreError::Store(BulkError::RestoredRoot { .. })
+        ),
         _ => false,
     }
 }
@@ -322,33 +376,50 @@ fn choose_manifests(
     stop: &AtomicBool,
     reports: &mut [SourceReport],
 ) -> Result<Vec<OfferedManifest>, FetchError> {
-    let mut found: BTreeMap<H256, (Vec<u8>, Vec<usize>)> = BTreeMap::new();
-    let mut refused: Vec<H256> = Vec::new();
-    // The first failure that says nothing about what its source holds.
-    let mut unreachable: Option<(usize, SourceError)> = None;
-    let mut failed = |si: usize, e: SourceError, reports: &mut [SourceReport]| {
-        note_failure(&mut reports[si], &e);
-        if e.is_unreachable() && unreachable.is_none() {
-            unreachable = Some((si, e));
-        }
-    };
-    // Why offered manifests do not qualify, for the error when none does.
-    let mut reasons: Vec<String> = Vec::new();
+    let mut tally = Tally::default();
     for (si, s) in sources.iter().enumerate() {
         if stop.load(Ordering::Relaxed) {
             return Err(FetchError::Cancelled);
         }
+        tally.poll(trusted, si, s.as_ref(), stop, &mut reports[si])?;
+    }
+    tally.into_offered(trusted, sources, resume)
+}
+
+/// What the sources' listings and manifests showed so far (see `choose_manifests`).
+#[derive(Default)]
+struct Tally {
+    /// The manifests of the trusted block and root: bytes, and the sources offering each.
+    found: BTreeMap<H256, (Vec<u8>, Vec<usize>)>,
+    /// Ids whose manifests do not qualify (not asked for again).
+    refused: Vec<H256>,
+    /// The first failure that says nothing about what its source holds.
+    unreachable: Option<(usize, SourceError)>,
+    /// Why offered manifests do not qualify, for the error when none does.
+    reasons: Vec<String>,
+}
+
+impl Tally {
+    /// Take in source `si`'s listing of `trusted`, fetching each manifest not seen yet.
+    fn poll(
+        &mut self,
+        trusted: Trusted,
+        si: usize,
+        s: &dyn Source,
+        stop: &AtomicBool,
+        report: &mut SourceReport,
+    ) -> Result<(), FetchError> {
         let mut ids = match s.ids_of(trusted.block, &trusted.root) {
             Ok(ids) => ids,
             Err(e) => {
-                failed(si, e, reports);
-                continue;
+                self.failed(si, e, report);
+                return Ok(());
             }
         };
         ids.sort_unstable();
         ids.dedup();
         if ids.len() > LISTED_IDS_MAX && !s.is_local() {
-            reasons.push(format!(
+            self.reasons.push(format!(
                 "{}: lists {} checkpoints, over {LISTED_IDS_MAX}",
                 s.name(),
                 ids.len()
@@ -357,11 +428,11 @@ fn choose_manifests(
         }
         let mut failures = 0;
         for id in ids {
-            if let Some((_, who)) = found.get_mut(&id) {
+            if let Some((_, who)) = self.found.get_mut(&id) {
                 who.push(si);
                 continue;
             }
-            if refused.contains(&id) {
+            if self.refused.contains(&id) {
                 continue;
             }
             if stop.load(Ordering::Relaxed) {
@@ -371,70 +442,102 @@ fn choose_manifests(
                 Ok(b) => b,
                 Err(e) => {
                     let timeout = matches!(e, SourceError::Timeout);
-                    failed(si, e, reports);
+                    self.failed(si, e, report);
                     failures = if timeout { failures + 1 } else { 0 };
                     if failures >= MANIFEST_FAILURES_MAX && !s.is_local() {
-                        reasons
-                            .push(format!("{}: {failures} manifest requests timed out", s.name()));
+                        let why = format!("{}: {failures} manifest requests timed out", s.name());
+                        self.reasons.push(why);
                         break;
                     }
                     continue;
                 }
             };
             failures = 0;
-            // A damaged manifest is skipped; the source may still serve good chunks (each
-            // is checked against its digest).
-            if keccak256(&bytes) != id {
-                reports[si].errors += 1;
-                reasons.push(format!("{}: manifest {id} does not hash to its id", s.name()));
-                continue;
+            self.judge(trusted, si, s.name(), id, bytes, report);
+        }
+        Ok(())
+    }
+
+    /// A failed request of source `si`: counted, and kept when it is the first that says
+    /// nothing about what the source holds.
+    fn failed(&mut self, si: usize, e: SourceError, report: &mut SourceReport) {
+        note_failure(report, &e);
+        if e.is_unreachable() && self.unreachable.is_none() {
+            self.unreachable = Some((si, e));
+        }
+    }
+
+    /// Manifest `id` as source `si` (named `name`) served it: found when it hashes to its
+    /// id and is of the trusted block and root, else a reason.
+    fn judge(
+        &mut self,
+        trusted: Trusted,
+        si: usize,
+        name: &str,
+        id: H256,
+        bytes: Vec<u8>,
+        report: &mut SourceReport,
+    ) {
+        // A damaged manifest is skipped; the source may still serve good chunks (each is
+        // checked against its digest).
+        if keccak256(&bytes) != id {
+            report.errors += 1;
+            self.reasons.push(format!("{name}: manifest {id} does not hash to its id"));
+            return;
+        }
+        match Manifest::decode(&bytes) {
+            Ok(m) if m.block == trusted.block && m.root == trusted.root => {
+                self.found.insert(id, (bytes, vec![si]));
             }
-            match Manifest::decode(&bytes) {
-                Ok(m) if m.block == trusted.block && m.root == trusted.root => {
-                    found.insert(id, (bytes, vec![si]));
-                }
-                Ok(m) => {
-                    reasons.push(format!("manifest {id} is of block {} root {}", m.block, m.root));
-                    refused.push(id);
-                }
-                Err(e) => {
-                    reasons.push(format!("manifest {id} does not decode: {e}"));
-                    refused.push(id);
-                }
+            Ok(m) => {
+                self.reasons.push(format!("manifest {id} is of block {} root {}", m.block, m.root));
+                self.refused.push(id);
+            }
+            Err(e) => {
+                self.reasons.push(format!("manifest {id} does not decode: {e}"));
+                self.refused.push(id);
             }
         }
     }
-    let mut offered: Vec<OfferedManifest> = found
-        .into_iter()
-        .map(|(id, (bytes, offering))| OfferedManifest { id, bytes, offering })
-        .collect();
-    // Most sources first, then the smaller id; an interrupted restore's manifest before all.
-    offered.sort_by(|a, b| b.offering.len().cmp(&a.offering.len()).then(a.id.cmp(&b.id)));
-    if let Some(at) = resume.and_then(|r| offered.iter().position(|o| o.id == r)) {
-        let resumed = offered.remove(at);
-        offered.insert(0, resumed);
-    }
-    match offered.is_empty() {
-        false => Ok(offered),
-        true if unreachable.is_some() => {
-            let (si, error) = unreachable.expect("checked");
-            Err(FetchError::Unreachable {
+
+    /// The manifests found, best first; none is [`FetchError::Unreachable`] when a source
+    /// could not be read, else [`FetchError::NoCheckpoint`] with the first reasons.
+    fn into_offered(
+        self,
+        trusted: Trusted,
+        sources: &[Box<dyn Source>],
+        resume: Option<H256>,
+    ) -> Result<Vec<OfferedManifest>, FetchError> {
+        let mut offered: Vec<OfferedManifest> = self
+            .found
+            .into_iter()
+            .map(|(id, (bytes, offering))| OfferedManifest { id, bytes, offering })
+            .collect();
+        // Most sources first, then the smaller id; an interrupted restore's manifest first.
+        offered.sort_by(|a, b| b.offering.len().cmp(&a.offering.len()).then(a.id.cmp(&b.id)));
+        if let Some(at) = resume.and_then(|r| offered.iter().position(|o| o.id == r)) {
+            let resumed = offered.remove(at);
+            offered.insert(0, resumed);
+        }
+        if !offered.is_empty() {
+            return Ok(offered);
+        }
+        if let Some((si, error)) = self.unreachable {
+            return Err(FetchError::Unreachable {
                 block: trusted.block,
                 root: trusted.root,
                 source_name: sources[si].name().to_owned(),
                 error,
-            })
+            });
         }
-        true => {
-            let shown: Vec<&str> = reasons.iter().take(3).map(String::as_str).collect();
-            let more = reasons.len().saturating_sub(shown.len());
-            let refused = match (shown.is_empty(), more) {
-                (true, _) => String::new(),
-                (false, 0) => format!(" ({})", shown.join("; ")),
-                (false, n) => format!(" ({}; and {n} more)", shown.join("; ")),
-            };
-            Err(FetchError::NoCheckpoint { block: trusted.block, root: trusted.root, refused })
-        }
+        let shown: Vec<&str> = self.reasons.iter().take(3).map(String::as_str).collect();
+        let more = self.reasons.len().saturating_sub(shown.len());
+        let refused = match (shown.is_empty(), more) {
+            (true, _) => String::new(),
+            (false, 0) => format!(" ({})", shown.join("; ")),
+            (false, n) => format!(" ({}; and {n} more)", shown.join("; ")),
+        };
+        Err(FetchError::NoCheckpoint { block: trusted.block, root: trusted.root, refused })
     }
 }
 

@@ -22,6 +22,8 @@ mod create;
 mod dir;
 mod fetch;
 mod format;
+mod keys;
+mod open;
 mod restore;
 mod s3;
 mod serve;
@@ -39,10 +41,12 @@ pub use format::{
     BoundaryRule, Chunk, ChunkInfo, DecodeError, Manifest, Segment, CHUNK_BYTES_MAX, CHUNK_MAGIC,
     FORMAT_VERSION, MANIFEST_BYTES_MAX, MANIFEST_MAGIC,
 };
+pub use open::open_source;
 pub use restore::{
     ChunkError, Offered, RestoreError, RestoreOptions, Restorer, Trusted, STAGING_BYTES_DEFAULT,
+    STAGING_DIR_NAME,
 };
 pub use s3::{PushError, PushReport, S3Store};
 pub use serve::{HttpServer, ServeError};
-pub use source::{open_source, Listed, Source, SourceError, SourceOptions};
+pub use source::{Listed, Source, SourceError, SourceOptions};
 pub use verify::{verify_checkpoint, verify_manifest, VerifyError, VerifySummary};

@@ -4,8 +4,10 @@
 //! this order, and nothing of it is written unless every check passes:
 //! 1. its keccak256 is the manifest's digest for `i` (else the *source* is to blame);
 //! 2. it decodes, names the checkpoint's block and root, and fits the manifest: its
-//!    entries, first and last keys, and where its first segment starts (right after chunk
-//!    `i - 1`'s last key, or at the start of the next trie when that chunk ended its trie);
+//!    entries, first and last keys, where its first segment starts (right after chunk
+//!    `i - 1`'s last key, or at the start of the next trie when that chunk ended its trie),
+//!    and the manifest's boundary rule inside it (no content boundary before its last
+//!    entry; with several entries, their bytes within the rule's maximum);
 //! 3. each segment verifies against its trie's root ([`trie::verify_key_range`]): the
 //!    trusted root for the main trie; for a storage trie, the `storage_root` of its account,
 //!    read from the restored main trie. A storage segment whose account's chunk is not
@@ -15,8 +17,10 @@
 //! everything it rebuilt inside the range, so nothing is hashed twice), its storage tries'
 //! root records and a progress record go to the database in one atomic batch: a restore
 //! killed at any moment resumes with exactly the chunks it had. When every chunk is in,
-//! the accounts with storage must match the storage tries restored one to one, and
-//! [`Restorer::finish`] makes the block the head.
+//! the accounts with storage must match the storage tries restored one to one, the
+//! chunks' entry bytes must add up to the manifest's flat bytes and each chunk must end
+//! where the rule cuts (its progress record keeps its bytes), and [`Restorer::finish`]
+//! makes the block the head.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,10 +28,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 use store::{BulkError, RestoreWriter, StateDb, StoreError};
-use trie::{keccak256, EthLayout, ProofError, TrieId, EMPTY_ROOT, H256};
+use trie::{keccak256, EthLayout, ProofError, TrieId, H256};
 
-use crate::create::successor;
+use crate::boundary::{check_cut, check_ends, ChunkBytes};
 use crate::format::{Chunk, DecodeError, Manifest, Segment};
+use crate::keys::{storage_root_of, successor};
 
 /// The trusted input of a restore: the block and its state root (from consensus).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,10 +55,22 @@ pub struct RestoreOptions {
     pub staging_bytes_max: u64,
 }
 
+/// The staging directory's name inside the database directory
+/// ([`RestoreOptions::in_database`]).
+pub const STAGING_DIR_NAME: &str = "restore-staging";
+
 impl RestoreOptions {
     /// Staging in `dir`, with the default bound.
     pub fn new(staging_dir: impl Into<PathBuf>) -> Self {
         RestoreOptions { staging_dir: staging_dir.into(), staging_bytes_max: STAGING_BYTES_DEFAULT }
+    }
+
+    /// Staging inside the database directory `db` ([`STAGING_DIR_NAME`]), with the default
+    /// bound: on the database's own volume, even when the database directory is a mount
+    /// point (a sibling directory would be on another filesystem, or not writable).
+    /// RocksDB ignores the subdirectory; [`Restorer::finish`] removes it.
+    pub fn in_database(db: &Path) -> Self {
+        RestoreOptions::new(db.join(STAGING_DIR_NAME))
     }
 }
 
@@ -164,6 +181,10 @@ pub enum RestoreError {
         /// Chunks not restored.
         missing: usize,
     },
+    /// Every chunk verified, but the manifest misstates what they hold (its flat bytes) or
+    /// how they were cut (its boundary rule).
+    #[error("the manifest misstates its chunks: {0}")]
+    Misstated(String),
     /// Accounts commit to storage tries that no chunk held (or the reverse).
     #[error("{accounts} account(s) have storage but {tries} storage trie(s) were restored")]
     StorageMismatch {
@@ -206,27 +227,22 @@ struct Counts {
 }
 
 impl Counts {
-    fn encode(&self) -> [u8; 16] {
-        let mut b = [0u8; 16];
+    /// A chunk's progress record: its counts, then its entry bytes.
+    fn encode(&self, bytes: ChunkBytes) -> [u8; 32] {
+        let mut b = [0u8; 32];
         b[..8].copy_from_slice(&self.accounts_with_storage.to_be_bytes());
-        b[8..].copy_from_slice(&self.storage_tries.to_be_bytes());
+        b[8..16].copy_from_slice(&self.storage_tries.to_be_bytes());
+        b[16..24].copy_from_slice(&bytes.flat.to_be_bytes());
+        b[24..].copy_from_slice(&bytes.first.to_be_bytes());
         b
     }
 
-    fn decode(b: &[u8]) -> Option<Counts> {
-        let b: &[u8; 16] = b.try_into().ok()?;
-        Some(Counts {
-            accounts_with_storage: u64::from_be_bytes(b[..8].try_into().ok()?),
-            storage_tries: u64::from_be_bytes(b[8..].try_into().ok()?),
-        })
+    fn decode(b: &[u8]) -> Option<(Counts, ChunkBytes)> {
+        let b: &[u8; 32] = b.try_into().ok()?;
+        let at = |i: usize| b[i..i + 8].try_into().ok().map(u64::from_be_bytes);
+        let counts = Counts { accounts_with_storage: at(0)?, storage_tries: at(8)? };
+        Some((counts, ChunkBytes { flat: at(16)?, first: at(24)? }))
     }
-}
-
-/// The storage trie a main-trie value commits to: the `storage_root` of an Ethereum
-/// account (`RLP[nonce, balance, storage_root, code_hash]`) with storage; `None` for any
-/// other value. The one rule creation, restore and verification share.
-pub(crate) fn storage_root_of(value: &[u8]) -> Option<H256> {
-    eth::Account::decode(value).ok().map(|a| a.storage_root).filter(|r| *r != EMPTY_ROOT)
 }
 
 /// Progress record name of chunk `i`.
@@ -249,6 +265,8 @@ struct Staged {
     len: u64,
     /// Chunks to restore before this one can verify (empty after a restart: unknown).
     waits_for: Vec<usize>,
+    /// Taken by a [`Restorer::retry_staged`] that is reading and offering it.
+    claimed: bool,
 }
 
 /// A restore in progress; see the module docs. Methods take `&self`, so chunks can be
@@ -260,6 +278,8 @@ pub struct Restorer<'db> {
     id: H256,
     done: Vec<AtomicBool>,
     counts: Mutex<Counts>,
+    /// Each restored chunk's entry bytes, for [`check_ends`] at the end.
+    bytes: Mutex<Vec<ChunkBytes>>,
     staging: Mutex<Staging>,
 }
 
@@ -286,15 +306,22 @@ impl<'db> Restorer<'db> {
         let done: Vec<AtomicBool> =
             manifest.chunks.iter().map(|_| AtomicBool::new(false)).collect();
         let mut counts = Counts::default();
+        let mut bytes = vec![ChunkBytes::default(); done.len()];
         for (name, value) in restore.progress().map_err(BulkError::from)? {
             let bad = || RestoreError::Progress(hex::encode(&name));
             let i = match name.as_slice() {
                 [b'c', rest @ ..] => u64::from_be_bytes(rest.try_into().map_err(|_| bad())?),
                 _ => return Err(bad()),
             };
-            let c = Counts::decode(&value).ok_or_else(bad)?;
+            // A record of the earlier layout (counts only): the chunk is restored again
+            // (the same writes), so that its bytes are known.
+            if value.len() == 16 {
+                continue;
+            }
+            let (c, b) = Counts::decode(&value).ok_or_else(bad)?;
             let flag = done.get(i as usize).ok_or_else(bad)?;
             flag.store(true, Ordering::Relaxed);
+            bytes[i as usize] = b;
             counts.accounts_with_storage += c.accounts_with_storage;
             counts.storage_tries += c.storage_tries;
         }
@@ -307,6 +334,7 @@ impl<'db> Restorer<'db> {
             id,
             done,
             counts: Mutex::new(counts),
+            bytes: Mutex::new(bytes),
             staging: Mutex::new(staging),
         })
     }
@@ -355,7 +383,7 @@ impl<'db> Restorer<'db> {
             return Ok(Offered::AlreadyDone);
         }
         let chunk = Chunk::decode(bytes).map_err(|source| ChunkError::Decode { index, source })?;
-        check_fit(&self.manifest, index, &chunk)
+        let cut = check_fit(&self.manifest, index, &chunk)
             .map_err(|what| ChunkError::Mismatch { index, what })?;
         let mut roots = Vec::with_capacity(chunk.segments.len());
         let mut waiting = Vec::new();
@@ -369,7 +397,7 @@ impl<'db> Restorer<'db> {
             self.staging.lock().put(index, bytes, waiting)?;
             return Ok(Offered::Staged);
         }
-        let entries = self.apply(index, &chunk, &roots)?;
+        let entries = self.apply(index, &chunk, &roots, cut)?;
         self.staging.lock().remove(index);
         Ok(Offered::Applied { entries })
     }
@@ -377,20 +405,40 @@ impl<'db> Restorer<'db> {
     /// Offer every staged chunk whose accounts are now restored; returns how many were
     /// applied.
     pub fn retry_staged(&self) -> Result<usize, ChunkError> {
+        // Each staged chunk is claimed under the lock, by one caller. Several workers call
+        // this at once (after each chunk they apply): when the choice was made under the
+        // lock but the file read after it, two of them took the same chunk, the first read
+        // and deleted its file (`remove`) and the second failed on the vanished file
+        // ("staging …: No such file or directory"), which ended the restore unfinished.
         let staged: Vec<(usize, PathBuf)> = self
             .staging
             .lock()
             .files
-            .iter()
-            .filter(|(_, f)| f.waits_for.iter().all(|d| self.is_done(*d)))
-            .map(|(i, f)| (*i, f.path.clone()))
+            .iter_mut()
+            .filter(|(_, f)| !f.claimed && f.waits_for.iter().all(|d| self.is_done(*d)))
+            .map(|(i, f)| {
+                f.claimed = true;
+                (*i, f.path.clone())
+            })
             .collect();
         let mut applied = 0;
-        for (i, path) in staged {
-            let bytes =
-                std::fs::read(&path).map_err(|source| ChunkError::Staging { path, source })?;
+        for (n, &(i, ref path)) in staged.iter().enumerate() {
+            let read = std::fs::read(path);
             self.staging.lock().remove(i);
-            match self.offer(i, &bytes)? {
+            let bytes = match read {
+                Ok(bytes) => bytes,
+                // Applied meanwhile through an offer of the same bytes, which deleted it.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && self.is_done(i) => continue,
+                Err(source) => {
+                    self.unclaim(&staged[n + 1..]);
+                    return Err(ChunkError::Staging { path: path.clone(), source });
+                }
+            };
+            let offered = self.offer(i, &bytes);
+            if offered.is_err() {
+                self.unclaim(&staged[n + 1..]);
+            }
+            match offered? {
                 Offered::Applied { .. } => applied += 1,
                 Offered::Staged | Offered::AlreadyDone => {}
             }
@@ -398,8 +446,20 @@ impl<'db> Restorer<'db> {
         Ok(applied)
     }
 
-    /// Make the checkpoint's block the database's head, once every chunk is in and the
-    /// storage bookkeeping balances.
+    /// Give back the claims of staged chunks a failed [`Restorer::retry_staged`] did not
+    /// get to, so that a later call retries them.
+    fn unclaim(&self, staged: &[(usize, PathBuf)]) {
+        let mut staging = self.staging.lock();
+        for (i, _) in staged {
+            if let Some(f) = staging.files.get_mut(i) {
+                f.claimed = false;
+            }
+        }
+    }
+
+    /// Make the checkpoint's block the database's head, once every chunk is in, the
+    /// storage bookkeeping balances and the chunks bear out the manifest's flat bytes and
+    /// boundary rule.
     pub fn finish(self) -> Result<Trusted, RestoreError> {
         let missing = self.done.len() - self.restored();
         if missing > 0 {
@@ -412,6 +472,7 @@ impl<'db> Restorer<'db> {
                 tries: c.storage_tries,
             });
         }
+        check_ends(&self.manifest, &self.bytes.lock()).map_err(RestoreError::Misstated)?;
         let (block, root) = (self.manifest.block, self.manifest.root);
         let dir = self.staging.lock().dir.clone();
         self.restore.finish(block, root)?;
@@ -469,7 +530,13 @@ impl<'db> Restorer<'db> {
     }
 
     /// Verify every segment against its root and write the chunk in one batch.
-    fn apply(&self, index: usize, chunk: &Chunk<'_>, roots: &[H256]) -> Result<u64, ChunkError> {
+    fn apply(
+        &self,
+        index: usize,
+        chunk: &Chunk<'_>,
+        roots: &[H256],
+        bytes: ChunkBytes,
+    ) -> Result<u64, ChunkError> {
         let mut batch = self.writer.batch()?;
         let mut counts = Counts::default();
         let mut entries = 0u64;
@@ -501,9 +568,10 @@ impl<'db> Restorer<'db> {
                 }
             }
         }
-        batch.put_progress(&progress_name(index), &counts.encode());
+        batch.put_progress(&progress_name(index), &counts.encode(bytes));
         // Two threads verifying the same chunk write the same bytes; count it once.
         self.writer.write(batch)?;
+        self.bytes.lock()[index] = bytes;
         if !self.done[index].swap(true, Ordering::AcqRel) {
             let mut c = self.counts.lock();
             c.accounts_with_storage += counts.accounts_with_storage;
@@ -523,12 +591,13 @@ pub(crate) fn check_len(len: u64, index: usize, bytes: &[u8]) -> Result<(), Chun
     Ok(())
 }
 
-/// Check that `chunk` is the one the manifest describes at `index`.
+/// Check that `chunk` is the one the manifest describes at `index`, cut inside by its rule
+/// ([`check_cut`]); returns what its entries weigh.
 pub(crate) fn check_fit(
     manifest: &Manifest,
     index: usize,
     chunk: &Chunk<'_>,
-) -> Result<(), String> {
+) -> Result<ChunkBytes, String> {
     let info = &manifest.chunks[index];
     if chunk.block != manifest.block || chunk.root != manifest.root {
         return Err(format!("belongs to block {} root {}", chunk.block, chunk.root));
@@ -575,7 +644,7 @@ pub(crate) fn check_fit(
         }
     };
     match expected_start {
-        Some(start) if start == s0.start => Ok(()),
+        Some(start) if start == s0.start => check_cut(&manifest.rule, chunk),
         _ => Err("does not start where the previous chunk ends".into()),
     }
 }
@@ -606,7 +675,7 @@ impl Staging {
                 Some((i, _)) => {
                     let len = e.metadata().map_err(io)?.len();
                     s.bytes += len;
-                    s.files.insert(i, Staged { path, len, waits_for: Vec::new() });
+                    s.files.insert(i, Staged { path, len, waits_for: Vec::new(), claimed: false });
                 }
                 None => std::fs::remove_file(&path).map_err(io)?,
             }
@@ -627,7 +696,8 @@ impl Staging {
         std::fs::write(&tmp, bytes).map_err(io)?;
         std::fs::rename(&tmp, &path).map_err(io)?;
         self.bytes += bytes.len() as u64;
-        self.files.insert(index, Staged { path, len: bytes.len() as u64, waits_for });
+        self.files
+            .insert(index, Staged { path, len: bytes.len() as u64, waits_for, claimed: false });
         Ok(())
     }
 

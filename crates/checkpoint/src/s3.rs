@@ -54,7 +54,7 @@ pub enum PushError {
     Chunk(H256),
     /// The object store failed.
     #[error("object store: {0}")]
-    Store(String),
+    Store(#[source] object_store::Error),
 }
 
 /// What a push did.
@@ -94,13 +94,13 @@ impl S3Store {
             .with_virtual_hosted_style_request(false)
             .with_client_options(options)
             .build()
-            .map_err(|e| SourceError::Io(e.to_string()))?;
+            .map_err(|e| SourceError::ObjectStore(Box::new(e)))?;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("arbor-s3")
             .enable_all()
             .build()
-            .map_err(|e| SourceError::Io(e.to_string()))?;
+            .map_err(SourceError::Io)?;
         Ok(S3Store {
             name: format!("s3://{bucket_and_prefix}"),
             store: Arc::new(store),
@@ -176,7 +176,7 @@ impl S3Store {
         match self.store.head(&self.path(&rel)).await {
             Ok(meta) if meta.size == len => return Ok(None),
             Ok(_) | Err(object_store::Error::NotFound { .. }) => {}
-            Err(e) => return Err(PushError::Store(e.to_string())),
+            Err(e) => return Err(PushError::Store(e)),
         }
         let bytes = dir.chunk(digest)?.ok_or(PushError::Chunk(*digest))?;
         if keccak256(&bytes) != *digest {
@@ -195,23 +195,40 @@ impl S3Store {
                 object_store::Error::AlreadyExists { .. }
                 | object_store::Error::Precondition { .. },
             ) => Ok(false),
-            Err(e) => Err(PushError::Store(e.to_string())),
+            Err(e) => Err(PushError::Store(e)),
         }
     }
 }
 
+/// A failed request as a source's error. A timeout is told by the error's text:
+/// `object_store` 0.12 exposes neither its retry error nor the client's timeout flag.
 fn store_error(e: object_store::Error) -> SourceError {
     match e {
         object_store::Error::NotFound { .. } => SourceError::NotFound,
-        e => {
-            let text = e.to_string();
-            if text.contains("timed out") || text.contains("timeout") {
-                SourceError::Timeout
-            } else {
-                SourceError::Io(text)
+        e if says_timeout(&e) => SourceError::Timeout,
+        e => SourceError::ObjectStore(Box::new(e)),
+    }
+}
+
+/// Did the request time out? The cause chain reaches the HTTP client's error, which knows;
+/// the message does not (a retried request's message names its `retry_timeout`, whatever
+/// failed: a refused connection was reported as a timeout).
+fn says_timeout(e: &object_store::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if let Some(r) = c.downcast_ref::<reqwest::Error>() {
+            if r.is_timeout() {
+                return true;
             }
         }
+        if c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
+        {
+            return true;
+        }
+        cause = c.source();
     }
+    false
 }
 
 impl Source for S3Store {

@@ -2,8 +2,12 @@
 //! checkpoint serve`, or any server of the layout in `dir.rs`) and S3-compatible buckets.
 //! Every source is untrusted: what it serves is checked by the caller (manifest bytes
 //! against their id, chunk bytes against the manifest's digest).
+//!
+//! This module owns the [`Source`] trait and its error, and holds the directory and HTTP
+//! kinds; `s3.rs` holds the S3 kind and `open.rs` picks a kind by address.
 
-use std::io::Read;
+use std::io::{self, Read};
+use std::path::Path;
 use std::time::Duration;
 
 use trie::H256;
@@ -33,9 +37,19 @@ pub enum SourceError {
     /// The server answered with an error status.
     #[error("HTTP status {0}")]
     Status(u16),
-    /// Reading failed.
+    /// Reading failed: a local file, a body, or starting the client's runtime.
     #[error("{0}")]
-    Io(String),
+    Io(#[source] io::Error),
+    /// The HTTP client failed (to connect, to send, to read a body).
+    #[error("{0}")]
+    Http(#[source] reqwest::Error),
+    /// The object store failed (a request, or the store's configuration). Boxed, as is
+    /// [`SourceError::Dir`], to keep every source's `Result` small.
+    #[error("{0}")]
+    ObjectStore(#[source] Box<object_store::Error>),
+    /// The checkpoint directory could not be read.
+    #[error("{0}")]
+    Dir(#[source] Box<DirError>),
     /// The listing does not parse.
     #[error("bad listing: {0}")]
     Listing(String),
@@ -45,13 +59,21 @@ impl SourceError {
     /// A failure that says nothing about what the source holds (a timeout, I/O, a server
     /// error): the object may be there.
     pub fn is_unreachable(&self) -> bool {
-        matches!(self, SourceError::Timeout | SourceError::Io(_) | SourceError::Status(500..))
+        matches!(
+            self,
+            SourceError::Timeout
+                | SourceError::Io(_)
+                | SourceError::Http(_)
+                | SourceError::ObjectStore(_)
+                | SourceError::Dir(_)
+                | SourceError::Status(500..)
+        )
     }
 }
 
 impl From<DirError> for SourceError {
     fn from(e: DirError) -> Self {
-        SourceError::Io(e.to_string())
+        SourceError::Dir(Box::new(e))
     }
 }
 
@@ -92,30 +114,23 @@ impl Default for SourceOptions {
     }
 }
 
-/// Open the source at `addr`: `http://…`/`https://…`, `s3://bucket[/prefix]` (endpoint
-/// and credentials from the `AWS_*` environment), `file://…` or a directory path.
-pub fn open_source(addr: &str, opts: &SourceOptions) -> Result<Box<dyn Source>, SourceError> {
-    if addr.starts_with("http://") || addr.starts_with("https://") {
-        return Ok(Box::new(HttpSource::new(addr, opts)?));
-    }
-    if let Some(rest) = addr.strip_prefix("s3://") {
-        return Ok(Box::new(crate::s3::S3Store::from_env(rest, opts.timeout)?));
-    }
-    let path = addr.strip_prefix("file://").unwrap_or(addr);
-    if addr.contains("://") && !addr.starts_with("file://") {
-        return Err(SourceError::Url(addr.to_string()));
-    }
-    let p = std::path::Path::new(path);
-    if !p.is_dir() {
-        return Err(SourceError::Io(format!("{path} is not a directory")));
-    }
-    Ok(Box::new(DirSource { name: addr.to_string(), dir: CheckpointDir::new(p) }))
-}
-
 /// A local directory.
-struct DirSource {
+pub(crate) struct DirSource {
     name: String,
     dir: CheckpointDir,
+}
+
+impl DirSource {
+    /// The directory at `path`, named `addr` in reports.
+    pub(crate) fn open(addr: &str, path: &str) -> Result<Self, SourceError> {
+        let p = Path::new(path);
+        if !p.is_dir() {
+            let e =
+                io::Error::new(io::ErrorKind::NotADirectory, format!("{path} is not a directory"));
+            return Err(SourceError::Io(e));
+        }
+        Ok(DirSource { name: addr.to_string(), dir: CheckpointDir::new(p) })
+    }
 }
 
 impl Source for DirSource {
@@ -145,17 +160,18 @@ impl Source for DirSource {
 /// file is opened without blocking (a FIFO put in a chunk's place would otherwise hold the
 /// restore in `open` until a writer came, past every timeout and signal) and refused when
 /// it is anything else.
-fn read_capped(path: &std::path::Path, max: u64) -> Result<Vec<u8>, SourceError> {
+fn read_capped(path: &Path, max: u64) -> Result<Vec<u8>, SourceError> {
     use std::os::unix::fs::OpenOptionsExt;
     let opened = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path);
     let f = match opened {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(SourceError::NotFound),
-        Err(e) => return Err(SourceError::Io(e.to_string())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(SourceError::NotFound),
+        Err(e) => return Err(SourceError::Io(e)),
     };
-    let meta = f.metadata().map_err(|e| SourceError::Io(e.to_string()))?;
+    let meta = f.metadata().map_err(SourceError::Io)?;
     if !meta.is_file() {
-        return Err(SourceError::Io(format!("{} is not a regular file", path.display())));
+        let what = format!("{} is not a regular file", path.display());
+        return Err(SourceError::Io(io::Error::new(io::ErrorKind::InvalidInput, what)));
     }
     capped(f, max, meta.len())
 }
@@ -171,8 +187,8 @@ pub(crate) fn capped(r: impl Read, max: u64, hint: u64) -> Result<Vec<u8>, Sourc
     Ok(out)
 }
 
-fn io_error(e: std::io::Error) -> SourceError {
-    if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock) {
+fn io_error(e: io::Error) -> SourceError {
+    if matches!(e.kind(), io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock) {
         return SourceError::Timeout;
     }
     // reqwest wraps its timeout inside an io::Error when a body read times out.
@@ -183,12 +199,12 @@ fn io_error(e: std::io::Error) -> SourceError {
     if timed_out {
         SourceError::Timeout
     } else {
-        SourceError::Io(e.to_string())
+        SourceError::Io(e)
     }
 }
 
 /// An HTTP server of the layout.
-struct HttpSource {
+pub(crate) struct HttpSource {
     base: String,
     client: reqwest::blocking::Client,
     /// The whole request's time limit (the client's own timeout bounds each read of a body
@@ -198,7 +214,8 @@ struct HttpSource {
 }
 
 impl HttpSource {
-    fn new(addr: &str, opts: &SourceOptions) -> Result<Self, SourceError> {
+    /// The server at `addr` (`http://HOST[:PORT][/PATH]`, or `https://`).
+    pub(crate) fn new(addr: &str, opts: &SourceOptions) -> Result<Self, SourceError> {
         // An address that names no host (`http://`, `http://[::1`, `http://256.0.0.1/`) is
         // refused here, before any request.
         let url =
@@ -210,7 +227,7 @@ impl HttpSource {
             .timeout(opts.timeout)
             .connect_timeout(opts.timeout.min(Duration::from_secs(10)))
             .build()
-            .map_err(|e| SourceError::Io(e.to_string()))?;
+            .map_err(SourceError::Http)?;
         let base = addr.trim_end_matches('/').to_string();
         Ok(HttpSource { base, client, timeout: opts.timeout })
     }
@@ -242,9 +259,9 @@ struct Deadline<R> {
 }
 
 impl<R: Read> Read for Deadline<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if std::time::Instant::now() >= self.deadline {
-            return Err(std::io::ErrorKind::TimedOut.into());
+            return Err(io::ErrorKind::TimedOut.into());
         }
         self.inner.read(buf)
     }
@@ -254,7 +271,7 @@ fn http_error(e: reqwest::Error) -> SourceError {
     if e.is_timeout() {
         SourceError::Timeout
     } else {
-        SourceError::Io(e.to_string())
+        SourceError::Http(e)
     }
 }
 
@@ -339,7 +356,10 @@ mod tests {
         assert!(made.success());
         for odd in [fifo.as_path(), dir.path()] {
             match read_capped(odd, 9) {
-                Err(SourceError::Io(m)) => assert!(m.contains("not a regular file"), "{m}"),
+                Err(SourceError::Io(e)) => {
+                    assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+                    assert!(e.to_string().contains("not a regular file"), "{e}");
+                }
                 other => panic!("{}: {other:?}", odd.display()),
             }
         }

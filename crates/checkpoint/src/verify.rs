@@ -1,13 +1,16 @@
 //! Verifying a whole checkpoint without a database (`arbor checkpoint verify`): every
 //! chunk in key order, with the checks a restore makes; storage tries verify against the
-//! storage roots of the accounts seen in earlier (or the same) chunks, kept in memory.
+//! storage roots of the accounts seen in earlier (or the same) chunks, kept in memory. At
+//! the end, like a restore, the chunks must bear out the manifest's flat bytes and rule.
 
 use std::collections::HashMap;
 
 use trie::{keccak256, EthLayout, TrieId, H256};
 
-use crate::format::{Chunk, Manifest};
-use crate::restore::{check_fit, check_len, storage_root_of, ChunkError, RestoreError, Trusted};
+use crate::boundary::check_ends;
+use crate::format::{Chunk, Manifest, Segment};
+use crate::keys::storage_root_of;
+use crate::restore::{check_fit, check_len, ChunkError, RestoreError, Trusted};
 use crate::source::{Source, SourceError};
 
 /// What a verified checkpoint holds.
@@ -73,6 +76,36 @@ pub fn verify_manifest(
     trusted: Trusted,
     progress: &dyn Fn(usize),
 ) -> Result<VerifySummary, VerifyError> {
+    let m = trusted_manifest(id, bytes, trusted)?;
+    let mut bound = Bindings::default();
+    let mut cuts = Vec::with_capacity(m.chunks.len());
+    for index in 0..m.chunks.len() {
+        let bytes = fetch_chunk(source, &m, index)?;
+        let chunk = Chunk::decode(&bytes)
+            .map_err(|source| Box::new(ChunkError::Decode { index, source }))?;
+        let cut = check_fit(&m, index, &chunk)
+            .map_err(|what| Box::new(ChunkError::Mismatch { index, what }))?;
+        cuts.push(cut);
+        for s in &chunk.segments {
+            bound.verify(&m, index, s)?;
+        }
+        progress(index + 1);
+    }
+    bound.finish()?;
+    check_ends(&m, &cuts).map_err(RestoreError::Misstated)?;
+    Ok(VerifySummary {
+        block: m.block,
+        root: format!("{}", m.root),
+        chunks: m.chunks.len(),
+        entries: m.entries,
+        storage_tries: bound.tries,
+        bytes: m.chunk_bytes,
+    })
+}
+
+/// The manifest `bytes`, once they hash to `id`, decode and are of the trusted block and
+/// root.
+fn trusted_manifest(id: &H256, bytes: &[u8], trusted: Trusted) -> Result<Manifest, VerifyError> {
     if keccak256(bytes) != *id {
         return Err(VerifyError::ManifestId(*id));
     }
@@ -86,73 +119,97 @@ pub fn verify_manifest(
         }
         .into());
     }
-    let mut storage: HashMap<H256, H256> = HashMap::new();
-    let mut tries = 0u64;
-    for (index, info) in m.chunks.iter().enumerate() {
-        let bytes = source
-            .chunk(&info.digest, info.len)
-            .map_err(|source| VerifyError::Source { what: format!("chunk {index}"), source })?;
-        let actual = keccak256(&bytes);
-        if actual != info.digest {
-            return Err(
-                Box::new(ChunkError::Digest { index, expected: info.digest, actual }).into()
-            );
-        }
-        check_len(info.len, index, &bytes).map_err(Box::new)?;
-        let chunk = Chunk::decode(&bytes)
-            .map_err(|source| Box::new(ChunkError::Decode { index, source }))?;
-        check_fit(&m, index, &chunk)
-            .map_err(|what| Box::new(ChunkError::Mismatch { index, what }))?;
-        for s in &chunk.segments {
-            let root = match s.trie {
-                TrieId::Main => m.root,
-                TrieId::Storage(account) => {
-                    let Some(r) = storage.get(&account).copied() else {
-                        let what = format!("storage trie {account} has no account with storage");
-                        return Err(Box::new(ChunkError::Mismatch { index, what }).into());
-                    };
-                    // The trie's last segment: every later one would be unbound.
-                    if s.open {
-                        storage.remove(&account);
+    Ok(m)
+}
+
+/// Chunk `index` of `m` from `source`, once its bytes hash to the manifest's digest and
+/// are as long as it says.
+fn fetch_chunk(source: &dyn Source, m: &Manifest, index: usize) -> Result<Vec<u8>, VerifyError> {
+    let info = &m.chunks[index];
+    let bytes = source
+        .chunk(&info.digest, info.len)
+        .map_err(|source| VerifyError::Source { what: format!("chunk {index}"), source })?;
+    let actual = keccak256(&bytes);
+    if actual != info.digest {
+        return Err(Box::new(ChunkError::Digest { index, expected: info.digest, actual }).into());
+    }
+    check_len(info.len, index, &bytes).map_err(Box::new)?;
+    Ok(bytes)
+}
+
+/// The storage tries the chunks verified so far commit to, in key order: main-trie
+/// segments add accounts with storage, each storage trie's segments verify against its
+/// account's root until its last one.
+#[derive(Default)]
+struct Bindings {
+    /// Account → the storage root its value commits to, until its trie's last segment.
+    storage: HashMap<H256, H256>,
+    /// Storage tries begun (segments that start their trie).
+    tries: u64,
+}
+
+impl Bindings {
+    /// Verify segment `s` of chunk `index` against its trie's root, then take in what it
+    /// binds (the accounts of a main-trie segment) or begins (a storage trie).
+    fn verify(
+        &mut self,
+        m: &Manifest,
+        index: usize,
+        s: &Segment<'_>,
+    ) -> Result<(), Box<ChunkError>> {
+        let root = self.root_of(m, index, s)?;
+        trie::verify_key_range::<EthLayout, _, _, _>(
+            &root,
+            s.start,
+            s.last(),
+            &s.entries,
+            &s.proof,
+            &mut (),
+        )
+        .map_err(|source| Box::new(ChunkError::Proof { index, trie: s.trie, source }))?;
+        match s.trie {
+            TrieId::Main => {
+                for (k, v) in &s.entries {
+                    if let (Some(root), Some(h)) = (storage_root_of(v), H256::from_slice(k)) {
+                        self.storage.insert(h, root);
                     }
-                    r
                 }
-            };
-            trie::verify_key_range::<EthLayout, _, _, _>(
-                &root,
-                s.start,
-                s.last(),
-                &s.entries,
-                &s.proof,
-                &mut (),
-            )
-            .map_err(|source| Box::new(ChunkError::Proof { index, trie: s.trie, source }))?;
-            match s.trie {
-                TrieId::Main => {
-                    for (k, v) in &s.entries {
-                        if let (Some(root), Some(h)) = (storage_root_of(v), H256::from_slice(k)) {
-                            storage.insert(h, root);
-                        }
-                    }
-                }
-                TrieId::Storage(_) => tries += u64::from(s.start.is_empty()),
             }
+            TrieId::Storage(_) => self.tries += u64::from(s.start.is_empty()),
         }
-        progress(index + 1);
+        Ok(())
     }
-    if !storage.is_empty() {
-        return Err(RestoreError::StorageMismatch {
-            accounts: storage.len() as u64 + tries,
-            tries,
+
+    /// The root segment `s` must prove against: the manifest's for the main trie, its
+    /// account's for a storage trie (forgotten at the trie's last segment: every later one
+    /// would be unbound).
+    fn root_of(
+        &mut self,
+        m: &Manifest,
+        index: usize,
+        s: &Segment<'_>,
+    ) -> Result<H256, Box<ChunkError>> {
+        let TrieId::Storage(account) = s.trie else {
+            return Ok(m.root);
+        };
+        let Some(root) = self.storage.get(&account).copied() else {
+            let what = format!("storage trie {account} has no account with storage");
+            return Err(Box::new(ChunkError::Mismatch { index, what }));
+        };
+        if s.open {
+            self.storage.remove(&account);
         }
-        .into());
+        Ok(root)
     }
-    Ok(VerifySummary {
-        block: m.block,
-        root: format!("{}", m.root),
-        chunks: m.chunks.len(),
-        entries: m.entries,
-        storage_tries: tries,
-        bytes: m.chunk_bytes,
-    })
+
+    /// Every account with storage met its trie, all chunks verified.
+    fn finish(&self) -> Result<(), RestoreError> {
+        if self.storage.is_empty() {
+            return Ok(());
+        }
+        Err(RestoreError::StorageMismatch {
+            accounts: self.storage.len() as u64 + self.tries,
+            tries: self.tries,
+        })
+    }
 }

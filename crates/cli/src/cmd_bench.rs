@@ -368,7 +368,7 @@ fn pov(args: &PovArgs) -> Result<ExitCode> {
 }
 
 fn store(args: &StoreArgs) -> Result<ExitCode> {
-    let config = crate::cmd_db::load_config(args.config.as_deref())?;
+    let config = crate::db_args::load_config(args.config.as_deref())?;
     let opts = bench::StoreBenchOpts {
         keys: args.keys,
         blocks: args.blocks,

@@ -9,12 +9,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use chain::runtime::{
-    default_author, funded_accounts, genesis, paired_transfers, EXISTENTIAL_DEPOSIT,
-};
 use chain::{
-    build_block, decode_witness, encode_witness, verify_block_within, Block, BlockContext,
-    BlockLimits, BuildConfig, BuildError, TransferKind,
+    build_block, decode_witness, default_author, encode_witness, funded_accounts, genesis,
+    paired_transfers, verify_block_within, Block, BlockContext, BlockLimits, BuildConfig,
+    BuildError, TransferKind, EXISTENTIAL_DEPOSIT,
 };
 use clap::Args;
 use trie::{MemoryNodeSource, H256};
@@ -70,7 +68,7 @@ pub(crate) struct PovLimitArg {
     #[arg(
         long,
         value_name = "BYTES",
-        default_value_t = chain::builder::DEFAULT_POV_LIMIT as u64,
+        default_value_t = chain::DEFAULT_POV_LIMIT as u64,
         value_parser = limits::size_in(1, limits::POV_LIMIT_MAX as u64)
     )]
     pov_limit: u64,

@@ -6,18 +6,18 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use chain::chainfile::{self, ChainFileError, ChainHeader, ChainParams, ChainReader};
-use chain::{ImportConfig, ImportError, ImportStats};
+use chain::{
+    ChainFileError, ChainHeader, ChainParams, ChainReader, ImportConfig, ImportError, ImportStats,
+};
 use clap::Args;
 use store::StateDb;
 use trie::TrieId;
 
-use crate::cmd_db::{open_or_create, DbArgs};
+use crate::auto_checkpoint::AutoCheckpoint;
+use crate::db_args::{open_or_create, DbArgs};
 use crate::limits;
 
 /// Arguments of `arbor gen-chain`.
@@ -93,18 +93,18 @@ pub(crate) fn gen_chain(args: &GenChainArgs) -> Result<ExitCode> {
     let start = Instant::now();
     let mut wrote_header = false;
     let mut txs = 0u64;
-    let header = chainfile::generate(&mut db, &params, &mut |h: &ChainHeader, b| {
+    let header = chain::generate(&mut db, &params, &mut |h: &ChainHeader, b| {
         if !wrote_header {
-            chainfile::write_header(&mut w, h)?;
+            chain::write_header(&mut w, h)?;
             wrote_header = true;
         }
         txs += b.transfers.len() as u64;
         pb.inc(1);
-        chainfile::write_block(&mut w, &b)
+        chain::write_block(&mut w, &b)
     })
     .context("cannot generate the chain")?;
     if !wrote_header {
-        chainfile::write_header(&mut w, &header)?;
+        chain::write_header(&mut w, &header)?;
     }
     w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
     crate::output::place(out, staged, &target, args.force)?;
@@ -156,9 +156,7 @@ fn rejects_chain(e: &ImportError) -> bool {
         ImportError::Invalid { .. }
         | ImportError::OtherChain { .. }
         | ImportError::HeadPastChain { .. } => true,
-        ImportError::Source(s) => {
-            !matches!(s.downcast_ref::<ChainFileError>(), Some(ChainFileError::Io(_)) | None)
-        }
+        ImportError::Source(e) => !matches!(e, ChainFileError::Io(_)),
         _ => false,
     }
 }
@@ -207,15 +205,6 @@ fn exec_workers(requested: Option<usize>, pipelined: bool) -> usize {
     requested.unwrap_or(if pipelined { ImportConfig::default().exec_workers } else { cores })
 }
 
-/// Stop at the next block boundary on Ctrl-C or SIGTERM.
-pub(crate) fn stop_flag() -> Result<Arc<AtomicBool>> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
-    ctrlc::set_handler(move || s.store(true, Ordering::SeqCst))
-        .context("cannot install the signal handler")?;
-    Ok(stop)
-}
-
 /// Run `arbor import`.
 pub(crate) fn import(args: &ImportArgs) -> Result<ExitCode> {
     let chain = open_chain(&args.chain)?;
@@ -228,14 +217,14 @@ pub(crate) fn import(args: &ImportArgs) -> Result<ExitCode> {
         exec_workers: exec_workers(args.exec_workers, pipelined),
         queue_blocks: 1,
     };
-    let stop = stop_flag()?;
+    let stop = crate::signals::stop_flag()?;
     // The chain file does not say how many blocks it holds: a rate, no ETA.
     let pb = crate::progress::counter(!args.json, None, "importing", "blocks");
     let first = db.head_number();
     let cpu0 = bench::cpu_seconds().unwrap_or(0.0);
     let start = Instant::now();
     let mut txs = 0u64;
-    let mut auto = crate::cmd_checkpoint::AutoCheckpoint::new(&args.db.db, db.config());
+    let mut auto = AutoCheckpoint::new(&args.db.db, db.config());
     let handle = db.read_handle()?;
     let mut auto_error = None;
     let endpoint = match listener {
@@ -263,31 +252,41 @@ pub(crate) fn import(args: &ImportArgs) -> Result<ExitCode> {
         pb.set_message(format!("· head {} · {:.0} tx/s", b.number, txs as f64 / secs));
     });
     pb.finish_and_clear();
-    if let Some(a) = auto.as_mut() {
-        a.finish_running()?;
+    // The first failure is the one reported; the summary is printed whatever happened.
+    let mut failure = match result {
+        Ok(()) => None,
+        Err(e) if rejects_chain(&e) => Some(crate::rejected(&anyhow::Error::new(e))),
+        Err(e) => Some(anyhow::Error::new(e).context("import failed")),
+    };
+    if let Some(Err(e)) = auto.as_mut().map(|a| a.finish_running()) {
+        failure.get_or_insert(e);
     }
     if let Some(e) = auto_error {
-        return Err(e.context("automatic checkpoint failed"));
+        failure.get_or_insert(e.context("automatic checkpoint failed"));
     }
     let seconds = start.elapsed().as_secs_f64();
     let cpu = bench::cpu_seconds().unwrap_or(0.0) - cpu0;
     let (head, root) = (db.head_number(), db.head_root());
-    db.close().context("cannot close the database")?;
-    report(args, &config, &stats, (seconds, cpu), head, &root);
-    match result {
-        Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(e) if rejects_chain(&e) => Err(crate::rejected(&anyhow::Error::new(e))),
-        Err(e) => Err(anyhow::Error::new(e).context("import failed")),
+    if let Err(e) = db.close() {
+        failure.get_or_insert(anyhow::Error::new(e).context("cannot close the database"));
+    }
+    let error = failure.as_ref().map(crate::error_line);
+    report(args, &config, &stats, (seconds, cpu), (head, &root), error.as_deref());
+    match failure {
+        None => Ok(ExitCode::SUCCESS),
+        Some(e) => Err(e),
     }
 }
 
+/// The summary on stdout: the JSON document (`error`: the failure's line, or null), or
+/// the text line. A failure's `error:` line follows on stderr.
 fn report(
     args: &ImportArgs,
     config: &ImportConfig,
     stats: &ImportStats,
     (seconds, cpu): (f64, f64),
-    head: u64,
-    root: &trie::H256,
+    (head, root): (u64, &trie::H256),
+    error: Option<&str>,
 ) {
     let per = |n: u64| if seconds > 0.0 { n as f64 / seconds } else { 0.0 };
     if args.json {
@@ -309,22 +308,24 @@ fn report(
             "stopped": stats.stopped,
             "block": head,
             "root": root.to_string(),
+            "error": error,
         });
         println!("{v}");
+    } else {
+        println!(
+            "imported {} blocks ({} transactions, {} skipped) in {seconds:.2} s: {:.1} blocks/s, {:.0} tx/s; \
+             execute {:.2} s, commit {:.2} s, stalled {:.2} s, flush {:.2} s; {}head {head} {root}",
+            stats.blocks,
+            stats.transactions,
+            stats.skipped,
+            per(stats.blocks),
+            per(stats.transactions),
+            stats.exec.as_secs_f64(),
+            stats.commit.as_secs_f64(),
+            stats.stalled.as_secs_f64(),
+            stats.flush.as_secs_f64(),
+            if stats.stopped { "stopped by signal; " } else { "" },
+        );
     }
-    eprintln!(
-        "imported {} blocks ({} transactions, {} skipped) in {seconds:.2} s: {:.1} blocks/s, {:.0} tx/s; \
-         execute {:.2} s, commit {:.2} s, stalled {:.2} s, flush {:.2} s; {}head {head} {root}",
-        stats.blocks,
-        stats.transactions,
-        stats.skipped,
-        per(stats.blocks),
-        per(stats.transactions),
-        stats.exec.as_secs_f64(),
-        stats.commit.as_secs_f64(),
-        stats.stalled.as_secs_f64(),
-        stats.flush.as_secs_f64(),
-        if stats.stopped { "stopped by signal; " } else { "" },
-    );
     let _ = std::io::stdout().flush();
 }

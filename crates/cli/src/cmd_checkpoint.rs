@@ -16,7 +16,7 @@ use checkpoint::{
 use clap::{Args, Subcommand};
 use trie::H256;
 
-use crate::cmd_db::{open_or_create, open_reading, DbArgs};
+use crate::db_args::{open_or_create, open_reading, DbArgs};
 use crate::limits;
 
 /// `arbor checkpoint …`.
@@ -94,9 +94,9 @@ struct ServeArgs {
     /// The checkpoint directory.
     #[arg(long, value_name = "DIR")]
     dir: PathBuf,
-    /// Address to listen on.
+    /// Address to listen on (an IP socket address).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8600")]
-    listen: String,
+    listen: std::net::SocketAddr,
     /// Handler threads; 1 to 64.
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = limits::usize_in(1, 64))]
     threads: usize,
@@ -156,7 +156,8 @@ struct RestoreArgs {
     /// Per-chunk timeout in milliseconds; 1 to 3,600,000.
     #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = limits::u64_in(1, 3_600_000))]
     timeout_ms: u64,
-    /// Where chunks wait for their accounts [default: beside the database].
+    /// Where chunks wait for their accounts [default: restore-staging inside the database
+    /// directory].
     #[arg(long, value_name = "DIR")]
     staging: Option<PathBuf>,
     /// Print the summary as JSON.
@@ -241,7 +242,7 @@ fn create(a: &CreateArgs) -> Result<ExitCode> {
     let out = CheckpointDir::new(&a.out);
     let done = AtomicU64::new(0);
     // RocksDB's estimate of the flat entries: the ETA is as good as it is.
-    let estimate = crate::cmd_db::flat_entries_estimate(&db);
+    let estimate = crate::progress::flat_entries_estimate(&db);
     let pb = crate::progress::counter(!a.json, Some(estimate), "creating", "entries");
     let created = crate::progress::polled(
         &pb,
@@ -414,8 +415,9 @@ fn serve(a: &ServeArgs) -> Result<ExitCode> {
     if !a.dir.is_dir() {
         bail!("{} is not a directory", a.dir.display());
     }
-    let stop = crate::cmd_chain::stop_flag()?;
-    let server = checkpoint::HttpServer::start(CheckpointDir::new(&a.dir), &a.listen, a.threads)?;
+    let stop = crate::signals::stop_flag()?;
+    let listen = a.listen.to_string();
+    let server = checkpoint::HttpServer::start(CheckpointDir::new(&a.dir), &listen, a.threads)?;
     let url = format!("http://{}", server.addr());
     if a.json {
         println!("{}", serde_json::json!({ "url": url, "dir": a.dir.display().to_string() }));
@@ -533,13 +535,12 @@ fn restore(a: &RestoreArgs) -> Result<ExitCode> {
     let opts = source_opts(a.timeout_ms);
     let sources = a.sources.iter().map(|s| open_source(s, &opts)).collect::<Result<Vec<_>>>()?;
     let mut db = open_or_create(&a.db)?;
-    let staging = a.staging.clone().unwrap_or_else(|| {
-        let mut name = a.db.db.file_name().unwrap_or_default().to_os_string();
-        name.push(".restore-staging");
-        a.db.db.with_file_name(name)
-    });
+    let staging = match &a.staging {
+        Some(dir) => RestoreOptions::new(dir),
+        None => RestoreOptions::in_database(&a.db.db),
+    };
     let trusted = Trusted { block: a.trusted.block, root: a.trusted.root };
-    let stop = crate::cmd_chain::stop_flag()?;
+    let stop = crate::signals::stop_flag()?;
     // The chunk count is known once the manifest is: the length is set from the progress.
     let pb = crate::progress::counter(!a.json, Some(0), "restoring", "chunks");
     let t0 = Instant::now();
@@ -547,7 +548,7 @@ fn restore(a: &RestoreArgs) -> Result<ExitCode> {
         &mut db,
         trusted,
         &sources,
-        &RestoreOptions::new(staging),
+        &staging,
         &FetchOptions { workers: a.workers, ..FetchOptions::default() },
         &stop,
         &|p| {
@@ -576,6 +577,16 @@ fn restore(a: &RestoreArgs) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        // Every source answered and none offers the trusted checkpoint: a negative verdict
+        // on them (as `checkpoint verify`); one that could not be read is `Unreachable`.
+        Err(e @ checkpoint::FetchError::NoCheckpoint { .. }) => {
+            Err(crate::rejected(&anyhow::Error::new(e)))
+        }
+        // Every checkpoint tried proved bad and was abandoned (the database is left empty,
+        // for a restore from other sources): a verdict on what the sources offer.
+        Err(e @ checkpoint::FetchError::BadCheckpoint { .. }) => {
+            Err(crate::rejected(&anyhow::Error::new(e)))
+        }
         Err(e) => Err(e.into()),
     }
 }
@@ -598,7 +609,7 @@ fn print_restore(r: &checkpoint::RestoreReport) {
     }
     for s in &r.sources {
         println!(
-            "  {}: {} chunks served, {} bad, {} timeouts, {} errors{}{}",
+            "  {}: {} chunks served, {} bad, {} timeouts, {} errors{}{}{}",
             s.source,
             s.chunks_served,
             s.bad_chunks,
@@ -608,73 +619,11 @@ fn print_restore(r: &checkpoint::RestoreReport) {
             match s.readmitted {
                 0 => String::new(),
                 n => format!(" (admitted again {n}x)"),
+            },
+            match s.bad_checkpoints.as_slice() {
+                [] => String::new(),
+                ids => format!(" — offered bad checkpoint {}", ids.join(", ")),
             }
         );
-    }
-}
-
-/// Automatic checkpoints (`[checkpoint]` in the store config): at every block number
-/// divisible by `every_blocks`, a checkpoint of the persisted state is created on a
-/// background thread (commits go on meanwhile; one at a time: the next waits for it), then
-/// the oldest beyond `keep` are pruned. `arbor load` flushes
-/// before asking, so its checkpoints are exactly at the multiples; `arbor import` persists
-/// in the background, so its checkpoint is of the last block persisted by then.
-pub(crate) struct AutoCheckpoint {
-    config: store::CheckpointConfig,
-    dir: PathBuf,
-    running: Option<std::thread::JoinHandle<Result<String>>>,
-}
-
-impl AutoCheckpoint {
-    /// The checkpointer `config` asks for, for the database at `db` (`None`: off).
-    pub(crate) fn new(db: &std::path::Path, config: &store::StoreConfig) -> Option<AutoCheckpoint> {
-        let c = config.checkpoint.clone();
-        if c.every_blocks == 0 {
-            return None;
-        }
-        let dir = if c.dir.is_empty() {
-            let mut name = db.file_name().unwrap_or_default().to_os_string();
-            name.push(".checkpoints");
-            db.with_file_name(name)
-        } else {
-            PathBuf::from(&c.dir)
-        };
-        Some(AutoCheckpoint { config: c, dir, running: None })
-    }
-
-    /// True when block `number` is due a checkpoint.
-    pub(crate) fn due(&self, number: u64) -> bool {
-        number > 0 && number.is_multiple_of(self.config.every_blocks)
-    }
-
-    /// Start a checkpoint of what `handle`'s store has persisted (after the previous one
-    /// finished).
-    pub(crate) fn start(&mut self, handle: store::ReadHandle) -> Result<()> {
-        self.finish_running()?;
-        let (dir, threads, keep) =
-            (self.dir.clone(), self.config.threads as usize, self.config.keep as usize);
-        self.running = Some(std::thread::spawn(move || -> Result<String> {
-            let state = handle.persisted()?;
-            let out = CheckpointDir::new(&dir);
-            let opts = CreateOptions { threads, ..CreateOptions::default() };
-            let created = checkpoint::create(&state, &opts, &out, &AtomicU64::new(0))?;
-            out.prune(keep)?;
-            Ok(format!(
-                "checkpoint {} of block {} in {}",
-                hex::encode(created.id.0),
-                created.manifest.block,
-                dir.display()
-            ))
-        }));
-        Ok(())
-    }
-
-    /// Wait for a running checkpoint and report it on stderr.
-    pub(crate) fn finish_running(&mut self) -> Result<()> {
-        if let Some(t) = self.running.take() {
-            let line = t.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?;
-            eprintln!("{line}");
-        }
-        Ok(())
     }
 }

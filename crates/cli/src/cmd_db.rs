@@ -1,34 +1,21 @@
-//! Database commands: `arbor init`, `verify`, `get`, `revert`, `stats`, and the helpers
-//! every command on a database shares (`--db`, `--config`, opening rules).
-//!
-//! Commands that read a database refuse a directory that holds none (rather than creating
-//! one); commands that create one (`init`, `load`) refuse a non-empty directory that is
-//! not a database. Every store error becomes one `error: …` line.
+//! Database commands: `arbor init`, `verify`, `repair`, `config`, `get`, `revert`,
+//! `stats` (the opening rules they share are in [`crate::db_args`]). Every store error
+//! becomes one `error: …` line.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
-use store::{RevertError, StateDb, StoreConfig, StoreStats};
+use store::{RevertError, StateDb, StoreStats};
 use trie::TrieId;
 
+use crate::db_args::{open_existing, open_or_create, open_reading, DbArgs};
 use crate::genesis_load::load_genesis;
 use crate::input::read_genesis;
 use crate::limits;
-
-/// `--db` and `--config`, shared by every database command.
-#[derive(Debug, Args)]
-pub(crate) struct DbArgs {
-    /// The database directory.
-    #[arg(long, value_name = "DIR")]
-    pub(crate) db: PathBuf,
-    /// Store configuration file (TOML; every key optional) [default: built-in defaults].
-    #[arg(long, value_name = "FILE")]
-    pub(crate) config: Option<PathBuf>,
-}
 
 /// Arguments of `arbor init`.
 #[derive(Debug, Args)]
@@ -124,55 +111,6 @@ pub(crate) struct StatsArgs {
     /// Print the counters as JSON.
     #[arg(long)]
     json: bool,
-}
-
-/// The configuration from `--config`, or the defaults.
-pub(crate) fn load_config(path: Option<&Path>) -> Result<StoreConfig> {
-    match path {
-        Some(p) => Ok(StoreConfig::from_file(p)?),
-        None => Ok(StoreConfig::default()),
-    }
-}
-
-/// Open an existing database; a directory without one is an error, not a new database.
-pub(crate) fn open_existing(args: &DbArgs) -> Result<StateDb> {
-    let config = load_config(args.config.as_deref())?;
-    if !args.db.join("CURRENT").is_file() {
-        bail!(
-            "no database at {} (create one with `arbor init` or `arbor load`)",
-            args.db.display()
-        );
-    }
-    StateDb::open(&args.db, config).with_context(|| format!("cannot open {}", args.db.display()))
-}
-
-/// Open an existing database read-only, for the read commands (`get`, `stats`, `verify`,
-/// `prove --db`, `checkpoint create`): they run beside a writer in another process and
-/// write nothing to the directory.
-pub(crate) fn open_reading(args: &DbArgs) -> Result<StateDb> {
-    let config = load_config(args.config.as_deref())?;
-    if !args.db.join("CURRENT").is_file() {
-        bail!(
-            "no database at {} (create one with `arbor init` or `arbor load`)",
-            args.db.display()
-        );
-    }
-    StateDb::open_read_only(&args.db, config)
-        .with_context(|| format!("cannot open {} read-only", args.db.display()))
-}
-
-/// Open a database, creating it when the directory is absent or empty.
-pub(crate) fn open_or_create(args: &DbArgs) -> Result<StateDb> {
-    let config = load_config(args.config.as_deref())?;
-    let dir = &args.db;
-    if dir.exists() && !dir.join("CURRENT").is_file() {
-        let mut entries = std::fs::read_dir(dir)
-            .with_context(|| format!("cannot use {} as a database directory", dir.display()))?;
-        if entries.next().is_some() {
-            bail!("{} is not empty and holds no database; use a new directory", dir.display());
-        }
-    }
-    StateDb::open(dir, config).with_context(|| format!("cannot open {}", dir.display()))
 }
 
 /// A trie id as people read it.
@@ -345,17 +283,15 @@ fn verify_lines(r: &store::VerifyReport, bad_nodes: &[BadNodes]) -> Vec<String> 
     lines
 }
 
-/// RocksDB's estimate of the entries in `flat` (0 if it has none): the total of the
-/// progress bars of whole-state scans.
-pub(crate) fn flat_entries_estimate(db: &StateDb) -> u64 {
-    db.stats().column_families.iter().find(|c| c.name == "flat").map_or(0, |c| c.estimated_keys)
-}
-
 /// Run `work` (a verify) with a progress bar on stderr (unless `show` is false): flat
 /// entries scanned against the estimate, with the rate and an ETA.
 fn with_scan_progress<T>(db: &StateDb, show: bool, work: impl FnOnce() -> Result<T>) -> Result<T> {
-    let pb =
-        crate::progress::counter(show, Some(flat_entries_estimate(db)), "verifying", "entries");
+    let pb = crate::progress::counter(
+        show,
+        Some(crate::progress::flat_entries_estimate(db)),
+        "verifying",
+        "entries",
+    );
     let start = db.scanned_entries();
     let out = crate::progress::polled(&pb, || db.scanned_entries() - start, work);
     pb.finish_and_clear();
@@ -414,7 +350,7 @@ pub(crate) fn get(args: &GetArgs) -> Result<ExitCode> {
 pub(crate) fn revert(args: &RevertArgs) -> Result<ExitCode> {
     // The handler first: a signal while the database opens stops the revert after its
     // first block too, instead of killing the process (which a slow open made likely).
-    let stop = crate::cmd_chain::stop_flag()?;
+    let stop = crate::signals::stop_flag()?;
     let mut db = open_existing(&args.db)?;
     let head = db.head_number();
     let pb = crate::progress::counter(!args.json, Some(args.blocks), "reverting", "blocks");
@@ -493,6 +429,23 @@ pub(crate) fn stats(args: &StatsArgs) -> Result<ExitCode> {
         "layers         {} unpersisted ({} bytes), {} persisted since open, {} commit waits",
         s.unpersisted_layers, s.unpersisted_bytes, s.layers_persisted, s.commit_waits
     )?;
+    write_caches(&mut out, &s)?;
+    write_files(&mut out, &s)?;
+    writeln!(
+        out,
+        "memory budget  {budget} bytes (block cache + memtables + caches + unpersisted layers)"
+    )?;
+    writeln!(
+        out,
+        "(the first two cache lines count this process only; `all sessions` adds every \
+         earlier session closed cleanly)"
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `arbor stats`' cache lines: this process's node and flat caches and resident trie,
+/// then the totals of every session.
+fn write_caches(out: &mut impl Write, s: &StoreStats) -> std::io::Result<()> {
     let caches = [("node cache", &s.node_cache), ("flat cache", &s.flat_cache)];
     for (name, c) in caches {
         writeln!(
@@ -525,7 +478,11 @@ pub(crate) fn stats(args: &StatsArgs) -> Result<ExitCode> {
         t.flat_misses,
         t.flat_evictions,
         t.flat_hit_rate() * 100.0
-    )?;
+    )
+}
+
+/// `arbor stats`' file lines: the SST bytes, then per column family.
+fn write_files(out: &mut impl Write, s: &StoreStats) -> std::io::Result<()> {
     writeln!(
         out,
         "sst bytes      {} (live data estimate {}, about {} keys)",
@@ -543,14 +500,5 @@ pub(crate) fn stats(args: &StatsArgs) -> Result<ExitCode> {
             c.estimated_keys
         )?;
     }
-    writeln!(
-        out,
-        "memory budget  {budget} bytes (block cache + memtables + caches + unpersisted layers)"
-    )?;
-    writeln!(
-        out,
-        "(the first two cache lines count this process only; `all sessions` adds every \
-         earlier session closed cleanly)"
-    )?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

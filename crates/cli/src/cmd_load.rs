@@ -16,11 +16,13 @@ use anyhow::{bail, Context, Result};
 use bench::workload::Workload;
 use clap::Args;
 use indicatif::ProgressBar;
-use store::StateDb;
+use store::{CommitInfo, StateDb};
 use trie::H256;
 
-use crate::cmd_db::{open_or_create, DbArgs};
+use crate::auto_checkpoint::AutoCheckpoint;
+use crate::db_args::{open_or_create, DbArgs};
 use crate::limits;
+use crate::metrics::Endpoint;
 
 /// Runs with more blocks than this draw a progress bar.
 const PROGRESS_BLOCKS_MIN: u64 = 50;
@@ -111,10 +113,10 @@ pub(crate) fn run(args: &LoadArgs) -> Result<ExitCode> {
     let (first, last) = block_span(db.head_number(), args.blocks)?;
     let show = args.blocks > PROGRESS_BLOCKS_MIN && !args.json;
     let pb = crate::progress::counter(show, Some(args.blocks), "committing", "blocks");
-    let mut auto = crate::cmd_checkpoint::AutoCheckpoint::new(&args.db.db, db.config());
+    let mut auto = AutoCheckpoint::new(&args.db.db, db.config());
     // From here on Ctrl-C or SIGTERM ends the run at a block boundary, with the summary (a
     // signal during the bulk phase above still ends the process: that load resumes).
-    let stop = crate::cmd_chain::stop_flag()?;
+    let stop = crate::signals::stop_flag()?;
     let endpoint = match listener {
         Some(l) => Some(crate::metrics::serve(l, db.read_handle()?)?),
         None => None,
@@ -125,14 +127,7 @@ pub(crate) fn run(args: &LoadArgs) -> Result<ExitCode> {
         if stop.load(std::sync::atomic::Ordering::SeqCst) {
             break;
         }
-        let changes = workload.change_set(b);
-        let t0 = Instant::now();
-        let info = db.commit(&changes).with_context(|| format!("cannot commit block {b}"))?;
-        let n: usize = changes.values().map(|m| m.len()).sum();
-        if let Some(e) = &endpoint {
-            e.counters.block(info.number, n as u64, t0.elapsed());
-        }
-        tracing::debug!(block = info.number, root = %info.root, changes = n, commit_ms = t0.elapsed().as_secs_f64() * 1e3, "committed");
+        let info = commit_block(&mut db, &workload, b, endpoint.as_ref())?;
         lines.emit(&pb, info.number, &info.root)?;
         pb.inc(1);
         committed += 1;
@@ -157,24 +152,30 @@ pub(crate) fn run(args: &LoadArgs) -> Result<ExitCode> {
     lines.out.flush()?;
     let stopped = committed < args.blocks;
     tracing::info!(blocks = committed, stopped, head = number, root = %root, "load done");
-    summary(args, bulk_seconds, (committed, stopped), seconds, number, &root);
+    let summary = Summary { bulk_seconds, committed, stopped, seconds, number, root };
+    summary.print_line(args);
     if args.json {
-        let per_second = |n: u64| if seconds > 0.0 { n as f64 / seconds } else { 0.0 };
-        let v = serde_json::json!({
-            "block": number,
-            "root": root.to_string(),
-            "blocks": committed,
-            "updates": committed.saturating_mul(args.updates_per_block),
-            "bulk_loaded_keys": bulk_seconds.map(|_| args.keys),
-            "bulk_s": bulk_seconds,
-            "elapsed_s": seconds,
-            "blocks_per_s": per_second(committed),
-            "updates_per_s": per_second(committed.saturating_mul(args.updates_per_block)),
-            "stopped": stopped,
-        });
-        println!("{v}");
+        summary.print_json(args);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Commit the workload's block `b`, counted on the metrics endpoint, if any.
+fn commit_block(
+    db: &mut StateDb,
+    workload: &Workload,
+    b: u64,
+    endpoint: Option<&Endpoint>,
+) -> Result<CommitInfo> {
+    let changes = workload.change_set(b);
+    let t0 = Instant::now();
+    let info = db.commit(&changes).with_context(|| format!("cannot commit block {b}"))?;
+    let n: usize = changes.values().map(|m| m.len()).sum();
+    if let Some(e) = endpoint {
+        e.counters.block(info.number, n as u64, t0.elapsed());
+    }
+    tracing::debug!(block = info.number, root = %info.root, changes = n, commit_ms = t0.elapsed().as_secs_f64() * 1e3, "committed");
+    Ok(info)
 }
 
 /// The numbers of the `blocks` blocks after `head`, first and last (`blocks` ≥ 1); an
@@ -213,28 +214,65 @@ fn bulk_load(db: &mut StateDb, workload: &Workload, show: bool) -> Result<()> {
     Ok(())
 }
 
-fn summary(
-    args: &LoadArgs,
+/// What a run did, for its summary.
+struct Summary {
+    /// The bulk load's time, when this run loaded the initial keys.
     bulk_seconds: Option<f64>,
-    (committed, stopped): (u64, bool),
+    /// Blocks committed.
+    committed: u64,
+    /// Whether a signal ended the run early.
+    stopped: bool,
+    /// Time of the blocks (commits and the final flush).
     seconds: f64,
+    /// The head.
     number: u64,
-    root: &H256,
-) {
-    let mut line = String::new();
-    if let Some(s) = bulk_seconds {
-        line.push_str(&format!("bulk-loaded {} keys in {s:.2} s; ", args.keys));
+    root: H256,
+}
+
+impl Summary {
+    fn per_second(&self, n: f64) -> f64 {
+        if self.seconds > 0.0 {
+            n / self.seconds
+        } else {
+            0.0
+        }
     }
-    if stopped {
-        line.push_str("stopped by signal; ");
+
+    /// The summary line on stderr.
+    fn print_line(&self, args: &LoadArgs) {
+        let Summary { committed, seconds, number, root, .. } = self;
+        let mut line = String::new();
+        if let Some(s) = self.bulk_seconds {
+            line.push_str(&format!("bulk-loaded {} keys in {s:.2} s; ", args.keys));
+        }
+        if self.stopped {
+            line.push_str("stopped by signal; ");
+        }
+        line.push_str(&format!(
+            "committed {committed} blocks in {seconds:.2} s ({:.1} blocks/s, {:.0} updates/s); head {number} {root}",
+            self.per_second(*committed as f64),
+            self.per_second(committed.saturating_mul(args.updates_per_block) as f64),
+        ));
+        eprintln!("{line}");
     }
-    let per_second = |n: f64| if seconds > 0.0 { n / seconds } else { 0.0 };
-    line.push_str(&format!(
-        "committed {committed} blocks in {seconds:.2} s ({:.1} blocks/s, {:.0} updates/s); head {number} {root}",
-        per_second(committed as f64),
-        per_second(committed.saturating_mul(args.updates_per_block) as f64),
-    ));
-    eprintln!("{line}");
+
+    /// The summary as one JSON object on stdout (`--json`).
+    fn print_json(&self, args: &LoadArgs) {
+        let updates = self.committed.saturating_mul(args.updates_per_block);
+        let v = serde_json::json!({
+            "block": self.number,
+            "root": self.root.to_string(),
+            "blocks": self.committed,
+            "updates": updates,
+            "bulk_loaded_keys": self.bulk_seconds.map(|_| args.keys),
+            "bulk_s": self.bulk_seconds,
+            "elapsed_s": self.seconds,
+            "blocks_per_s": self.per_second(self.committed as f64),
+            "updates_per_s": self.per_second(updates as f64),
+            "stopped": self.stopped,
+        });
+        println!("{v}");
+    }
 }
 
 #[cfg(test)]

@@ -16,8 +16,8 @@ use serde::Serialize;
 use serde_json::Value;
 use trie::{verify_proof, EthLayout, TrieId, H256};
 
-use crate::cmd_db::{open_reading, DbArgs};
-use crate::input::{display_name, read_genesis, read_text};
+use crate::db_args::{open_reading, DbArgs};
+use crate::input::{display_name, read_genesis, read_text_bytes, utf8_text};
 
 /// Arguments of `arbor prove`: `--genesis FILE --address A [--slot S…]`, or `--db DIR KEY`.
 #[derive(Debug, Args)]
@@ -129,9 +129,12 @@ fn parse_slot(s: &str) -> Result<H256, String> {
 /// Run `arbor verify-proof`.
 pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
     let root = args.root;
-    let text = read_text(&args.file)?;
-    // A file that is not a proof is a negative verdict (exit 1), like a proof that fails.
-    let verdict = check_proof(&text, &args.file, &root).map_err(|e| crate::rejected(&e))?;
+    // A file that cannot be read is exit 3; one that is not a proof (not even UTF-8 text)
+    // is a negative verdict (exit 1), like a proof that fails.
+    let bytes = read_text_bytes(&args.file)?;
+    let verdict = utf8_text(&args.file, bytes)
+        .and_then(|text| check_proof(&text, &args.file, &root))
+        .map_err(|e| crate::rejected(&e))?;
     if args.json {
         let reason = verdict.as_ref().err().map(ToString::to_string);
         println!("{}", serde_json::json!({ "valid": verdict.is_ok(), "reason": reason }));

@@ -9,13 +9,10 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use chain::parallel::block_txs;
-use chain::runtime::{
-    default_author, funded_accounts, genesis, paired_transfers, EXISTENTIAL_DEPOSIT,
-};
 use chain::{
-    build_block, decode_witness, encode_witness, verify_block, Block, BlockContext, BuildConfig,
-    Stop, Transfer, TransferKind, VerifyError,
+    block_txs, build_block, decode_witness, default_author, encode_witness, funded_accounts,
+    genesis, paired_transfers, verify_block, Block, BlockContext, BuildConfig, Stop, Transfer,
+    TransferKind, VerifyError, EXISTENTIAL_DEPOSIT,
 };
 use serde::Serialize;
 use trie::{MemoryNodeSource, Trie, TrieId, H256};
@@ -108,7 +105,7 @@ fn pool(first: u64, n: u64, kind: TransferKind) -> Vec<Transfer> {
 }
 
 /// Apply a block's changes to the in-memory state; returns the new root.
-fn apply(src: &mut MemoryNodeSource, root: H256, changes: &chain::builder::Built) -> Result<H256> {
+fn apply(src: &mut MemoryNodeSource, root: H256, changes: &chain::Built) -> Result<H256> {
     let mut t: Trie<&MemoryNodeSource> = Trie::from_root(&*src, root);
     for (k, v) in changes.changes.get(&TrieId::Main).into_iter().flatten() {
         t.write(k, v.as_deref())?;
@@ -137,7 +134,7 @@ pub(crate) fn run() -> Result<ChainDemo> {
     for (number, (label, txs, limit)) in (1u64..).zip(plan) {
         let ctx = BlockContext { number, author };
         let config = BuildConfig {
-            pov_limit: limit.min(chain::builder::DEFAULT_POV_LIMIT),
+            pov_limit: limit.min(chain::DEFAULT_POV_LIMIT),
             ..BuildConfig::default()
         };
         let start = Instant::now();

@@ -45,8 +45,19 @@ fn read_at_most(path: &Path, limit: u64) -> Result<Vec<u8>> {
 
 /// The text of `path`, or of stdin when `path` is `-`: UTF-8, at most [`TEXT_BYTES_MAX`].
 pub(crate) fn read_text(path: &Path) -> Result<String> {
-    String::from_utf8(read_at_most(path, TEXT_BYTES_MAX)?)
-        .map_err(|e| anyhow::anyhow!("cannot read {}: not UTF-8 text ({e})", display_name(path)))
+    utf8_text(path, read_text_bytes(path)?)
+}
+
+/// The bytes of a text input, at most [`TEXT_BYTES_MAX`], not yet decoded: a caller that
+/// judges its content reads it apart from decoding it ([`utf8_text`]).
+pub(crate) fn read_text_bytes(path: &Path) -> Result<Vec<u8>> {
+    read_at_most(path, TEXT_BYTES_MAX)
+}
+
+/// `bytes` (read from `path`) as UTF-8 text.
+pub(crate) fn utf8_text(path: &Path, bytes: Vec<u8>) -> Result<String> {
+    String::from_utf8(bytes)
+        .map_err(|e| anyhow::anyhow!("{} is not UTF-8 text ({e})", display_name(path)))
 }
 
 /// clap's parser of a 32-byte hash argument (a root, a checkpoint id): 0x optional.

@@ -17,6 +17,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod auto_checkpoint;
 mod cmd_bench;
 mod cmd_block;
 mod cmd_chain;
@@ -26,6 +27,7 @@ mod cmd_demo;
 mod cmd_load;
 mod cmd_proof;
 mod cmd_root;
+mod db_args;
 mod demo_chain;
 mod demo_store;
 mod genesis_load;
@@ -34,6 +36,7 @@ mod limits;
 mod metrics;
 mod output;
 mod progress;
+mod signals;
 
 /// Arbor: an authenticated state engine (Ethereum-compatible Merkle-Patricia trie).
 #[derive(Debug, Parser)]
@@ -251,7 +254,7 @@ fn usage_error(e: &clap::Error) -> ExitCode {
 /// The error and its causes on one line, `outer: inner: …`. A cause whose text the
 /// message so far already contains is skipped: typed errors often both print and
 /// expose their source, which would otherwise appear twice.
-fn error_line(e: &anyhow::Error) -> String {
+pub(crate) fn error_line(e: &anyhow::Error) -> String {
     let mut line = String::new();
     for cause in e.chain() {
         let text = cause.to_string();

@@ -165,6 +165,13 @@ fn render(c: &Counters, store: &ReadHandle) -> String {
         "Commits that waited for the writer.",
         m.commit_waits.to_string(),
     );
+    render_histogram(&mut out, c);
+    render_caches(&mut out, &m);
+    out
+}
+
+/// The commit-duration histogram: cumulative buckets, the sum and the count.
+fn render_histogram(out: &mut String, c: &Counters) {
     let name = "arbor_commit_duration_seconds";
     let _ = writeln!(out, "# HELP {name} Time one block's commit took.\n# TYPE {name} histogram");
     let mut cumulative = 0;
@@ -176,6 +183,10 @@ fn render(c: &Counters, store: &ReadHandle) -> String {
     let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {cumulative}");
     let sum = c.sum_ns.load(Ordering::Relaxed) as f64 / 1e9;
     let _ = writeln!(out, "{name}_sum {sum}\n{name}_count {cumulative}");
+}
+
+/// The node and flat caches' series, one line per cache.
+fn render_caches(out: &mut String, m: &store::StoreMetrics) {
     for (series, help, value) in [
         (
             "arbor_cache_hits_total",
@@ -202,5 +213,4 @@ fn render(c: &Counters, store: &ReadHandle) -> String {
             value[0], value[1]
         );
     }
-    out
 }

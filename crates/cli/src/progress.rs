@@ -72,6 +72,12 @@ fn template(known_total: bool, what: &str, unit: &str) -> String {
     }
 }
 
+/// RocksDB's estimate of the entries in `flat` (0 if it has none): the total of the
+/// progress bars of whole-state scans.
+pub(crate) fn flat_entries_estimate(db: &store::StateDb) -> u64 {
+    db.stats().column_families.iter().find(|c| c.name == "flat").map_or(0, |c| c.estimated_keys)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
+use test_support::dir_snapshot;
 use trie::{keccak256, EthLayout, H256};
 
 /// `arbor checkpoint …`: round trips, hostile sources and command lines, SIGKILL.
@@ -32,11 +33,15 @@ const EXEC_APIS_ROOT: &str = "0xdc43f460541a253c0f64b6943ef83fa3bd601699a255622f
 const STORAGE_ACCOUNT: &str = "0x8bebc8ba651aee624937e7d897853ac30c95a067";
 
 fn testdata(rel: &str) -> String {
-    // Run-time `CARGO_MANIFEST_DIR` (cargo sets it for tests): right even when a shared
-    // target directory holds a binary first built from another checkout.
+    // `ARBOR_TESTDATA`, else the repository's copy. Run-time `CARGO_MANIFEST_DIR` (cargo
+    // sets it for tests): right even when a target directory holds a binary built from
+    // another checkout.
+    if let Ok(dir) = std::env::var("ARBOR_TESTDATA") {
+        return format!("{dir}/{rel}");
+    }
     let dir = std::env::var("CARGO_MANIFEST_DIR")
         .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string());
-    format!("{dir}/../../../shared/testdata/ethereum/{rel}")
+    format!("{dir}/../../testdata/ethereum/{rel}")
 }
 
 /// A fresh file under cargo's per-test-binary temp dir.
@@ -705,22 +710,6 @@ fn deep_verify_repair_and_config_defaults() {
     assert_one_line_error(&o, "no database");
 }
 
-/// Every file of a directory (names and contents).
-fn dir_files(path: &str) -> Vec<(String, Vec<u8>)> {
-    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(path)
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                std::fs::read(e.path()).unwrap_or_default(),
-            )
-        })
-        .collect();
-    out.sort();
-    out
-}
-
 #[test]
 fn read_commands_run_beside_a_writer_and_write_nothing() {
     let db = fresh_db("beside-writer");
@@ -739,12 +728,12 @@ fn read_commands_run_beside_a_writer_and_write_nothing() {
         "--quiet",
     ]);
     // Idle: the read commands leave the directory exactly as it was.
-    let before = dir_files(&db);
+    let before = dir_snapshot(&db);
     ok(&["get", "--db", &db, "0x0011"]);
     ok(&["stats", "--db", &db, "--json"]);
     ok(&["verify", "--db", &db, "--deep"]);
     ok(&["prove", "--db", &db, "0x0011"]);
-    assert!(dir_files(&db) == before, "a read command changed the database directory");
+    assert!(dir_snapshot(&db) == before, "a read command changed the database directory");
     // Beside a writer in another process: they all succeed.
     let mut writer = Command::new(env!("CARGO_BIN_EXE_arbor"))
         .args([

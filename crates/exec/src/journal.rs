@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use trie::TransactionError;
+use state::TransactionError;
 
 use crate::Key;
 

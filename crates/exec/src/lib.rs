@@ -2,9 +2,10 @@
 //! memory, Gelashvili et al., PPoPP'23) and the sequential reference it must agree with.
 //!
 //! A block is a slice of [`Transaction`]s over the main trie of a read-only
-//! [`StateReader`] (the state seam, defined in `trie`). Both executors return the same
-//! [`BlockOutput`]: every transaction's output and the block's final write set, exactly
-//! as running the transactions one after another would give; or the first storage error
+//! [`StateReader`] (the state seam, defined in the `state` crate: the executors link
+//! nothing else of ours). Both executors return the same [`BlockOutput`]: every
+//! transaction's output and the block's final write set, exactly as running the
+//! transactions one after another would give; or the first storage error
 //! ([`ExecError::Storage`]), never a result built on a failed read.
 //!
 //! - [`execute_sequential`]: the reference.
@@ -12,7 +13,8 @@
 //!   `scheduler.rs`); blocks smaller than [`PARALLEL_MIN_TXS`] or one worker fall back to
 //!   the sequential executor.
 //!
-//! Transactions read and write through a [`View`] (the seam's [`StateView`] plus scans).
+//! Transactions read and write through a [`View`] (the seam's [`StateView`] plus scans;
+//! both executors build it from `view.rs`, their own writes over what lies below them).
 //! A read that meets an ESTIMATE (a write of a lower transaction that is being
 //! re-executed) returns [`Stop::Blocked`], which the transaction propagates with `?`; the
 //! executor then suspends it until the blocking transaction has run again.
@@ -24,13 +26,14 @@ mod mvmemory;
 mod parallel;
 mod scheduler;
 mod sequential;
+mod view;
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 
 pub use parallel::{execute_parallel, execute_parallel_with, ParallelOptions};
 pub use sequential::execute_sequential;
-pub use trie::{apply_delta, StateReader, StateView, TransactionError, TrieId};
+pub use state::{apply_delta, StateReader, StateView, TransactionError, TrieId};
 
 /// A state key.
 pub type Key = Vec<u8>;
@@ -89,6 +92,13 @@ pub(crate) enum Write {
     Value(Option<Value>),
     /// A sum to add to whatever the key holds before this transaction.
     Delta(i64),
+}
+
+/// A set or a remove.
+impl From<Option<Value>> for Write {
+    fn from(value: Option<Value>) -> Self {
+        Write::Value(value)
+    }
 }
 
 /// One transaction of a block. `execute` must be deterministic in what it reads: the

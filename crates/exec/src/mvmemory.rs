@@ -365,17 +365,7 @@ impl MvMemory {
             affects |= new_here && self.max_scanner.load(SeqCst) > txn + 1;
         }
         if !unindexed.is_empty() {
-            {
-                let mut ordered = self.ordered.write();
-                ordered.pending.extend(unindexed.iter_mut().map(|(_, k)| std::mem::take(k)));
-                // Under the index's write lock: a scan registers under its read lock
-                // before it walks the index, so it either is seen here or sees these keys
-                // (whose entries are already in place).
-                affects |= self.max_scanner.load(SeqCst) > txn + 1;
-            }
-            for (id, _) in &unindexed {
-                self.shards[id.shard()].lock().slots[id.slot()].indexed = true;
-            }
+            affects |= self.index_keys(txn, unindexed);
         }
         for &old in &rec.written {
             if !ids.contains(&old) {
@@ -385,6 +375,24 @@ impl MvMemory {
         rec.written.clear();
         rec.written.extend_from_slice(&ids);
         affects
+    }
+
+    /// Enter keys that `txn` wrote into the ordered index (their entries are in place) and
+    /// flag them as indexed. Returns true when a higher transaction has started a scan,
+    /// which may have passed their place.
+    fn index_keys(&self, txn: usize, mut unindexed: SmallVec<[(KeyId, Key); 4]>) -> bool {
+        let scanned = {
+            let mut ordered = self.ordered.write();
+            ordered.pending.extend(unindexed.iter_mut().map(|(_, k)| std::mem::take(k)));
+            // Under the index's write lock: a scan registers under its read lock before it
+            // walks the index, so it either is seen here or sees these keys (whose entries
+            // are already in place).
+            self.max_scanner.load(SeqCst) > txn + 1
+        };
+        for (id, _) in &unindexed {
+            self.shards[id.shard()].lock().slots[id.slot()].indexed = true;
+        }
+        scanned
     }
 
     /// The first delta this worker records to `key` in the block: intern it and flag its

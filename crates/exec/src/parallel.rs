@@ -8,23 +8,23 @@ use parking_lot::Mutex;
 use crate::journal::Journaled;
 use crate::mvmemory::{DeltaKeys, KeyId, MvMemory, ReadOrigin, ReadResult, ScanRecord, Version};
 use crate::scheduler::{Scheduler, Task};
+use crate::view::{Below, TxView};
 use crate::{
-    apply_delta, Base, BlockOutput, Counters, ExecError, Key, ScanBounds, StateReader, StateView,
-    Stop, Transaction, TransactionError, Value, View, Write, PARALLEL_MIN_TXS,
+    apply_delta, Base, BlockOutput, Counters, ExecError, Key, ScanBounds, StateReader, Stop,
+    Transaction, Value, Write, PARALLEL_MIN_TXS,
 };
 
-/// One incarnation's view: its own writes (with a checkpoint per nested transaction), then
-/// the multi-version memory, then storage.
-struct MvView<'a, 'b, S: StateReader> {
+/// Below one incarnation's own writes: the multi-version memory, then storage; with the
+/// reads and scans the incarnation made, for validation.
+struct MvBelow<'a, 'b, S: StateReader> {
     txn: usize,
     memory: &'a MvMemory,
     storage: &'a Base<'b, S>,
     reads: Vec<(KeyId, ReadOrigin)>,
     scans: Vec<ScanRecord>,
-    writes: Journaled<Write>,
 }
 
-impl<S: StateReader> MvView<'_, '_, S> {
+impl<S: StateReader> MvBelow<'_, '_, S> {
     /// Stop the transaction if a storage read failed.
     fn check(&self) -> Result<(), Stop> {
         if self.storage.failed() {
@@ -51,62 +51,42 @@ impl<S: StateReader> MvView<'_, '_, S> {
     }
 }
 
-impl<S: StateReader> StateView for MvView<'_, '_, S> {
-    type Error = Stop;
+impl<S: StateReader> Below for MvBelow<'_, '_, S> {
+    type Write = Write;
 
-    fn get(&mut self, key: &[u8]) -> Result<Option<Value>, Stop> {
-        match self.writes.get(key) {
+    fn get(&mut self, own: &mut Journaled<Write>, key: &[u8]) -> Result<Option<Value>, Stop> {
+        match own.get(key) {
             Some(Write::Value(v)) => Ok(v.clone()),
             Some(Write::Delta(d)) => {
                 let d = *d;
                 let below = self.read_below(key)?;
                 let v = apply_delta(below.as_deref(), d);
                 // From here on the transaction holds the value itself.
-                self.writes.settle(key, Write::Value(Some(v.clone())));
+                own.settle(key, Write::Value(Some(v.clone())));
                 Ok(Some(v))
             }
             None => self.read_below(key),
         }
     }
 
-    fn set(&mut self, key: &[u8], value: Value) {
-        self.writes.insert(key, Write::Value(Some(value)));
-    }
-
-    fn remove(&mut self, key: &[u8]) {
-        self.writes.insert(key, Write::Value(None));
-    }
-
-    fn add_delta(&mut self, key: &[u8], amount: i64) -> Result<(), Stop> {
-        let w = match self.writes.get(key) {
+    fn add_delta(
+        &mut self,
+        own: &mut Journaled<Write>,
+        key: &[u8],
+        amount: i64,
+    ) -> Result<(), Stop> {
+        let w = match own.get(key) {
             Some(Write::Value(v)) => Write::Value(Some(apply_delta(v.as_deref(), amount))),
             Some(Write::Delta(d)) => Write::Delta(d.wrapping_add(amount)),
             None => Write::Delta(amount),
         };
-        self.writes.insert(key, w);
+        own.insert(key, w);
         Ok(())
-    }
-
-    fn start(&mut self) {
-        self.writes.start();
-    }
-
-    fn commit(&mut self) -> Result<(), TransactionError> {
-        self.writes.commit()
-    }
-
-    fn rollback(&mut self) -> Result<(), TransactionError> {
-        self.writes.rollback()
-    }
-}
-
-impl<S: StateReader> View for MvView<'_, '_, S> {
-    fn discard_writes(&mut self) {
-        self.writes.clear();
     }
 
     fn scan(
         &mut self,
+        own: &mut Journaled<Write>,
         from: &[u8],
         reverse: bool,
         limit: usize,
@@ -124,9 +104,9 @@ impl<S: StateReader> View for MvView<'_, '_, S> {
                 break;
             }
             let b = ScanBounds { from, last: last.as_deref(), reverse };
-            let own = b.first_key_in(self.writes.map());
+            let mine = b.first_key_in(own.map());
             let next =
-                b.earlier(b.earlier(own, self.memory.next_key(&b)), self.storage.next_key(&b));
+                b.earlier(b.earlier(mine, self.memory.next_key(&b)), self.storage.next_key(&b));
             self.check()?;
             let Some(k) = next else { break };
             let (_, r) = self.memory.read(&k, self.txn);
@@ -138,7 +118,7 @@ impl<S: StateReader> View for MvView<'_, '_, S> {
             if let Some(v) = &under {
                 below.push((k.clone(), v.clone()));
             }
-            let visible = match self.writes.get(&k) {
+            let visible = match own.get(&k) {
                 Some(Write::Value(v)) => v.clone(),
                 Some(Write::Delta(d)) => Some(apply_delta(under.as_deref(), *d)),
                 None => under,
@@ -279,14 +259,13 @@ impl<T: Transaction, S: StateReader + Sync> Shared<'_, T, S> {
     ) -> Option<Task> {
         loop {
             tally.executions += 1;
-            let mut view = MvView {
+            let mut view = TxView::new(MvBelow {
                 txn,
                 memory: &self.memory,
                 storage: &self.storage,
                 reads: Vec::new(),
                 scans: Vec::new(),
-                writes: Journaled::default(),
-            };
+            });
             match self.txs[txn].execute(&mut view) {
                 Err(Stop::ReadFailed) => {
                     assert!(
@@ -304,8 +283,8 @@ impl<T: Transaction, S: StateReader + Sync> Shared<'_, T, S> {
                     // The blocker finished meanwhile: run again at once.
                 }
                 Ok(output) => {
-                    let MvView { reads, scans, writes, .. } = view;
-                    let writes = writes.into_writes();
+                    let TxView { own, below: MvBelow { reads, scans, .. } } = view;
+                    let writes = own.into_writes();
                     let wrote_new =
                         self.memory.record((txn, incarnation), reads, scans, writes, flagged);
                     *self.outputs[txn].lock() = Some(output);

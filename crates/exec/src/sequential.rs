@@ -5,22 +5,27 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use crate::journal::Journaled;
+use crate::view::{Below, TxView};
 use crate::{
-    apply_delta, Base, BlockOutput, Counters, ExecError, Key, ScanBounds, StateReader, StateView,
-    Stop, Transaction, TransactionError, Value, View,
+    apply_delta, Base, BlockOutput, Counters, ExecError, Key, ScanBounds, StateReader, Stop,
+    Transaction, Value,
 };
 
-struct SeqView<'a, 'b, S: StateReader> {
+/// Below a sequential transaction: the writes of the block so far, then storage.
+struct SeqBelow<'a, 'b, S: StateReader> {
     storage: &'a Base<'b, S>,
     block: &'a BTreeMap<Key, Option<Value>>,
-    own: Journaled<Option<Value>>,
 }
 
-impl<S: StateReader> StateView for SeqView<'_, '_, S> {
-    type Error = Stop;
+impl<S: StateReader> Below for SeqBelow<'_, '_, S> {
+    type Write = Option<Value>;
 
-    fn get(&mut self, key: &[u8]) -> Result<Option<Value>, Stop> {
-        if let Some(v) = self.own.get(key) {
+    fn get(
+        &mut self,
+        own: &mut Journaled<Option<Value>>,
+        key: &[u8],
+    ) -> Result<Option<Value>, Stop> {
+        if let Some(v) = own.get(key) {
             return Ok(v.clone());
         }
         if let Some(v) = self.block.get(key) {
@@ -33,40 +38,20 @@ impl<S: StateReader> StateView for SeqView<'_, '_, S> {
         Ok(v)
     }
 
-    fn set(&mut self, key: &[u8], value: Value) {
-        self.own.insert(key, Some(value));
-    }
-
-    fn remove(&mut self, key: &[u8]) {
-        self.own.insert(key, None);
-    }
-
-    fn add_delta(&mut self, key: &[u8], amount: i64) -> Result<(), Stop> {
-        let current = self.get(key)?;
-        self.own.insert(key, Some(apply_delta(current.as_deref(), amount)));
+    fn add_delta(
+        &mut self,
+        own: &mut Journaled<Option<Value>>,
+        key: &[u8],
+        amount: i64,
+    ) -> Result<(), Stop> {
+        let current = self.get(own, key)?;
+        own.insert(key, Some(apply_delta(current.as_deref(), amount)));
         Ok(())
-    }
-
-    fn start(&mut self) {
-        self.own.start();
-    }
-
-    fn commit(&mut self) -> Result<(), TransactionError> {
-        self.own.commit()
-    }
-
-    fn rollback(&mut self) -> Result<(), TransactionError> {
-        self.own.rollback()
-    }
-}
-
-impl<S: StateReader> View for SeqView<'_, '_, S> {
-    fn discard_writes(&mut self) {
-        self.own.clear();
     }
 
     fn scan(
         &mut self,
+        own: &mut Journaled<Option<Value>>,
         from: &[u8],
         reverse: bool,
         limit: usize,
@@ -75,14 +60,13 @@ impl<S: StateReader> View for SeqView<'_, '_, S> {
         let mut last: Option<Key> = None;
         while out.len() < limit {
             let b = ScanBounds { from, last: last.as_deref(), reverse };
-            let own_and_block =
-                b.earlier(b.first_key_in(self.own.map()), b.first_key_in(self.block));
+            let own_and_block = b.earlier(b.first_key_in(own.map()), b.first_key_in(self.block));
             let next = b.earlier(own_and_block, self.storage.next_key(&b));
             if self.storage.failed() {
                 return Err(Stop::ReadFailed);
             }
             let Some(k) = next else { break };
-            if let Some(v) = self.get(&k)? {
+            if let Some(v) = self.get(own, &k)? {
                 out.push((k.clone(), v));
             }
             last = Some(k);
@@ -117,7 +101,7 @@ pub(crate) fn run<T: Transaction, S: StateReader>(
         if cancel.is_some_and(|c| c.load(Relaxed)) {
             return Err(ExecError::Cancelled);
         }
-        let mut view = SeqView { storage: &base, block: &writes, own: Journaled::default() };
+        let mut view = TxView::new(SeqBelow { storage: &base, block: &writes });
         let out = match tx.execute(&mut view) {
             Ok(out) => out,
             Err(Stop::ReadFailed) => {

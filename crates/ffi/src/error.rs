@@ -52,9 +52,8 @@ impl FfiError {
 
 fn store_code(e: &StoreError) -> ArborCode {
     match e {
-        StoreError::Corrupt(_) => ArborCode::Corrupt,
         StoreError::KeyTooLong { .. } => ArborCode::InvalidArgument,
-        StoreError::Rocks(r) if r.kind() == rocksdb::ErrorKind::Corruption => ArborCode::Corrupt,
+        _ if e.is_corruption() => ArborCode::Corrupt,
         _ => ArborCode::Io,
     }
 }
@@ -71,15 +70,14 @@ impl From<OpenError> for FfiError {
             OpenError::Config(_) => ArborCode::InvalidArgument,
             OpenError::NotArbor { .. }
             | OpenError::SchemaMismatch { .. }
-            | OpenError::MissingColumnFamily { .. }
-            | OpenError::Corrupt(_) => ArborCode::Corrupt,
-            OpenError::Rocks(r) if r.kind() == rocksdb::ErrorKind::Corruption => ArborCode::Corrupt,
+            | OpenError::MissingColumnFamily { .. } => ArborCode::Corrupt,
             // A directory that holds something else than a database.
             OpenError::CreateDir { source, .. }
                 if source.kind() == std::io::ErrorKind::DirectoryNotEmpty =>
             {
                 ArborCode::Corrupt
             }
+            _ if e.is_corruption() => ArborCode::Corrupt,
             _ => ArborCode::Io,
         };
         FfiError::new(code, e.to_string())
@@ -128,7 +126,9 @@ impl From<checkpoint::FetchError> for FfiError {
         let code = match &e {
             FetchError::Cancelled => ArborCode::Cancelled,
             FetchError::NoCheckpoint { .. } => ArborCode::NotFound,
-            FetchError::MissingChunk { .. } => ArborCode::Corrupt,
+            FetchError::MissingChunk { .. } | FetchError::BadCheckpoint { .. } => {
+                ArborCode::Corrupt
+            }
             FetchError::Chunk(c) => match c.as_ref() {
                 ChunkError::Store(s) => store_code(s),
                 ChunkError::Staging { .. } => ArborCode::Io,

@@ -560,12 +560,11 @@ pub extern "C" fn arbor_restore(
             return Err(FfiError::invalid("no sources"));
         }
         let mut db = StateDb::open(std::path::Path::new(path), config)?;
-        let staging = format!("{path}.restore-staging");
         let (_, outcome) = checkpoint::restore_from_sources(
             &mut db,
             trusted,
             &sources,
-            &checkpoint::RestoreOptions::new(staging),
+            &checkpoint::RestoreOptions::in_database(std::path::Path::new(path)),
             &checkpoint::FetchOptions::default(),
             &stop,
             &|_| {},

@@ -1,6 +1,6 @@
 //! The overlay's typed errors, one enum per operation family: handing over the block's
-//! changes (transaction control fails with the seam's `trie::TransactionError`). Point reads and range reads fail only with the
-//! backend's own error type.
+//! changes (transaction control fails with the seam's `state::TransactionError`). Point
+//! reads and range reads fail only with the backend's own error type.
 
 /// Why the block's change set could not be produced.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

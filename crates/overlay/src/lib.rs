@@ -7,29 +7,25 @@
 //!   merging the overlay's writes with the backend's entries.
 //! - [`PovSession`]: an overlay over a recording trie of the parent state, with the exact
 //!   proof size and state root after every transaction.
-//! - [`MemoryState`]: an in-memory backend (one `BTreeMap` per trie) for tests and
-//!   benchmarks.
 //!
 //! Values follow the trie and the store: an empty value means "absent", so writing an
 //! empty value is a removal and no read ever returns an empty value.
 //!
-//! [`StateReader`]: trie::StateReader
+//! [`StateReader`]: state::StateReader
 
 #![forbid(unsafe_code)]
 
 mod error;
-mod memory;
 mod overlay;
 mod pov;
 mod range;
 mod slot;
 
 pub use error::ChangeSetError;
-pub use memory::{MemoryRange, MemoryState};
 pub use overlay::{Overlay, PendingWrite};
 pub use pov::{PovError, PovSession, RecordingBackend};
 pub use range::RangeIter;
-pub use trie::{ChangeSet, TransactionError};
+pub use state::{ChangeSet, TransactionError};
 
 /// The value a read reports: `None` for absent or empty, as the trie and the store do.
 fn normalize(value: Option<Vec<u8>>) -> Option<Vec<u8>> {

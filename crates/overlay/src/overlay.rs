@@ -24,7 +24,7 @@
 
 use std::collections::{btree_map, BTreeMap};
 
-use trie::{key_bounds, StateReader, StateView, TrieId};
+use state::{apply_delta, key_bounds, StateReader, StateView, TrieId};
 
 use crate::error::ChangeSetError;
 use crate::range::RangeIter;
@@ -338,7 +338,7 @@ impl<R: StateReader> StateView for Overlay<R> {
     }
 
     fn add_delta(&mut self, key: &[u8], amount: i64) -> Result<(), R::Error> {
-        let value = trie::apply_delta(Overlay::get(self, &TrieId::Main, key)?, amount);
+        let value = apply_delta(Overlay::get(self, &TrieId::Main, key)?, amount);
         Overlay::set(self, &TrieId::Main, key, value);
         Ok(())
     }
@@ -361,7 +361,7 @@ mod tests {
     use std::cell::Cell;
 
     use super::*;
-    use crate::MemoryState;
+    use state::MemoryState;
 
     const MAIN: TrieId = TrieId::Main;
 
@@ -379,7 +379,7 @@ mod tests {
 
     impl StateReader for Probe {
         type Error = Injected;
-        type Range<'a> = trie::VecRange<Injected>;
+        type Range<'a> = state::VecRange<Injected>;
         fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, Injected> {
             if self.fail.get() {
                 return Err(Injected);
@@ -437,7 +437,7 @@ mod tests {
         o.remove(&MAIN, b"zz");
         assert_eq!(get(&mut o, b"a"), Some(b"9".to_vec()));
         assert_eq!(get(&mut o, b"b"), None);
-        let other = TrieId::Storage(trie::H256([3; 32]));
+        let other = TrieId::Storage(state::H256([3; 32]));
         assert_eq!(o.get(&other, b"a").unwrap(), None);
     }
 

@@ -38,7 +38,8 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
-use trie::{NodeSource, StateReader, Trie, TrieError, TrieId, H256};
+use state::{key_bounds, StateReader, TrieId, VecRange, H256};
+use trie::{NodeSource, Trie, TrieError};
 
 use crate::overlay::Overlay;
 use crate::TransactionError;
@@ -102,7 +103,7 @@ pub struct RecordingBackend<S: NodeSource> {
 impl<S: NodeSource> StateReader for RecordingBackend<S> {
     type Error = PovError;
     type Range<'a>
-        = trie::VecRange<PovError>
+        = VecRange<PovError>
     where
         S: 'a;
 
@@ -132,7 +133,7 @@ impl<S: NodeSource> StateReader for RecordingBackend<S> {
             return Err(PovError::UnsupportedTrie(*trie));
         }
         let mut inner = self.inner.borrow_mut();
-        if trie::key_bounds(start, end).is_none() {
+        if key_bounds(start, end).is_none() {
             return Ok(Vec::new().into_iter());
         }
         let mut entries: std::collections::BTreeMap<Vec<u8>, Vec<u8>> =

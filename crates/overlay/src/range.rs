@@ -10,7 +10,7 @@
 use std::collections::btree_map;
 use std::iter::Peekable;
 
-use trie::StateReader;
+use state::StateReader;
 
 use crate::slot::Slot;
 

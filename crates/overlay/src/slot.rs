@@ -6,7 +6,7 @@
 //! every key written or read during the block; it is freed only when the block's changes
 //! are drained.
 
-use trie::TrieId;
+use state::TrieId;
 
 /// A key's value as written at one transaction depth.
 #[derive(Debug, Clone)]

@@ -17,11 +17,11 @@ use trie::{TrieId, EMPTY_ROOT, H256};
 
 use crate::error::{BulkError, Corruption, StoreError};
 use crate::keys::{
-    decode_root, encode_head, flat_key, root_key, split_trie_prefix, CF_FLAT, CF_HISTORY, CF_META,
-    CF_NODES, KEY_BYTES_MAX, META_BULK, META_HEAD, META_ROOT,
+    cf, decode_root, encode_head, flat_key, root_key, split_trie_prefix, CF_FLAT, CF_HISTORY,
+    CF_META, CF_NODES, KEY_BYTES_MAX, META_BULK, META_HEAD, META_ROOT,
 };
 use crate::rebuild::{rebuild, Mode, Rebuilt};
-use crate::state::{cf, StateDb};
+use crate::state::StateDb;
 
 /// Longest label a bulk load may carry.
 pub const BULK_LABEL_BYTES_MAX: usize = 1024;

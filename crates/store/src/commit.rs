@@ -25,11 +25,10 @@ use trie::{TrieId, EMPTY_ROOT, H256};
 
 use crate::error::{CommitError, Corruption, StoreError};
 use crate::history::ReverseDiff;
-use crate::keys::CF_FLAT;
+use crate::keys::{cf, CF_FLAT};
 use crate::keys::{encode_head, flat_key, node_key, node_key_into, root_key, Column, META_HEAD};
 use crate::layer::{ChangeMap, Entry, Layer};
 use crate::resident::Resident;
-use crate::state::cf;
 use crate::state::{ChangeSet, CommitInfo, CommitTimings, StateDb};
 use crate::update::{update_trie, Change, KeyValue, PreState};
 use crate::view::{leaf_under_in, Reader};

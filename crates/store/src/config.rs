@@ -260,6 +260,89 @@ impl RocksConfig {
     pub fn memtable_budget_bytes(&self) -> u64 {
         self.write_buffer_bytes.saturating_mul(2)
     }
+
+    /// The first `[rocksdb]` value out of its range (sizes past 1 PiB aside).
+    fn out_of_range(&self) -> Option<OutOfRange> {
+        let bloom = self.bloom_bits_per_key;
+        if !(bloom.is_finite() && (0.0..=64.0).contains(&bloom)) {
+            let (key, expected) = ("rocksdb.bloom_bits_per_key", "0.0 to 64.0");
+            return Some(OutOfRange::new(key, toml_float(bloom), expected));
+        }
+        if self.max_open_files != -1 && self.max_open_files < 16 {
+            let expected = "-1 (unlimited) or at least 16";
+            return Some(OutOfRange::new("rocksdb.max_open_files", self.max_open_files, expected));
+        }
+        if self.target_file_size_bytes < MIB {
+            let (key, expected) = ("rocksdb.target_file_size_bytes", "at least 1048576 (1 MiB)");
+            return Some(OutOfRange::new(key, self.target_file_size_bytes, expected));
+        }
+        if self.write_buffer_bytes < MIB {
+            let (key, expected) = ("rocksdb.write_buffer_bytes", "at least 1048576 (1 MiB)");
+            return Some(OutOfRange::new(key, self.write_buffer_bytes, expected));
+        }
+        if self.max_total_wal_bytes != 0 && self.max_total_wal_bytes < self.write_buffer_bytes {
+            let (key, expected) = (
+                "rocksdb.max_total_wal_bytes",
+                "0 (RocksDB chooses) or at least rocksdb.write_buffer_bytes",
+            );
+            return Some(OutOfRange::new(key, self.max_total_wal_bytes, expected));
+        }
+        None
+    }
+}
+
+/// A value outside its allowed range (see [`ConfigError::Invalid`]).
+struct OutOfRange {
+    /// The dotted key.
+    key: &'static str,
+    /// The value, as written in TOML.
+    value: String,
+    /// The allowed range.
+    expected: &'static str,
+}
+
+impl OutOfRange {
+    fn new(key: &'static str, value: impl ToString, expected: &'static str) -> Self {
+        OutOfRange { key, value: value.to_string(), expected }
+    }
+}
+
+impl LayerConfig {
+    /// The first `[layers]` value out of its range (sizes past 1 PiB aside).
+    fn out_of_range(&self) -> Option<OutOfRange> {
+        if self.unpersisted_bytes_max < MIB {
+            let (key, expected) = ("layers.unpersisted_bytes_max", "at least 1048576 (1 MiB)");
+            return Some(OutOfRange::new(key, self.unpersisted_bytes_max, expected));
+        }
+        if !(1..=1024).contains(&self.persist_blocks) {
+            return Some(OutOfRange::new(
+                "layers.persist_blocks",
+                self.persist_blocks,
+                "1 to 1024",
+            ));
+        }
+        if !(1..=HISTORY_DEPTH_MAX).contains(&self.history_depth) {
+            return Some(OutOfRange::new(
+                "layers.history_depth",
+                self.history_depth,
+                "1 to 16777216",
+            ));
+        }
+        None
+    }
+}
+
+impl CheckpointConfig {
+    /// The first `[checkpoint]` value out of its range.
+    fn out_of_range(&self) -> Option<OutOfRange> {
+        if !(1..=CHECKPOINTS_KEPT_MAX).contains(&self.keep) {
+            return Some(OutOfRange::new("checkpoint.keep", self.keep, "1 to 65536"));
+        }
+        if !(1..=256).contains(&self.threads) {
+            return Some(OutOfRange::new("checkpoint.threads", self.threads, "1 to 256"));
+        }
+        None
+    }
 }
 
 /// Origin label for text that did not come from a file.
@@ -323,14 +406,23 @@ impl StoreConfig {
     }
 
     fn validate_as(&self, origin: &str) -> Result<(), ConfigError> {
-        let invalid = |key, value: String, expected| ConfigError::Invalid {
-            origin: origin.to_owned(),
-            key,
-            value,
-            expected,
-        };
-        let r = &self.rocksdb;
-        let (cache, l) = (&self.cache, &self.layers);
+        // Sizes past 1 PiB first, then each section in the order of the file.
+        let bad = self
+            .oversized()
+            .or_else(|| self.rocksdb.out_of_range())
+            .or_else(|| self.layers.out_of_range())
+            .or_else(|| self.checkpoint.out_of_range());
+        match bad {
+            None => Ok(()),
+            Some(OutOfRange { key, value, expected }) => {
+                Err(ConfigError::Invalid { origin: origin.to_owned(), key, value, expected })
+            }
+        }
+    }
+
+    /// The first size key past [`SIZE_MAX`].
+    fn oversized(&self) -> Option<OutOfRange> {
+        let (r, cache, l) = (&self.rocksdb, &self.cache, &self.layers);
         let sizes = [
             ("rocksdb.block_cache_bytes", r.block_cache_bytes),
             ("rocksdb.target_file_size_bytes", r.target_file_size_bytes),
@@ -341,70 +433,8 @@ impl StoreConfig {
             ("cache.resident_bytes", cache.resident_bytes),
             ("layers.unpersisted_bytes_max", l.unpersisted_bytes_max),
         ];
-        if let Some((key, size)) = sizes.into_iter().find(|(_, size)| *size > SIZE_MAX) {
-            return Err(invalid(key, size.to_string(), "at most 1125899906842624 (1 PiB)"));
-        }
-        let bloom = r.bloom_bits_per_key;
-        if !(bloom.is_finite() && (0.0..=64.0).contains(&bloom)) {
-            return Err(invalid("rocksdb.bloom_bits_per_key", toml_float(bloom), "0.0 to 64.0"));
-        }
-        if r.max_open_files != -1 && r.max_open_files < 16 {
-            return Err(invalid(
-                "rocksdb.max_open_files",
-                r.max_open_files.to_string(),
-                "-1 (unlimited) or at least 16",
-            ));
-        }
-        if r.target_file_size_bytes < MIB {
-            return Err(invalid(
-                "rocksdb.target_file_size_bytes",
-                r.target_file_size_bytes.to_string(),
-                "at least 1048576 (1 MiB)",
-            ));
-        }
-        if r.write_buffer_bytes < MIB {
-            return Err(invalid(
-                "rocksdb.write_buffer_bytes",
-                r.write_buffer_bytes.to_string(),
-                "at least 1048576 (1 MiB)",
-            ));
-        }
-        if r.max_total_wal_bytes != 0 && r.max_total_wal_bytes < r.write_buffer_bytes {
-            return Err(invalid(
-                "rocksdb.max_total_wal_bytes",
-                r.max_total_wal_bytes.to_string(),
-                "0 (RocksDB chooses) or at least rocksdb.write_buffer_bytes",
-            ));
-        }
-        if l.unpersisted_bytes_max < MIB {
-            return Err(invalid(
-                "layers.unpersisted_bytes_max",
-                l.unpersisted_bytes_max.to_string(),
-                "at least 1048576 (1 MiB)",
-            ));
-        }
-        if !(1..=1024).contains(&l.persist_blocks) {
-            return Err(invalid(
-                "layers.persist_blocks",
-                l.persist_blocks.to_string(),
-                "1 to 1024",
-            ));
-        }
-        if !(1..=HISTORY_DEPTH_MAX).contains(&l.history_depth) {
-            return Err(invalid(
-                "layers.history_depth",
-                l.history_depth.to_string(),
-                "1 to 16777216",
-            ));
-        }
-        let c = &self.checkpoint;
-        if !(1..=CHECKPOINTS_KEPT_MAX).contains(&c.keep) {
-            return Err(invalid("checkpoint.keep", c.keep.to_string(), "1 to 65536"));
-        }
-        if !(1..=256).contains(&c.threads) {
-            return Err(invalid("checkpoint.threads", c.threads.to_string(), "1 to 256"));
-        }
-        Ok(())
+        let (key, size) = sizes.into_iter().find(|(_, size)| *size > SIZE_MAX)?;
+        Some(OutOfRange::new(key, size, "at most 1125899906842624 (1 PiB)"))
     }
 
     /// Peak memory the store may spend on caches, memtables and unpersisted layers:

@@ -2,7 +2,9 @@
 //! [`CommitError`], [`RevertError`], [`BulkError`] (bulk loads), [`HistoryError`]
 //! (decoding a reverse diff), and [`StoreError`], what every operation can meet below
 //! them (RocksDB, corruption, poisoning). Records that contradict themselves are a typed
-//! [`Corruption`]; sources are carried, never flattened into strings.
+//! [`Corruption`]; sources are carried, never flattened into strings. RocksDB's own errors
+//! travel as the opaque [`RocksError`], so that callers need not link RocksDB to tell
+//! damage from I/O ([`StoreError::is_corruption`], [`OpenError::is_corruption`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -18,6 +20,40 @@ fn path_text(path: &[u8]) -> String {
         path.iter().map(|n| char::from_digit(u32::from(*n), 16).unwrap_or('?')).collect();
     format!("0x{digits}")
 }
+
+/// An error RocksDB reported. Its `Display` is RocksDB's message, which starts with the
+/// status kind (`Corruption: …`, `IO error: …`); [`RocksError::is_corruption`] tells the
+/// kind that matters to callers without naming RocksDB's types.
+pub struct RocksError(rocksdb::Error);
+
+impl RocksError {
+    /// RocksDB found its own files damaged (a checksum mismatch, a truncated or malformed
+    /// file).
+    pub fn is_corruption(&self) -> bool {
+        self.0.kind() == rocksdb::ErrorKind::Corruption
+    }
+
+    /// RocksDB could not take the database's lock file: another handle holds it.
+    pub(crate) fn is_lock_held(&self) -> bool {
+        self.0.kind() == rocksdb::ErrorKind::IOError && self.0.to_string().contains("lock")
+    }
+}
+
+// As RocksDB's own error, so that messages and `{:?}` read as they did before the wrapper.
+impl std::fmt::Debug for RocksError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl std::fmt::Display for RocksError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&self.0, f)
+    }
+}
+
+// RocksDB's error carries no source of its own; its message is this error's `Display`.
+impl std::error::Error for RocksError {}
 
 /// Something on disk that contradicts the store's own invariants.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -209,7 +245,7 @@ pub enum StoreError {
     ReadOnly,
     /// RocksDB reported an error.
     #[error("rocksdb: {0}")]
-    Rocks(#[from] rocksdb::Error),
+    Rocks(#[source] RocksError),
     /// What the database holds is inconsistent.
     #[error("corrupt store: {0}")]
     Corrupt(#[source] Box<Corruption>),
@@ -267,6 +303,23 @@ impl StoreError {
             _ => None,
         }
     }
+
+    /// The database is damaged: records that contradict the store's invariants
+    /// ([`StoreError::Corrupt`]) or RocksDB files that fail their checks. An earlier
+    /// failure behind [`StoreError::Poisoned`] does not count (the store is poisoned).
+    pub fn is_corruption(&self) -> bool {
+        match self {
+            StoreError::Corrupt(_) => true,
+            StoreError::Rocks(r) => r.is_corruption(),
+            _ => false,
+        }
+    }
+}
+
+impl From<rocksdb::Error> for StoreError {
+    fn from(e: rocksdb::Error) -> Self {
+        StoreError::Rocks(RocksError(e))
+    }
 }
 
 impl From<Corruption> for StoreError {
@@ -313,7 +366,7 @@ pub enum OpenError {
     },
     /// RocksDB refused to open the database.
     #[error("rocksdb: {0}")]
-    Rocks(#[from] rocksdb::Error),
+    Rocks(#[source] RocksError),
     /// A column family the schema needs is missing.
     #[error("database at {} lacks column family {name:?}; it was not created by Arbor or is damaged", path.display())]
     MissingColumnFamily {
@@ -325,6 +378,14 @@ pub enum OpenError {
     /// The directory holds a RocksDB database with data but no Arbor schema record.
     #[error("database at {} has no schema version record; it is not an Arbor database", path.display())]
     NotArbor {
+        /// Database directory.
+        path: PathBuf,
+    },
+    /// The directory holds a database creation that has not finished: under way in another
+    /// opener, or interrupted by a crash. Opening it for writing finishes it (read-only
+    /// opens refuse it).
+    #[error("the database at {} is being created or its creation was interrupted; opening it for writing finishes it", path.display())]
+    CreationUnfinished {
         /// Database directory.
         path: PathBuf,
     },
@@ -351,6 +412,23 @@ impl OpenError {
             OpenError::Corrupt(c) => Some(c),
             _ => None,
         }
+    }
+
+    /// The database is damaged: an unreadable bookkeeping record ([`OpenError::Corrupt`])
+    /// or RocksDB files that fail their checks. A directory that holds no Arbor database,
+    /// or another schema version, is told by its own variant.
+    pub fn is_corruption(&self) -> bool {
+        match self {
+            OpenError::Corrupt(_) => true,
+            OpenError::Rocks(r) => r.is_corruption(),
+            _ => false,
+        }
+    }
+}
+
+impl From<rocksdb::Error> for OpenError {
+    fn from(e: rocksdb::Error) -> Self {
+        OpenError::Rocks(RocksError(e))
     }
 }
 

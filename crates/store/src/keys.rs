@@ -1,6 +1,7 @@
 //! On-disk key layout (see `docs/design.md`): column families, flat keys, node keys,
 //! history keys and meta keys. All integers are big-endian so that keys sort by them.
 
+use rocksdb::{ColumnFamily, DB};
 use trie::{TrieId, H256};
 
 use crate::error::{Corruption, StoreError};
@@ -15,6 +16,11 @@ pub(crate) const CF_HISTORY: &str = "history";
 pub(crate) const CF_META: &str = "meta";
 /// Every column family the store needs.
 pub(crate) const COLUMN_FAMILIES: [&str; 4] = [CF_FLAT, CF_NODES, CF_HISTORY, CF_META];
+
+/// The handle of column family `name` (one of [`COLUMN_FAMILIES`]) in an open database.
+pub(crate) fn cf<'a>(db: &'a DB, name: &'static str) -> Result<&'a ColumnFamily, StoreError> {
+    db.cf_handle(name).ok_or(StoreError::MissingColumnFamily { name })
+}
 
 /// The schema version this build reads and writes.
 pub(crate) const SCHEMA_VERSION: u32 = 1;

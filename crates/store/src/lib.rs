@@ -37,6 +37,7 @@ mod read;
 mod rebuild;
 mod resident;
 mod restore;
+mod shared;
 mod snapshot;
 mod state;
 mod update;
@@ -51,11 +52,13 @@ pub use config::{
     parse_size, CacheConfig, CheckpointConfig, Compression, ConfigError, LayerConfig, RocksConfig,
     StoreConfig, DEFAULT_CONFIG_TOML,
 };
-pub use db::rocksdb_options;
+pub use db::{creation_unfinished, rocksdb_options};
 pub use error::{
-    BulkError, CommitError, Corruption, HistoryError, OpenError, RevertError, StoreError,
+    BulkError, CommitError, Corruption, HistoryError, OpenError, RevertError, RocksError,
+    StoreError,
 };
-pub use keys::KEY_BYTES_MAX;
+pub use history::ReverseDiff;
+pub use keys::{Column, KEY_BYTES_MAX};
 pub use range::FlatRange;
 pub use read::read_capped;
 pub use resident::ResidentStats;

@@ -14,8 +14,7 @@ use rocksdb::DBRawIterator;
 use trie::{KeyValue, TrieId};
 
 use crate::error::StoreError;
-use crate::keys::{flat_key, flat_range_for_path, CF_FLAT};
-use crate::state::cf;
+use crate::keys::{cf, flat_key, flat_range_for_path, CF_FLAT};
 use crate::view::Reader;
 
 /// A key's newest value in the layers (`None`: deleted).

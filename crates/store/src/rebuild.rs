@@ -13,9 +13,8 @@ use trie::{
 
 use crate::error::{Corruption, StoreError};
 use crate::keys::{
-    encode_node_value, flat_range_for_path, node_key, CF_FLAT, CF_NODES, KEY_BYTES_MAX,
+    cf, encode_node_value, flat_range_for_path, node_key, CF_FLAT, CF_NODES, KEY_BYTES_MAX,
 };
-use crate::state::cf;
 use crate::view::leaf_at;
 
 /// Write batches of the rebuild are flushed at about this size.

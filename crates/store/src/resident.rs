@@ -30,9 +30,8 @@ use rocksdb::{IteratorMode, DB};
 use rustc_hash::FxHashMap;
 
 use crate::error::StoreError;
-use crate::keys::CF_NODES;
+use crate::keys::{cf, CF_NODES};
 use crate::layer::Layer;
-use crate::state::cf;
 
 /// Overhead of one entry besides its key and value bytes (map slot, `Arc` and `Box` headers).
 const ENTRY_OVERHEAD_BYTES: u64 = 64;

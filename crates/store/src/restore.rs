@@ -16,10 +16,10 @@ use trie::{EthLayout, Layout, TrieId, EMPTY_ROOT, H256};
 
 use crate::error::{BulkError, StoreError};
 use crate::keys::{
-    encode_head, encode_node_value, flat_key, node_key, root_key, CF_FLAT, CF_META, CF_NODES,
+    cf, encode_head, encode_node_value, flat_key, node_key, root_key, CF_FLAT, CF_META, CF_NODES,
     KEY_BYTES_MAX, META_BULK, META_HEAD,
 };
-use crate::state::{cf, StateDb};
+use crate::state::StateDb;
 
 /// `meta` prefix of the progress records a restore keeps until it finishes.
 const META_RESTORE: &[u8] = b"restore/";

@@ -11,10 +11,10 @@ use trie::{NodeSource, SourceError, TrieId, EMPTY_ROOT, H256};
 
 use crate::error::{Corruption, StoreError};
 use crate::keys::{
-    decode_head, decode_root, flat_range_for_path, node_key, root_key, CF_FLAT, CF_META, CF_NODES,
-    META_BULK, META_HEAD,
+    cf, decode_head, decode_root, flat_range_for_path, node_key, root_key, CF_FLAT, CF_META,
+    CF_NODES, META_BULK, META_HEAD,
 };
-use crate::state::{cf, ReadHandle};
+use crate::state::ReadHandle;
 
 /// Readahead for sequential scans of `flat` (RocksDB reads ahead this much per iterator).
 /// Measured on a 1M-key checkpoint creation with 2 threads: 256 KiB 0.27-0.31 s, RocksDB's

@@ -27,12 +27,13 @@ use crate::db::{open_db, FaultInjector};
 use crate::error::{CommitError, Corruption, OpenError, RevertError, StoreError};
 use crate::history::{ReverseDiff, ReverseEntry};
 use crate::keys::{
-    decode_head, decode_root, encode_node_value, history_key, node_key, root_key,
-    split_trie_prefix, Column, CF_FLAT, CF_HISTORY, CF_META, CF_NODES, KEY_BYTES_MAX, META_BULK,
-    META_CACHE_TOTALS, META_HEAD, META_ROOT,
+    cf, decode_head, decode_root, encode_node_value, history_key, node_key, root_key,
+    split_trie_prefix, Column, CF_HISTORY, CF_META, CF_NODES, COLUMN_FAMILIES, KEY_BYTES_MAX,
+    META_BULK, META_CACHE_TOTALS, META_HEAD, META_ROOT,
 };
 use crate::layer::Layer;
 use crate::resident::{Resident, ResidentStats};
+use crate::shared::{Progress, Shared};
 use crate::view::{Reader, StoreSource};
 use crate::writer::{stage_write, writer_loop, ToWriter};
 
@@ -70,72 +71,6 @@ pub struct CommitTimings {
     pub publish: Duration,
 }
 
-/// The first failed write.
-#[derive(Debug, Clone)]
-pub(crate) struct Poison {
-    pub(crate) number: u64,
-    pub(crate) error: Arc<StoreError>,
-}
-
-impl Poison {
-    pub(crate) fn poisoned(&self) -> StoreError {
-        StoreError::Poisoned { number: self.number, source: self.error.clone() }
-    }
-}
-
-#[derive(Debug, Default)]
-pub(crate) struct Progress {
-    /// Bytes in layers not yet persisted.
-    pub(crate) pending_bytes: u64,
-    /// Highest block number persisted.
-    pub(crate) persisted: u64,
-    /// Set when a write failed: the block and the error.
-    pub(crate) poisoned: Option<Poison>,
-}
-
-pub(crate) struct Shared {
-    pub(crate) reader: Reader,
-    pub(crate) config: StoreConfig,
-    pub(crate) progress: Mutex<Progress>,
-    pub(crate) changed: Condvar,
-    pub(crate) faults: FaultInjector,
-    pub(crate) layers_persisted: AtomicU64,
-    /// Bytes of the write batches the writer wrote (keys, values, batch framing).
-    pub(crate) bytes_written: AtomicU64,
-    pub(crate) commit_waits: AtomicU64,
-    /// The most bytes of unpersisted layers held at once this session.
-    pub(crate) peak_unpersisted_bytes: AtomicU64,
-    /// Cache counters of the sessions closed before this one.
-    pub(crate) totals_at_open: CacheTotals,
-    /// Opened read-only: nothing is ever written.
-    pub(crate) read_only: bool,
-    /// `flat` entries read by rebuilds, verifies and repairs this session (progress).
-    pub(crate) scanned: AtomicU64,
-    /// The writer wrote layers (without the WAL) that no memtable flush has made durable
-    /// yet (see `writer.rs`, "Durability").
-    pub(crate) unflushed: AtomicBool,
-}
-
-impl Shared {
-    /// Make every layer the writer wrote durable: one atomic flush of every column
-    /// family's memtables, when any layer was written since the last. Called before any
-    /// write that goes through the WAL, so that replaying the WAL after a crash never
-    /// applies a write on top of a state missing earlier layers.
-    pub(crate) fn make_durable(&self) -> Result<(), StoreError> {
-        if !self.unflushed.swap(false, Ordering::AcqRel) {
-            return Ok(());
-        }
-        let db = &self.reader.db;
-        let families = COLUMNS.iter().map(|c| cf(db, c)).collect::<Result<Vec<_>, _>>()?;
-        let mut opts = rocksdb::FlushOptions::default();
-        opts.set_wait(true);
-        db.flush_cfs_opt(&families, &opts).inspect_err(|_| {
-            self.unflushed.store(true, Ordering::Release);
-        })?;
-        Ok(())
-    }
-}
-
 /// A shareable read handle on a store ([`StateDb::read_handle`]): the seam's
 /// [`trie::StateReader`] for threads other than the committer's. Reads are consistent per
 /// key; a caller that needs one state across several reads while blocks commit keeps the
@@ -169,6 +104,45 @@ impl ReadHandle {
             keys.iter().map(|k| crate::keys::flat_key(trie, k)).collect::<Result<_, _>>()?;
         let values = self.shared.reader.read_batch(Column::Flat, &flat)?;
         Ok(values.into_iter().map(|v| v.map(|v| v.to_vec())).collect())
+    }
+
+    /// The state root of block `number` as the store holds it: the head's, an unpersisted
+    /// block's, or the one block `number + 1`'s reverse diff restores. `None` when it holds
+    /// none: `number` is above the head, its history was pruned (`layers.history_depth`),
+    /// or the state was bulk-loaded or restored at a later block.
+    pub fn recorded_root(&self, number: u64) -> Result<Option<H256>, StoreError> {
+        let Some(next) = number.checked_add(1) else { return Ok(None) };
+        let history = {
+            let layers = self.shared.reader.layers.read();
+            if let Some(l) = layers.iter().find(|l| l.number == number) {
+                return Ok(Some(l.root));
+            }
+            layers.iter().find(|l| l.number == next).map(|l| l.history.clone())
+        };
+        let db = self.db();
+        let raw = match history {
+            Some(h) => h,
+            // A layer leaves the stack only once its block is on disk.
+            None => {
+                let head = db.get_pinned_cf(cf(db, CF_META)?, META_HEAD)?;
+                match head.as_deref().map(decode_head).transpose()? {
+                    Some((n, root)) if n == number => return Ok(Some(root)),
+                    Some((n, _)) if n < number => return Ok(None),
+                    _ => {}
+                }
+                match db.get_pinned_cf(cf(db, CF_HISTORY)?, history_key(next))? {
+                    Some(v) => v.to_vec(),
+                    None => return Ok(None),
+                }
+            }
+        };
+        let entries = ReverseDiff::decode(&raw)
+            .map_err(|source| Corruption::History { number: next, source })?;
+        let head = entries.iter().find(|(c, k, _)| *c == Column::Meta && k.as_slice() == META_HEAD);
+        match head.and_then(|(_, _, old)| old.as_deref()).map(decode_head).transpose()? {
+            Some((n, root)) if n == number => Ok(Some(root)),
+            _ => Err(Corruption::HistoryHead { number: next }.into()),
+        }
     }
 }
 
@@ -629,7 +603,7 @@ impl StateDb {
         let layers = self.shared.reader.layers.read();
         let db = &self.shared.reader.db;
         let prop = |name: &str| -> u64 {
-            COLUMNS
+            COLUMN_FAMILIES
                 .iter()
                 .filter_map(|c| db.cf_handle(c))
                 .filter_map(|h| db.property_int_value_cf(h, name).ok().flatten())
@@ -653,7 +627,7 @@ impl StateDb {
             sst_bytes: prop("rocksdb.total-sst-files-size"),
             live_data_bytes: prop("rocksdb.estimate-live-data-size"),
             estimated_keys: prop("rocksdb.estimate-num-keys"),
-            column_families: COLUMNS
+            column_families: COLUMN_FAMILIES
                 .iter()
                 .filter_map(|c| db.cf_handle(c).map(|h| (*c, h)))
                 .map(|(name, h)| {
@@ -697,7 +671,7 @@ impl StateDb {
     pub fn compact(&self) -> Result<(), StoreError> {
         self.flush()?;
         let db = &self.shared.reader.db;
-        for c in COLUMNS {
+        for c in COLUMN_FAMILIES {
             db.compact_range_cf(cf(db, c)?, None::<&[u8]>, None::<&[u8]>);
         }
         Ok(())
@@ -758,15 +732,6 @@ fn stage_nodes(
     }
 }
 
-const COLUMNS: [&str; 4] = [CF_FLAT, CF_NODES, CF_HISTORY, CF_META];
-
-pub(crate) fn cf<'a>(
-    db: &'a DB,
-    name: &'static str,
-) -> Result<&'a rocksdb::ColumnFamily, StoreError> {
-    db.cf_handle(name).ok_or(StoreError::MissingColumnFamily { name })
-}
-
 /// The `meta` family of a database `open_db` opened (which checked that it exists).
 fn meta_cf(db: &DB) -> Result<&rocksdb::ColumnFamily, OpenError> {
     db.cf_handle(CF_META).ok_or_else(|| OpenError::MissingColumnFamily {
@@ -778,11 +743,7 @@ fn meta_cf(db: &DB) -> Result<&rocksdb::ColumnFamily, OpenError> {
 /// A RocksDB lock held by another process becomes [`OpenError::InUse`].
 fn in_use(path: &Path, e: OpenError) -> OpenError {
     match &e {
-        OpenError::Rocks(r)
-            if r.kind() == rocksdb::ErrorKind::IOError && r.to_string().contains("lock") =>
-        {
-            OpenError::InUse { path: path.to_path_buf() }
-        }
+        OpenError::Rocks(r) if r.is_lock_held() => OpenError::InUse { path: path.to_path_buf() },
         _ => e,
     }
 }

@@ -1086,22 +1086,32 @@ fn encode_extension(
     }
 }
 
+/// The in-memory pre-state the unit tests and the speed probe update.
 #[cfg(test)]
-mod tests {
+mod mem {
     use std::collections::{BTreeMap, HashMap};
-
-    use proptest::prelude::*;
-    use trie::{root_from_sorted, EthLayout, Layout};
 
     use super::*;
 
+    /// Which stored nodes memory knows without a lookup ([`PreState::node_in_memory`]).
+    #[derive(Debug, Clone, Copy, Default)]
+    pub(super) enum Known {
+        /// Nodes at paths of even length ("resident" and complete): every lookup kind is
+        /// exercised.
+        #[default]
+        EvenPaths,
+        /// None: every node is looked up.
+        Nothing,
+        /// Every node.
+        Everything,
+    }
+
     /// Stored nodes by path, and the flat state, as the store keeps them.
     #[derive(Default)]
-    struct Mem {
-        nodes: HashMap<Vec<u8>, Arc<[u8]>>,
-        flat: BTreeMap<Vec<u8>, Vec<u8>>,
-        /// No node is known without a lookup.
-        cold: bool,
+    pub(super) struct Mem {
+        pub(super) nodes: HashMap<Vec<u8>, Arc<[u8]>>,
+        pub(super) flat: BTreeMap<Vec<u8>, Vec<u8>>,
+        pub(super) known: Known,
     }
 
     impl PreState for Mem {
@@ -1113,19 +1123,39 @@ mod tests {
             Ok(self.nodes.get(path).cloned())
         }
 
-        // Paths of even length are "resident" and complete: every lookup kind is exercised.
         fn node_in_memory(&self, path: &[u8]) -> Option<Option<&[u8]>> {
-            let known = !self.cold && path.len().is_multiple_of(2);
+            let known = match self.known {
+                Known::EvenPaths => path.len().is_multiple_of(2),
+                Known::Nothing => false,
+                Known::Everything => true,
+            };
             known.then(|| self.nodes.get(path).map(|v| &v[..]))
         }
 
         fn leaf_under(&self, path: &[u8]) -> Result<Option<KeyValue>, StoreError> {
-            let mut under = self.flat.iter().filter(|(k, _)| key_follows(k, 0, path));
+            // The keys under `path` are the ones from its first (zero-padded) bytes on, up
+            // to the first that is not under it.
+            let mut lo = Vec::new();
+            for pair in path.chunks(2) {
+                lo.push((pair[0] << 4) | pair.get(1).copied().unwrap_or(0));
+            }
+            let mut under = self.flat.range(lo..).take_while(|(k, _)| key_follows(k, 0, path));
             let first = under.next().map(|(k, v)| (k.clone(), v.clone()));
             assert!(under.next().is_none(), "two keys under the leaf at {path:?}");
             Ok(first)
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, HashMap};
+
+    use proptest::prelude::*;
+    use trie::{root_from_sorted, EthLayout, Layout};
+
+    use super::mem::{Known, Mem};
+    use super::*;
 
     /// What a bottom-up rebuild stores: every hashed node, and the root whatever its size.
     struct Expected(HashMap<Vec<u8>, Arc<[u8]>>);
@@ -1264,8 +1294,8 @@ mod tests {
 
     #[test]
     fn wrong_old_values_are_refused() {
-        for cold in [false, true] {
-            let mut mem = Mem { cold, ..Mem::default() };
+        for known in [Known::EvenPaths, Known::Nothing] {
+            let mut mem = Mem { known, ..Mem::default() };
             let mut root = EMPTY_ROOT;
             let batch: BTreeMap<_, _> =
                 (0..50u8).map(|i| (vec![i; 32], Some(vec![i; 40]))).collect();
@@ -1284,7 +1314,7 @@ mod tests {
                 let key = claim.key.to_vec();
                 assert!(
                     matches!(e.corruption(), Some(Corruption::OldValue { key: k, .. }) if *k == key),
-                    "cold {cold}, {claim:?}: {e:?}"
+                    "{known:?}, {claim:?}: {e:?}"
                 );
             }
         }
@@ -1295,44 +1325,16 @@ mod tests {
 mod speed {
     //! `cargo test --release -p store --lib -- --ignored pass_speed --nocapture`: the walk's
     //! own cost on an in-memory pre-state of 1M keys (no RocksDB), for profiling.
-    use std::collections::{BTreeMap, HashMap};
     use std::time::Instant;
 
+    use super::mem::{Known, Mem};
     use super::*;
-
-    struct Mem {
-        nodes: HashMap<Vec<u8>, Arc<[u8]>>,
-        flat: BTreeMap<Vec<u8>, Vec<u8>>,
-    }
-
-    impl PreState for Mem {
-        fn trie(&self) -> TrieId {
-            TrieId::Main
-        }
-        fn node(&self, path: &[u8]) -> Result<Option<Arc<[u8]>>, StoreError> {
-            Ok(self.nodes.get(path).cloned())
-        }
-        fn node_in_memory(&self, path: &[u8]) -> Option<Option<&[u8]>> {
-            Some(self.nodes.get(path).map(|v| &v[..]))
-        }
-        fn leaf_under(&self, path: &[u8]) -> Result<Option<KeyValue>, StoreError> {
-            let mut lo = Vec::new();
-            for pair in path.chunks(2) {
-                lo.push((pair[0] << 4) | pair.get(1).copied().unwrap_or(0));
-            }
-            Ok(self
-                .flat
-                .range(lo..)
-                .find(|(k, _)| key_follows(k, 0, path))
-                .map(|(k, v)| (k.clone(), v.clone())))
-        }
-    }
 
     #[test]
     #[ignore]
     fn pass_speed() {
         let key = |i: u32| trie::keccak256(&i.to_be_bytes()).0.to_vec();
-        let mut mem = Mem { nodes: HashMap::new(), flat: BTreeMap::new() };
+        let mut mem = Mem { known: Known::Everything, ..Mem::default() };
         let insert: Vec<Change<'_>> = Vec::new();
         drop(insert);
         let n = 1_000_000u32;

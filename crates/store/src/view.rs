@@ -19,9 +19,10 @@ use trie::{EthLayout, Layout, NodeSource, SourceError, TrieId, H256};
 
 use crate::cache::ByteCache;
 use crate::error::{Corruption, StoreError};
-use crate::keys::{flat_key, flat_range_for_path, node_key, Column, CF_FLAT, CF_META, CF_NODES};
+use crate::keys::{
+    cf, flat_key, flat_range_for_path, node_key, Column, CF_FLAT, CF_META, CF_NODES,
+};
 use crate::layer::Layer;
-use crate::state::cf;
 
 /// A live `flat` entry: its full flat key and its value.
 type FlatPair = (Vec<u8>, Arc<[u8]>);

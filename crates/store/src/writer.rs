@@ -12,7 +12,7 @@
 //! `StateDb::flush`, which makes the writer write at once.
 //!
 //! A failed group write is retried one layer at a time, so that the blocks before the
-//! failing one still reach disk; the first failure poisons the store (see `state.rs`).
+//! failing one still reach disk; the first failure poisons the store (see `shared.rs`).
 //!
 //! Durability: groups are written without RocksDB's write-ahead log. The database is
 //! opened with atomic flush, so memtables of every column family reach their SST files
@@ -38,9 +38,9 @@ use std::collections::BinaryHeap;
 use rocksdb::{WriteBatch, WriteOptions};
 
 use crate::error::StoreError;
-use crate::keys::{history_key, CF_FLAT, CF_HISTORY, CF_META, CF_NODES};
+use crate::keys::{cf, history_key, CF_FLAT, CF_HISTORY, CF_META, CF_NODES};
 use crate::layer::{ChangeMap, Entry, Layer};
-use crate::state::{cf, Poison, Shared};
+use crate::shared::{Poison, Shared};
 
 /// One column's change map inside a layer.
 type ColumnOf = fn(&Layer) -> &ChangeMap;

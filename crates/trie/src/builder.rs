@@ -13,8 +13,8 @@
 use std::marker::PhantomData;
 
 use rayon::prelude::*;
+use state::H256;
 
-use crate::hash::H256;
 use crate::nibbles::{common_prefix_nibbles, nibble_at, NibbleSlice};
 use crate::node::{ChildRef, EthLayout, Layout};
 

@@ -9,11 +9,13 @@
 //! - [`prove_key_range`] and [`verify_key_range`]: boundary proofs of key ranges whose
 //!   verification rebuilds (and reports) every node inside the range (checkpoint chunks).
 //! - [`Recorder`]: the witness recorder with nested scopes.
-//! - [`TrieId`], [`StateReader`], [`StateView`] and [`ChangeSet`]: the state seam every
-//!   layer above reads, executes and commits through.
+//! - A `RefCell<Trie>` is a [`StateReader`] (through [`state::StateReaderMut`]).
 //!
-//! Modules are private; this list is the whole public surface, one path per item. The
-//! Ethereum account model (accounts, genesis, eth_getProof JSON) lives in the `eth` crate.
+//! Modules are private; this list is the whole public surface. The state seam
+//! ([`TrieId`], [`StateReader`], [`StateView`], [`ChangeSet`], [`H256`]...) is defined in
+//! the `state` crate and re-exported here, so `trie::StateReader` and `state::StateReader`
+//! name the same trait. The Ethereum account model (accounts, genesis, eth_getProof JSON)
+//! lives in the `eth` crate.
 
 #![forbid(unsafe_code)]
 
@@ -26,13 +28,12 @@ mod range;
 mod recorder;
 mod rlp;
 mod source;
-mod state;
 mod trie;
 
 pub use builder::{
     parallel_root, root_from_sorted, BuildError, EmittedKind, HashStats, NodeSink, RootBuilder,
 };
-pub use hash::{decode_hex, keccak256, HexError, EMPTY_CODE_HASH, EMPTY_ROOT, H256};
+pub use hash::{keccak256, EMPTY_CODE_HASH, EMPTY_ROOT};
 pub use nibbles::{common_prefix_nibbles, nibble_at, NibbleSlice, Nibbles};
 pub use node::{ChildKind, ChildRef, DecodedNode, EthLayout, Layout, NodeError, INLINE_MAX};
 pub use proof::{
@@ -42,10 +43,10 @@ pub use proof::{
 pub use range::{prove_key_range, verify_key_range, RangeStats};
 pub use recorder::Recorder;
 pub use rlp::{rlp_encode_list, rlp_encode_string, RlpError, RlpItem, RlpListIter};
-pub use source::{MemoryNodeSource, NodeSource, SourceError, TrieId};
+pub use source::{MemoryNodeSource, NodeSource, SourceError};
 pub use state::{
-    apply_delta, key_bounds, ChangeSet, KeyBounds, KeyValue, MapRange, RangeItem, StateReader,
-    StateView, TransactionError, VecRange,
+    apply_delta, decode_hex, key_bounds, ChangeSet, HexError, KeyBounds, KeyValue, MapRange,
+    RangeItem, StateReader, StateView, TransactionError, TrieId, VecRange, H256,
 };
 pub use trie::{
     path_hex, CollapseDelta, CommittedNode, Entry, RemovedNode, Trie, TrieError, TrieUpdates,

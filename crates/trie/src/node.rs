@@ -7,7 +7,9 @@
 //! Invariant: a [`ChildRef`] holds either nothing, an inline encoding shorter than
 //! [`INLINE_MAX`] + 1 bytes, or a 32-byte hash; its length tells which.
 
-use crate::hash::{keccak256, EMPTY_ROOT, H256};
+use state::H256;
+
+use crate::hash::{keccak256, EMPTY_ROOT};
 use crate::nibbles::{NibbleSlice, Nibbles};
 use crate::rlp::{self, RlpError, RlpItem, RlpListIter};
 

@@ -11,8 +11,9 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
+use state::H256;
+
 use crate::builder::root_from_sorted;
-use crate::hash::H256;
 use crate::nibbles::Nibbles;
 use crate::node::{ChildKind, ChildRef, DecodedNode, Layout, NodeError};
 use crate::source::{NodeSource, SourceError};
@@ -400,7 +401,6 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         left: Option<&[u8]>,
         right: Option<&[u8]>,
     ) -> Result<NodeId, TrieError> {
-        use std::cmp::Ordering::*;
         if id == NONE || (left.is_none() && right.is_none()) {
             return Ok(NONE);
         }
@@ -412,32 +412,8 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                 Ok(if inside { NONE } else { id })
             }
             Kind::Extension { path, child } => {
-                let sub_left = match left {
-                    None => None,
-                    Some(l) => {
-                        let m = path.len().min(l.len());
-                        match path[..m].cmp(&l[..m]) {
-                            Less => return Ok(id),
-                            Greater => None,
-                            // Every key below extends the bound: all are inside on this side.
-                            Equal if l.len() < path.len() => None,
-                            // Keep descending while the bound lasts, so that the node the
-                            // prover included at the bound's end is loaded (and checked).
-                            Equal => Some(&l[path.len()..]),
-                        }
-                    }
-                };
-                let sub_right = match right {
-                    None => None,
-                    Some(r) => {
-                        let m = path.len().min(r.len());
-                        match path[..m].cmp(&r[..m]) {
-                            Greater => return Ok(id),
-                            Less => None,
-                            Equal if r.len() < path.len() => return Ok(id),
-                            Equal => Some(&r[path.len()..]),
-                        }
-                    }
+                let Some((sub_left, sub_right)) = extension_bounds(&path, left, right) else {
+                    return Ok(id);
                 };
                 prefix.extend_from_slice(&path);
                 let nc = self.unset(child, prefix, sub_left, sub_right);
@@ -452,56 +428,121 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                 }
                 Ok(id)
             }
-            Kind::Branch { mut children, value } => {
-                let mut changed = false;
-                let value_inside = left.is_none_or(<[u8]>::is_empty);
-                let value = if value_inside && value.is_some() {
-                    changed = true;
-                    None
-                } else {
-                    value
-                };
-                for i in 0..16u8 {
-                    let sub_left = match left {
-                        None => None,
-                        Some([]) => None,
-                        Some(l) if i < l[0] => continue,
-                        Some(l) if i == l[0] => Some(&l[1..]),
-                        Some(_) => None,
-                    };
-                    let sub_right = match right {
-                        None => None,
-                        Some([]) => continue,
-                        Some(r) if i > r[0] => continue,
-                        Some(r) if i == r[0] => Some(&r[1..]),
-                        Some(_) => None,
-                    };
-                    let c = children[i as usize];
-                    if c == NONE {
-                        continue;
-                    }
-                    prefix.push(i);
-                    let nc = self.unset(c, prefix, sub_left, sub_right);
-                    prefix.pop();
-                    let nc = nc?;
-                    if nc != c || (nc != NONE && self.slots[nc as usize].cached.is_empty()) {
-                        changed = true;
-                    }
-                    children[i as usize] = nc;
-                }
-                if !changed {
-                    return Ok(id);
-                }
-                self.touch(id, prefix);
-                if value.is_none() && children.iter().all(|c| *c == NONE) {
-                    self.singles.remove(&id);
-                    return Ok(NONE);
-                }
-                self.slots[id as usize].kind = Kind::Branch { children, value };
-                self.note_shape(id, prefix);
-                Ok(id)
+            Kind::Branch { children, value } => {
+                self.unset_branch(id, prefix, (children, value), left, right)
             }
             Kind::Hashed(_) => unreachable!("resolved above"),
         }
     }
+
+    /// [`Trie::unset`] on branch `id` (a copy of its `(children, value)`): drop its value
+    /// when the range covers it, and the range's part of every child the range reaches.
+    fn unset_branch(
+        &mut self,
+        id: NodeId,
+        prefix: &mut Vec<u8>,
+        (mut children, value): ([NodeId; 16], Option<Vec<u8>>),
+        left: Option<&[u8]>,
+        right: Option<&[u8]>,
+    ) -> Result<NodeId, TrieError> {
+        let mut changed = false;
+        let value_inside = left.is_none_or(<[u8]>::is_empty);
+        let value = if value_inside && value.is_some() {
+            changed = true;
+            None
+        } else {
+            value
+        };
+        for i in 0..16u8 {
+            let Some((sub_left, sub_right)) = child_bounds(i, left, right) else { continue };
+            let c = children[i as usize];
+            if c == NONE {
+                continue;
+            }
+            prefix.push(i);
+            let nc = self.unset(c, prefix, sub_left, sub_right);
+            prefix.pop();
+            let nc = nc?;
+            if nc != c || (nc != NONE && self.slots[nc as usize].cached.is_empty()) {
+                changed = true;
+            }
+            children[i as usize] = nc;
+        }
+        if !changed {
+            return Ok(id);
+        }
+        self.touch(id, prefix);
+        if value.is_none() && children.iter().all(|c| *c == NONE) {
+            self.singles.remove(&id);
+            return Ok(NONE);
+        }
+        self.slots[id as usize].kind = Kind::Branch { children, value };
+        self.note_shape(id, prefix);
+        Ok(id)
+    }
 }
+
+/// The bounds of [`Trie::unset`] below an extension over `path`, or `None` when every key
+/// below it lies outside `left..=right` (the extension stays as it is).
+fn extension_bounds<'k>(
+    path: &[u8],
+    left: Option<&'k [u8]>,
+    right: Option<&'k [u8]>,
+) -> Option<UnsetBounds<'k>> {
+    use std::cmp::Ordering::*;
+    let sub_left = match left {
+        None => None,
+        Some(l) => {
+            let m = path.len().min(l.len());
+            match path[..m].cmp(&l[..m]) {
+                Less => return None,
+                Greater => None,
+                // Every key below extends the bound: all are inside on this side.
+                Equal if l.len() < path.len() => None,
+                // Keep descending while the bound lasts, so that the node the prover
+                // included at the bound's end is loaded (and checked).
+                Equal => Some(&l[path.len()..]),
+            }
+        }
+    };
+    let sub_right = match right {
+        None => None,
+        Some(r) => {
+            let m = path.len().min(r.len());
+            match path[..m].cmp(&r[..m]) {
+                Greater => return None,
+                Less => None,
+                Equal if r.len() < path.len() => return None,
+                Equal => Some(&r[path.len()..]),
+            }
+        }
+    };
+    Some((sub_left, sub_right))
+}
+
+/// The bounds of [`Trie::unset`] below nibble `i` of a branch, or `None` when every key
+/// below it lies outside `left..=right` (the child stays as it is).
+fn child_bounds<'k>(
+    i: u8,
+    left: Option<&'k [u8]>,
+    right: Option<&'k [u8]>,
+) -> Option<UnsetBounds<'k>> {
+    let sub_left = match left {
+        None => None,
+        Some([]) => None,
+        Some(l) if i < l[0] => return None,
+        Some(l) if i == l[0] => Some(&l[1..]),
+        Some(_) => None,
+    };
+    let sub_right = match right {
+        None => None,
+        Some([]) => return None,
+        Some(r) if i > r[0] => return None,
+        Some(r) if i == r[0] => Some(&r[1..]),
+        Some(_) => None,
+    };
+    Some((sub_left, sub_right))
+}
+
+/// The `(left, right)` bounds of [`Trie::unset`] on remaining paths (`None` = unbounded).
+type UnsetBounds<'k> = (Option<&'k [u8]>, Option<&'k [u8]>);

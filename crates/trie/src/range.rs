@@ -19,8 +19,9 @@
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 
+use state::H256;
+
 use crate::builder::{EmittedKind, NodeSink, RootBuilder};
-use crate::hash::H256;
 use crate::nibbles::{nibble_at, NibbleSlice, Nibbles};
 use crate::node::{ChildKind, ChildRef, DecodedNode, Layout};
 use crate::proof::ProofError;

@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use crate::hash::H256;
+use state::H256;
 
 /// Records pre-state nodes. See the module docs.
 #[derive(Debug, Default, Clone)]

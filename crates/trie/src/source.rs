@@ -8,7 +8,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::hash::H256;
+use state::H256;
+
 use crate::node::Layout;
 
 /// A failure inside a node source (I/O, corruption), carrying the source's own typed
@@ -40,7 +41,7 @@ impl PartialEq for SourceError {
 
 impl Eq for SourceError {}
 
-/// Supplies encoded nodes to a [`crate::trie::Trie`].
+/// Supplies encoded nodes to a [`crate::Trie`].
 pub trait NodeSource {
     /// The encoding of the node with `hash` at nibble path `path`, or `None` if absent.
     fn load(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, SourceError>;
@@ -85,61 +86,6 @@ impl<T: NodeSource + ?Sized> NodeSource for &T {
     }
 }
 
-/// Which trie of a state a key or node belongs to.
-///
-/// One state holds the main trie and, in the Ethereum model, one storage trie per account
-/// (named by the account's secure key). Stores prefix flat keys and node paths with
-/// [`TrieId::prefix`] so that one trie's data sits together on disk.
-// Exhaustive on purpose: every variant has an on-disk prefix, so a new one is a schema
-// change that must break every match rather than fall into a wildcard arm.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum TrieId {
-    /// The main (account) trie.
-    Main,
-    /// A storage trie, named by its account's secure key.
-    Storage(H256),
-}
-
-impl TrieId {
-    /// Length of [`TrieId::prefix`] for this id.
-    pub fn prefix_len(&self) -> usize {
-        match self {
-            TrieId::Main => 1,
-            TrieId::Storage(_) => 33,
-        }
-    }
-
-    /// Append the on-disk prefix: `0x00` for the main trie, `0x01 ‖ account` for storage.
-    pub fn write_prefix(&self, out: &mut Vec<u8>) {
-        match self {
-            TrieId::Main => out.push(0x00),
-            TrieId::Storage(h) => {
-                out.push(0x01);
-                out.extend_from_slice(&h.0);
-            }
-        }
-    }
-
-    /// The on-disk prefix.
-    pub fn prefix(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(self.prefix_len());
-        self.write_prefix(&mut v);
-        v
-    }
-
-    /// Split a prefixed key into its trie id and the rest; `None` if malformed.
-    pub fn split(bytes: &[u8]) -> Option<(TrieId, &[u8])> {
-        match bytes.first()? {
-            0x00 => Some((TrieId::Main, &bytes[1..])),
-            0x01 => {
-                let h = H256::from_slice(bytes.get(1..33)?)?;
-                Some((TrieId::Storage(h), &bytes[33..]))
-            }
-            _ => None,
-        }
-    }
-}
-
 /// Nodes held in memory, keyed by hash. Insert-only: a hash-keyed map cannot tell whether
 /// a removed node is still referenced from elsewhere, so it keeps everything (an archive).
 #[derive(Debug, Default, Clone)]
@@ -163,28 +109,6 @@ impl MemoryNodeSource {
     /// Insert a node whose hash is already known.
     pub fn insert_hashed(&mut self, hash: H256, encoded: Vec<u8>) {
         self.nodes.insert(hash, encoded);
-    }
-
-    /// Keep every node a commit wrote (nothing is deleted: see the type's docs).
-    pub fn apply(&mut self, updates: crate::trie::TrieUpdates) {
-        for n in updates.new {
-            self.nodes.insert(n.hash, n.encoded);
-        }
-    }
-
-    /// The committed state of `entries` (key, value): its nodes and its root.
-    pub fn committed<K: AsRef<[u8]>, V: AsRef<[u8]>>(
-        entries: impl IntoIterator<Item = (K, V)>,
-    ) -> Result<(MemoryNodeSource, H256), crate::trie::TrieError> {
-        let mut t: crate::trie::Trie<MemoryNodeSource> = crate::trie::Trie::new(Self::new());
-        for (k, v) in entries {
-            t.insert(k.as_ref(), v.as_ref())?;
-        }
-        let u = t.commit()?;
-        let root = u.root;
-        let mut src = t.into_source();
-        src.apply(u);
-        Ok((src, root))
     }
 
     /// Number of nodes held.

@@ -1,11 +1,13 @@
 //! Checkpoint tests: round trips (restore equals source), determinism across thread
-//! counts, mutations, resume, and sources.
+//! counts, mutations, resume, sources, and many parallel restores (staging races).
 
 #![allow(clippy::unwrap_used)]
 
 mod common;
 mod determinism;
+mod fields;
 mod mutations;
+mod parallel;
 mod roundtrip;
 mod sources;
 

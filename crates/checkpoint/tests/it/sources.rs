@@ -8,8 +8,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use checkpoint::{
-    open_source, restore_from_sources, CheckpointDir, FetchOptions, HttpServer, RestoreOptions,
-    SourceOptions, Trusted,
+    open_source, restore_from_sources, CheckpointDir, FetchError, FetchOptions, HttpServer,
+    RestoreOptions, SourceOptions, Trusted,
 };
 
 use crate::common::*;
@@ -204,11 +204,12 @@ fn a_dripped_body_times_out_as_a_whole() {
     let opts = SourceOptions { timeout: Duration::from_millis(800) };
     let s = open_source(&dripping_server(), &opts).unwrap();
     let t0 = Instant::now();
-    // A failure within the bound: a timeout, or under load an I/O error of a connection
-    // the client gave up on (the point is that it ends).
+    // A failure within the bound: a timeout, or under load an I/O or client error of a
+    // connection the client gave up on (the point is that it ends).
     let r = s.chunk(&trie::H256::ZERO, 1 << 20);
     let ended = |e: Option<&checkpoint::SourceError>| {
-        matches!(e, Some(checkpoint::SourceError::Timeout | checkpoint::SourceError::Io(_)))
+        use checkpoint::SourceError::{Http, Io, Timeout};
+        matches!(e, Some(Timeout | Io(_) | Http(_)))
     };
     assert!(ended(r.as_ref().err()), "{r:?}");
     assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
@@ -219,13 +220,16 @@ fn a_dripped_body_times_out_as_a_whole() {
     assert!(t0.elapsed() < Duration::from_secs(5), "{:?}: {r:?}", t0.elapsed());
 }
 
-/// The S3 test server's bucket, or `None` (then the test is skipped; under `CI=true`
-/// that is a failure).
+/// The S3 test server's bucket, once a listing of it answers, or `None` (then the test is
+/// skipped; under `CI=true` that is a failure).
 fn s3_bucket() -> Option<String> {
     let bucket = std::env::var("ARBOR_S3_BUCKET").ok();
     let endpoint = std::env::var("AWS_ENDPOINT_URL").ok();
     match (bucket, endpoint) {
-        (Some(b), Some(_)) => Some(b),
+        (Some(b), Some(_)) => {
+            wait_for_s3(&b);
+            Some(b)
+        }
         _ if std::env::var("CI").as_deref() == Ok("true") => {
             panic!("CI=true but no S3 test server (AWS_ENDPOINT_URL, ARBOR_S3_BUCKET): run scripts/s3-server.sh start")
         }
@@ -271,7 +275,9 @@ fn s3_push_then_restore() {
             }
             checks
         });
-        let first = store.push(&dir, &created.id, &|_| {}).unwrap();
+        let first = store
+            .push(&dir, &created.id, &|_| {})
+            .unwrap_or_else(|e| panic!("push: {e}{}", s3_log_tail()));
         assert_eq!(first.uploaded, created.manifest.chunks.len());
         assert!(first.manifest_uploaded);
         std::thread::sleep(Duration::from_millis(50));
@@ -280,12 +286,47 @@ fn s3_push_then_restore() {
     });
     assert!(seen >= 1, "the watcher never saw the manifest");
 
-    let second = store.push(&dir, &created.id, &|_| {}).unwrap();
+    let second = store
+        .push(&dir, &created.id, &|_| {})
+        .unwrap_or_else(|e| panic!("second push: {e}{}", s3_log_tail()));
     assert_eq!((second.uploaded, second.manifest_uploaded, second.uploaded_bytes), (0, false, 0));
 
     let source = open_source(&format!("s3://{url}"), &SourceOptions::default()).unwrap();
     let (dst, _) = restore_block0(tmp.path(), src.head_root(), &[source], None);
     assert_eq!(dump(&dst), dump(&src));
+}
+
+/// Wait (up to 60 s) until a listing of `bucket` answers: the server may still be starting
+/// or busy with another suite's requests. A server that never answers fails the test
+/// with the end of its log.
+fn wait_for_s3(bucket: &str) {
+    use checkpoint::Source;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let err = match checkpoint::S3Store::from_env(bucket, Duration::from_secs(5)) {
+            Ok(store) => match store.ids() {
+                Ok(_) => return,
+                Err(e) => e.to_string(),
+            },
+            Err(e) => e.to_string(),
+        };
+        if Instant::now() > deadline {
+            panic!("the S3 test server does not answer: {err}{}", s3_log_tail());
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// The last lines of the S3 test server's log (`ARBOR_S3_LOG`, which `scripts/s3-server.sh`
+/// exports), for a failure message: the client's retries say only that they ran out.
+fn s3_log_tail() -> String {
+    let Ok(path) = std::env::var("ARBOR_S3_LOG") else { return String::new() };
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    format!(
+        "\n--- last lines of {path} ---\n{}",
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    )
 }
 
 fn rand_suffix() -> u128 {
@@ -491,4 +532,129 @@ fn a_forged_manifest_that_sorts_first_is_abandoned() {
     assert!(report.abandoned[0].starts_with(&hex::encode(forged_id.0)), "{report:#?}");
     assert_eq!(dump(&dst), dump(&src));
     assert!(dst.verify().unwrap().ok());
+}
+
+/// A copy of the checkpoint `created` in `good` as it would be forged consistently: chunk
+/// `k`'s last value of its first segment altered, the chunk stored under its new digest,
+/// and a manifest naming it stored under its own hash (the genuine manifest left out).
+/// Returns the directory and the forged manifest's id.
+pub(crate) fn forged_copy(
+    good: &std::path::Path,
+    created: &checkpoint::Created,
+    k: usize,
+    to: &std::path::Path,
+) -> trie::H256 {
+    corrupted_copy(good, to, |_| false);
+    let dir = CheckpointDir::new(to);
+    std::fs::remove_dir_all(to.join("checkpoints")).unwrap();
+    let mut m = created.manifest.clone();
+    let bytes = dir.chunk(&m.chunks[k].digest).unwrap().unwrap();
+    let mut chunk = checkpoint::Chunk::decode(&bytes).unwrap();
+    let seg = chunk.segments.iter_mut().find(|s| !s.entries.is_empty()).unwrap();
+    let mut value = seg.entries.last().unwrap().1.to_vec();
+    *value.last_mut().unwrap() ^= 0x01;
+    seg.entries.last_mut().unwrap().1 = &value;
+    let forged = chunk.encode();
+    assert_eq!(forged.len(), bytes.len());
+    m.chunks[k].digest = trie::keccak256(&forged);
+    dir.put_chunk(&m.chunks[k].digest, &forged).unwrap();
+    let manifest = m.encode();
+    let id = trie::keccak256(&manifest);
+    dir.put_manifest(&id, &manifest).unwrap();
+    id
+}
+
+/// The only checkpoint offered for the trusted block and root is forged consistently (a
+/// chunk altered, its digest updated in a manifest stored under its own hash): the restore
+/// proves it bad, abandons it (what it wrote is deleted), fails with the typed error naming
+/// it and its source, and leaves an empty database that a restore from an honest source
+/// then takes. It used to stop resumable, the database marked with the forged checkpoint,
+/// which refused the honest one.
+#[test]
+fn a_consistently_forged_single_checkpoint_is_abandoned_and_the_database_left_usable() {
+    let state = eth_state(58, 400, 4, 20);
+    let tmp = tempfile::tempdir().unwrap();
+    let src = load(&tmp.path().join("src"), &state);
+    let good = tmp.path().join("good");
+    let created = create(&src, &CheckpointDir::new(&good), &small_chunks(1));
+    let n = created.manifest.chunks.len();
+    assert!(n >= 8, "{n} chunks");
+    let forged_dir = tmp.path().join("forged");
+    let forged_id = forged_copy(&good, &created, n / 2, &forged_dir);
+    let opts = SourceOptions::default();
+    let forged_name = forged_dir.to_str().unwrap();
+    let forged_source = vec![open_source(forged_name, &opts).unwrap()];
+    let root = src.head_root();
+    let trusted = Trusted { block: 0, root };
+    let mut dst = open(&tmp.path().join("dst"));
+    let staging = RestoreOptions::new(tmp.path().join("staging"));
+    let run = |dst: &mut store::StateDb, sources: &[Box<dyn checkpoint::Source>]| {
+        let fetch = FetchOptions { workers: 1, ..FetchOptions::default() };
+        let stop = AtomicBool::new(false);
+        restore_from_sources(dst, trusted, sources, &staging, &fetch, &stop, &|_| {})
+    };
+    let (report, outcome) = run(&mut dst, &forged_source);
+    match &outcome {
+        Err(FetchError::BadCheckpoint { checkpoint, offered_by, reason }) => {
+            assert_eq!(*checkpoint, forged_id);
+            assert_eq!(offered_by, &[forged_name.to_string()]);
+            assert!(
+                matches!(reason.as_ref(), FetchError::Chunk(c) if matches!(c.as_ref(), checkpoint::ChunkError::Proof { index, .. } if *index == n / 2)),
+                "{reason:?}"
+            );
+        }
+        other => panic!("{other:?}: {report:#?}"),
+    }
+    let line = outcome.unwrap_err().to_string();
+    assert!(line.contains(&hex::encode(forged_id.0)) && line.contains(forged_name), "{line}");
+    assert_eq!(report.abandoned.len(), 1, "{report:#?}");
+    assert!(report.abandoned[0].starts_with(&hex::encode(forged_id.0)), "{report:#?}");
+    assert_eq!(report.sources[0].bad_checkpoints, vec![hex::encode(forged_id.0)]);
+    assert!(report.entries_restored > 0, "nothing was written before the bad chunk: {report:#?}");
+    // Nothing of it is left: no marker, no entries.
+    assert_eq!(dst.unfinished_bulk_load(), None);
+    assert!(dst.is_empty().unwrap());
+    // The honest checkpoint restores into the same database.
+    let good_source = vec![open_source(good.to_str().unwrap(), &opts).unwrap()];
+    let (report, outcome) = run(&mut dst, &good_source);
+    outcome.unwrap_or_else(|e| panic!("{e}: {report:#?}"));
+    assert_eq!(report.checkpoint, hex::encode(created.id.0));
+    assert_eq!(dst.head_root(), root);
+    assert_eq!(dump(&dst), dump(&src));
+    assert!(dst.verify().unwrap().ok());
+}
+
+/// Failures that say nothing about the checkpoint keep the restore resumable: a stop
+/// leaves the database marked with the checkpoint and its progress, and the next run
+/// finishes it.
+#[test]
+fn a_stopped_restore_is_not_abandoned() {
+    let state = eth_state(59, 300, 2, 10);
+    let tmp = tempfile::tempdir().unwrap();
+    let src = load(&tmp.path().join("src"), &state);
+    let good = tmp.path().join("good");
+    let created = create(&src, &CheckpointDir::new(&good), &small_chunks(1));
+    let opts = SourceOptions::default();
+    let sources = vec![open_source(good.to_str().unwrap(), &opts).unwrap()];
+    let trusted = Trusted { block: 0, root: src.head_root() };
+    let mut dst = open(&tmp.path().join("dst"));
+    let staging = RestoreOptions::new(tmp.path().join("staging"));
+    let stop = AtomicBool::new(false);
+    let fetch = FetchOptions { workers: 1, ..FetchOptions::default() };
+    let (_, outcome) =
+        restore_from_sources(&mut dst, trusted, &sources, &staging, &fetch, &stop, &|p| {
+            if p.restored >= 2 {
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        });
+    assert!(matches!(outcome, Err(FetchError::Cancelled)), "{outcome:?}");
+    let label = format!("checkpoint {}", hex::encode(created.id.0));
+    assert_eq!(dst.unfinished_bulk_load(), Some(label.as_str()));
+    stop.store(false, std::sync::atomic::Ordering::Relaxed);
+    let (report, outcome) =
+        restore_from_sources(&mut dst, trusted, &sources, &staging, &fetch, &stop, &|_| {});
+    outcome.unwrap_or_else(|e| panic!("{e}: {report:#?}"));
+    assert!(report.resumed_chunks >= 2, "{report:#?}");
+    assert!(report.abandoned.is_empty(), "{report:#?}");
+    assert_eq!(dump(&dst), dump(&src));
 }

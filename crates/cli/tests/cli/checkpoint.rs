@@ -1,7 +1,9 @@
 //! `arbor checkpoint create|verify|serve|list|restore` end to end: a round trip through
 //! a directory; a restore from three HTTP sources (one genuine, one serving corrupted
 //! chunks, one that never answers); SIGKILL during a restore and the resumed run; hostile
-//! command lines; the HTTP answers of `checkpoint serve`, read with a raw `TcpStream`.
+//! command lines; the HTTP answers of `checkpoint serve`, read with a raw `TcpStream`;
+//! `init` and `checkpoint restore` onto mount points (tmpfs, as root) and finishing an
+//! interrupted creation.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -12,9 +14,10 @@ use std::time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
+use test_support::Mount;
 
 use super::crash::{kill_after, seed};
-use super::{arbor, assert_one_line_error, fresh_db, ok, stderr, stdout};
+use super::{arbor, assert_one_line_error, fresh_db, ok, stderr, stdout, testdata, MAINNET_ROOT};
 
 /// `arbor verify`'s line for a database created but holding no state yet.
 const EMPTY_HEAD: &str = "ok 0 0x56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421";
@@ -31,11 +34,9 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-/// A fresh (absent) database for a restore, without a staging directory left beside it.
+/// A fresh (absent) database for a restore (its staging directory lives inside it).
 fn fresh_restore_db(name: &str) -> String {
-    let db = fresh_db(&format!("ckpt-{name}"));
-    let _ = std::fs::remove_dir_all(format!("{db}.restore-staging"));
-    db
+    fresh_db(&format!("ckpt-{name}"))
 }
 
 fn json(text: &str) -> Value {
@@ -349,7 +350,8 @@ fn create_list_verify_restore_round_trip() {
     assert_eq!(src["source"], dir, "{r}");
     assert_eq!(src["chunks_served"], m.chunks, "{r}");
     assert!(src["excluded"].is_null(), "{r}");
-    assert!(!Path::new(&format!("{db}.restore-staging")).exists(), "staging left behind");
+    assert!(!Path::new(&db).join("restore-staging").exists(), "staging left behind");
+    assert!(!Path::new(&format!("{db}.restore-staging")).exists(), "staging beside the db");
 
     // The restored state answers like the original.
     let workload = bench::workload::Workload::new(1, 20_000, 50);
@@ -960,4 +962,174 @@ fn verify_finds_the_valid_checkpoint_behind_bad_ones() {
     }
     let out = verify(&good.dir);
     assert!(out.starts_with(&format!("valid {} ", good.id)), "{out}");
+}
+
+/// Operators mount a dedicated volume at the database path: `init` creates the database on
+/// the mount point (it was refused: "Device or resource busy"), and `checkpoint restore`
+/// into another mount point stages inside the database, not beside it.
+#[test]
+fn init_and_restore_onto_mount_points() {
+    let test = "init_and_restore_onto_mount_points";
+    let base = fresh_dir("mounts");
+    let (a, b) = (base.join("a"), base.join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let Some(_a) = Mount::tmpfs(&a, test) else { return };
+    let Some(_b) = Mount::tmpfs(&b, test) else { return };
+    let genesis = testdata("genesis/mainnet.json");
+    assert_eq!(ok(&["init", "--db", s(&a), "--genesis", &genesis]), format!("{MAINNET_ROOT}\n"));
+    assert_eq!(ok(&["verify", "--db", s(&a)]), format!("ok 0 {MAINNET_ROOT}\n"));
+    let out = base.join("checkpoint");
+    let created = json(&ok(&[
+        "checkpoint",
+        "create",
+        "--db",
+        s(&a),
+        "--out",
+        s(&out),
+        "--json",
+        "--target-entries",
+        "64",
+    ]));
+    assert_eq!(created["root"], MAINNET_ROOT, "{created}");
+    let o = arbor(&[
+        "checkpoint",
+        "restore",
+        "--db",
+        s(&b),
+        "--block",
+        "0",
+        "--root",
+        MAINNET_ROOT,
+        "--source",
+        s(&out),
+    ]);
+    assert!(o.status.success(), "restore onto a mount point: {}{}", stdout(&o), stderr(&o));
+    assert_eq!(ok(&["verify", "--db", s(&b)]), format!("ok 0 {MAINNET_ROOT}\n"));
+    assert!(!b.join("restore-staging").exists(), "staging left behind");
+    assert!(!base.join("b.restore-staging").exists(), "staging beside the mount point");
+    assert_one_line_error(&arbor(&["init", "--db", s(&b), "--genesis", &genesis]), "not empty");
+}
+
+/// What a kill during creation leaves (the marker, and RocksDB files beside it) holds no
+/// database for the commands that read one, and `init` finishes it.
+#[test]
+fn init_finishes_an_interrupted_creation() {
+    let db = fresh_dir("interrupted-creation");
+    std::fs::create_dir_all(&db).unwrap();
+    std::fs::write(db.join("ARBOR-CREATING"), b"").unwrap();
+    std::fs::write(db.join("CURRENT"), b"MANIFEST-000001\n").unwrap();
+    std::fs::write(db.join("LOG"), b"half a creation").unwrap();
+    let o = arbor(&["verify", "--db", s(&db)]);
+    assert_one_line_error(&o, "no database at");
+    assert!(stderr(&o).contains("creation"), "{}", stderr(&o));
+    let genesis = testdata("genesis/mainnet.json");
+    assert_eq!(ok(&["init", "--db", s(&db), "--genesis", &genesis]), format!("{MAINNET_ROOT}\n"));
+    assert_eq!(ok(&["verify", "--db", s(&db)]), format!("ok 0 {MAINNET_ROOT}\n"));
+    assert!(!db.join("ARBOR-CREATING").exists());
+    // A non-empty directory without the marker is still refused.
+    let other = fresh_dir("not-a-db");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("notes.txt"), b"hello").unwrap();
+    let o = arbor(&["init", "--db", s(&other), "--genesis", &genesis]);
+    assert_one_line_error(&o, "not empty and holds no database");
+    assert_eq!(std::fs::read_dir(&other).unwrap().count(), 1);
+}
+
+/// A copy of `m`'s chunks with its manifest changed by `edit` (which may add chunks) and
+/// stored under its new id, the genuine manifest left out: the directory and the id.
+fn rewritten_checkpoint(
+    m: &Made,
+    name: &str,
+    edit: impl FnOnce(&mut checkpoint::Manifest, &checkpoint::CheckpointDir),
+) -> (PathBuf, String) {
+    let dir = fresh_dir(name);
+    copy_dir(&m.dir.join("chunks"), &dir.join("chunks"));
+    let genuine = std::fs::read(m.dir.join("checkpoints").join(&m.id).join("manifest")).unwrap();
+    let mut manifest = checkpoint::Manifest::decode(&genuine).unwrap();
+    let out = checkpoint::CheckpointDir::new(&dir);
+    edit(&mut manifest, &out);
+    let bytes = manifest.encode();
+    let id = trie::keccak256(&bytes);
+    out.put_manifest(&id, &bytes).unwrap();
+    (dir, hex::encode(id.0))
+}
+
+/// A checkpoint proven bad is abandoned, not kept for a resume. The only checkpoint a
+/// source offers, forged consistently (a chunk's value altered, the chunk stored under its
+/// new digest, a manifest naming it stored under its own hash): the restore exits 1 with
+/// one `error:` line naming it and its source, and leaves an empty database that a
+/// restore from the honest source then takes (it was left marked with the forged
+/// checkpoint, exit 3, and the honest restore was refused). A manifest misstating its flat
+/// bytes (never checked before) is `invalid` for `verify` and refused the same way.
+#[test]
+fn a_bad_checkpoint_is_abandoned_and_an_honest_restore_follows() {
+    let m = make_checkpoint("forged", "3000", "64");
+    let (forged, forged_id) = rewritten_checkpoint(&m, "forged-copy", |manifest, out| {
+        let k = manifest.chunks.len() / 2;
+        let bytes = out.chunk(&manifest.chunks[k].digest).unwrap().unwrap();
+        let mut chunk = checkpoint::Chunk::decode(&bytes).unwrap();
+        let seg = chunk.segments.iter_mut().find(|s| !s.entries.is_empty()).unwrap();
+        let mut value = seg.entries.last().unwrap().1.to_vec();
+        *value.last_mut().unwrap() ^= 0x01;
+        seg.entries.last_mut().unwrap().1 = &value;
+        let altered = chunk.encode();
+        manifest.chunks[k].digest = trie::keccak256(&altered);
+        out.put_chunk(&manifest.chunks[k].digest, &altered).unwrap();
+    });
+    let db = fresh_restore_db("forged");
+    let report = fresh_dir("forged-report.json");
+    let o = arbor(&strs(&restore_args(&db, &m, &[s(&forged)], &["--report", s(&report)])));
+    no_panic(&o);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    assert_one_line_error(&o, &format!("checkpoint {forged_id} offered by {}", s(&forged)));
+    assert!(stderr(&o).contains("range entries disagree with the trie"), "{}", stderr(&o));
+    let r = json(&std::fs::read_to_string(&report).unwrap());
+    assert!(r["abandoned"][0].as_str().unwrap().starts_with(&forged_id), "{r}");
+    assert_eq!(r["sources"][0]["bad_checkpoints"], serde_json::json!([forged_id]), "{r}");
+    assert_eq!(ok(&["verify", "--db", &db]), format!("{EMPTY_HEAD}\n"));
+    // The honest source, into the same database.
+    ok(&strs(&restore_args(&db, &m, &[s(&m.dir)], &[])));
+    assert_eq!(ok(&["verify", "--db", &db]), m.verified_line());
+
+    // The flat bytes: `verify` says invalid (exit 1), the restore fetches and verifies
+    // every chunk, finds that they do not add up, abandons it (exit 1).
+    let (misstated, misstated_id) =
+        rewritten_checkpoint(&m, "flat-bytes-copy", |manifest, _| manifest.flat_bytes = 0);
+    let b = m.block();
+    let v = ["checkpoint", "verify", "--source", s(&misstated), "--block", &b, "--root", &m.root];
+    let o = arbor(&v);
+    no_panic(&o);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with(&format!("invalid {misstated_id}: ")), "{out}");
+    assert!(out.contains("the manifest says 0"), "{out}");
+    let db = fresh_restore_db("flat-bytes");
+    let o = arbor(&strs(&restore_args(&db, &m, &[s(&misstated)], &[])));
+    no_panic(&o);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    assert_one_line_error(&o, &format!("checkpoint {misstated_id} offered by"));
+    assert!(stderr(&o).contains("misstates"), "{}", stderr(&o));
+    ok(&strs(&restore_args(&db, &m, &[s(&m.dir)], &[])));
+    assert_eq!(ok(&["verify", "--db", &db]), m.verified_line());
+}
+
+/// An S3 endpoint that refuses connections is unreachable, not "timed out": the client's
+/// retried error names its `retry_timeout`, which a match on the message took for one.
+#[test]
+fn a_refused_s3_endpoint_is_not_reported_as_a_timeout() {
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let o = Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .args(["checkpoint", "list", "--source", "s3://bucket"])
+        .env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{port}"))
+        .env("AWS_ACCESS_KEY_ID", "k")
+        .env("AWS_SECRET_ACCESS_KEY", "s")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ALLOW_HTTP", "true")
+        .output()
+        .unwrap();
+    no_panic(&o);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert_one_line_error(&o, "s3://bucket");
+    assert!(!stderr(&o).contains("timed out"), "{}", stderr(&o));
 }

@@ -250,3 +250,37 @@ fn exit_codes_have_four_classes() {
         assert!(stdout(&o).is_empty(), "{args:?} printed {}", stdout(&o));
     }
 }
+
+/// Issue 29, defect 7: `checkpoint restore` when every source answered and none offers
+/// the trusted checkpoint is a negative verdict (1, as `checkpoint verify`), but 3 when a
+/// source could not be read; `serve --listen` that does not parse is a usage error (2); a
+/// proof file that is not UTF-8 text is no proof (1, as one that is not JSON), one that
+/// cannot be read is 3.
+#[test]
+fn exit_classes_of_restore_listen_and_proof_files() {
+    let empty = tmp("conv-no-checkpoints");
+    std::fs::create_dir_all(&empty).unwrap();
+    let e = empty.to_str().unwrap();
+    let root = format!("0x{}", "22".repeat(32));
+    let trusted = ["--block", "3", "--root", root.as_str()];
+    let o = arbor(&[&["checkpoint", "verify", "--source", e][..], &trusted].concat());
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    for (source, code) in [(e, 1), ("http://127.0.0.1:1", 3)] {
+        let db = fresh_db("conv-restore-none");
+        let restore = ["checkpoint", "restore", "--db", &db, "--source", source];
+        let o = arbor(&[&restore[..], &trusted, &["--timeout-ms", "5000"]].concat());
+        assert_eq!(o.status.code(), Some(code), "{source}: {}", stderr(&o));
+        assert!(stderr(&o).starts_with("error: "), "{}", stderr(&o));
+        assert_eq!(stderr(&o).trim_end().lines().count(), 1, "{}", stderr(&o));
+    }
+    let o = arbor(&["checkpoint", "serve", "--dir", e, "--listen", "not-an-address"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+    let binary = tmp("conv-binary-proof.json");
+    std::fs::write(&binary, [0xff, 0xfe, b'{', 0x80]).unwrap();
+    for (file, code) in [(binary.to_str().unwrap(), 1), (e, 3)] {
+        let o = arbor(&["verify-proof", "--root", &root, file]);
+        assert_eq!(o.status.code(), Some(code), "{file}: {}", stderr(&o));
+        assert!(stderr(&o).starts_with("error: "), "{}", stderr(&o));
+    }
+}

@@ -4,19 +4,9 @@
 use eth::{decode_storage_value, parse_quantity, Account, AccountProof, Genesis};
 use proptest::prelude::*;
 
+/// Noise, or plausible list and string headers followed by noise.
 fn leaf_like() -> impl Strategy<Value = Vec<u8>> {
-    prop_oneof![
-        prop::collection::vec(any::<u8>(), 0..80),
-        // Plausible list and string headers followed by noise.
-        (
-            prop::sample::select(vec![0xc0u8, 0xd1, 0xe2, 0xf8, 0xf9, 0xb8, 0xa0, 0x80, 0xa1]),
-            prop::collection::vec(any::<u8>(), 0..120)
-        )
-            .prop_map(|(h, mut rest)| {
-                rest.insert(0, h);
-                rest
-            }),
-    ]
+    test_support::rlp_like(&[0xc0, 0xd1, 0xe2, 0xf8, 0xf9, 0xb8, 0xa0, 0x80, 0xa1], 120)
 }
 
 proptest! {

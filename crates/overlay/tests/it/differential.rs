@@ -12,9 +12,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use overlay::{ChangeSet, ChangeSetError, MemoryState, Overlay, TransactionError};
+use overlay::{ChangeSet, ChangeSetError, Overlay, TransactionError};
 use proptest::prelude::*;
-use trie::{TrieId, H256};
+use state::{MemoryState, TrieId, H256};
 
 type Key = (TrieId, Vec<u8>);
 

@@ -14,10 +14,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use overlay::{Overlay, PovError, PovSession};
 use proptest::prelude::*;
-use trie::{
-    root_from_sorted, EthLayout, Layout, MemoryNodeSource, NodeSource, SourceError, StateReader,
-    Trie, TrieId, H256,
-};
+use state::{StateReader, TrieId, H256};
+use trie::{root_from_sorted, EthLayout, Layout, MemoryNodeSource, NodeSource, SourceError, Trie};
 
 #[derive(Debug, Clone)]
 enum TxOp {

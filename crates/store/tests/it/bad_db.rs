@@ -7,6 +7,7 @@ use std::path::Path;
 
 use rocksdb::{Options, DB};
 use store::{ChangeSet, CommitError, Corruption, OpenError, RevertError, StateDb, StoreError};
+use test_support::dir_snapshot;
 use trie::TrieId;
 
 use crate::common::{open, random_block, small_config};
@@ -303,22 +304,6 @@ fn read_only_opening_writes_nothing_and_refuses_writes() {
     let empty = tempfile::tempdir().unwrap();
     assert!(StateDb::open_read_only(&empty.path().join("none"), small_config()).is_err());
     assert!(!empty.path().join("none").exists());
-}
-
-/// Every file of a directory with its contents.
-fn dir_snapshot(path: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(path)
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                std::fs::read(e.path()).unwrap_or_default(),
-            )
-        })
-        .collect();
-    out.sort();
-    out
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! The store's integration tests, one binary: differential property test against an
-//! in-memory model, injected write failures, bad databases, SIGKILL crash test,
-//! back-pressure.
+//! in-memory model, injected write failures, bad databases, SIGKILL crash tests (blocks,
+//! creation), creation into empty directories and mount points, back-pressure.
 //!
 //! Environment: `ARBOR_PROPTEST_CASES` (default 24), `ARBOR_CRASH_ITERATIONS` (default 3),
 //! `ARBOR_SEED` (replays a seeded test; each prints its seed).
@@ -12,5 +12,6 @@ mod bad_db;
 mod bulk;
 mod common;
 mod crash;
+mod create;
 mod differential;
 mod faults;

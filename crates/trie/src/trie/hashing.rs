@@ -1,9 +1,11 @@
 //! Root computation and commit: re-encode and re-hash only the dirty nodes.
 
+use state::H256;
+
 use super::{CommittedNode, Kind, NodeId, NodeSource, Trie, TrieError, TrieUpdates, NONE};
-use crate::hash::H256;
 use crate::nibbles::Nibbles;
 use crate::node::{ChildKind, ChildRef, Layout, INLINE_MAX};
+use crate::source::MemoryNodeSource;
 
 /// One change of the collapse node set (see [`Trie::collapse_delta`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -364,5 +366,31 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
             slot.origin_leaf = is_leaf;
             out.push(CommittedNode { path: Nibbles(path.clone()), hash, encoded, is_leaf });
         }
+    }
+}
+
+/// A hash-keyed source fed from commits: its trie-side half (the source itself knows
+/// nothing of tries).
+impl MemoryNodeSource {
+    /// Keep every node a commit wrote (nothing is deleted: see the type's docs).
+    pub fn apply(&mut self, updates: TrieUpdates) {
+        for n in updates.new {
+            self.insert_hashed(n.hash, n.encoded);
+        }
+    }
+
+    /// The committed state of `entries` (key, value): its nodes and its root.
+    pub fn committed<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+        entries: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<(MemoryNodeSource, H256), TrieError> {
+        let mut t: Trie<MemoryNodeSource> = Trie::new(Self::new());
+        for (k, v) in entries {
+            t.insert(k.as_ref(), v.as_ref())?;
+        }
+        let u = t.commit()?;
+        let root = u.root;
+        let mut src = t.into_source();
+        src.apply(u);
+        Ok((src, root))
     }
 }

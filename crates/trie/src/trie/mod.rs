@@ -15,14 +15,16 @@
 use std::collections::HashMap;
 use std::marker::PhantomData;
 
+use state::H256;
+
 use crate::builder::HashStats;
-use crate::hash::H256;
-use crate::nibbles::{common_prefix, Nibbles};
+use crate::nibbles::Nibbles;
 use crate::node::{ChildKind, ChildRef, DecodedNode, EthLayout, Layout, NodeError};
 use crate::recorder::Recorder;
 use crate::source::{NodeSource, SourceError};
 
 mod hashing;
+mod insert;
 mod remove;
 mod seek;
 
@@ -536,164 +538,6 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         match value {
             Some(v) => self.insert(key, v),
             None => self.remove(key).map(|_| ()),
-        }
-    }
-
-    /// Insert or replace `key`; an empty value removes the key (Ethereum semantics).
-    pub fn insert(&mut self, key: &[u8], value: &[u8]) -> Result<(), TrieError> {
-        if value.is_empty() {
-            return self.remove(key).map(|_| ());
-        }
-        let path = Nibbles::from_bytes(key).0;
-        let mut prefix = Vec::with_capacity(path.len());
-        let (root, _) = self.with_hint(key, |t| t.insert_at(t.root, &mut prefix, &path, value))?;
-        self.set_root(root);
-        Ok(())
-    }
-
-    /// Insert below node `id`, which sits at `prefix`; `rest` is the remaining key.
-    /// Returns the node now at this position and whether anything changed.
-    pub(crate) fn insert_at(
-        &mut self,
-        id: NodeId,
-        prefix: &mut Vec<u8>,
-        rest: &[u8],
-        value: &[u8],
-    ) -> Result<(NodeId, bool), TrieError> {
-        if id == NONE {
-            let leaf = self.new_node(Kind::Leaf { path: rest.to_vec(), value: value.to_vec() });
-            self.root_hash = None;
-            return Ok((leaf, true));
-        }
-        self.resolve(id, prefix)?;
-        let kind = std::mem::replace(&mut self.slots[id as usize].kind, Kind::Hashed(H256::ZERO));
-        match kind {
-            Kind::Leaf { path: lp, value: lv } => {
-                if lp.as_slice() == rest {
-                    let same = lv.as_slice() == value;
-                    self.slots[id as usize].kind = Kind::Leaf { path: lp, value: lv };
-                    if !same {
-                        self.touch(id, prefix);
-                        if let Kind::Leaf { value: v, .. } = &mut self.slots[id as usize].kind {
-                            v.clear();
-                            v.extend_from_slice(value);
-                        }
-                    }
-                    return Ok((id, !same));
-                }
-                self.touch(id, prefix);
-                let c = common_prefix(&lp, rest);
-                let mut branch = [NONE; 16];
-                let mut bvalue = None;
-                // The old leaf moves below the new branch (reusing its slot).
-                if lp.len() == c {
-                    bvalue = Some(lv);
-                    self.free.push(id);
-                    self.slots[id as usize].kind = Kind::Hashed(H256::ZERO);
-                } else {
-                    branch[lp[c] as usize] = id;
-                    self.slots[id as usize].kind =
-                        Kind::Leaf { path: lp[c + 1..].to_vec(), value: lv };
-                }
-                if rest.len() == c {
-                    bvalue = Some(value.to_vec());
-                } else {
-                    let leaf = self.new_node(Kind::Leaf {
-                        path: rest[c + 1..].to_vec(),
-                        value: value.to_vec(),
-                    });
-                    branch[rest[c] as usize] = leaf;
-                }
-                let b = self.new_node(Kind::Branch { children: branch, value: bvalue });
-                Ok((self.wrap_extension(&rest[..c], b), true))
-            }
-            Kind::Extension { path: ep, child } => {
-                let c = common_prefix(&ep, rest);
-                if c == ep.len() {
-                    prefix.extend_from_slice(&ep);
-                    let r = self.insert_at(child, prefix, &rest[c..], value);
-                    prefix.truncate(prefix.len() - ep.len());
-                    let (nc, changed) = match r {
-                        Ok(r) => r,
-                        Err(e) => {
-                            self.slots[id as usize].kind = Kind::Extension { path: ep, child };
-                            return Err(e);
-                        }
-                    };
-                    self.slots[id as usize].kind = Kind::Extension { path: ep, child: nc };
-                    if changed {
-                        self.touch(id, prefix);
-                    }
-                    return Ok((id, changed));
-                }
-                // Split the extension at c.
-                self.touch(id, prefix);
-                let mut branch = [NONE; 16];
-                let below = if ep.len() - c - 1 > 0 {
-                    self.new_node(Kind::Extension { path: ep[c + 1..].to_vec(), child })
-                } else {
-                    child
-                };
-                branch[ep[c] as usize] = below;
-                let mut bvalue = None;
-                if rest.len() == c {
-                    bvalue = Some(value.to_vec());
-                } else {
-                    let leaf = self.new_node(Kind::Leaf {
-                        path: rest[c + 1..].to_vec(),
-                        value: value.to_vec(),
-                    });
-                    branch[rest[c] as usize] = leaf;
-                }
-                let b = self.new_node(Kind::Branch { children: branch, value: bvalue });
-                if c > 0 {
-                    self.slots[id as usize].kind =
-                        Kind::Extension { path: ep[..c].to_vec(), child: b };
-                    Ok((id, true))
-                } else {
-                    self.free.push(id);
-                    Ok((b, true))
-                }
-            }
-            Kind::Branch { mut children, value: bv } => {
-                if rest.is_empty() {
-                    let same = bv.as_deref() == Some(value);
-                    self.slots[id as usize].kind =
-                        Kind::Branch { children, value: Some(value.to_vec()) };
-                    if !same {
-                        self.touch(id, prefix);
-                        self.note_shape(id, prefix);
-                    }
-                    return Ok((id, !same));
-                }
-                let i = rest[0] as usize;
-                prefix.push(rest[0]);
-                let r = self.insert_at(children[i], prefix, &rest[1..], value);
-                prefix.pop();
-                let r = match r {
-                    Ok(r) => r,
-                    Err(e) => {
-                        self.slots[id as usize].kind = Kind::Branch { children, value: bv };
-                        return Err(e);
-                    }
-                };
-                children[i] = r.0;
-                self.slots[id as usize].kind = Kind::Branch { children, value: bv };
-                if r.1 {
-                    self.touch(id, prefix);
-                    self.note_shape(id, prefix);
-                }
-                Ok((id, r.1))
-            }
-            Kind::Hashed(_) => unreachable!("resolved above"),
-        }
-    }
-
-    fn wrap_extension(&mut self, path: &[u8], child: NodeId) -> NodeId {
-        if path.is_empty() {
-            child
-        } else {
-            self.new_node(Kind::Extension { path: path.to_vec(), child })
         }
     }
 }

@@ -9,8 +9,9 @@
 //! set of nodes a root computation needs depends on the final state only, not on the order
 //! of the changes. That is what makes an exact witness size possible (see the overlay).
 
+use state::H256;
+
 use super::{Kind, NodeId, NodeSource, Trie, TrieError, NONE};
-use crate::hash::H256;
 use crate::nibbles::Nibbles;
 use crate::node::{ChildRef, Layout};
 
@@ -65,37 +66,49 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                 }
                 Ok((id, true))
             }
-            Kind::Branch { children, value } => {
-                if rest.is_empty() {
-                    if value.is_none() {
-                        return Ok((id, false));
-                    }
-                    self.touch(id, prefix);
-                    if let Kind::Branch { value, .. } = &mut self.slots[id as usize].kind {
-                        *value = None;
-                    }
-                    return Ok((self.drop_if_empty(id, prefix), true));
-                }
-                let i = rest[0] as usize;
-                let child = children[i];
-                if child == NONE {
-                    return Ok((id, false));
-                }
-                prefix.push(rest[0]);
-                let r = self.remove_at(child, prefix, &rest[1..]);
-                prefix.pop();
-                let (nc, changed) = r?;
-                if !changed {
-                    return Ok((id, false));
-                }
-                self.touch(id, prefix);
-                if let Kind::Branch { children, .. } = &mut self.slots[id as usize].kind {
-                    children[i] = nc;
-                }
-                Ok((self.drop_if_empty(id, prefix), true))
-            }
+            Kind::Branch { .. } => self.remove_from_branch(id, prefix, rest),
             Kind::Hashed(_) => unreachable!("resolved above"),
         }
+    }
+
+    /// [`Trie::remove_at`] on branch `id`: drop its value when the key ends here, else
+    /// remove below the key's next nibble.
+    fn remove_from_branch(
+        &mut self,
+        id: NodeId,
+        prefix: &mut Vec<u8>,
+        rest: &[u8],
+    ) -> Result<(NodeId, bool), TrieError> {
+        let Kind::Branch { children, value } = &self.slots[id as usize].kind else {
+            unreachable!("remove_from_branch on a node that is not a branch")
+        };
+        let Some((&nibble, below)) = rest.split_first() else {
+            if value.is_none() {
+                return Ok((id, false));
+            }
+            self.touch(id, prefix);
+            if let Kind::Branch { value, .. } = &mut self.slots[id as usize].kind {
+                *value = None;
+            }
+            return Ok((self.drop_if_empty(id, prefix), true));
+        };
+        let i = nibble as usize;
+        let child = children[i];
+        if child == NONE {
+            return Ok((id, false));
+        }
+        prefix.push(nibble);
+        let r = self.remove_at(child, prefix, below);
+        prefix.pop();
+        let (nc, changed) = r?;
+        if !changed {
+            return Ok((id, false));
+        }
+        self.touch(id, prefix);
+        if let Kind::Branch { children, .. } = &mut self.slots[id as usize].kind {
+            children[i] = nc;
+        }
+        Ok((self.drop_if_empty(id, prefix), true))
     }
 
     /// A branch that lost an entry: free it if nothing is left, else note whether it is

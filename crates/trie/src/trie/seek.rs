@@ -2,6 +2,9 @@
 //!
 //! The walk descends only into subtrees that can hold the answer, so it loads at most two
 //! root-to-leaf paths' worth of nodes plus the subtrees it must scan to find a neighbour.
+//! The state seam's reads over a trie ([`StateReaderMut`]) are built from it.
+
+use state::{key_bounds, KeyValue, StateReaderMut, TrieId};
 
 use super::{Kind, NodeId, NodeSource, Trie, TrieError, NONE};
 use crate::nibbles::Nibbles;
@@ -53,7 +56,7 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
     }
 
     /// Every entry with `start <= key < end` (no upper bound when `end` is `None`), in
-    /// order: the [`crate::StateReader::range`] contract over a trie.
+    /// order: the [`state::StateReader::range`] contract over a trie.
     pub fn entries(&mut self, start: &[u8], end: Option<&[u8]>) -> Result<Vec<Entry>, TrieError> {
         let mut out = Vec::new();
         let mut cur = self.seek(start)?;
@@ -193,5 +196,39 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
             }
         }
         Ok(if fwd { None } else { take_value(prefix) })
+    }
+}
+
+/// A trie read through its nodes is the main trie of a state (every other trie is
+/// empty): the reader of stateless verification and of proof-recording references, as a
+/// `RefCell<Trie>`. Every read walks the trie, so a recorder attached to it records the
+/// nodes reads touch.
+impl<S: NodeSource> StateReaderMut for Trie<S> {
+    type Error = TrieError;
+
+    fn get(&mut self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, TrieError> {
+        match trie {
+            TrieId::Main => Trie::get(self, key),
+            TrieId::Storage(_) => Ok(None),
+        }
+    }
+
+    fn range(
+        &mut self,
+        trie: &TrieId,
+        start: &[u8],
+        end: Option<&[u8]>,
+    ) -> Result<Vec<KeyValue>, TrieError> {
+        match (trie, key_bounds(start, end)) {
+            (TrieId::Main, Some(_)) => self.entries(start, end),
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    fn last_before(&mut self, trie: &TrieId, before: &[u8]) -> Result<Option<KeyValue>, TrieError> {
+        match trie {
+            TrieId::Main => self.prev_before(before),
+            TrieId::Storage(_) => Ok(None),
+        }
     }
 }

@@ -6,19 +6,9 @@ use trie::{
     RlpItem, H256,
 };
 
+/// Noise, or plausible list headers followed by noise.
 fn node_like() -> impl Strategy<Value = Vec<u8>> {
-    prop_oneof![
-        prop::collection::vec(any::<u8>(), 0..80),
-        // Plausible list headers followed by noise.
-        (
-            prop::sample::select(vec![0xc0u8, 0xd1, 0xe2, 0xf8, 0xf9, 0xb8, 0xa0, 0x80]),
-            prop::collection::vec(any::<u8>(), 0..600)
-        )
-            .prop_map(|(h, mut rest)| {
-                rest.insert(0, h);
-                rest
-            }),
-    ]
+    test_support::rlp_like(&[0xc0, 0xd1, 0xe2, 0xf8, 0xf9, 0xb8, 0xa0, 0x80], 600)
 }
 
 proptest! {

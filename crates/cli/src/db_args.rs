@@ -1,0 +1,78 @@
+//! The database flags every command on a database shares (`--db`, `--config`) and the
+//! rules for opening one.
+//!
+//! Commands that read a database refuse a directory that holds none (rather than creating
+//! one); commands that create one (`init`, `load`, `import`, `checkpoint restore`) refuse
+//! a non-empty directory that is not a database.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use store::{StateDb, StoreConfig};
+
+/// `--db` and `--config`, shared by every database command.
+#[derive(Debug, Args)]
+pub(crate) struct DbArgs {
+    /// The database directory.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) db: PathBuf,
+    /// Store configuration file (TOML; every key optional) [default: built-in defaults].
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+}
+
+/// The configuration from `--config`, or the defaults.
+pub(crate) fn load_config(path: Option<&Path>) -> Result<StoreConfig> {
+    match path {
+        Some(p) => Ok(StoreConfig::from_file(p)?),
+        None => Ok(StoreConfig::default()),
+    }
+}
+
+/// Refuse a directory that holds no database: none at all, or one whose creation has not
+/// finished (`init`, `load` and `checkpoint restore` finish it).
+fn check_exists(dir: &Path) -> Result<()> {
+    if !dir.join("CURRENT").is_file() {
+        bail!("no database at {} (create one with `arbor init` or `arbor load`)", dir.display());
+    }
+    if store::creation_unfinished(dir) {
+        bail!(
+            "no database at {}: its creation is under way or was interrupted (`arbor init` or `arbor load` finishes it)",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// Open an existing database; a directory without one is an error, not a new database.
+pub(crate) fn open_existing(args: &DbArgs) -> Result<StateDb> {
+    let config = load_config(args.config.as_deref())?;
+    check_exists(&args.db)?;
+    StateDb::open(&args.db, config).with_context(|| format!("cannot open {}", args.db.display()))
+}
+
+/// Open an existing database read-only, for the read commands (`get`, `stats`, `verify`,
+/// `prove --db`, `checkpoint create`): they run beside a writer in another process and
+/// write nothing to the directory.
+pub(crate) fn open_reading(args: &DbArgs) -> Result<StateDb> {
+    let config = load_config(args.config.as_deref())?;
+    check_exists(&args.db)?;
+    StateDb::open_read_only(&args.db, config)
+        .with_context(|| format!("cannot open {} read-only", args.db.display()))
+}
+
+/// Open a database, creating it when the directory is absent or empty (a mount point, say),
+/// or finishing its interrupted creation.
+pub(crate) fn open_or_create(args: &DbArgs) -> Result<StateDb> {
+    let config = load_config(args.config.as_deref())?;
+    let dir = &args.db;
+    if dir.exists() && !dir.join("CURRENT").is_file() && !store::creation_unfinished(dir) {
+        let mut entries = std::fs::read_dir(dir)
+            .with_context(|| format!("cannot use {} as a database directory", dir.display()))?;
+        if entries.next().is_some() {
+            bail!("{} is not empty and holds no database; use a new directory", dir.display());
+        }
+    }
+    StateDb::open(dir, config).with_context(|| format!("cannot open {}", dir.display()))
+}
