@@ -84,11 +84,15 @@ setup() {
     rocksdb_library
 }
 
-# The S3-compatible server the object-storage tests use (scripts/s3-server.sh): its
+# The S3-compatible server the object-storage tests use (scripts/s3-server.sh), one per
+# clone (its state under ~/.cache/arbor/s3-server-<clone>): its
 # AWS_* and ARBOR_S3_BUCKET variables go into the test environment. Under CI=true a
 # server that does not start fails the run; elsewhere those tests are skipped.
 s3_start() {
     local s3_env
+    # One server per clone: a second clone's tests would otherwise share the first's
+    # server and lose it when the first run's EXIT trap stops it.
+    export ARBOR_S3_STATE="${ARBOR_S3_STATE:-$(clone_target_dir | sed 's|/target-|/s3-server-|')}"
     if s3_env="$(bash "$here/scripts/s3-server.sh" start)"; then
         eval "$s3_env"
         trap 'bash "$here/scripts/s3-server.sh" stop >/dev/null 2>&1 || true' EXIT
