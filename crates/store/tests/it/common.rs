@@ -137,3 +137,18 @@ pub(crate) fn assert_matches_model(
         );
     }
 }
+
+/// Start this test binary again running only `test` (a child body that acts when its
+/// environment names a directory), with `envs` set, its stdout piped to the caller.
+pub(crate) fn spawn_child(test: &str, envs: &[(&str, &std::ffi::OsStr)]) -> std::process::Child {
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", test, "--nocapture", "--test-threads", "1"]);
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .unwrap()
+}

@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
@@ -20,7 +19,7 @@ use trie::TrieId;
 
 use crate::common::{
     apply, env_number, indexed_key, model_get, model_root, open, random_block, small_config,
-    test_seed, State, STORAGE_A,
+    spawn_child, test_seed, State, STORAGE_A,
 };
 
 const CHILD_DIR_ENV: &str = "ARBOR_CRASH_CHILD_DIR";
@@ -78,15 +77,11 @@ fn parse_durable(line: &str) -> Option<(u64, String)> {
 
 /// Run one child for `delay`, kill it, and return what it reported durable.
 fn run_child(dir: &Path, block_seed: u64, delay: Duration) -> Vec<(u64, String)> {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "crash::crash_child", "--nocapture", "--test-threads", "1"])
-        .env(CHILD_DIR_ENV, dir)
-        .env(CHILD_SEED_ENV, block_seed.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
+    let seed = block_seed.to_string();
+    let mut child = spawn_child(
+        "crash::crash_child",
+        &[(CHILD_DIR_ENV, dir.as_os_str()), (CHILD_SEED_ENV, seed.as_ref())],
+    );
     let stdout = child.stdout.take().unwrap();
     let reader = std::thread::spawn(move || {
         BufReader::new(stdout)

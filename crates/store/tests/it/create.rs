@@ -11,7 +11,6 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
@@ -21,7 +20,7 @@ use store::{OpenError, StateDb};
 use test_support::Mount;
 use trie::EMPTY_ROOT;
 
-use crate::common::{env_number, open, random_block, small_config, test_seed};
+use crate::common::{env_number, open, random_block, small_config, spawn_child, test_seed};
 
 /// The marker a creation keeps in the directory until it is complete.
 const MARKER: &str = "ARBOR-CREATING";
@@ -233,14 +232,8 @@ fn creation_killed_at_random_moments() {
     let mut states = [0usize; 3];
     for iteration in 0..env_number("ARBOR_CRASH_ITERATIONS", 3) {
         let tmp = tempfile::tempdir().unwrap();
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "create::create_child", "--nocapture", "--test-threads", "1"])
-            .env(CHILD_DIR_ENV, tmp.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
+        let mut child =
+            spawn_child("create::create_child", &[(CHILD_DIR_ENV, tmp.path().as_os_str())]);
         let stdout = child.stdout.take().unwrap();
         let reader = std::thread::spawn(move || {
             BufReader::new(stdout)
