@@ -327,6 +327,8 @@ fn restore_one(
             break;
         }
     }
+    // Chunks applied out of staging count too (the pool counted only its own offers).
+    report.entries_restored = r.entries_written();
     Ok(r.finish()?)
 }
 
@@ -582,7 +584,6 @@ struct Pool<'a, 'r> {
     states: Mutex<Vec<SourceState>>,
     fetched: AtomicU64,
     bytes: AtomicU64,
-    entries: AtomicU64,
     staged: AtomicU64,
     report: Mutex<&'a mut RestoreReport>,
 }
@@ -625,7 +626,6 @@ impl<'a, 'r> Pool<'a, 'r> {
             states: Mutex::new(states),
             fetched: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
-            entries: AtomicU64::new(0),
             staged: AtomicU64::new(0),
             report: Mutex::new(report),
         }
@@ -644,7 +644,7 @@ impl<'a, 'r> Pool<'a, 'r> {
         }
         report.fetched_chunks = self.fetched.load(Ordering::Relaxed);
         report.fetched_bytes = self.bytes.load(Ordering::Relaxed);
-        report.entries_restored = self.entries.load(Ordering::Relaxed);
+        report.entries_restored = self.r.entries_written();
         report.staged_chunks = self.staged.load(Ordering::Relaxed);
         drop(report);
         let fatal = self.work.lock().fatal.take();
@@ -719,8 +719,7 @@ impl<'a, 'r> Pool<'a, 'r> {
             Ok(o) => {
                 self.served(si);
                 match o {
-                    Offered::Applied { entries } => {
-                        self.entries.fetch_add(entries, Ordering::Relaxed);
+                    Offered::Applied { .. } => {
                         self.work.lock().stalls = 0;
                         self.r.retry_staged().map_err(|e| FetchError::Chunk(Box::new(e)))?;
                     }

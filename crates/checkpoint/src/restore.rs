@@ -24,7 +24,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 use store::{BulkError, RestoreWriter, StateDb, StoreError};
@@ -281,6 +281,9 @@ pub struct Restorer<'db> {
     /// Each restored chunk's entry bytes, for [`check_ends`] at the end.
     bytes: Mutex<Vec<ChunkBytes>>,
     staging: Mutex<Staging>,
+    /// Entries written by this restorer, whether their chunk came straight from a source
+    /// or out of staging.
+    entries_written: AtomicU64,
 }
 
 impl<'db> Restorer<'db> {
@@ -336,7 +339,13 @@ impl<'db> Restorer<'db> {
             counts: Mutex::new(counts),
             bytes: Mutex::new(bytes),
             staging: Mutex::new(staging),
+            entries_written: AtomicU64::new(0),
         })
+    }
+
+    /// Entries written by this restorer (this run of a resumed restore).
+    pub fn entries_written(&self) -> u64 {
+        self.entries_written.load(Ordering::Relaxed)
     }
 
     /// The manifest being restored.
@@ -398,6 +407,7 @@ impl<'db> Restorer<'db> {
             return Ok(Offered::Staged);
         }
         let entries = self.apply(index, &chunk, &roots, cut)?;
+        self.entries_written.fetch_add(entries, Ordering::Relaxed);
         self.staging.lock().remove(index);
         Ok(Offered::Applied { entries })
     }

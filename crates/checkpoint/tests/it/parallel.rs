@@ -105,6 +105,9 @@ fn parallel_restores_with_staged_storage_chunks() {
             assert_eq!(dump(&db), dump(&src), "{ctx}");
             assert_eq!(roots(&db, &state), roots(&src, &state), "{ctx}");
         }
+        // Every entry written once, those of staged chunks included.
+        let entries: u64 = chunks.iter().map(|c| c.entries).sum();
+        assert_eq!(report.entries_restored, entries, "{ctx}");
         staged += report.staged_chunks;
         db.close().unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
