@@ -73,13 +73,34 @@ clone_target_dir() {
     printf '%s/.cache/arbor/target-%s-%s' "$HOME" "$(basename "$resolved")" "$hash"
 }
 
+# Remove the target directories (and S3 server state) of clones that no longer exist, as
+# each records its clone's path in .arbor-clone: every clone gets its own, and a machine
+# that sees many clones (CI, one per run) would otherwise fill its disk with them.
+prune_clone_dirs() {
+    local dir clone
+    for dir in "$HOME"/.cache/arbor/target-*; do
+        [ -f "$dir/.arbor-clone" ] || continue
+        clone="$(cat "$dir/.arbor-clone")"
+        if [ -n "$clone" ] && [ ! -d "$clone" ]; then
+            echo "removing $dir (its clone $clone is gone)" >&2
+            rm -rf "$dir" "${dir/\/target-//s3-server-}"
+        fi
+    done
+}
+
 setup() {
     install_packages
     if ! command -v cargo >/dev/null 2>&1; then
         # shellcheck disable=SC1091
         [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
     fi
-    export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$(clone_target_dir)}"
+    if [ -z "${CARGO_TARGET_DIR:-}" ]; then
+        export CARGO_TARGET_DIR
+        CARGO_TARGET_DIR="$(clone_target_dir)"
+        prune_clone_dirs
+        mkdir -p "$CARGO_TARGET_DIR"
+        (cd "$here" && pwd -P) >"$CARGO_TARGET_DIR/.arbor-clone"
+    fi
     export ARBOR_TESTDATA="${ARBOR_TESTDATA:-$here/testdata/ethereum}"
     rocksdb_library
 }
