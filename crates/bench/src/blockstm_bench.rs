@@ -24,6 +24,13 @@
 //! Block-STM forced, to show the engine's own cost) and two sequential blocks at once on
 //! two threads (what the machine gives two independent threads); every parallel result is
 //! checked against the sequential one.
+//!
+//! Each worker count runs through one [`AdaptiveExecutor`] kept across its blocks, as a
+//! node keeps it: its cost model picks Block-STM or the sequential executor per block and
+//! a parallel block may switch to sequential execution midway. With more than one worker
+//! it first runs [`WARMUP_BLOCKS`] untimed blocks (the model measures the sequential executor on the
+//! first and Block-STM on the second); each row then reports which executor ran its timed
+//! blocks and why.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -34,8 +41,8 @@ use chain::{
     BlockContext, ChainReceipt, Outcome, TransferKind, EXISTENTIAL_DEPOSIT,
 };
 use exec::{
-    execute_parallel_with, execute_sequential, Counters, ParallelOptions, StateReader, Stop,
-    Transaction, View,
+    execute_parallel_with, execute_sequential, AdaptiveExecutor, BlockOutput, Counters, Mode,
+    ParallelOptions, Reason, Run, StateReader, Stop, SwitchReason, Transaction, View,
 };
 use k256::ecdsa::signature::{Signer, Verifier};
 use k256::ecdsa::{Signature, SigningKey, VerifyingKey};
@@ -103,16 +110,16 @@ enum Receipt {
 const BALANCE: u64 = 1_000_000_000_000;
 const FEE: u64 = 10;
 
-fn name(i: u32) -> String {
-    format!("account{i:05}")
-}
+// Account names are `account{i:05}`; each key is formatted in one allocation (formatting
+// the name first and then the key took two, 6 of the ~53 allocations of an `iterate`
+// transaction).
 
 fn nonce_key(i: u32) -> Vec<u8> {
-    format!("acc/nonce{}", name(i)).into_bytes()
+    format!("acc/nonceaccount{i:05}").into_bytes()
 }
 
 fn balance_key(i: u32) -> Vec<u8> {
-    format!("bank/{}", name(i)).into_bytes()
+    format!("bank/account{i:05}").into_bytes()
 }
 
 fn read_u64(v: &mut dyn View, key: &[u8]) -> Result<u64, Stop> {
@@ -260,6 +267,70 @@ pub struct BlockStmRow {
     pub reexecutions_per_tx: f64,
     /// Validations per transaction.
     pub validations_per_tx: f64,
+    /// How the timed blocks ran: per executor, reason and switch, how many blocks.
+    pub modes: Vec<ModeCount>,
+    /// Where the timed blocks that switched to sequential execution did (the first
+    /// transaction the sequential executor ran).
+    pub switch_points: Vec<usize>,
+    /// The adaptive executor's cost model after the last block (none for the sequential
+    /// executor and forced Block-STM).
+    pub estimates: Option<Estimate>,
+}
+
+/// Blocks that ran one way.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ModeCount {
+    /// `seq` or `par`, why, and for a switched block `→seq` and why.
+    pub mode: String,
+    /// How many timed blocks.
+    pub blocks: usize,
+}
+
+/// The cost model's estimates, ns per transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Estimate {
+    /// The sequential executor's.
+    pub sequential_ns_per_tx: Option<f64>,
+    /// Block-STM's.
+    pub parallel_ns_per_tx: Option<f64>,
+}
+
+/// Untimed blocks each adaptive executor runs before the timed ones.
+pub(crate) const WARMUP_BLOCKS: usize = 2;
+
+/// A short name of how a block ran, e.g. `par (probe) →seq (slower)`.
+fn mode_label(run: &Run) -> String {
+    let mode = |m: Mode| if m == Mode::Sequential { "seq" } else { "par" };
+    let reason = match run.reason {
+        Reason::Requested => "requested",
+        Reason::OneWorker => "one worker",
+        Reason::SmallBlock => "small block",
+        Reason::NoModel => "no model",
+        Reason::Unmeasured => "unmeasured",
+        Reason::Faster => "faster",
+        Reason::Probe => "probe",
+        _ => "other",
+    };
+    let label = format!("{} ({reason})", mode(run.mode));
+    match run.switch.map(|s| s.reason) {
+        None => label,
+        Some(SwitchReason::Reexecutions) => format!("{label} →seq (re-executions)"),
+        Some(SwitchReason::Slower) => format!("{label} →seq (slower)"),
+        Some(_) => format!("{label} →seq (requested)"),
+    }
+}
+
+/// Blocks per label, in order of first appearance.
+fn mode_counts(runs: &[Run]) -> Vec<ModeCount> {
+    let mut counts: Vec<ModeCount> = Vec::new();
+    for run in runs {
+        let mode = mode_label(run);
+        match counts.iter_mut().find(|c| c.mode == mode) {
+            Some(c) => c.blocks += 1,
+            None => counts.push(ModeCount { mode, blocks: 1 }),
+        }
+    }
+    counts
 }
 
 /// The report.
@@ -316,7 +387,8 @@ pub fn blockstm_bench(
     ensure!(!loads.is_empty() || run_chain, "no workload matches --only {:?}", opts.only);
     let forced = usize::from(opts.workers.contains(&1));
     let blocks = loads.len() + usize::from(run_chain);
-    let total = (blocks * (opts.workers.len() + 2 + forced) * opts.runs) as u64;
+    let warmups = blocks * opts.workers.iter().filter(|&&w| w > 1).count() * WARMUP_BLOCKS;
+    let total = (blocks * (opts.workers.len() + 2 + forced) * opts.runs + warmups) as u64;
     let pb = crate::progress::bar(progress, total, "executing blocks");
     let mut rng = ChaCha8Rng::seed_from_u64(44);
     // One key, message and signature per transaction slot, made before any timing.
@@ -406,8 +478,55 @@ struct Measure<'a> {
     pb: &'a indicatif::ProgressBar,
 }
 
-/// One timed run: ms, allocations, bytes, counters.
-type Sample = (f64, u64, u64, Counters);
+/// One timed run.
+#[derive(Clone, Copy)]
+struct Sample {
+    ms: f64,
+    allocations: u64,
+    bytes: u64,
+    counters: Counters,
+    run: Run,
+}
+
+/// What runs a variant's blocks: the adaptive executor, kept across the blocks, or
+/// Block-STM forced on every block.
+enum Executor {
+    Adaptive(AdaptiveExecutor),
+    Forced(usize),
+}
+
+impl Executor {
+    fn new((workers, forced): (usize, bool)) -> Self {
+        if forced {
+            Executor::Forced(workers)
+        } else {
+            Executor::Adaptive(AdaptiveExecutor::new(workers))
+        }
+    }
+
+    fn execute<T: Transaction, S: StateReader + Sync>(
+        &mut self,
+        txs: &[T],
+        storage: &S,
+    ) -> Result<BlockOutput<T::Output>> {
+        Ok(match self {
+            Executor::Adaptive(e) => e.execute(txs, storage)?,
+            Executor::Forced(workers) => {
+                let options = ParallelOptions { always_parallel: true, ..Default::default() };
+                execute_parallel_with(txs, storage, *workers, options)?
+            }
+        })
+    }
+
+    fn estimate(&self) -> Option<Estimate> {
+        let Executor::Adaptive(e) = self else { return None };
+        let e = e.estimates();
+        Some(Estimate {
+            sequential_ns_per_tx: e.sequential_ns_per_tx,
+            parallel_ns_per_tx: e.parallel_ns_per_tx,
+        })
+    }
+}
 
 impl Measure<'_> {
     fn timed<O>(&self, f: impl FnOnce() -> Result<O>) -> Result<(f64, u64, u64, O)> {
@@ -418,6 +537,52 @@ impl Measure<'_> {
         let (a1, b1) = (self.allocs)();
         self.pb.inc(1);
         Ok((ms, a1 - a0, b1 - b0, out))
+    }
+
+    /// One variant's block, timed and checked against the sequential result.
+    fn block<T: Transaction, S: StateReader + Sync>(
+        &self,
+        executor: &mut Executor,
+        txs: &[T],
+        storage: &S,
+        reference: &BlockOutput<T::Output>,
+    ) -> Result<Sample> {
+        let (ms, allocations, bytes, out) = self.timed(|| executor.execute(txs, storage))?;
+        ensure!(
+            out.writes == reference.writes && out.outputs == reference.outputs,
+            "{} ({:?}) differs from the sequential result",
+            self.name,
+            out.run
+        );
+        Ok(Sample { ms, allocations, bytes, counters: out.counters, run: out.run })
+    }
+
+    /// Two sequential blocks at once on two threads: the throughput over one block's
+    /// (`ms`), the machine's own ceiling.
+    fn ceiling<T, S>(
+        &self,
+        make: &(impl Fn() -> Vec<T> + Sync),
+        storage: &S,
+        ms: f64,
+    ) -> Result<f64>
+    where
+        T: Transaction,
+        S: StateReader + Sync,
+    {
+        let (a, b) = (make(), make());
+        let (both, ..) = self.timed(|| {
+            std::thread::scope(|s| {
+                let other = s.spawn(|| execute_sequential(&b, storage).map(|o| o.outputs.len()));
+                let mine = execute_sequential(&a, storage)?.outputs.len();
+                ensure!(
+                    matches!(other.join(), Ok(Ok(n)) if n == mine),
+                    "{}: a sequential run failed",
+                    self.name
+                );
+                Ok(())
+            })
+        })?;
+        Ok(ratio(2.0 * ms, both))
     }
 
     /// The rows (sequential first, `workers` 0) and the two-blocks-at-once throughput
@@ -432,70 +597,82 @@ impl Measure<'_> {
         S: StateReader + Sync,
     {
         let reference = execute_sequential(&make(), storage)?;
-        let n = reference.outputs.len().max(1) as f64;
+        let mut executors: Vec<Executor> =
+            self.variants.iter().copied().map(Executor::new).collect();
+        // One worker always runs sequentially: nothing to learn.
+        for executor in
+            executors.iter_mut().filter(|e| matches!(e, Executor::Adaptive(a) if a.workers() > 1))
+        {
+            for _ in 0..WARMUP_BLOCKS {
+                self.block(executor, &make(), storage, &reference)?;
+            }
+        }
         let mut seq: Vec<Sample> = Vec::new();
         let mut var: Vec<Vec<Sample>> = vec![Vec::new(); self.variants.len()];
         let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); self.variants.len()];
         let mut ceiling = Vec::new();
         for _ in 0..self.runs {
             let txs = make();
-            let (ms, a, b, out) = self.timed(|| Ok(execute_sequential(&txs, storage)?))?;
+            let (ms, allocations, bytes, out) =
+                self.timed(|| Ok(execute_sequential(&txs, storage)?))?;
             ensure!(out.writes == reference.writes, "{}: sequential runs differ", self.name);
-            seq.push((ms, a, b, out.counters));
-            for (i, &(workers, forced)) in self.variants.iter().enumerate() {
-                let txs = make();
-                let options = ParallelOptions { always_parallel: forced, ..Default::default() };
-                let (pms, a, b, out) =
-                    self.timed(|| Ok(execute_parallel_with(&txs, storage, workers, options)?))?;
-                ensure!(
-                    out.writes == reference.writes && out.outputs == reference.outputs,
-                    "{} with {workers} workers differs from the sequential result",
-                    self.name
-                );
-                var[i].push((pms, a, b, out.counters));
-                ratios[i].push(ratio(ms, pms));
+            seq.push(Sample { ms, allocations, bytes, counters: out.counters, run: out.run });
+            for (i, executor) in executors.iter_mut().enumerate() {
+                let sample = self.block(executor, &make(), storage, &reference)?;
+                ratios[i].push(ratio(ms, sample.ms));
+                var[i].push(sample);
             }
-            // The machine's own ceiling: two independent sequential blocks on two threads.
-            let (a, b) = (make(), make());
-            let (both, ..) = self.timed(|| {
-                std::thread::scope(|s| {
-                    let other =
-                        s.spawn(|| execute_sequential(&b, storage).map(|o| o.outputs.len()));
-                    let mine = execute_sequential(&a, storage)?.outputs.len();
-                    ensure!(
-                        matches!(other.join(), Ok(Ok(n)) if n == mine),
-                        "{}: a sequential run failed",
-                        self.name
-                    );
-                    Ok(())
-                })
-            })?;
-            ceiling.push(ratio(2.0 * ms, both));
+            ceiling.push(self.ceiling(&make, storage, ms)?);
         }
-        let seq_ms = median_sorted(&sorted(&seq.iter().map(|s| s.0).collect::<Vec<_>>()));
-        let row = |workers: usize, forced_engine: bool, samples: &mut Vec<Sample>, speedup: f64| {
-            samples.sort_by(|x, y| x.0.total_cmp(&y.0));
-            let (ms, a, b, c) = samples[samples.len() / 2];
-            BlockStmRow {
-                workload: self.name,
-                workers,
-                forced_engine,
-                median_ms: ms,
-                tps: ratio(n, ms / 1e3),
-                speedup,
-                over_sequential_us_per_tx: (ms - seq_ms) * 1e3 / n,
-                allocations: a,
-                bytes: b,
-                reexecutions_per_tx: c.reexecutions as f64 / n,
-                validations_per_tx: c.validations as f64 / n,
-            }
-        };
-        let mut rows = vec![row(0, false, &mut seq, 1.0)];
-        for (i, &(workers, forced)) in self.variants.iter().enumerate() {
+        let n = reference.outputs.len().max(1) as f64;
+        let seq_ms = median_sorted(&sorted(&seq.iter().map(|s| s.ms).collect::<Vec<_>>()));
+        let row = Row { name: self.name, n, seq_ms };
+        let mut rows = vec![row.build((0, false), &mut seq, 1.0, None)];
+        for (i, &variant) in self.variants.iter().enumerate() {
             let speedup = median_sorted(&sorted(&ratios[i]));
-            rows.push(row(workers, forced, &mut var[i], speedup));
+            rows.push(row.build(variant, &mut var[i], speedup, executors[i].estimate()));
         }
         Ok((rows, median_sorted(&sorted(&ceiling))))
+    }
+}
+
+/// What every row of a workload shares.
+struct Row {
+    name: &'static str,
+    /// Transactions per block.
+    n: f64,
+    /// The sequential executor's median, ms.
+    seq_ms: f64,
+}
+
+impl Row {
+    /// A row from its samples (the median run's figures, every run's mode).
+    fn build(
+        &self,
+        (workers, forced_engine): (usize, bool),
+        samples: &mut [Sample],
+        speedup: f64,
+        estimates: Option<Estimate>,
+    ) -> BlockStmRow {
+        let runs: Vec<Run> = samples.iter().map(|s| s.run).collect();
+        samples.sort_by(|x, y| x.ms.total_cmp(&y.ms));
+        let s = samples[samples.len() / 2];
+        BlockStmRow {
+            workload: self.name,
+            workers,
+            forced_engine,
+            median_ms: s.ms,
+            tps: ratio(self.n, s.ms / 1e3),
+            speedup,
+            over_sequential_us_per_tx: (s.ms - self.seq_ms) * 1e3 / self.n,
+            allocations: s.allocations,
+            bytes: s.bytes,
+            reexecutions_per_tx: s.counters.reexecutions as f64 / self.n,
+            validations_per_tx: s.counters.validations as f64 / self.n,
+            modes: mode_counts(&runs),
+            switch_points: runs.iter().filter_map(|r| r.switch.map(|s| s.at)).collect(),
+            estimates,
+        }
     }
 }
 
@@ -513,8 +690,17 @@ impl BlockStmReport {
             self.machine.logical_cores
         );
         let mut t = crate::table::table(&[
-            "workload", "workers", "ms/block", "tx/s", "speedup", "+µs/tx", "allocs", "bytes",
-            "reexec", "valid",
+            "workload",
+            "workers",
+            "ms/block",
+            "tx/s",
+            "speedup",
+            "+µs/tx",
+            "allocs",
+            "bytes",
+            "reexec",
+            "valid",
+            "blocks ran as",
         ]);
         for (name, ceiling) in &self.ceilings {
             for r in self.rows.iter().filter(|r| r.workload == *name) {
@@ -534,6 +720,11 @@ impl BlockStmReport {
                     r.bytes.to_string(),
                     format!("{:.3}", r.reexecutions_per_tx),
                     format!("{:.3}", r.validations_per_tx),
+                    r.modes
+                        .iter()
+                        .map(|m| format!("{}× {}", m.blocks, m.mode))
+                        .collect::<Vec<_>>()
+                        .join(", "),
                 ]);
             }
             // The ceiling: two sequential blocks at once on two threads.
@@ -550,8 +741,39 @@ impl BlockStmReport {
             out,
             "(1 worker runs the sequential fallback; \"1 (stm)\" forces Block-STM on one worker: \
              its time over the sequential executor's is the engine's own overhead; \"ceiling\": \
-             two sequential blocks at once on two threads over one block's throughput)"
+             two sequential blocks at once on two threads over one block's throughput; \
+             \"blocks ran as\": the executor the adaptive executor picked per timed block and \
+             why, \"→seq\" a switch to sequential execution midway, after {WARMUP_BLOCKS} \
+             untimed blocks per worker count above 1)"
         );
+        self.render_iterate_allocations(&mut out);
         out
+    }
+
+    /// The allocations per block of the `iterate` workload, per row, in millions.
+    fn render_iterate_allocations(&self, out: &mut String) {
+        use std::fmt::Write;
+        let rows: Vec<String> = self
+            .rows
+            .iter()
+            .filter(|r| r.workload.starts_with("iterate"))
+            .map(|r| {
+                let who = match (r.workers, r.forced_engine) {
+                    (0, _) => "seq".to_string(),
+                    (_, true) => "1 (stm)".to_string(),
+                    (1, false) => "1 worker".to_string(),
+                    (w, false) => format!("{w} workers"),
+                };
+                let per_10k = r.allocations as f64 * 10_000.0 / self.txs as f64 / 1e6;
+                format!("{who} {per_10k:.2}M")
+            })
+            .collect();
+        if !rows.is_empty() {
+            let _ = writeln!(
+                out,
+                "iterate allocations per 10,000 transactions (median run): {}",
+                rows.join(", ")
+            );
+        }
     }
 }

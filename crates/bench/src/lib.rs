@@ -37,6 +37,7 @@ mod roots;
 mod rss;
 mod run;
 mod store_bench;
+mod store_catch_up;
 mod store_engines;
 mod store_report;
 mod table;
@@ -60,6 +61,7 @@ pub use report::{
 pub use rss::{cpu_seconds, peak_rss_bytes};
 pub use run::trie_bench;
 pub use store_bench::store_bench;
+pub use store_catch_up::CatchUpReport;
 pub use store_report::{CacheReport, EngineReport, RatioReport, StoreBenchReport};
 pub use table::{table, text as table_text};
 pub use timing::Timing;

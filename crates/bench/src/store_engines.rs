@@ -231,6 +231,8 @@ fn cache_report(
         flat_hit_rate: stats.flat_cache.hit_rate(),
         resident: stats.resident,
         commit_waits: stats.commit_waits,
+        node_buffer_peak_bytes: stats.peak_node_buffer_bytes,
+        node_write_backs: stats.node_write_backs,
         budget_bytes,
         peak_rss_over_budget,
         rss_target_met: peak_rss_over_budget <= RSS_OVER_BUDGET_TARGET,

@@ -429,11 +429,27 @@ pub(crate) fn stats(args: &StatsArgs) -> Result<ExitCode> {
         "layers         {} unpersisted ({} bytes), {} persisted since open, {} commit waits",
         s.unpersisted_layers, s.unpersisted_bytes, s.layers_persisted, s.commit_waits
     )?;
+    writeln!(
+        out,
+        "nodes          at block {} ({} bytes buffered, peak {}, {} write-backs since open)",
+        s.nodes_at, s.node_buffer_bytes, s.peak_node_buffer_bytes, s.node_write_backs
+    )?;
+    if let Some(c) = &s.catch_up {
+        writeln!(
+            out,
+            "catch-up       at open: nodes brought from block {} to {} ({} keys) in {:.3} s",
+            c.from_block,
+            c.to_block,
+            c.keys,
+            c.time.as_secs_f64()
+        )?;
+    }
     write_caches(&mut out, &s)?;
     write_files(&mut out, &s)?;
     writeln!(
         out,
-        "memory budget  {budget} bytes (block cache + memtables + caches + unpersisted layers)"
+        "memory budget  {budget} bytes (block cache + memtables + caches + unpersisted layers + \
+         node buffer)"
     )?;
     writeln!(
         out,

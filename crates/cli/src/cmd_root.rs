@@ -1,10 +1,14 @@
-//! `arbor root`: the Merkle-Patricia root of a genesis allocation (`--genesis`) or of a
-//! JSON object of hex keys to hex values (`--kv`, optionally a secure trie).
+//! `arbor root`: the Merkle-Patricia root of a genesis allocation (`--genesis`), of a
+//! JSON object of hex keys to hex values (`--kv`, optionally a secure trie), or of a raw
+//! Substrate chain spec's genesis storage (`--chain-spec`), in the layout `--layout` names
+//! (Ethereum's by default; Substrate's V0 by default for a chain spec).
 //!
 //! The key/value input is checked strictly before anything is hashed: keys and values
 //! must be even-length hex, and two entries that decode (or hash) to the same key are an
 //! error rather than a silent last-one-wins, because a root over an ambiguous input
-//! proves nothing. An empty value means the key is absent, as in the Ethereum tests.
+//! proves nothing. An empty value means the key is absent in Ethereum's layout, as in the
+//! Ethereum tests, and is a value in Substrate's. A chain spec's problems (not JSON, not a
+//! raw spec, bad hex, duplicate keys) are usage errors: exit 2, one line.
 //! Cost: one sort plus the streaming builder, each node hashed once.
 
 use std::fmt;
@@ -12,40 +16,102 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use clap::{ArgGroup, Args};
+use clap::{ArgGroup, Args, ValueEnum};
 use serde::de::{Deserializer, MapAccess, Visitor};
-use trie::{decode_hex, keccak256, EthLayout, H256};
+use serde::Deserialize;
+use trie::{decode_hex, keccak256, EthLayout, SubstrateV0, SubstrateV1, H256};
 
 use crate::input::{display_name, read_genesis, read_text};
+use crate::{error_line, usage};
+
+/// A trie layout named on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LayoutName {
+    /// Ethereum: keccak256, RLP, extension nodes; an empty value means absent.
+    Ethereum,
+    /// Substrate LayoutV0: Blake2-256, SCALE, no extension nodes, every value inline.
+    SubstrateV0,
+    /// Substrate LayoutV1: as V0, values of 33 bytes or more stored as hashed value nodes.
+    SubstrateV1,
+}
+
+impl LayoutName {
+    /// The name as `--layout` spells it.
+    fn as_str(self) -> &'static str {
+        match self {
+            LayoutName::Ethereum => "ethereum",
+            LayoutName::SubstrateV0 => "substrate-v0",
+            LayoutName::SubstrateV1 => "substrate-v1",
+        }
+    }
+
+    /// The root of sorted, distinct `entries` in this layout (the layout is chosen here,
+    /// at the edge; the builder below is monomorphised per layout).
+    fn root(self, entries: &[(Vec<u8>, Vec<u8>)]) -> Result<H256, trie::BuildError> {
+        let built = match self {
+            LayoutName::Ethereum => trie::root_from_sorted::<EthLayout, _, _>(entries),
+            LayoutName::SubstrateV0 => trie::root_from_sorted::<SubstrateV0, _, _>(entries),
+            LayoutName::SubstrateV1 => trie::root_from_sorted::<SubstrateV1, _, _>(entries),
+        };
+        built.map(|(root, _stats)| root)
+    }
+}
 
 /// Arguments of `arbor root`.
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("input").required(true).args(["genesis", "kv"])))]
+#[command(group(ArgGroup::new("input").required(true).args(["genesis", "kv", "chain_spec"])))]
 pub(crate) struct RootArgs {
-    /// A genesis file (full genesis with "alloc", or a bare alloc object).
+    /// A genesis file (full genesis with "alloc", or a bare alloc object); Ethereum layout.
     #[arg(long, value_name = "FILE")]
     genesis: Option<PathBuf>,
-    /// A JSON object {"0x<key hex>": "0x<value hex>", …}; an empty value means absent.
+    /// A JSON object {"0x<key hex>": "0x<value hex>", …}; an empty value means absent in
+    /// the Ethereum layout and is a value in the Substrate layouts.
     #[arg(long, value_name = "FILE")]
     kv: Option<PathBuf>,
+    /// A raw Substrate chain spec: the root of its genesis storage (`genesis.raw.top` or
+    /// `genesis.top`, plus one `:child_storage:default:<key>` entry holding the root of
+    /// each non-empty child trie of `childrenDefault`). Layout substrate-v0 unless
+    /// --layout says otherwise.
+    #[arg(long, value_name = "FILE")]
+    chain_spec: Option<PathBuf>,
+    /// Trie layout: ethereum (the default), substrate-v0 or substrate-v1. With
+    /// --chain-spec the default is substrate-v0 (state version 0), the layout of
+    /// Westend's genesis state.
+    #[arg(long, value_enum, value_name = "LAYOUT")]
+    layout: Option<LayoutName>,
     /// Hash each key with keccak256 before inserting it (Ethereum's secure trie).
-    #[arg(long, conflicts_with = "genesis")]
+    #[arg(long, conflicts_with_all = ["genesis", "chain_spec"])]
     secure: bool,
-    /// Print {"root": "0x…"} instead of the bare root.
+    /// Print {"root": "0x…", "layout": "…"} instead of the bare root.
     #[arg(long)]
     json: bool,
 }
 
 /// Run `arbor root`.
 pub(crate) fn run(args: &RootArgs) -> Result<ExitCode> {
-    let root = match (&args.genesis, &args.kv) {
-        (Some(path), None) => eth::genesis_state_root(&read_genesis(path)?),
-        (None, Some(path)) => kv_root(path, args.secure)?,
+    let default =
+        if args.chain_spec.is_some() { LayoutName::SubstrateV0 } else { LayoutName::Ethereum };
+    let layout = args.layout.unwrap_or(default);
+    let root = match (&args.genesis, &args.kv, &args.chain_spec) {
+        (Some(path), None, None) => {
+            if layout != LayoutName::Ethereum {
+                return Err(usage("--genesis takes an Ethereum genesis: --layout ethereum only"));
+            }
+            eth::genesis_state_root(&read_genesis(path)?)
+        }
+        (None, Some(path), None) => {
+            if args.secure && layout != LayoutName::Ethereum {
+                return Err(usage("--secure hashes keys for Ethereum's layout only"));
+            }
+            kv_root(path, args.secure, layout)?
+        }
+        (None, None, Some(path)) => chain_spec_root(path, layout)?,
         // clap's "input" group makes exactly one of them present.
-        _ => bail!("give exactly one of --genesis FILE or --kv FILE"),
+        _ => bail!("give exactly one of --genesis FILE, --kv FILE or --chain-spec FILE"),
     };
     if args.json {
-        println!("{}", serde_json::json!({ "root": root.to_string() }));
+        let out = serde_json::json!({ "root": root.to_string(), "layout": layout.as_str() });
+        println!("{out}");
     } else {
         println!("{root}");
     }
@@ -53,17 +119,129 @@ pub(crate) fn run(args: &RootArgs) -> Result<ExitCode> {
 }
 
 /// The root of a `--kv` file.
-fn kv_root(path: &Path, secure: bool) -> Result<H256> {
+fn kv_root(path: &Path, secure: bool, layout: LayoutName) -> Result<H256> {
     let text = read_text(path)?;
     let pairs = parse_pairs(&text).with_context(|| display_name(path))?;
-    let leaves = decode_pairs(&pairs, secure).with_context(|| display_name(path))?;
-    let (root, _stats) = trie::root_from_sorted::<EthLayout, _, _>(&leaves)
-        .with_context(|| format!("{}: cannot build the trie", display_name(path)))?;
-    Ok(root)
+    let keep_empty = layout != LayoutName::Ethereum;
+    let leaves = decode_pairs(&pairs, secure, keep_empty).with_context(|| display_name(path))?;
+    layout.root(&leaves).with_context(|| format!("{}: cannot build the trie", display_name(path)))
 }
 
-/// Decode, optionally hash, sort and deduplicate-check the entries; drop empty values.
-fn decode_pairs(pairs: &[(String, String)], secure: bool) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+/// The key under which Substrate's top trie holds a default child trie's root.
+const CHILD_STORAGE_DEFAULT_PREFIX: &[u8] = b":child_storage:default:";
+
+/// The genesis root of a raw chain spec. Its content's problems are usage errors.
+fn chain_spec_root(path: &Path, layout: LayoutName) -> Result<H256> {
+    let text = read_text(path)?;
+    let name = display_name(path);
+    let entries = chain_spec_entries(&text, layout)
+        .map_err(|e| usage(format!("{name}: {}", error_line(&e))))?;
+    layout.root(&entries).map_err(|e| usage(format!("{name}: cannot build the trie: {e}")))
+}
+
+/// The top trie's entries of a raw chain spec's genesis, with the child tries' roots.
+fn chain_spec_entries(text: &str, layout: LayoutName) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    let spec: ChainSpec = serde_json::from_str(text).context("invalid chain spec JSON")?;
+    let storage = match (spec.genesis.raw, spec.genesis.top) {
+        (Some(raw), None) => raw,
+        (None, Some(top)) => RawStorage { top, children_default: spec.genesis.children_default },
+        (Some(_), Some(_)) => bail!("genesis has both \"raw\" and \"top\"; keep one"),
+        (None, None) => bail!(
+            "not a raw chain spec: genesis has neither \"raw.top\" nor \"top\" \
+             (convert it with the node's `build-spec --raw`)"
+        ),
+    };
+    let keep_empty = layout != LayoutName::Ethereum;
+    let mut entries = decode_pairs(&storage.top.0, false, keep_empty).context("genesis.top")?;
+    for (child_key, child) in storage.children_default.map(|c| c.0).unwrap_or_default() {
+        let key =
+            decode_hex(&child_key).with_context(|| format!("child trie key {child_key:?}"))?;
+        let at = || format!("childrenDefault {child_key:?}");
+        let child_entries = decode_pairs(&child.0, false, keep_empty).with_context(at)?;
+        // Substrate keeps no entry for an empty child trie.
+        if child_entries.is_empty() {
+            continue;
+        }
+        let root = layout.root(&child_entries).with_context(at)?;
+        let prefixed = [CHILD_STORAGE_DEFAULT_PREFIX, &key].concat();
+        entries.push((prefixed, root.as_bytes().to_vec()));
+    }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    if let Some(w) = entries.windows(2).find(|w| w[0].0 == w[1].0) {
+        bail!(
+            "key 0x{} appears twice (a child trie's root and a top entry, or two child tries)",
+            hex::encode(&w[0].0)
+        );
+    }
+    Ok(entries)
+}
+
+/// The parts of a chain spec `arbor root` reads (other fields are ignored).
+#[derive(Deserialize)]
+struct ChainSpec {
+    genesis: SpecGenesis,
+}
+
+/// `genesis`: raw storage under `raw`, or (older raw specs) `top` and `childrenDefault`
+/// directly. A spec with a runtime genesis config has neither.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SpecGenesis {
+    raw: Option<RawStorage>,
+    top: Option<Pairs>,
+    children_default: Option<Children>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawStorage {
+    top: Pairs,
+    children_default: Option<Children>,
+}
+
+/// A JSON object of hex strings, in file order, literal duplicates kept.
+struct Pairs(Vec<(String, String)>);
+
+impl<'de> Deserialize<'de> for Pairs {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(PairsVisitor).map(Pairs)
+    }
+}
+
+/// `childrenDefault`: child trie key → its entries, in file order, duplicates kept.
+struct Children(Vec<(String, Pairs)>);
+
+impl<'de> Deserialize<'de> for Children {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(ChildrenVisitor).map(Children)
+    }
+}
+
+struct ChildrenVisitor;
+
+impl<'de> Visitor<'de> for ChildrenVisitor {
+    type Value = Vec<(String, Pairs)>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object of child trie keys to objects of hex keys to hex values")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(key) = map.next_key::<String>()? {
+            out.push((key, map.next_value::<Pairs>()?));
+        }
+        Ok(out)
+    }
+}
+
+/// Decode, optionally hash, sort and deduplicate-check the entries; drop empty values
+/// unless `keep_empty` (Substrate layouts, where an empty value is a value).
+fn decode_pairs(
+    pairs: &[(String, String)],
+    secure: bool,
+    keep_empty: bool,
+) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
     // Each decoded entry keeps its index so that a duplicate can name both spellings.
     let mut entries = Vec::with_capacity(pairs.len());
     for (i, (key, value)) in pairs.iter().enumerate() {
@@ -79,7 +257,11 @@ fn decode_pairs(pairs: &[(String, String)], secure: bool) -> Result<Vec<(Vec<u8>
             bail!("keys {first:?} and {second:?} decode to the same key; keep one");
         }
     }
-    Ok(entries.into_iter().filter(|e| !e.1.is_empty()).map(|(k, v, _)| (k, v)).collect())
+    Ok(entries
+        .into_iter()
+        .filter(|e| keep_empty || !e.1.is_empty())
+        .map(|(k, v, _)| (k, v))
+        .collect())
 }
 
 /// The entries of a JSON object in file order, keeping literal duplicates (which a
@@ -140,7 +322,7 @@ mod tests {
     fn parses_in_order_and_keeps_literal_duplicates() {
         let p = parse_pairs(r#"{"0x02": "0x01", "0x01": "", "0x02": "0x03"}"#).unwrap();
         assert_eq!(p, pairs(&[("0x02", "0x01"), ("0x01", ""), ("0x02", "0x03")]));
-        let err = decode_pairs(&p, false).unwrap_err().to_string();
+        let err = decode_pairs(&p, false, false).unwrap_err().to_string();
         assert!(err.contains("same key"), "{err}");
     }
 
@@ -153,15 +335,17 @@ mod tests {
 
     #[test]
     fn spellings_of_one_key_collide_and_empty_values_are_absent() {
-        let err = decode_pairs(&pairs(&[("0x0a", "0x01"), ("0A", "0x02")]), true).unwrap_err();
+        let err =
+            decode_pairs(&pairs(&[("0x0a", "0x01"), ("0A", "0x02")]), true, false).unwrap_err();
         assert!(format!("{err:#}").contains("\"0A\""), "{err:#}");
-        let leaves = decode_pairs(&pairs(&[("0x02", "0x"), ("0x01", "0xff")]), false).unwrap();
+        let leaves =
+            decode_pairs(&pairs(&[("0x02", "0x"), ("0x01", "0xff")]), false, false).unwrap();
         assert_eq!(leaves, vec![(vec![1u8], vec![0xffu8])]);
     }
 
     #[test]
     fn odd_hex_names_the_key() {
-        let err = decode_pairs(&pairs(&[("0x123", "0x01")]), false).unwrap_err();
+        let err = decode_pairs(&pairs(&[("0x123", "0x01")]), false, false).unwrap_err();
         let msg = format!("{err:#}");
         assert!(msg.contains("\"0x123\"") && msg.contains("odd"), "{msg}");
     }

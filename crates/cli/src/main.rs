@@ -69,7 +69,7 @@ fn init_logs(format: Option<&str>) {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Print the state root of a genesis allocation or of a key/value JSON object.
+    /// Print the state root of a genesis allocation, a key/value JSON object or a chain spec.
     Root(cmd_root::RootArgs),
     /// Prove an account (and slots) of a genesis (eth_getProof JSON), or a key of a database.
     Prove(cmd_proof::ProveArgs),

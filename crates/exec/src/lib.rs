@@ -11,7 +11,12 @@
 //! - [`execute_sequential`]: the reference.
 //! - [`execute_parallel`]: Block-STM with `workers` threads (see `mvmemory.rs` and
 //!   `scheduler.rs`); blocks smaller than [`PARALLEL_MIN_TXS`] or one worker fall back to
-//!   the sequential executor.
+//!   the sequential executor, and a block whose re-executions pass a threshold finishes
+//!   sequentially on top of its validated prefix (`parallel.rs`).
+//! - [`AdaptiveExecutor`]: what a node keeps across blocks. Its cost model (`adaptive.rs`),
+//!   fed by the measured time per transaction of both executors, picks the executor per
+//!   block, and a parallel block that falls behind the sequential executor's pace switches
+//!   to sequential execution mid-block. [`BlockOutput::run`] says what ran and why.
 //!
 //! Transactions read and write through a [`View`] (the seam's [`StateView`] plus scans;
 //! both executors build it from `view.rs`, their own writes over what lies below them).
@@ -21,9 +26,11 @@
 
 #![forbid(unsafe_code)]
 
+mod adaptive;
 mod journal;
 mod mvmemory;
 mod parallel;
+mod scan;
 mod scheduler;
 mod sequential;
 mod view;
@@ -31,6 +38,7 @@ mod view;
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 
+pub use adaptive::{AdaptiveExecutor, Estimates};
 pub use parallel::{execute_parallel, execute_parallel_with, ParallelOptions};
 pub use sequential::execute_sequential;
 pub use state::{apply_delta, StateReader, StateView, TransactionError, TrieId};
@@ -143,26 +151,19 @@ impl<'a, S: StateReader> Base<'a, S> {
         })
     }
 
-    /// The first key within `bounds` in scan order.
-    pub(crate) fn next_key(&self, bounds: &ScanBounds<'_>) -> Option<Key> {
-        let found = if bounds.reverse {
-            // Strictly below `last`, or at or below `from` (below its successor).
-            let before = match bounds.last {
-                Some(last) => last.to_vec(),
-                None => [bounds.from, &[0]].concat(),
-            };
-            self.reader.last_before(&TrieId::Main, &before).map(|e| e.map(|(k, _)| k))
-        } else {
-            let start = match bounds.last {
-                Some(last) => [last, &[0]].concat(),
-                None => bounds.from.to_vec(),
-            };
-            match self.reader.range(&TrieId::Main, &start, None) {
-                Ok(mut it) => it.next().transpose().map(|e| e.map(|(k, _)| k)),
-                Err(e) => Err(e),
-            }
-        };
-        found.unwrap_or_else(|e| {
+    /// The entries at or after `from`, ascending; `None` when opening the range failed.
+    pub(crate) fn entries_from(&self, from: &[u8]) -> Option<S::Range<'a>> {
+        self.reader.range(&TrieId::Main, from, None).map_err(|e| self.fail(e)).ok()
+    }
+
+    /// The next entry of a range from [`Base::entries_from`].
+    pub(crate) fn next_entry(&self, range: &mut S::Range<'a>) -> Option<(Key, Value)> {
+        range.next()?.map_err(|e| self.fail(e)).ok()
+    }
+
+    /// The entry with the greatest key strictly below `before`.
+    pub(crate) fn entry_before(&self, before: &[u8]) -> Option<(Key, Value)> {
+        self.reader.last_before(&TrieId::Main, before).unwrap_or_else(|e| {
             self.fail(e);
             None
         })
@@ -177,6 +178,9 @@ impl<'a, S: StateReader> Base<'a, S> {
     }
 }
 
+/// Bounds of a key range, for `BTreeMap::range`.
+pub(crate) type KeyRange<'k> = (std::ops::Bound<&'k [u8]>, std::ops::Bound<&'k [u8]>);
+
 /// The part of a scan still to go: from `from` (inclusive) in scan order, past `last`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ScanBounds<'a> {
@@ -190,7 +194,7 @@ pub(crate) struct ScanBounds<'a> {
 
 impl<'a> ScanBounds<'a> {
     /// The key range still to visit.
-    pub(crate) fn range(&self) -> (std::ops::Bound<&'a [u8]>, std::ops::Bound<&'a [u8]>) {
+    pub(crate) fn range(&self) -> KeyRange<'a> {
         use std::ops::Bound::{Excluded, Included, Unbounded};
         let edge = self.last.map_or(Included(self.from), Excluded);
         if self.reverse {
@@ -198,6 +202,14 @@ impl<'a> ScanBounds<'a> {
         } else {
             (edge, Unbounded)
         }
+    }
+
+    /// The same scan, past `key`.
+    pub(crate) fn after<'k>(&self, key: &'k [u8]) -> ScanBounds<'k>
+    where
+        'a: 'k,
+    {
+        ScanBounds { from: self.from, last: Some(key), reverse: self.reverse }
     }
 
     /// The first item of an ordered iterator in scan order.
@@ -209,24 +221,24 @@ impl<'a> ScanBounds<'a> {
         }
     }
 
-    /// The first key of `map` within these bounds, in scan order.
-    pub(crate) fn first_key_in<V>(&self, map: &BTreeMap<Key, V>) -> Option<Key> {
-        self.first_of(map.range::<[u8], _>(self.range()).map(|(k, _)| k)).cloned()
+    /// The first entry of `map` within these bounds, in scan order.
+    pub(crate) fn first_in<'m, V>(&self, map: &'m BTreeMap<Key, V>) -> Option<(&'m Key, &'m V)> {
+        self.first_of(map.range::<[u8], _>(self.range()))
     }
 
-    /// The earlier of two candidate keys in scan order.
-    pub(crate) fn earlier(&self, a: Option<Key>, b: Option<Key>) -> Option<Key> {
-        match (a, b) {
-            (Some(a), Some(b)) => Some(if (a < b) != self.reverse { a } else { b }),
-            (a, b) => a.or(b),
-        }
-    }
-
-    /// Whether `key` lies within the covered part of a scan that stopped at `stop`.
-    pub(crate) fn covers(&self, key: &[u8], stop: Option<&[u8]>) -> bool {
+    /// The keys a scan from `from` that stopped at `stop` (inclusive; `None`: the end of
+    /// the key space) covered, as range bounds; `None` if `stop` lies before `from`.
+    pub(crate) fn covered<'k>(
+        from: &'k [u8],
+        stop: Option<&'k [u8]>,
+        reverse: bool,
+    ) -> Option<KeyRange<'k>> {
+        use std::ops::Bound::{Included, Unbounded};
+        let far = stop.map_or(Unbounded, Included);
         match stop {
-            None => true,
-            Some(s) => (key <= s) != self.reverse || key == s,
+            Some(s) if (s < from) != reverse && s != from => None,
+            _ if reverse => Some((far, Included(from))),
+            _ => Some((Included(from), far)),
         }
     }
 }
@@ -255,6 +267,81 @@ pub struct BlockOutput<O> {
     pub writes: BTreeMap<Key, Option<Value>>,
     /// Work counters (zero but `executions` for the sequential executor).
     pub counters: Counters,
+    /// Which executor ran the block, why, and where it switched.
+    pub run: Run,
+}
+
+/// The executor a block started with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Mode {
+    /// The sequential executor.
+    Sequential,
+    /// Block-STM.
+    Parallel,
+}
+
+/// Why a block started with its executor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Reason {
+    /// The caller chose it ([`execute_sequential`], [`ParallelOptions::always_parallel`]).
+    Requested,
+    /// One worker: nothing runs beside it.
+    OneWorker,
+    /// Fewer than [`PARALLEL_MIN_TXS`] transactions: starting threads costs more.
+    SmallBlock,
+    /// Block-STM without a cost model ([`execute_parallel`]): only the in-block switch
+    /// on re-executions guards it.
+    NoModel,
+    /// The cost model has not measured this executor yet.
+    Unmeasured,
+    /// The cost model expects this executor to be the faster one.
+    Faster,
+    /// The cost model expects the other executor to be faster and measures this one
+    /// again (its estimate may be stale).
+    Probe,
+}
+
+/// Why a Block-STM run stopped and finished its block sequentially.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SwitchReason {
+    /// A worker's re-executions passed its first executions.
+    Reexecutions,
+    /// The run's pace fell behind the sequential executor's measured time per
+    /// transaction (only with a cost model).
+    Slower,
+    /// [`ParallelOptions::switch_after`] (tests).
+    Requested,
+}
+
+/// A switch from Block-STM to the sequential executor within a block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Switch {
+    /// The first transaction the sequential executor ran: Block-STM's validated prefix
+    /// ends here and is kept.
+    pub at: usize,
+    /// What triggered it.
+    pub reason: SwitchReason,
+}
+
+/// How a block ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Run {
+    /// The executor the block started with.
+    pub mode: Mode,
+    /// Why that one.
+    pub reason: Reason,
+    /// Where and why a Block-STM run went on sequentially, if it did.
+    pub switch: Option<Switch>,
+}
+
+impl Run {
+    /// A block run by the sequential executor from the start.
+    pub(crate) fn sequential(reason: Reason) -> Self {
+        Run { mode: Mode::Sequential, reason, switch: None }
+    }
 }
 
 /// Blocks with fewer transactions run sequentially: thread start-up costs more than they

@@ -18,6 +18,17 @@
 //! - An ordered index of every key written during the block serves scans; a key enters
 //!   it once, the first time it is written. It is built only when the block's first scan
 //!   starts (from the shards), so a block that never scans never touches it.
+//! - A scan records every key it visited with the origin of its value, like a read, and
+//!   where it stopped. Validation re-reads those keys by id and checks that no key that
+//!   entered the index since, inside the covered range, is live below the transaction:
+//!   storage does not change during the block, so its side of the range needs no second
+//!   walk (the first version replayed the whole scan, storage included, and compared the
+//!   entries by value, allocating them again).
+//! - Validation compares origins without copying values (a read clones a value only for
+//!   the transaction that asked for it).
+//! - After a switch to sequential execution, the sequential executor reads the validated
+//!   prefix through [`MvMemory::committed`], and the block's writes are the prefix's
+//!   ([`MvMemory::finish`] and [`MvMemory::into_writes`] take the prefix's end).
 //! - Deltas (commutative additions, [`crate::Write::Delta`]) stay in their transaction's
 //!   record, not in the key's versions: a counter every transaction bumps (a fee pot, an
 //!   event count) would otherwise gather one version per transaction under one shard lock,
@@ -31,7 +42,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use rustc_hash::{FxBuildHasher, FxHashMap};
 use smallvec::SmallVec;
 
@@ -118,15 +129,26 @@ pub(crate) enum ReadOrigin {
     },
 }
 
-/// A range scan of one incarnation: what lay below the transaction in the range it
-/// covered (`from` up to `stop` inclusive; `None`: to the end of the key space).
+/// A range scan of one incarnation: the range it covered (`from` up to `stop` inclusive;
+/// `None`: to the end of the key space) and every key it visited there, dead or alive,
+/// with where the value below the transaction came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ScanRecord {
     pub(crate) from: Key,
     pub(crate) reverse: bool,
     pub(crate) stop: Option<Key>,
-    /// The live entries below the transaction in that range, in scan order.
-    pub(crate) below: Vec<(Key, Value)>,
+    /// In scan order.
+    pub(crate) visited: Vec<(KeyId, ReadOrigin)>,
+}
+
+/// What a read finds among a key's versions (deltas aside), without copying the value.
+enum Found<'s> {
+    /// No lower transaction wrote the key.
+    Storage,
+    /// The newest lower write is an estimate of this transaction's.
+    Estimate(usize),
+    /// The newest lower write.
+    Written(Version, &'s Option<Value>),
 }
 
 /// One key's versions (sorted by transaction), the highest transaction that read it from
@@ -176,25 +198,38 @@ impl Slot {
         }
     }
 
-    /// What `txn` reads among the versions (deltas aside): the newest lower write, storage,
-    /// or the estimate that blocks it.
-    fn read(&self, txn: usize) -> ReadResult {
+    /// What `txn` finds among the versions (deltas aside): the newest lower write,
+    /// storage, or the estimate that blocks it.
+    fn find(&self, txn: usize) -> Found<'_> {
         let below = self.position(txn).unwrap_or_else(|i| i);
         match self.versions[..below].last() {
-            None => ReadResult::Storage,
-            Some((idx, Entry::Estimate)) => ReadResult::Blocked(*idx),
+            None => Found::Storage,
+            Some((idx, Entry::Estimate)) => Found::Estimate(*idx),
             Some((idx, Entry::Written { incarnation, value })) => {
-                ReadResult::Version((*idx, *incarnation), value.clone())
+                Found::Written((*idx, *incarnation), value)
             }
         }
     }
 
-    /// The last write of the block and its transaction, consuming the versions.
-    fn last_write(self) -> Option<(usize, Option<Value>)> {
-        self.versions.into_iter().next_back().map(|(txn, entry)| match entry {
-            Entry::Written { value, .. } => (txn, value),
-            Entry::Estimate => unreachable!("no estimates remain once the block is done"),
-        })
+    /// [`Slot::find`] with the value copied.
+    fn read(&self, txn: usize) -> ReadResult {
+        match self.find(txn) {
+            Found::Storage => ReadResult::Storage,
+            Found::Estimate(idx) => ReadResult::Blocked(idx),
+            Found::Written(version, value) => ReadResult::Version(version, value.clone()),
+        }
+    }
+
+    /// The last write of a transaction below `end` and its transaction, consuming the
+    /// versions (those of `end` and above may be estimates: a run that switched to
+    /// sequential execution at `end` drops them).
+    fn last_write_below(self, end: usize) -> Option<(usize, Option<Value>)> {
+        self.versions.into_iter().rev().find(|(txn, _)| *txn < end).map(
+            |(txn, entry)| match entry {
+                Entry::Written { value, .. } => (txn, value),
+                Entry::Estimate => unreachable!("no estimates remain below the end of a run"),
+            },
+        )
     }
 }
 
@@ -228,6 +263,9 @@ impl Shard {
     }
 }
 
+/// A key of the ordered index.
+pub(crate) type IndexKey = std::sync::Arc<[u8]>;
+
 /// Final writes in key order.
 type SortedWrites = Vec<(Key, Option<Value>)>;
 
@@ -253,11 +291,12 @@ type DeltaKey = (Key, KeyId, Option<(usize, Option<Value>)>);
 
 /// The keys written during the block, in order, for scans. Writers only append to
 /// `pending` (no ordering work on the hot path, where most blocks never scan); a scan
-/// first sorts what is pending into `sorted`.
+/// first sorts what is pending into `sorted`. Keys are shared ([`IndexKey`]), so a scan
+/// holding the next key of the index copies no bytes.
 #[derive(Default)]
 struct OrderedIndex {
-    sorted: BTreeSet<Key>,
-    pending: Vec<Key>,
+    sorted: BTreeSet<IndexKey>,
+    pending: Vec<IndexKey>,
 }
 
 pub(crate) struct MvMemory {
@@ -380,10 +419,10 @@ impl MvMemory {
     /// Enter keys that `txn` wrote into the ordered index (their entries are in place) and
     /// flag them as indexed. Returns true when a higher transaction has started a scan,
     /// which may have passed their place.
-    fn index_keys(&self, txn: usize, mut unindexed: SmallVec<[(KeyId, Key); 4]>) -> bool {
+    fn index_keys(&self, txn: usize, unindexed: SmallVec<[(KeyId, Key); 4]>) -> bool {
         let scanned = {
             let mut ordered = self.ordered.write();
-            ordered.pending.extend(unindexed.iter_mut().map(|(_, k)| std::mem::take(k)));
+            ordered.pending.extend(unindexed.iter().map(|(_, k)| IndexKey::from(k.as_slice())));
             // Under the index's write lock: a scan registers under its read lock before it
             // walks the index, so it either is seen here or sees these keys (whose entries
             // are already in place).
@@ -454,7 +493,7 @@ impl MvMemory {
                 let slot = &mut slots[slot_no as usize];
                 if !slot.indexed && (!slot.versions.is_empty() || slot.deltas) {
                     slot.indexed = true;
-                    ordered.pending.push(key.clone());
+                    ordered.pending.push(IndexKey::from(key.as_slice()));
                 }
             }
         }
@@ -529,43 +568,115 @@ impl MvMemory {
         }
     }
 
-    /// The next key written during the block within `bounds`, in scan order.
-    pub(crate) fn next_key(&self, bounds: &ScanBounds<'_>) -> Option<Key> {
-        self.build_index();
+    /// The ordered index with every pending key sorted in, read-locked.
+    fn sorted_index(&self) -> RwLockReadGuard<'_, OrderedIndex> {
         {
             let ordered = self.ordered.read();
             if ordered.pending.is_empty() {
-                return bounds.first_of(ordered.sorted.range::<[u8], _>(bounds.range())).cloned();
+                return ordered;
             }
         }
         let mut ordered = self.ordered.write();
         let pending = std::mem::take(&mut ordered.pending);
         ordered.sorted.extend(pending);
+        RwLockWriteGuard::downgrade(ordered)
+    }
+
+    /// The next key written during the block within `bounds`, in scan order.
+    pub(crate) fn next_key(&self, bounds: &ScanBounds<'_>) -> Option<IndexKey> {
+        self.build_index();
+        let ordered = self.sorted_index();
         bounds.first_of(ordered.sorted.range::<[u8], _>(bounds.range())).cloned()
     }
 
-    /// The live entries below `txn` in the part of a scan from `from` up to `stop`, or
-    /// `None` if a lower transaction's write in it is an estimate.
-    fn replay<S: StateReader>(
+    /// The id of `key` if the block has seen it (no interning).
+    fn lookup(&self, key: &[u8]) -> Option<KeyId> {
+        let shard_no = shard_of(key);
+        let slot = *self.shards[shard_no].lock().ids.get(key)?;
+        Some(KeyId::new(shard_no, slot as usize))
+    }
+
+    /// Whether `txn` still reads under `id` what its last incarnation read (`origin`).
+    /// Without deltas on the key the versions are compared in place, copying nothing.
+    fn still_reads<S: StateReader>(
+        &self,
+        id: KeyId,
+        txn: usize,
+        origin: &ReadOrigin,
+        storage: &Base<'_, S>,
+    ) -> bool {
+        {
+            let shard = self.shards[id.shard()].lock();
+            let slot = &shard.slots[id.slot()];
+            if !slot.deltas {
+                return match (slot.find(txn), origin) {
+                    (Found::Storage, ReadOrigin::Storage) => true,
+                    (Found::Written(v, _), ReadOrigin::Version(w)) => v == *w,
+                    _ => false,
+                };
+            }
+        }
+        match (self.read_id(id, txn), origin) {
+            (ReadResult::Storage, ReadOrigin::Storage) => true,
+            (ReadResult::Version(v, _), ReadOrigin::Version(w)) => v == *w,
+            (r @ ReadResult::Deltas { .. }, ReadOrigin::Resolved { key, value }) => {
+                r.resolve(key, storage).as_ref() == Some(value)
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether `txn` sees a value under `id`, a key storage does not hold; `None` when an
+    /// estimate blocks the read.
+    fn live_unstored(&self, id: KeyId, txn: usize) -> Option<bool> {
+        {
+            let shard = self.shards[id.shard()].lock();
+            let slot = &shard.slots[id.slot()];
+            if !slot.deltas {
+                return match slot.find(txn) {
+                    Found::Storage => Some(false),
+                    Found::Estimate(_) => None,
+                    Found::Written(_, value) => Some(value.is_some()),
+                };
+            }
+        }
+        match self.read_id(id, txn) {
+            ReadResult::Storage => Some(false),
+            ReadResult::Blocked(_) => None,
+            ReadResult::Version(_, value) => Some(value.is_some()),
+            ReadResult::Deltas { .. } => Some(true),
+        }
+    }
+
+    /// Whether `scan` would see the same entries below `txn` now: every key it visited
+    /// reads the same, and every key that entered the index inside the covered range
+    /// since is dead below `txn` (storage does not change, so the scan saw all of its keys
+    /// there; a key the index gained is new to the scan only if storage lacks it).
+    fn scan_unchanged<S: StateReader>(
         &self,
         txn: usize,
         scan: &ScanRecord,
         storage: &Base<'_, S>,
-    ) -> Option<Vec<(Key, Value)>> {
-        let mut got = Vec::new();
-        let mut last: Option<Key> = None;
-        loop {
-            let b = ScanBounds { from: &scan.from, last: last.as_deref(), reverse: scan.reverse };
-            let Some(k) = b.earlier(self.next_key(&b), storage.next_key(&b)) else { break };
-            if !b.covers(&k, scan.stop.as_deref()) {
-                break;
-            }
-            if let Some(v) = self.read(&k, txn).1.resolve(&k, storage)? {
-                got.push((k.clone(), v));
-            }
-            last = Some(k);
+    ) -> bool {
+        if !scan.visited.iter().all(|(id, origin)| self.still_reads(*id, txn, origin, storage)) {
+            return false;
         }
-        Some(got)
+        let Some(range) = ScanBounds::covered(&scan.from, scan.stop.as_deref(), scan.reverse)
+        else {
+            return true;
+        };
+        // Collected under the index's lock, checked without it: a check may take lower
+        // transactions' record locks, which a writer holds while it waits for the index.
+        let fresh: SmallVec<[KeyId; 8]> = {
+            let ordered = self.sorted_index();
+            ordered
+                .sorted
+                .range::<[u8], _>(range)
+                .filter_map(|k| self.lookup(k))
+                .filter(|id| !scan.visited.iter().any(|(v, _)| v == id))
+                .collect()
+        };
+        fresh.iter().all(|id| self.live_unstored(*id, txn) == Some(false))
     }
 
     /// Whether every read and scan of `txn`'s last incarnation would still see the same.
@@ -575,26 +686,42 @@ impl MvMemory {
         storage: &Base<'_, S>,
     ) -> bool {
         let rec = self.txns[txn].lock();
-        let scans_ok = rec
-            .scans
-            .iter()
-            .all(|scan| self.replay(txn, scan, storage).as_ref() == Some(&scan.below));
-        scans_ok
-            && rec.reads.iter().all(|(id, origin)| match (self.read_id(*id, txn), origin) {
-                (ReadResult::Storage, ReadOrigin::Storage) => true,
-                (ReadResult::Version(v, _), ReadOrigin::Version(w)) => v == *w,
-                (r @ ReadResult::Deltas { .. }, ReadOrigin::Resolved { key, value }) => {
-                    r.resolve(key, storage).as_ref() == Some(value)
-                }
-                _ => false,
-            })
+        rec.scans.iter().all(|scan| self.scan_unchanged(txn, scan, storage))
+            && rec.reads.iter().all(|(id, origin)| self.still_reads(*id, txn, origin, storage))
+    }
+
+    /// What the transactions below `end` leave under `key`, `None` if none of them wrote
+    /// it. For the sequential executor that finishes a block on top of Block-STM's
+    /// validated prefix `..end` (every transaction there executed and validated, so no
+    /// estimate lies below `end`); interns nothing.
+    pub(crate) fn committed<S: StateReader>(
+        &self,
+        key: &[u8],
+        end: usize,
+        storage: &Base<'_, S>,
+    ) -> Option<Option<Value>> {
+        let id = self.lookup(key)?;
+        let (r, deltas) = {
+            let shard = self.shards[id.shard()].lock();
+            let slot = &shard.slots[id.slot()];
+            (slot.read(end), slot.deltas)
+        };
+        match if deltas { self.with_deltas(id, end, r) } else { r } {
+            ReadResult::Storage => None,
+            ReadResult::Blocked(t) => {
+                panic!("transaction {t} of a validated prefix holds an estimate")
+            }
+            r => r.resolve(key, storage),
+        }
     }
 
     /// Once the block is done, each worker calls this: it claims shards one at a time and
     /// turns each into its sorted final value writes (keys with deltas are set aside for
     /// [`MvMemory::into_writes`]), then releases transaction records in chunks (their
     /// deltas stay) — so the teardown runs on every worker instead of after the join.
-    pub(crate) fn finish(&self) {
+    /// Only the writes of transactions below `end` count (the block's length, or where a
+    /// run switched to sequential execution).
+    pub(crate) fn finish(&self, end: usize) {
         loop {
             let i = self.finished_shards.fetch_add(1, SeqCst);
             let Some(target) = self.finished.get(i) else { break };
@@ -604,7 +731,7 @@ impl MvMemory {
             for (key, slot_no) in ids {
                 let slot = std::mem::take(&mut slots[slot_no as usize]);
                 let deltas = slot.deltas;
-                let last = slot.last_write();
+                let last = slot.last_write_below(end);
                 if deltas {
                     with_deltas.push((key, KeyId::new(i, slot_no as usize), last));
                 } else if let Some((_, v)) = last {
@@ -631,11 +758,13 @@ impl MvMemory {
         }
     }
 
-    /// The final value of every written key, after [`MvMemory::finish`]: a key with deltas
-    /// gets its last value write (or its value before the block) plus the deltas of the
-    /// transactions after that write.
+    /// The final value of every key the transactions below `end` wrote, after
+    /// [`MvMemory::finish`] with the same `end`: a key with deltas gets its last value
+    /// write (or its value before the block) plus the deltas of the transactions after
+    /// that write.
     pub(crate) fn into_writes<S: StateReader>(
         self,
+        end: usize,
         storage: &Base<'_, S>,
     ) -> BTreeMap<Key, Option<Value>> {
         // Sorted runs, one per shard: the sort inside `collect` merges them.
@@ -648,7 +777,7 @@ impl MvMemory {
         let index: FxHashMap<u32, usize> =
             keys.iter().enumerate().map(|(i, (_, id, _))| (id.0, i)).collect();
         let mut sums: Vec<Option<i64>> = vec![None; keys.len()];
-        for (t, rec) in self.txns.into_iter().enumerate() {
+        for (t, rec) in self.txns.into_iter().enumerate().take(end) {
             for (id, amount) in rec.into_inner().deltas {
                 let Some(&i) = index.get(&id.0) else { continue };
                 if keys[i].2.as_ref().is_none_or(|(w, _)| t > *w) {

@@ -12,8 +12,13 @@
 //! A suspended transaction (it read an estimate) is parked on its blocker's dependency
 //! list under the blocker's lock, and re-checked against the blocker's status under that
 //! lock, so a wake-up cannot be missed.
+//!
+//! A run ends one way, decided once by one atomic ([`End`]): every transaction is done, it
+//! was halted (cancel, storage failure, a panic: halting overrides the others), or it
+//! switched to sequential execution. A switch is refused once the block is done, so the
+//! workers that tear the memory down on completion never race a switch that needs it.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering::SeqCst};
 
 use parking_lot::Mutex;
 
@@ -47,14 +52,30 @@ impl<T> std::ops::Deref for Padded<T> {
     }
 }
 
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum End {
+    /// Every transaction executed and validated.
+    Complete,
+    /// Stopped without a result.
+    Halted,
+    /// Stopped to finish the block sequentially on top of the validated prefix.
+    Switched,
+}
+
+const RUNNING: u8 = 0;
+const COMPLETE: u8 = 1;
+const HALTED: u8 = 2;
+const SWITCHED: u8 = 3;
+
 pub(crate) struct Scheduler {
     block_size: usize,
     execution_idx: Padded<AtomicUsize>,
     validation_idx: Padded<AtomicUsize>,
     decrease_cnt: Padded<AtomicUsize>,
     num_active_tasks: Padded<AtomicUsize>,
-    done_marker: AtomicBool,
-    halted: AtomicBool,
+    /// [`End`] as a byte; [`RUNNING`] until the run ends.
+    end: AtomicU8,
     dependencies: Vec<Mutex<Vec<usize>>>,
     status: Vec<Mutex<(u32, Status)>>,
 }
@@ -67,26 +88,49 @@ impl Scheduler {
             validation_idx: Padded::default(),
             decrease_cnt: Padded::default(),
             num_active_tasks: Padded::default(),
-            done_marker: AtomicBool::new(false),
-            halted: AtomicBool::new(false),
+            end: AtomicU8::new(RUNNING),
             dependencies: (0..block_size).map(|_| Mutex::new(Vec::new())).collect(),
             status: (0..block_size).map(|_| Mutex::new((0, Status::ReadyToExecute))).collect(),
         }
     }
 
+    /// Whether the run has ended, one way or another: workers leave.
     pub(crate) fn done(&self) -> bool {
-        self.done_marker.load(SeqCst)
+        self.end.load(SeqCst) != RUNNING
     }
 
-    /// Stop every worker now (cancellation, or a worker panicked): the block is not done.
+    /// How the run ended (`None` while it runs).
+    pub(crate) fn end(&self) -> Option<End> {
+        match self.end.load(SeqCst) {
+            COMPLETE => Some(End::Complete),
+            HALTED => Some(End::Halted),
+            SWITCHED => Some(End::Switched),
+            _ => None,
+        }
+    }
+
+    /// Stop every worker now (cancellation, a storage failure, or a worker panicked): the
+    /// block has no result, whatever else ended the run.
     pub(crate) fn halt(&self) {
-        self.halted.store(true, SeqCst);
-        self.done_marker.store(true, SeqCst);
+        self.end.store(HALTED, SeqCst);
     }
 
-    /// Whether [`Scheduler::halt`] stopped the run.
-    pub(crate) fn halted(&self) -> bool {
-        self.halted.load(SeqCst)
+    /// Stop every worker so that the block finishes sequentially; false if the run has
+    /// already ended.
+    pub(crate) fn switch(&self) -> bool {
+        self.end.compare_exchange(RUNNING, SWITCHED, SeqCst, SeqCst).is_ok()
+    }
+
+    /// Whether `txn`'s last incarnation has executed (and is not being aborted): with no
+    /// worker running, its record and output are that incarnation's.
+    pub(crate) fn executed(&self, txn: usize) -> bool {
+        self.status[txn].lock().1 == Status::Executed
+    }
+
+    /// The transactions validated so far, about: the lower of the two indices (both go
+    /// down again on aborts), for the pace check of a run with a cost model.
+    pub(crate) fn progress(&self) -> usize {
+        self.validation_idx.load(SeqCst).min(self.execution_idx.load(SeqCst)).min(self.block_size)
     }
 
     fn decrease_execution_idx(&self, target: usize) {
@@ -105,7 +149,8 @@ impl Scheduler {
             && self.num_active_tasks.load(SeqCst) == 0
             && observed == self.decrease_cnt.load(SeqCst)
         {
-            self.done_marker.store(true, SeqCst);
+            // Refused if a switch or a halt came first.
+            let _ = self.end.compare_exchange(RUNNING, COMPLETE, SeqCst, SeqCst);
         }
     }
 

@@ -1,23 +1,66 @@
 //! The sequential reference executor: each transaction sees the writes of every earlier
-//! one.
+//! one. It also finishes blocks that Block-STM started: then the writes of Block-STM's
+//! validated prefix lie between the block's writes and storage ([`Under`]).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use crate::journal::Journaled;
+use crate::mvmemory::IndexKey;
+use crate::scan::{earliest, StorageCursor, SCAN_CAPACITY};
 use crate::view::{Below, TxView};
 use crate::{
-    apply_delta, Base, BlockOutput, Counters, ExecError, Key, ScanBounds, StateReader, Stop,
-    Transaction, Value,
+    apply_delta, Base, BlockOutput, Counters, ExecError, Key, Reason, Run, ScanBounds, StateReader,
+    Stop, Transaction, Value,
 };
 
-/// Below a sequential transaction: the writes of the block so far, then storage.
-struct SeqBelow<'a, 'b, S: StateReader> {
-    storage: &'a Base<'b, S>,
-    block: &'a BTreeMap<Key, Option<Value>>,
+/// What lies between a sequential run's own writes and storage: nothing for a whole
+/// block (`()`), Block-STM's validated prefix when a run finishes a block it started.
+pub(crate) trait Under {
+    /// What the layer holds under `key` (`Some(None)`: deleted there), or `None`: look in
+    /// storage.
+    fn get(&self, key: &[u8]) -> Option<Option<Value>>;
+
+    /// The layer's first key within `bounds`, in scan order (it may hold no value).
+    fn first_key(&self, bounds: &ScanBounds<'_>) -> Option<IndexKey>;
 }
 
-impl<S: StateReader> Below for SeqBelow<'_, '_, S> {
+impl Under for () {
+    fn get(&self, _key: &[u8]) -> Option<Option<Value>> {
+        None
+    }
+
+    fn first_key(&self, _bounds: &ScanBounds<'_>) -> Option<IndexKey> {
+        None
+    }
+}
+
+/// Below a sequential transaction: the writes of the run so far, then `under`, then
+/// storage.
+struct SeqBelow<'a, 'b, S: StateReader, U: Under> {
+    storage: &'a Base<'b, S>,
+    block: &'a BTreeMap<Key, Option<Value>>,
+    under: &'a U,
+}
+
+impl<S: StateReader, U: Under> SeqBelow<'_, '_, S, U> {
+    /// The value below the transaction's own writes.
+    fn get_below(&self, key: &[u8]) -> Result<Option<Value>, Stop> {
+        if let Some(v) = self.block.get(key) {
+            return Ok(v.clone());
+        }
+        if let Some(v) = self.under.get(key) {
+            return Ok(v);
+        }
+        let v = self.storage.get(key);
+        if self.storage.failed() {
+            return Err(Stop::ReadFailed);
+        }
+        Ok(v)
+    }
+}
+
+impl<S: StateReader, U: Under> Below for SeqBelow<'_, '_, S, U> {
     type Write = Option<Value>;
 
     fn get(
@@ -25,17 +68,10 @@ impl<S: StateReader> Below for SeqBelow<'_, '_, S> {
         own: &mut Journaled<Option<Value>>,
         key: &[u8],
     ) -> Result<Option<Value>, Stop> {
-        if let Some(v) = own.get(key) {
-            return Ok(v.clone());
+        match own.get(key) {
+            Some(v) => Ok(v.clone()),
+            None => self.get_below(key),
         }
-        if let Some(v) = self.block.get(key) {
-            return Ok(v.clone());
-        }
-        let v = self.storage.get(key);
-        if self.storage.failed() {
-            return Err(Stop::ReadFailed);
-        }
-        Ok(v)
     }
 
     fn add_delta(
@@ -49,6 +85,8 @@ impl<S: StateReader> Below for SeqBelow<'_, '_, S> {
         Ok(())
     }
 
+    /// A merge of four ordered sources, one head each: the own writes, the run's writes,
+    /// the layer under them and storage (a cursor: each entry read once, with its value).
     fn scan(
         &mut self,
         own: &mut Journaled<Option<Value>>,
@@ -56,52 +94,79 @@ impl<S: StateReader> Below for SeqBelow<'_, '_, S> {
         reverse: bool,
         limit: usize,
     ) -> Result<Vec<(Key, Value)>, Stop> {
-        let mut out = Vec::new();
-        let mut last: Option<Key> = None;
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let own = &*own;
+        let start = ScanBounds { from, last: None, reverse };
+        let mut mine = start.first_in(own.map());
+        let mut block = start.first_in(self.block);
+        let mut under = self.under.first_key(&start);
+        let mut stored = StorageCursor::new(self.storage, from, reverse);
+        let mut out = Vec::with_capacity(limit.min(SCAN_CAPACITY));
         while out.len() < limit {
-            let b = ScanBounds { from, last: last.as_deref(), reverse };
-            let own_and_block = b.earlier(b.first_key_in(own.map()), b.first_key_in(self.block));
-            let next = b.earlier(own_and_block, self.storage.next_key(&b));
+            let heads = [mine.map(|e| e.0), block.map(|e| e.0)].map(|k| k.map(Vec::as_slice));
+            let [in_mine, in_block, in_under, in_storage] =
+                earliest(reverse, [heads[0], heads[1], under.as_deref(), stored.head()]);
             if self.storage.failed() {
                 return Err(Stop::ReadFailed);
             }
-            let Some(k) = next else { break };
-            if let Some(v) = self.get(own, &k)? {
-                out.push((k.clone(), v));
+            let (stored_key, stored_value) = match in_storage.then(|| stored.take()).flatten() {
+                Some((k, v)) => (Some(k), Some(v)),
+                None => (None, None),
+            };
+            let under_key = if in_under { under.take() } else { None };
+            let key = match (stored_key, under_key, mine, block) {
+                (Some(k), ..) => k,
+                (None, Some(k), ..) => k.to_vec(),
+                (None, None, Some((k, _)), _) if in_mine => k.clone(),
+                (None, None, _, Some((k, _))) if in_block => k.clone(),
+                _ => break,
+            };
+            let next = start.after(&key);
+            // The visible value: the own write, the run's, the layer's, or storage's.
+            let value = match (in_mine.then_some(mine).flatten(), block.filter(|_| in_block)) {
+                (Some((_, v)), _) | (None, Some((_, v))) => v.clone(),
+                (None, None) => match in_under.then(|| self.under.get(&key)).flatten() {
+                    Some(v) => v,
+                    None => stored_value,
+                },
+            };
+            if in_mine {
+                mine = next.first_in(own.map());
             }
-            last = Some(k);
+            if in_block {
+                block = next.first_in(self.block);
+            }
+            if in_under {
+                under = self.under.first_key(&next);
+            }
+            if let Some(v) = value {
+                out.push((key, v));
+            }
         }
         Ok(out)
     }
 }
 
-/// Run `txs` one after another over the main trie of `storage`; the first storage error
-/// ends the run.
-pub fn execute_sequential<T: Transaction, S: StateReader>(
-    txs: &[T],
-    storage: &S,
-) -> Result<BlockOutput<T::Output>, S::Error> {
-    match run(txs, storage, None) {
-        Ok(out) => Ok(out),
-        Err(ExecError::Storage(e)) => Err(e),
-        Err(ExecError::Cancelled) => unreachable!("nothing can cancel a run without a cancel flag"),
-    }
-}
+/// A sequential run's outputs and the final value of every key it wrote.
+pub(crate) type Ran<O> = (Vec<O>, BTreeMap<Key, Option<Value>>);
 
-/// [`execute_sequential`], checking `cancel` before each transaction.
-pub(crate) fn run<T: Transaction, S: StateReader>(
+/// Run `txs` one after another over `under` and storage, checking `cancel` before each.
+/// A failed storage read ends the run early (`base` holds the error).
+pub(crate) fn run_over<T: Transaction, S: StateReader, U: Under>(
     txs: &[T],
-    storage: &S,
+    base: &Base<'_, S>,
+    under: &U,
     cancel: Option<&AtomicBool>,
-) -> Result<BlockOutput<T::Output>, ExecError<S::Error>> {
-    let base = Base::new(storage);
+) -> Result<Ran<T::Output>, ExecError<S::Error>> {
     let mut writes = BTreeMap::new();
     let mut outputs = Vec::with_capacity(txs.len());
     for tx in txs {
         if cancel.is_some_and(|c| c.load(Relaxed)) {
             return Err(ExecError::Cancelled);
         }
-        let mut view = TxView::new(SeqBelow { storage: &base, block: &writes });
+        let mut view = TxView::new(SeqBelow { storage: base, block: &writes, under });
         let out = match tx.execute(&mut view) {
             Ok(out) => out,
             Err(Stop::ReadFailed) => {
@@ -117,6 +182,32 @@ pub(crate) fn run<T: Transaction, S: StateReader>(
         outputs.push(out);
         writes.extend(own);
     }
+    Ok((outputs, writes))
+}
+
+/// Run `txs` one after another over the main trie of `storage`; the first storage error
+/// ends the run.
+pub fn execute_sequential<T: Transaction, S: StateReader>(
+    txs: &[T],
+    storage: &S,
+) -> Result<BlockOutput<T::Output>, S::Error> {
+    match run(txs, storage, None, Reason::Requested) {
+        Ok(out) => Ok(out),
+        Err(ExecError::Storage(e)) => Err(e),
+        Err(ExecError::Cancelled) => unreachable!("nothing can cancel a run without a cancel flag"),
+    }
+}
+
+/// [`execute_sequential`], checking `cancel` before each transaction; `reason` is why the
+/// block runs sequentially.
+pub(crate) fn run<T: Transaction, S: StateReader>(
+    txs: &[T],
+    storage: &S,
+    cancel: Option<&AtomicBool>,
+    reason: Reason,
+) -> Result<BlockOutput<T::Output>, ExecError<S::Error>> {
+    let base = Base::new(storage);
+    let (outputs, writes) = run_over(txs, &base, &(), cancel)?;
     let counters = Counters { executions: txs.len() as u64, ..Counters::default() };
-    base.finish(BlockOutput { outputs, writes, counters })
+    base.finish(BlockOutput { outputs, writes, counters, run: Run::sequential(reason) })
 }

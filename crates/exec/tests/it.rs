@@ -1,7 +1,9 @@
 //! Block-STM against the sequential executor: random blocks (hot keys, deletes, reads of
 //! absent keys, failing transactions that write nothing) with 1 to 16 workers must give
-//! the same outputs and writes; a stress loop repeats with yields injected into the
-//! transactions; a conflict-free block keeps validations bounded.
+//! the same outputs and writes, also when the run switches to sequential execution at a
+//! random point; a stress loop repeats with yields injected into the transactions; a
+//! conflict-free block keeps validations bounded; the adaptive executor over a stream of
+//! blocks gives every block's sequential result, whichever executor it picks.
 //!
 //! Environment: `ARBOR_PROPTEST_CASES` (default small), `ARBOR_BLOCKSTM_STRESS`
 //! (stress iterations, default 20).
@@ -14,8 +16,8 @@ use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use exec::{
-    execute_parallel, execute_parallel_with, execute_sequential, ExecError, ParallelOptions,
-    StateReader, Stop, Transaction, TrieId, View,
+    execute_parallel, execute_parallel_with, execute_sequential, AdaptiveExecutor, ExecError, Mode,
+    ParallelOptions, Reason, StateReader, Stop, SwitchReason, Transaction, TrieId, View,
 };
 use proptest::prelude::*;
 
@@ -118,10 +120,11 @@ fn tx(keys: u8) -> impl Strategy<Value = Tx> {
         })
 }
 
-type Block = (BTreeMap<Vec<u8>, Vec<u8>>, Vec<Tx>, usize, bool);
+type Block = (BTreeMap<Vec<u8>, Vec<u8>>, Vec<Tx>, usize, bool, Option<u64>);
 
-/// Storage, transactions, workers, and whether Block-STM runs even where the sequential
-/// fallback would (one worker, small blocks).
+/// Storage, transactions, workers, whether Block-STM runs even where the sequential
+/// fallback would (one worker, small blocks), and after how many executions of a worker
+/// the run switches to sequential execution, if it does.
 fn block() -> impl Strategy<Value = Block> {
     (1u8..24).prop_flat_map(|keys| {
         (
@@ -133,6 +136,7 @@ fn block() -> impl Strategy<Value = Block> {
             prop::collection::vec(tx(keys), 0..80),
             1usize..=16,
             any::<bool>(),
+            prop::option::weighted(0.5, 1u64..60),
         )
     })
 }
@@ -152,6 +156,13 @@ fn check<S: StateReader<Error = Infallible> + Sync>(
     let par = execute_parallel_with(txs, storage, workers, options).unwrap();
     prop_assert_eq!(&par.outputs, &seq.outputs);
     prop_assert_eq!(&par.writes, &seq.writes);
+    if let Some(switch) = par.run.switch {
+        prop_assert_eq!(par.run.mode, Mode::Parallel);
+        prop_assert!(switch.at <= txs.len(), "{:?}", par.run);
+        if options.always_parallel {
+            prop_assert_eq!(switch.reason, SwitchReason::Requested);
+        }
+    }
     Ok(())
 }
 
@@ -159,9 +170,47 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(cases(64)))]
 
     #[test]
-    fn parallel_equals_sequential((storage, txs, workers, always_parallel) in block()) {
-        let options = ParallelOptions { always_parallel, ..ParallelOptions::default() };
+    fn parallel_equals_sequential(
+        (storage, txs, workers, always_parallel, switch_after) in block()
+    ) {
+        let options =
+            ParallelOptions { always_parallel, switch_after, ..ParallelOptions::default() };
         check(&txs, &storage, workers, options)?;
+    }
+
+    /// One adaptive executor runs a stream of blocks: it starts sequentially, then tries
+    /// Block-STM, then picks by its measurements; every block, switched or not, gives the
+    /// sequential executor's result.
+    #[test]
+    fn adaptive_executor_equals_sequential_on_a_stream(
+        workers in 2usize..=8,
+        stream in prop::collection::vec(block(), 1..6),
+    ) {
+        let mut executor = AdaptiveExecutor::new(workers);
+        let mut modelled = 0;
+        for (storage, txs, _, _, switch_after) in stream {
+            let options = ParallelOptions { switch_after, ..ParallelOptions::default() };
+            let out = executor.execute_with(&txs, &storage, options).unwrap();
+            let seq = ok(execute_sequential(&txs, &storage));
+            prop_assert_eq!(&out.outputs, &seq.outputs);
+            prop_assert_eq!(&out.writes, &seq.writes);
+            if txs.len() < exec::PARALLEL_MIN_TXS {
+                prop_assert_eq!((out.run.mode, out.run.reason), (Mode::Sequential, Reason::SmallBlock));
+                continue;
+            }
+            let expected = match modelled {
+                0 => Some((Mode::Sequential, Reason::Unmeasured)),
+                1 => Some((Mode::Parallel, Reason::Unmeasured)),
+                _ => None,
+            };
+            if let Some(expected) = expected {
+                prop_assert_eq!((out.run.mode, out.run.reason), expected);
+            }
+            if out.run.mode == Mode::Sequential {
+                prop_assert!(out.run.switch.is_none());
+            }
+            modelled += 1;
+        }
     }
 }
 
@@ -174,14 +223,21 @@ fn stress_with_yields() {
         std::env::var("ARBOR_BLOCKSTM_STRESS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(iterations));
     runner
-        .run(&(block(), any::<u64>()), |((storage, mut txs, workers, always_parallel), seed)| {
-            for t in &mut txs {
-                t.yields = true;
-            }
-            let options =
-                ParallelOptions { stress_seed: Some(seed), always_parallel, cancel: None };
-            check(&txs, &storage, workers.max(2), options)
-        })
+        .run(
+            &(block(), any::<u64>()),
+            |((storage, mut txs, workers, always_parallel, switch), seed)| {
+                for t in &mut txs {
+                    t.yields = true;
+                }
+                let options = ParallelOptions {
+                    stress_seed: Some(seed),
+                    always_parallel,
+                    cancel: None,
+                    switch_after: switch,
+                };
+                check(&txs, &storage, workers.max(2), options)
+            },
+        )
         .unwrap();
 }
 
@@ -265,6 +321,128 @@ impl Transaction for Chain<'_> {
     }
 }
 
+/// Switching a forced Block-STM run to sequential execution after any number of
+/// executions keeps the sequential result; with one worker the run is in block order, so
+/// the prefix kept is exactly the transactions executed before the switch.
+#[test]
+fn a_switch_at_any_point_keeps_the_sequential_result() {
+    let txs: Vec<Chain<'_>> =
+        (0..120).map(|index| Chain { index, trigger: None, panic_at: None }).collect();
+    let storage = BTreeMap::new();
+    let seq = ok(execute_sequential(&txs, &storage));
+    for workers in [1, 2, 4] {
+        for k in 1..=120u64 {
+            let options = ParallelOptions {
+                always_parallel: true,
+                switch_after: Some(k),
+                ..ParallelOptions::default()
+            };
+            let out = execute_parallel_with(&txs, &storage, workers, options).unwrap();
+            assert_eq!(out.outputs, seq.outputs, "{workers} workers, switch after {k}");
+            assert_eq!(out.writes, seq.writes, "{workers} workers, switch after {k}");
+            let switch = out.run.switch;
+            assert!(switch.is_none_or(|s| s.reason == SwitchReason::Requested), "{switch:?}");
+            if workers == 1 {
+                assert_eq!(switch.map(|s| s.at), Some(k as usize), "switch after {k}");
+            }
+        }
+    }
+}
+
+/// Transaction 0 is slow and sets `flag`; every transaction that sees no flag writes a
+/// key of its own and bumps a counter through a delta. Sequentially only transaction 0
+/// does; in parallel the others run ahead of it and write speculatively.
+struct Flagged(usize);
+
+impl Transaction for Flagged {
+    type Output = bool;
+
+    fn execute(&self, view: &mut dyn View) -> Result<bool, Stop> {
+        if self.0 == 0 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let unflagged = view.get(b"flag")?.is_none();
+        if unflagged {
+            view.set(&[b"spec".as_slice(), &self.0.to_be_bytes()].concat(), vec![1]);
+            view.add_delta(b"count", 1)?;
+        }
+        if self.0 == 0 {
+            view.set(b"flag", vec![1]);
+        }
+        Ok(unflagged)
+    }
+}
+
+/// A switch while transaction 0 is still running keeps no write or delta of the
+/// transactions that ran ahead of it: the sequential executor runs them again, and what
+/// they wrote speculatively is dropped with the rest of the memory past the prefix.
+#[test]
+fn speculative_writes_past_the_prefix_are_dropped() {
+    let txs: Vec<Flagged> = (0..200).map(Flagged).collect();
+    let storage = BTreeMap::new();
+    let seq = ok(execute_sequential(&txs, &storage));
+    assert_eq!(seq.writes.len(), 3, "{:?}", seq.writes);
+    for k in [2, 10, 50] {
+        let options = ParallelOptions {
+            always_parallel: true,
+            switch_after: Some(k),
+            ..ParallelOptions::default()
+        };
+        let out = execute_parallel_with(&txs, &storage, 2, options).unwrap();
+        assert_eq!(out.writes, seq.writes, "switch after {k}: {:?}", out.run);
+        assert_eq!(out.outputs, seq.outputs, "switch after {k}");
+    }
+}
+
+/// Writes its own key; the first executions while `slow` is above zero take 2 ms each.
+struct Slow<'a> {
+    index: u8,
+    slow: &'a std::sync::atomic::AtomicUsize,
+}
+
+impl Transaction for Slow<'_> {
+    type Output = u64;
+
+    fn execute(&self, view: &mut dyn View) -> Result<u64, Stop> {
+        let taken =
+            self.slow.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        if taken.is_ok() {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        let k = key(self.index);
+        let n = view.get(&k)?.map_or(0, |v| u64::from(v[0])) + 1;
+        view.set(&k, vec![n as u8]);
+        Ok(n)
+    }
+}
+
+/// The adaptive executor measures the sequential executor on the first block; on the
+/// second, Block-STM's pace falls far behind it (its first executions are slow), so the
+/// run switches to sequential execution and keeps the result; the third block then runs
+/// sequentially, the model having measured Block-STM as slower.
+#[test]
+fn a_parallel_block_behind_the_sequential_pace_switches() {
+    let slow = std::sync::atomic::AtomicUsize::new(0);
+    let txs: Vec<Slow<'_>> =
+        (0..400).map(|i| Slow { index: (i % 200) as u8, slow: &slow }).collect();
+    let storage = BTreeMap::new();
+    let seq = ok(execute_sequential(&txs, &storage));
+    let mut executor = AdaptiveExecutor::new(2);
+    let first = ok(executor.execute(&txs, &storage));
+    assert_eq!((first.run.mode, first.run.reason), (Mode::Sequential, Reason::Unmeasured));
+    slow.store(20, Ordering::SeqCst);
+    let second = ok(executor.execute(&txs, &storage));
+    assert_eq!((second.run.mode, second.run.reason), (Mode::Parallel, Reason::Unmeasured));
+    assert_eq!(second.run.switch.map(|s| s.reason), Some(SwitchReason::Slower), "{:?}", second.run);
+    assert_eq!(second.outputs, seq.outputs);
+    assert_eq!(second.writes, seq.writes);
+    let third = ok(executor.execute(&txs, &storage));
+    assert_eq!((third.run.mode, third.run.reason), (Mode::Sequential, Reason::Faster));
+    assert_eq!(third.writes, seq.writes);
+    let e = executor.estimates();
+    assert!(e.parallel_ns_per_tx > e.sequential_ns_per_tx, "{e:?}");
+}
+
 /// Runs `f` on its own thread and fails the test if it has not finished within a minute.
 fn within_a_minute<R: Send + 'static>(
     f: impl FnOnce() -> R + Send + 'static,
@@ -291,8 +469,11 @@ fn cancellation_stops_every_worker() {
                     .map(|index| Chain { index, trigger: Some((40, &flag)), panic_at: None })
                     .collect();
                 let storage = BTreeMap::new();
-                let options =
-                    ParallelOptions { cancel: Some(&flag), always_parallel, stress_seed: None };
+                let options = ParallelOptions {
+                    cancel: Some(&flag),
+                    always_parallel,
+                    ..ParallelOptions::default()
+                };
                 execute_parallel_with(&txs, &storage, workers, options).map(|o| o.outputs.len())
             });
             let result = result.unwrap();

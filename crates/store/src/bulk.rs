@@ -18,8 +18,9 @@ use trie::{TrieId, EMPTY_ROOT, H256};
 use crate::error::{BulkError, Corruption, StoreError};
 use crate::keys::{
     cf, decode_root, encode_head, flat_key, root_key, split_trie_prefix, CF_FLAT, CF_HISTORY,
-    CF_META, CF_NODES, KEY_BYTES_MAX, META_BULK, META_HEAD, META_ROOT,
+    CF_META, CF_NODES, KEY_BYTES_MAX, META_BULK, META_HEAD, META_NODES_AT, META_ROOT,
 };
+use crate::layer::ChangeMap;
 use crate::rebuild::{rebuild, Mode, Rebuilt};
 use crate::state::StateDb;
 
@@ -165,14 +166,15 @@ impl BulkLoad<'_> {
         let mut last = WriteBatch::default();
         let mut roots = Vec::with_capacity(tries.len());
         for t in &tries {
-            let root = rebuild(&db, t, Mode::Write, state.scanned())?.root;
+            let root = rebuild(&db, t, Mode::Write, state.scanned(), None)?.root;
             last.put_cf(cf(&db, CF_META)?, root_key(t), root.0);
             roots.push((*t, root));
         }
-        let root = rebuild(&db, &TrieId::Main, Mode::Write, state.scanned())?.root;
+        let root = rebuild(&db, &TrieId::Main, Mode::Write, state.scanned(), None)?.root;
         let meta = cf(&db, CF_META)?;
         last.put_cf(meta, META_HEAD, encode_head(0, &root));
         last.delete_cf(meta, META_BULK);
+        last.delete_cf(meta, META_NODES_AT);
         let mut sync = WriteOptions::default();
         sync.set_sync(true);
         db.write_opt(last, &sync).map_err(StoreError::from)?;
@@ -236,7 +238,9 @@ impl StateDb {
         let db = &self.reader().db;
         check_flat_ends(db)?;
         check_history_newest(db, self.head_number())?;
-        let main = rebuild(db, &TrieId::Main, mode, self.scanned())?;
+        let buffer = self.node_buffer();
+        let overlay = buffer.as_ref().map(|b| &b.nodes);
+        let main = rebuild(db, &TrieId::Main, mode, self.scanned(), overlay)?;
         let mut tries = root_records(db)?;
         for t in storage_tries_in_flat(db)? {
             tries.entry(t).or_insert(EMPTY_ROOT);
@@ -244,7 +248,7 @@ impl StateDb {
         let mut trie_mismatches = Vec::new();
         let mut rebuilt = Vec::with_capacity(tries.len() + 1);
         for (trie, stored) in &tries {
-            let r = rebuild(db, trie, mode, self.scanned())?;
+            let r = rebuild(db, trie, mode, self.scanned(), overlay)?;
             if r.root != *stored {
                 trie_mismatches.push(TrieMismatch {
                     trie: *trie,
@@ -320,7 +324,9 @@ impl StateDb {
         // One scan per trie gives both its root and the check of its stored nodes.
         let (roots, rebuilt) = self.recompute(Mode::Check)?;
         let db = &self.reader().db;
-        let mut stored = stored_nodes(db, rebuilt.iter().map(|(t, _)| *t).collect())?;
+        let buffer = self.node_buffer();
+        let overlay = buffer.as_ref().map(|b| &b.nodes);
+        let mut stored = stored_nodes(db, rebuilt.iter().map(|(t, _)| *t).collect(), overlay)?;
         let mut bad_tries = Vec::new();
         let mut nodes_checked = 0;
         for (trie, r) in rebuilt {
@@ -362,7 +368,7 @@ impl StateDb {
         tries.extend(root_records(&db)?.into_keys());
         let mut nodes = 0;
         for trie in &tries {
-            nodes += rebuild(&db, trie, Mode::Write, self.scanned())?.nodes;
+            nodes += rebuild(&db, trie, Mode::Write, self.scanned(), None)?.nodes;
         }
         // The rebuild wrote `nodes` behind the caches' and the resident trie's back.
         self.reader().clear_caches();
@@ -377,19 +383,40 @@ impl StateDb {
 fn stored_nodes(
     db: &DB,
     tries: std::collections::BTreeSet<TrieId>,
+    overlay: Option<&ChangeMap>,
 ) -> Result<std::collections::BTreeMap<TrieId, u64>, StoreError> {
     let mut counts: std::collections::BTreeMap<TrieId, u64> =
         tries.into_iter().map(|t| (t, 0)).collect();
+    let mut count = |key: &[u8]| -> Result<(), StoreError> {
+        let count = TrieId::split(key).and_then(|(trie, _)| counts.get_mut(&trie));
+        *count.ok_or_else(|| Corruption::NodeKey { key: key.to_vec() })? += 1;
+        Ok(())
+    };
     let mut opts = rocksdb::ReadOptions::default();
     opts.fill_cache(false);
     let mut it = db.raw_iterator_cf_opt(cf(db, CF_NODES)?, opts);
     it.seek_to_first();
+    // The node buffer's writes over the stored keys (both ascending): a deletion hides a
+    // stored node, a write adds one where none is stored.
+    let mut pending = overlay.into_iter().flat_map(|o| o.iter()).peekable();
     while let Some(key) = it.key() {
-        let count = TrieId::split(key).and_then(|(trie, _)| counts.get_mut(&trie));
-        *count.ok_or_else(|| Corruption::NodeKey { key: key.to_vec() })? += 1;
+        while let Some((k, v)) = pending.next_if(|(k, _)| k.as_slice() < key) {
+            if v.is_some() {
+                count(k)?;
+            }
+        }
+        match pending.next_if(|(k, _)| k.as_slice() == key) {
+            Some((_, None)) => {}
+            _ => count(key)?,
+        }
         it.next();
     }
     it.status()?;
+    for (k, v) in pending {
+        if v.is_some() {
+            count(k)?;
+        }
+    }
     Ok(counts)
 }
 

@@ -42,17 +42,17 @@ fn flat_keys(changes: &ChangeSet) -> Result<Vec<Vec<u8>>, StoreError> {
 }
 
 /// One trie's share of a commit.
-struct TrieCommit {
-    trie: TrieId,
+pub(crate) struct TrieCommit {
+    pub(crate) trie: TrieId,
     old_root: H256,
-    root: H256,
+    pub(crate) root: H256,
     /// `flat` changes in key order.
     flat: Vec<Entry>,
     /// Old values of the changed keys: this trie's part of the reverse diff.
     undo: ReverseDiff,
     /// Node writes by node key.
-    nodes: Vec<Entry>,
-    loaded: LoadedNodes,
+    pub(crate) nodes: Vec<Entry>,
+    pub(crate) loaded: LoadedNodes,
     hashes: u64,
     leaf_scans: u64,
     resident_hits: u64,
@@ -310,7 +310,7 @@ impl StateDb {
     }
 
     /// Update every touched trie in parallel.
-    fn update_tries(
+    pub(crate) fn update_tries(
         &self,
         changes: &ChangeSet,
         keys: Vec<Vec<u8>>,
@@ -434,6 +434,7 @@ impl StateDb {
             history: rev.encode(),
             prune: number.checked_sub(self.config().layers.history_depth),
             bytes: 0,
+            lag_base: None,
         };
         layer.measure();
         let info = CommitInfo {

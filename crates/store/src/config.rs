@@ -162,6 +162,13 @@ config_table! {
         /// flush, half of unpersisted_bytes_max or a second without a commit write them
         /// sooner. 1 to 1024; 1 writes every block on its own.
         persist_blocks: u64 = 16,
+        /// Bytes of trie nodes kept in memory behind the block: the writer persists flat
+        /// values, reverse diffs and the head with every group, but holds the groups' node
+        /// writes (each path once, its newest version) until they pass this bound, a
+        /// flush, the close, or a lag of `history_depth` blocks; on open the nodes are
+        /// brought to the head from the reverse diffs. 0 writes nodes with every group.
+        /// At most 1 PiB.
+        node_buffer_bytes: u64 = 67108864,
     }
 
     /// Automatic checkpoints (`[checkpoint]` section), created by `arbor load` and `arbor
@@ -432,6 +439,7 @@ impl StoreConfig {
             ("cache.flat_cache_bytes", cache.flat_cache_bytes),
             ("cache.resident_bytes", cache.resident_bytes),
             ("layers.unpersisted_bytes_max", l.unpersisted_bytes_max),
+            ("layers.node_buffer_bytes", l.node_buffer_bytes),
         ];
         let (key, size) = sizes.into_iter().find(|(_, size)| *size > SIZE_MAX)?;
         Some(OutOfRange::new(key, size, "at most 1125899906842624 (1 PiB)"))
@@ -439,7 +447,7 @@ impl StoreConfig {
 
     /// Peak memory the store may spend on caches, memtables and unpersisted layers:
     /// RocksDB block cache + memtable budget + node cache + flat cache + resident trie +
-    /// `layers.unpersisted_bytes_max` (saturating).
+    /// `layers.unpersisted_bytes_max` + `layers.node_buffer_bytes` (saturating).
     ///
     /// The benchmark checks peak RSS against this figure; RocksDB's structures outside the
     /// block cache and memtables (table readers of open files, iterators) are not included.
@@ -451,6 +459,7 @@ impl StoreConfig {
             .saturating_add(self.cache.flat_cache_bytes)
             .saturating_add(self.cache.resident_bytes)
             .saturating_add(self.layers.unpersisted_bytes_max)
+            .saturating_add(self.layers.node_buffer_bytes)
     }
 }
 
@@ -598,8 +607,9 @@ mod tests {
         assert_eq!(c.cache.resident_bytes, 256 * MIB);
         assert_eq!(c.layers.unpersisted_bytes_max, 256 * MIB);
         assert_eq!(c.layers.history_depth, 128);
+        assert_eq!(c.layers.node_buffer_bytes, 64 * MIB);
         c.validate().unwrap();
-        assert_eq!(c.cache_budget_bytes(), (256 + 128 + 128 + 64 + 256 + 256) * MIB);
+        assert_eq!(c.cache_budget_bytes(), (256 + 128 + 128 + 64 + 256 + 256 + 64) * MIB);
     }
 
     #[test]

@@ -213,6 +213,41 @@ pub enum Corruption {
         /// The newest reverse diff's block (its key, when it is not 8 bytes: `u64::MAX`).
         newest: u64,
     },
+    /// The node watermark record has the wrong size.
+    #[error("node watermark record of {len} bytes (expected 8)")]
+    NodesAtRecord {
+        /// Its size.
+        len: usize,
+    },
+    /// The node watermark is not below the head (the writer records it only while the
+    /// nodes lag).
+    #[error("the trie nodes are recorded at block {nodes_at}, not below the head {head}")]
+    NodesAhead {
+        /// The watermark.
+        nodes_at: u64,
+        /// The head block.
+        head: u64,
+    },
+    /// A block between the node watermark and the head has no reverse diff: the nodes
+    /// cannot be brought to the head.
+    #[error("the trie nodes are at block {base} but the reverse diff of block {number}, needed to bring them to the head, is missing")]
+    LagHistory {
+        /// The block whose diff is missing.
+        number: u64,
+        /// The node watermark.
+        base: u64,
+    },
+    /// The nodes brought from the watermark to the head give another root than the head
+    /// records: the reverse diffs, `flat` or `nodes` were altered.
+    #[error("bringing the trie nodes to the head gives {trie:?} root {computed}, the head records {expected}")]
+    CatchUpRoot {
+        /// The trie.
+        trie: TrieId,
+        /// The root computed.
+        computed: H256,
+        /// The root recorded.
+        expected: H256,
+    },
     /// A reverse diff lacks the head record every diff holds.
     #[error("history record of block {number} has no head record")]
     HistoryHead {
@@ -403,6 +438,10 @@ pub enum OpenError {
     /// The background writer thread could not be started.
     #[error("cannot start the writer thread: {0}")]
     SpawnWriter(#[source] std::io::Error),
+    /// The trie nodes lag the head and could not be brought to it (see
+    /// `docs/design.md`, "Nodes behind the block"): nothing is served.
+    #[error("cannot bring the trie nodes to the head: {0}")]
+    CatchUp(#[source] StoreError),
 }
 
 impl OpenError {
@@ -410,6 +449,7 @@ impl OpenError {
     pub fn corruption(&self) -> Option<&Corruption> {
         match self {
             OpenError::Corrupt(c) => Some(c),
+            OpenError::CatchUp(e) => e.corruption(),
             _ => None,
         }
     }
@@ -421,6 +461,7 @@ impl OpenError {
         match self {
             OpenError::Corrupt(_) => true,
             OpenError::Rocks(r) => r.is_corruption(),
+            OpenError::CatchUp(e) => e.is_corruption(),
             _ => false,
         }
     }

@@ -34,6 +34,10 @@ pub(crate) const META_ROOT: &[u8] = b"root";
 /// Meta key of the bulk-load marker: present (holding the load's UTF-8 label) from before
 /// a bulk load's first write until the batch that sets its head (see `bulk.rs`).
 pub(crate) const META_BULK: &[u8] = b"bulk_load";
+/// Meta key of the node watermark: `block number (u64 BE)`, the block whose trie nodes
+/// `nodes` holds, when it is below the head (the writer holds newer nodes in memory; see
+/// `lag.rs`). Absent: `nodes` is at the head.
+pub(crate) const META_NODES_AT: &[u8] = b"nodes_at";
 /// Meta key of the cache counters summed over every closed session
 /// ([`crate::cache::CacheTotals`], six `u64` BE).
 pub(crate) const META_CACHE_TOTALS: &[u8] = b"cache_totals";

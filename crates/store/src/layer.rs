@@ -92,7 +92,7 @@ impl ChangeMap {
     }
 
     /// Approximate heap bytes held.
-    fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.entries
             .iter()
             .map(|(k, v)| (k.len() + v.as_ref().map_or(0, |v| v.len()) + 56) as u64)
@@ -119,6 +119,10 @@ pub(crate) struct Layer {
     pub(crate) prune: Option<u64>,
     /// Approximate heap bytes held (keys + values + history).
     pub(crate) bytes: u64,
+    /// `Some(w)` marks the node buffer (see `lag.rs`): no flat, meta or history, only the
+    /// node writes of blocks `w + 1..=number` that `nodes` on disk (at block `w`) lacks.
+    /// It sits at the bottom of the stack, below every block's layer.
+    pub(crate) lag_base: Option<u64>,
 }
 
 impl Layer {

@@ -31,6 +31,7 @@ mod db;
 mod error;
 mod history;
 mod keys;
+mod lag;
 mod layer;
 mod range;
 mod read;
@@ -65,8 +66,8 @@ pub use resident::ResidentStats;
 pub use restore::{NodeBatch, ProgressRecord, Restore, RestoreBatch, RestoreWriter};
 pub use snapshot::{FlatCursor, PersistedSource, PersistedState};
 pub use state::{
-    ChangeSet, ColumnFamilyStats, CommitInfo, CommitTimings, ReadHandle, StateDb, StoreMetrics,
-    StoreStats,
+    CatchUpReport, ChangeSet, ColumnFamilyStats, CommitInfo, CommitTimings, ReadHandle, StateDb,
+    StoreMetrics, StoreStats,
 };
 pub use view::StoreSource;
 

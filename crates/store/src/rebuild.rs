@@ -15,6 +15,7 @@ use crate::error::{Corruption, StoreError};
 use crate::keys::{
     cf, encode_node_value, flat_range_for_path, node_key, CF_FLAT, CF_NODES, KEY_BYTES_MAX,
 };
+use crate::layer::ChangeMap;
 use crate::view::leaf_at;
 
 /// Write batches of the rebuild are flushed at about this size.
@@ -60,6 +61,9 @@ struct NodeWriter<'a> {
     db: &'a DB,
     trie: TrieId,
     mode: Mode,
+    /// Node writes not on disk yet (the node buffer of a read-only handle whose nodes lag;
+    /// see `lag.rs`): [`Mode::Check`] compares with them first.
+    overlay: Option<&'a ChangeMap>,
     batch: WriteBatch,
     nodes: u64,
     check: NodeCheck,
@@ -67,11 +71,12 @@ struct NodeWriter<'a> {
 }
 
 impl<'a> NodeWriter<'a> {
-    fn new(db: &'a DB, trie: TrieId, mode: Mode) -> Self {
+    fn new(db: &'a DB, trie: TrieId, mode: Mode, overlay: Option<&'a ChangeMap>) -> Self {
         NodeWriter {
             db,
             trie,
             mode,
+            overlay,
             batch: WriteBatch::default(),
             nodes: 0,
             check: NodeCheck::default(),
@@ -80,10 +85,13 @@ impl<'a> NodeWriter<'a> {
     }
 
     /// The stored node under `key`, or `None` with the error kept for `finish`.
-    fn stored(&mut self, key: &[u8]) -> Option<Option<rocksdb::DBPinnableSlice<'a>>> {
+    fn stored(&mut self, key: &[u8]) -> Option<Option<Vec<u8>>> {
+        if let Some(v) = self.overlay.and_then(|o| o.get(key)) {
+            return Some(v.map(|v| v.to_vec()));
+        }
         let db = self.db;
         match cf(db, CF_NODES).and_then(|h| Ok(db.get_pinned_cf(h, key)?)) {
-            Ok(v) => Some(v),
+            Ok(v) => Some(v.map(|v| v.to_vec())),
             Err(e) => {
                 self.error.get_or_insert(e);
                 None
@@ -228,6 +236,7 @@ pub(crate) fn rebuild(
     trie: &TrieId,
     mode: Mode,
     scanned: &AtomicU64,
+    overlay: Option<&ChangeMap>,
 ) -> Result<Rebuilt, StoreError> {
     if mode == Mode::Write {
         let lo = node_key(trie, &[]);
@@ -243,8 +252,10 @@ pub(crate) fn rebuild(
         (0..16u8)
             .into_par_iter()
             .map(|n| {
-                let mut b =
-                    RootBuilder::<EthLayout, _>::subtree(1, NodeWriter::new(db, *trie, mode));
+                let mut b = RootBuilder::<EthLayout, _>::subtree(
+                    1,
+                    NodeWriter::new(db, *trie, mode, overlay),
+                );
                 feed(&mut b, scan(db, trie, &[n])?, trie, scanned)?;
                 let leaves = b.leaves();
                 let (r, sink, _) = b.finish_ref();
@@ -262,12 +273,12 @@ pub(crate) fn rebuild(
         check.merge(c);
     }
     if has_empty_key || children.iter().filter(|c| !c.is_empty()).count() < 2 {
-        return rebuild_serial(db, trie, mode, scanned);
+        return rebuild_serial(db, trie, mode, scanned, overlay);
     }
     let mut enc = Vec::with_capacity(600);
     EthLayout::encode_branch(&children, None, &mut enc);
     let root = EthLayout::hash(&enc);
-    let mut w = NodeWriter::new(db, *trie, mode);
+    let mut w = NodeWriter::new(db, *trie, mode, overlay);
     w.node(EmittedKind::Branch, NibbleSlice::new(&[]), &enc, &ChildRef::hash(root));
     let (n, c) = w.finish()?;
     nodes += n;
@@ -280,6 +291,7 @@ fn rebuild_serial(
     trie: &TrieId,
     mode: Mode,
     scanned: &AtomicU64,
+    overlay: Option<&ChangeMap>,
 ) -> Result<Rebuilt, StoreError> {
     if mode == Mode::Write {
         let lo = trie.prefix();
@@ -287,7 +299,7 @@ fn rebuild_serial(
         hi.extend(std::iter::repeat_n(0xff, KEY_BYTES_MAX + 2));
         db.delete_range_cf(cf(db, CF_NODES)?, &lo, &hi)?;
     }
-    let mut b = RootBuilder::<EthLayout, _>::with_sink(NodeWriter::new(db, *trie, mode));
+    let mut b = RootBuilder::<EthLayout, _>::with_sink(NodeWriter::new(db, *trie, mode, overlay));
     feed(&mut b, scan(db, trie, &[])?, trie, scanned)?;
     let leaves = b.leaves();
     let (root, mut sink, _) = b.finish_with();

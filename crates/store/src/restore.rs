@@ -17,7 +17,7 @@ use trie::{EthLayout, Layout, TrieId, EMPTY_ROOT, H256};
 use crate::error::{BulkError, StoreError};
 use crate::keys::{
     cf, encode_head, encode_node_value, flat_key, node_key, root_key, CF_FLAT, CF_META, CF_NODES,
-    KEY_BYTES_MAX, META_BULK, META_HEAD,
+    KEY_BYTES_MAX, META_BULK, META_HEAD, META_NODES_AT,
 };
 use crate::state::StateDb;
 
@@ -96,6 +96,7 @@ fn end_load(db: &DB, head: Option<(u64, &H256)>) -> Result<(), StoreError> {
         last.put_cf(meta, META_HEAD, encode_head(number, root));
     }
     last.delete_cf(meta, META_BULK);
+    last.delete_cf(meta, META_NODES_AT);
     let mut end = META_RESTORE.to_vec();
     end.extend_from_slice(&[0xff; 64]);
     last.delete_range_cf(meta, META_RESTORE, end.as_slice());

@@ -39,6 +39,11 @@ pub(crate) struct Progress {
     pub(crate) persisted: u64,
     /// Set when a write failed: the block and the error.
     pub(crate) poisoned: Option<Poison>,
+    /// The node watermark while the node buffer holds newer nodes (`nodes` on disk is at
+    /// this block); `None` when the nodes on disk are at the persisted block.
+    pub(crate) nodes_at: Option<u64>,
+    /// Bytes held by the node buffer.
+    pub(crate) buffer_bytes: u64,
 }
 
 /// What the store's handles ([`crate::StateDb`], its read handles) and the writer thread
@@ -55,6 +60,10 @@ pub(crate) struct Shared {
     pub(crate) commit_waits: AtomicU64,
     /// The most bytes of unpersisted layers held at once this session.
     pub(crate) peak_unpersisted_bytes: AtomicU64,
+    /// The most bytes the node buffer held at once this session.
+    pub(crate) peak_buffer_bytes: AtomicU64,
+    /// Node write-backs this session (the node buffer written to disk).
+    pub(crate) write_backs: AtomicU64,
     /// Cache counters of the sessions closed before this one.
     pub(crate) totals_at_open: CacheTotals,
     /// Opened read-only: nothing is ever written.

@@ -2,9 +2,13 @@
 //! long reads (checkpoint creation) while blocks keep committing.
 //!
 //! The writer persists each group of blocks in one atomic batch that carries its head
-//! record, so a snapshot always sees one whole block: its `flat`, `nodes`, root records
-//! and head agree. Reads through it bypass the caches and the unpersisted layers (they
-//! hold newer blocks) and do not fill RocksDB's block cache.
+//! record, so a snapshot always sees one whole block: its `flat`, root records and head
+//! agree. Its `nodes` may lag (the node watermark, see `lag.rs`): the node buffer then
+//! holds exactly the node writes the snapshot's `nodes` lacks, and the pinned state keeps
+//! that buffer beside the snapshot. Reads through it bypass the caches and the unpersisted
+//! layers (they hold newer blocks) and do not fill RocksDB's block cache.
+
+use std::sync::Arc;
 
 use rocksdb::{DBRawIteratorWithThreadMode, ReadOptions, SnapshotWithThreadMode, DB};
 use trie::{NodeSource, SourceError, TrieId, EMPTY_ROOT, H256};
@@ -12,8 +16,10 @@ use trie::{NodeSource, SourceError, TrieId, EMPTY_ROOT, H256};
 use crate::error::{Corruption, StoreError};
 use crate::keys::{
     cf, decode_head, decode_root, flat_range_for_path, node_key, root_key, CF_FLAT, CF_META,
-    CF_NODES, META_BULK, META_HEAD,
+    CF_NODES, META_BULK, META_HEAD, META_NODES_AT,
 };
+use crate::lag::decode_nodes_at;
+use crate::layer::Layer;
 use crate::state::ReadHandle;
 
 /// Readahead for sequential scans of `flat` (RocksDB reads ahead this much per iterator).
@@ -28,7 +34,13 @@ pub struct PersistedState<'a> {
     db: &'a DB,
     snap: SnapshotWithThreadMode<'a, DB>,
     head: (u64, H256),
+    /// The node buffer that brings the snapshot's lagging `nodes` to `head`.
+    overlay: Option<Arc<Layer>>,
 }
+
+/// Attempts to pin a snapshot and a node buffer of the same block (the writer swaps its
+/// buffer just after each write, so a mismatch lasts a moment).
+const PIN_ATTEMPTS: u32 = 2000;
 
 impl std::fmt::Debug for PersistedState<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -42,18 +54,37 @@ impl ReadHandle {
     /// bulk load is refused.
     pub fn persisted(&self) -> Result<PersistedState<'_>, StoreError> {
         let db = self.db();
-        let snap = db.snapshot();
-        let meta = cf(db, CF_META)?;
-        if let Some(v) = snap.get_cf(meta, META_BULK)? {
-            return Err(StoreError::UnfinishedBulkLoad {
-                label: String::from_utf8_lossy(&v).into_owned(),
-            });
+        for _ in 0..PIN_ATTEMPTS {
+            let (snap, buffer) = {
+                let layers = self.shared.reader.layers.read();
+                (db.snapshot(), layers.first().filter(|l| l.lag_base.is_some()).cloned())
+            };
+            let meta = cf(db, CF_META)?;
+            if let Some(v) = snap.get_cf(meta, META_BULK)? {
+                return Err(StoreError::UnfinishedBulkLoad {
+                    label: String::from_utf8_lossy(&v).into_owned(),
+                });
+            }
+            let head = match snap.get_cf(meta, META_HEAD)? {
+                Some(v) => decode_head(&v)?,
+                None => return Err(Corruption::NoHead.into()),
+            };
+            let nodes_at = match snap.get_cf(meta, META_NODES_AT)? {
+                Some(v) => Some(decode_nodes_at(&v)?),
+                None => None,
+            };
+            let overlay = match (nodes_at, buffer) {
+                (None, _) => None,
+                (Some(w), Some(b)) if b.lag_base == Some(w) && b.number == head.0 => Some(b),
+                // The writer wrote a group and has not swapped its buffer yet.
+                _ => {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                    continue;
+                }
+            };
+            return Ok(PersistedState { db, snap, head, overlay });
         }
-        let head = match snap.get_cf(meta, META_HEAD)? {
-            Some(v) => decode_head(&v)?,
-            None => return Err(Corruption::NoHead.into()),
-        };
-        Ok(PersistedState { db, snap, head })
+        Err(StoreError::WriterStopped)
     }
 }
 
@@ -143,7 +174,15 @@ impl PersistedSource<'_, '_> {
     fn stored(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, StoreError> {
         let s = self.state;
         let key = node_key(&self.trie, path);
-        let Some(v) = s.snap.get_pinned_cf_opt(cf(s.db, CF_NODES)?, key, s.read_opts())? else {
+        let buffered = s.overlay.as_ref().and_then(|b| b.nodes.get(&key));
+        let v = match buffered {
+            Some(v) => v.map(|v| v.to_vec()),
+            None => s
+                .snap
+                .get_pinned_cf_opt(cf(s.db, CF_NODES)?, key, s.read_opts())?
+                .map(|p| p.to_vec()),
+        };
+        let Some(v) = v else {
             return Ok(None);
         };
         // Invariant: the stored hash is the one the parent refers to.

@@ -77,7 +77,7 @@ pub struct CommitTimings {
 /// changes of the blocks in flight above it (as `chain::import` does).
 #[derive(Clone)]
 pub struct ReadHandle {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
 }
 
 impl std::fmt::Debug for ReadHandle {
@@ -114,10 +114,12 @@ impl ReadHandle {
         let Some(next) = number.checked_add(1) else { return Ok(None) };
         let history = {
             let layers = self.shared.reader.layers.read();
-            if let Some(l) = layers.iter().find(|l| l.number == number) {
+            // Block layers only: the node buffer holds no history.
+            let mut blocks = layers.iter().filter(|l| l.lag_base.is_none());
+            if let Some(l) = blocks.clone().find(|l| l.number == number) {
                 return Ok(Some(l.root));
             }
-            layers.iter().find(|l| l.number == next).map(|l| l.history.clone())
+            blocks.find(|l| l.number == next).map(|l| l.history.clone())
         };
         let db = self.db();
         let raw = match history {
@@ -172,7 +174,13 @@ impl ReadHandle {
         let p = s.progress.lock();
         StoreMetrics {
             persisted_number: p.persisted,
-            unpersisted_layers: s.reader.layers.read().len(),
+            unpersisted_layers: s
+                .reader
+                .layers
+                .read()
+                .iter()
+                .filter(|l| l.lag_base.is_none())
+                .count(),
             unpersisted_bytes: p.pending_bytes,
             bytes_written: s.bytes_written.load(Ordering::Relaxed),
             commit_waits: s.commit_waits.load(Ordering::Relaxed),
@@ -210,6 +218,8 @@ pub struct StateDb {
     pub(crate) resident: Resident,
     tx: Option<SyncSender<ToWriter>>,
     writer: Option<JoinHandle<()>>,
+    /// What this open's catch-up of lagging nodes did (see `lag.rs`).
+    caught_up: Option<CatchUpReport>,
 }
 
 impl StateDb {
@@ -253,23 +263,44 @@ impl StateDb {
             bytes_written: AtomicU64::new(0),
             commit_waits: AtomicU64::new(0),
             peak_unpersisted_bytes: AtomicU64::new(0),
+            peak_buffer_bytes: AtomicU64::new(0),
+            write_backs: AtomicU64::new(0),
             totals_at_open,
             read_only,
             scanned: AtomicU64::new(0),
             unflushed: AtomicBool::new(false),
         });
         let resident = Resident::new(shared.config.cache.resident_bytes);
+        let mut state =
+            StateDb { shared, head, bulk, resident, tx: None, writer: None, caught_up: None };
+        // Nodes lagging the head are brought to it before anything is served.
+        state.caught_up = state.catch_up().map_err(OpenError::CatchUp)?;
         if read_only {
-            return Ok(StateDb { shared, head, bulk, resident, tx: None, writer: None });
+            return Ok(state);
         }
         // The channel only carries handles; memory is bounded by pending_bytes.
         let (tx, rx) = sync_channel::<ToWriter>(1024);
-        let s = shared.clone();
+        let s = state.shared.clone();
         let writer = std::thread::Builder::new()
             .name("arbor-writer".into())
             .spawn(move || writer_loop(s, rx))
             .map_err(OpenError::SpawnWriter)?;
-        Ok(StateDb { shared, head, bulk, resident, tx: Some(tx), writer: Some(writer) })
+        state.tx = Some(tx);
+        state.writer = Some(writer);
+        Ok(state)
+    }
+
+    /// The node buffer, while nodes on disk lag the head (see `lag.rs`).
+    pub(crate) fn node_buffer(&self) -> Option<Arc<Layer>> {
+        self.shared.reader.layers.read().first().filter(|l| l.lag_base.is_some()).cloned()
+    }
+
+    /// Record the node buffer the catch-up left (the writer takes it over).
+    pub(crate) fn note_buffer(&self, nodes_at: u64, bytes: u64) {
+        let mut p = self.shared.progress.lock();
+        p.nodes_at = Some(nodes_at);
+        p.buffer_bytes = bytes;
+        self.shared.peak_buffer_bytes.fetch_max(bytes, Ordering::Relaxed);
     }
 
     /// `flat` entries read so far by this session's bulk-load rebuilds, verifies and
@@ -510,15 +541,20 @@ impl StateDb {
     /// flushed (all column families at once) and the WAL synced. After this returns, a
     /// crash reopens at this head or later (see `writer.rs`, "Durability").
     pub fn flush(&self) -> Result<(), StoreError> {
-        if self.shared.progress.lock().persisted < self.head.0 {
-            // The writer may be holding layers back to write them as one group.
+        // A read-only handle's node buffer (its catch-up) is never written.
+        let behind = |p: &Progress| {
+            p.persisted < self.head.0 || (!self.shared.read_only && p.nodes_at.is_some())
+        };
+        if behind(&self.shared.progress.lock()) {
+            // The writer may be holding layers back to write them as one group, and it
+            // holds node writes back longer (the node buffer, see `lag.rs`).
             if let Some(tx) = &self.tx {
                 tx.send(ToWriter::Flush).map_err(|_| StoreError::WriterStopped)?;
             }
         }
         {
             let mut p = self.shared.progress.lock();
-            while p.poisoned.is_none() && p.persisted < self.head.0 {
+            while p.poisoned.is_none() && behind(&p) {
                 self.shared.changed.wait(&mut p);
             }
             if let Some(e) = &p.poisoned {
@@ -614,8 +650,13 @@ impl StateDb {
             head_number: self.head.0,
             head_root: self.head.1.to_string(),
             persisted_number: p.persisted,
-            unpersisted_layers: layers.len(),
+            unpersisted_layers: layers.iter().filter(|l| l.lag_base.is_none()).count(),
             unpersisted_bytes: p.pending_bytes,
+            nodes_at: p.nodes_at.unwrap_or(p.persisted),
+            node_buffer_bytes: p.buffer_bytes,
+            peak_node_buffer_bytes: self.shared.peak_buffer_bytes.load(Ordering::Relaxed),
+            node_write_backs: self.shared.write_backs.load(Ordering::Relaxed),
+            catch_up: self.caught_up,
             layers_persisted: self.shared.layers_persisted.load(Ordering::Relaxed),
             bytes_written: self.shared.bytes_written.load(Ordering::Relaxed),
             commit_waits: self.shared.commit_waits.load(Ordering::Relaxed),
@@ -675,6 +716,24 @@ impl StateDb {
             db.compact_range_cf(cf(db, c)?, None::<&[u8]>, None::<&[u8]>);
         }
         Ok(())
+    }
+
+    /// Close without writing the node buffer back: the queued blocks are written (flat
+    /// values, reverse diffs, head) and made durable, the trie nodes stay at the node
+    /// watermark, and the next open brings them to the head from the reverse diffs (see
+    /// `docs/design.md`, "Nodes behind the block"). A quick shutdown, and what a crash
+    /// right after a group reached disk leaves, for measuring the catch-up.
+    pub fn close_with_nodes_behind(mut self) -> Result<(), StoreError> {
+        if let Some(tx) = self.tx.take() {
+            tx.send(ToWriter::Abandon).map_err(|_| StoreError::WriterStopped)?;
+        }
+        if let Some(w) = self.writer.take() {
+            let _ = w.join();
+        }
+        if let Some(e) = &self.shared.progress.lock().poisoned {
+            return Err(e.poisoned());
+        }
+        self.shared.make_durable()
     }
 
     /// Stop the writer after it persisted every queued layer (a clean shutdown).
@@ -775,6 +834,25 @@ fn read_cache_totals(db: &DB) -> Result<CacheTotals, OpenError> {
     }
 }
 
+/// What the catch-up of an open did (see `arbor stats`).
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct CatchUpReport {
+    /// The node watermark found: the block whose nodes were on disk.
+    pub from_block: u64,
+    /// The head the nodes were brought to.
+    pub to_block: u64,
+    /// Keys changed in between (each applied once).
+    pub keys: u64,
+    /// Wall time of the catch-up, reverse diffs read and update pass included (`seconds`
+    /// in JSON).
+    #[serde(rename = "seconds", serialize_with = "seconds")]
+    pub time: Duration,
+}
+
+fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
 /// One column family's size (see `arbor stats`).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ColumnFamilyStats {
@@ -807,6 +885,18 @@ pub struct StoreStats {
     pub unpersisted_layers: usize,
     /// Bytes held by those layers.
     pub unpersisted_bytes: u64,
+    /// The node watermark: the block whose trie nodes are on disk (below the persisted
+    /// block while the node buffer holds newer ones; see `docs/design.md`, "Nodes behind
+    /// the block").
+    pub nodes_at: u64,
+    /// Bytes held by the node buffer now.
+    pub node_buffer_bytes: u64,
+    /// The most bytes the node buffer held at once since open.
+    pub peak_node_buffer_bytes: u64,
+    /// Times the node buffer was written to disk since open.
+    pub node_write_backs: u64,
+    /// What the open's catch-up did, if the nodes lagged the head when it opened.
+    pub catch_up: Option<CatchUpReport>,
     /// Layers written since open.
     pub layers_persisted: u64,
     /// Bytes the writer wrote since open (its write batches: keys, values, framing).

@@ -38,7 +38,7 @@ use std::collections::BinaryHeap;
 use rocksdb::{WriteBatch, WriteOptions};
 
 use crate::error::StoreError;
-use crate::keys::{cf, history_key, CF_FLAT, CF_HISTORY, CF_META, CF_NODES};
+use crate::keys::{cf, history_key, CF_FLAT, CF_HISTORY, CF_META, CF_NODES, META_NODES_AT};
 use crate::layer::{ChangeMap, Entry, Layer};
 use crate::shared::{Poison, Shared};
 
@@ -52,8 +52,11 @@ const LINGER: Duration = Duration::from_secs(1);
 pub(crate) enum ToWriter {
     /// A committed layer, next in order.
     Layer(Arc<Layer>),
-    /// Write every held layer now.
+    /// Write every held layer now, and the node buffer.
     Flush,
+    /// Write every held layer as a group (nodes lagging as they may) and stop
+    /// (`StateDb::close_with_nodes_behind`).
+    Abandon,
 }
 
 /// Persist layers in order, in groups; pop them from the stack once they are on disk.
@@ -62,23 +65,28 @@ pub(crate) fn writer_loop(shared: Arc<Shared>, rx: Receiver<ToWriter>) {
     let bytes_max = shared.config.layers.unpersisted_bytes_max / 2;
     let mut held: Vec<Arc<Layer>> = Vec::new();
     let mut bytes = 0;
+    // The catch-up at open may have left a node buffer at the bottom of the stack.
+    let mut buffer = shared.reader.layers.read().first().filter(|l| l.lag_base.is_some()).cloned();
     loop {
         let msg = if held.is_empty() {
             rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
         } else {
             rx.recv_timeout(LINGER)
         };
-        let (write, stop) = match msg {
+        // (write the held layers, write the node buffer back too, stop)
+        let (write, force, stop) = match msg {
             Ok(ToWriter::Layer(layer)) => {
                 bytes += layer.bytes;
                 held.push(layer);
-                (held.len() >= blocks_max || bytes >= bytes_max, false)
+                (held.len() >= blocks_max || bytes >= bytes_max, false, false)
             }
-            Ok(ToWriter::Flush) | Err(RecvTimeoutError::Timeout) => (true, false),
-            Err(RecvTimeoutError::Disconnected) => (true, true),
+            Ok(ToWriter::Flush) => (true, true, false),
+            Ok(ToWriter::Abandon) => (true, false, true),
+            Err(RecvTimeoutError::Timeout) => (true, false, false),
+            Err(RecvTimeoutError::Disconnected) => (true, true, true),
         };
-        if write && !held.is_empty() {
-            persist(&shared, &held);
+        if write && (!held.is_empty() || (force && buffer.is_some())) {
+            persist(&shared, &held, &mut buffer, force);
             held.clear();
             bytes = 0;
         }
@@ -88,33 +96,39 @@ pub(crate) fn writer_loop(shared: Arc<Shared>, rx: Receiver<ToWriter>) {
     }
 }
 
-/// Write `group` (or, if that fails, its layers one at a time) unless the store is poisoned.
-fn persist(shared: &Shared, group: &[Arc<Layer>]) {
+/// Write `group` (or, if that fails, its layers one at a time) unless the store is poisoned;
+/// `force` writes the node buffer back with it.
+fn persist(shared: &Shared, group: &[Arc<Layer>], buffer: &mut Option<Arc<Layer>>, force: bool) {
     if shared.progress.lock().poisoned.is_some() {
         return;
     }
-    if write_group(shared, group).is_ok() {
-        persisted(shared, group);
-        return;
+    let failed = |number: u64, e: StoreError| {
+        let mut p = shared.progress.lock();
+        p.poisoned = Some(Poison { number, error: Arc::new(e) });
+        shared.changed.notify_all();
+    };
+    let Err(e) = write_group(shared, group, buffer, force) else { return };
+    if group.len() <= 1 {
+        let number = group.first().or(buffer.as_ref()).map_or(0, |l| l.number);
+        return failed(number, e);
     }
-    for layer in group {
-        match write_group(shared, std::slice::from_ref(layer)) {
-            Ok(()) => persisted(shared, std::slice::from_ref(layer)),
-            Err(e) => {
-                let mut p = shared.progress.lock();
-                p.poisoned = Some(Poison { number: layer.number, error: Arc::new(e) });
-                shared.changed.notify_all();
-                return;
-            }
+    for (i, layer) in group.iter().enumerate() {
+        let force = force && i + 1 == group.len();
+        if let Err(e) = write_group(shared, std::slice::from_ref(layer), buffer, force) {
+            return failed(layer.number, e);
         }
     }
 }
 
-/// Pop `group` (the oldest layers, on disk now) from the stack.
-fn persisted(shared: &Shared, group: &[Arc<Layer>]) {
+/// Pop `group` (the oldest block layers, on disk now) from the stack, and put `buffer` (the
+/// node buffer after this group; `None` once written back) at its bottom.
+fn persisted(shared: &Shared, group: &[Arc<Layer>], buffer: Option<Arc<Layer>>) {
     let mut p = shared.progress.lock();
     {
         let mut layers = shared.reader.layers.write();
+        if layers.first().is_some_and(|l| l.lag_base.is_some()) {
+            layers.remove(0);
+        }
         for layer in group {
             assert!(
                 layers.first().is_some_and(|l| l.number == layer.number),
@@ -124,6 +138,12 @@ fn persisted(shared: &Shared, group: &[Arc<Layer>]) {
             layers.remove(0);
             p.pending_bytes -= layer.bytes;
             p.persisted = layer.number;
+        }
+        p.nodes_at = buffer.as_ref().and_then(|b| b.lag_base);
+        p.buffer_bytes = buffer.as_ref().map_or(0, |b| b.bytes);
+        shared.peak_buffer_bytes.fetch_max(p.buffer_bytes, Ordering::Relaxed);
+        if let Some(b) = buffer {
+            layers.insert(0, b);
         }
     }
     shared.layers_persisted.fetch_add(group.len() as u64, Ordering::Relaxed);
@@ -174,21 +194,57 @@ const BATCH_RESERVE_MAX: u64 = 256 << 20;
 /// One atomic batch for `group` (consecutive layers, oldest first), built straight from
 /// their maps: each key once, with its newest value, in ascending key order per column
 /// (RocksDB's memtable insert reuses its position in the skip list when keys come in
-/// order, where a random order walks it from the top).
-fn write_group(shared: &Shared, group: &[Arc<Layer>]) -> Result<(), StoreError> {
+/// order, where a random order walks it from the top). The group's node writes join the
+/// node `buffer`; the batch writes the buffer back when `force`d, past its byte bound, or
+/// when the nodes on disk would lag `history_depth` blocks (the catch-up reads the reverse
+/// diffs of the lag), and otherwise records the node watermark. On success the group is
+/// popped and `buffer` replaced.
+fn write_group(
+    shared: &Shared,
+    group: &[Arc<Layer>],
+    buffer: &mut Option<Arc<Layer>>,
+    force: bool,
+) -> Result<(), StoreError> {
     let db = &shared.reader.db;
+    let Some(last) = group.last().or(buffer.as_ref()).cloned() else { return Ok(()) };
+    // The block whose nodes are on disk.
+    let base = match (buffer.as_ref(), group.first()) {
+        (Some(b), _) => b.lag_base.unwrap_or(b.number),
+        (None, Some(first)) => first.number.saturating_sub(1),
+        (None, None) => return Ok(()),
+    };
+    let node_maps: Vec<&ChangeMap> = buffer.iter().chain(group.iter()).map(|l| &l.nodes).collect();
+    // The buffer and the group's node writes merged, each path once: its bytes, not the
+    // sum of the maps' (every block rewrites the upper levels), decide the write-back.
+    let nodes = node_buffer(&node_maps, &last, base);
+    let l = &shared.config.layers;
+    let write_back = force
+        || nodes.bytes >= l.node_buffer_bytes
+        || last.number.saturating_sub(base) >= l.history_depth;
     // Reserved once: grown by doubling, the batch's buffer would be copied at every step
     // and each new buffer's pages faulted in again (the layers' byte counts bound it).
-    let reserve = group.iter().map(|l| l.bytes).sum::<u64>().min(BATCH_RESERVE_MAX);
-    let mut batch = WriteBatch::with_capacity_bytes(reserve as usize);
-    let columns: [(&str, ColumnOf); 3] =
-        [(CF_FLAT, |l| &l.flat), (CF_NODES, |l| &l.nodes), (CF_META, |l| &l.meta)];
+    let mut reserve = group.iter().map(|l| l.bytes - l.nodes.bytes()).sum::<u64>();
+    if write_back {
+        reserve += nodes.bytes;
+    }
+    let mut batch = WriteBatch::with_capacity_bytes(reserve.min(BATCH_RESERVE_MAX) as usize);
+    let columns: [(&str, ColumnOf); 2] = [(CF_FLAT, |l| &l.flat), (CF_META, |l| &l.meta)];
     for (name, map) in columns {
         let h = cf(db, name)?;
         let maps: Vec<&ChangeMap> = group.iter().map(|l| map(l)).collect();
         for (k, v) in merged(&maps) {
             stage_write(&mut batch, h, k, v.as_deref());
         }
+    }
+    let meta = cf(db, CF_META)?;
+    if write_back {
+        let h = cf(db, CF_NODES)?;
+        for (k, v) in nodes.nodes.iter() {
+            stage_write(&mut batch, h, k, v.as_deref());
+        }
+        batch.delete_cf(meta, META_NODES_AT);
+    } else {
+        batch.put_cf(meta, META_NODES_AT, base.to_be_bytes());
     }
     let hist = cf(db, CF_HISTORY)?;
     for layer in group {
@@ -198,13 +254,39 @@ fn write_group(shared: &Shared, group: &[Arc<Layer>]) -> Result<(), StoreError> 
         }
         shared.faults.check(layer.number)?;
     }
+    if group.is_empty() {
+        shared.faults.check(last.number)?;
+    }
     let bytes = batch.size_in_bytes() as u64;
     let mut options = WriteOptions::default();
     options.disable_wal(true);
     db.write_opt(batch, &options)?;
     shared.unflushed.store(true, Ordering::Release);
     shared.bytes_written.fetch_add(bytes, Ordering::Relaxed);
+    let next = if write_back {
+        shared.write_backs.fetch_add(1, Ordering::Relaxed);
+        None
+    } else {
+        Some(Arc::new(nodes))
+    };
+    persisted(shared, group, next.clone());
+    *buffer = next;
     Ok(())
+}
+
+/// The node buffer holding `maps` merged (each path once, its newest write), for the
+/// blocks `base + 1..=last.number`.
+fn node_buffer(maps: &[&ChangeMap], last: &Layer, base: u64) -> Layer {
+    let nodes = ChangeMap::from_sorted(merged(maps).cloned().collect());
+    let mut layer = Layer {
+        number: last.number,
+        root: last.root,
+        nodes,
+        lag_base: Some(base),
+        ..Layer::default()
+    };
+    layer.measure();
+    layer
 }
 
 #[cfg(test)]

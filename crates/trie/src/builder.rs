@@ -6,9 +6,16 @@
 //! the steady state allocates nothing. Every finished branch and extension is offered to
 //! a [`NodeSink`] with its path, encoding and reference, so a store can persist them.
 //!
-//! Keys must be strictly ascending; an empty value means "absent" (as in Ethereum) and is
-//! skipped. [`parallel_root`] splits a sorted slice on its first nibble and builds the 16
-//! subtrees on the rayon pool; its root equals the serial one.
+//! Keys must be strictly ascending. An empty value means "absent" in Ethereum's layout and
+//! is skipped; in Substrate's it is a value ([`Layout::ALLOW_EMPTY_VALUE`]).
+//! [`parallel_root`] splits a sorted slice on its first nibble and builds the 16 subtrees
+//! on the rayon pool; its root equals the serial one.
+//!
+//! Both layout families share the frame logic. When a frame closes, its node starts one
+//! nibble below its parent's branch (or at the builder's depth, for the top node) and its
+//! branch sits at the frame's depth; in between, Ethereum puts an extension node above the
+//! branch, Substrate writes those nibbles into the branch itself as its partial key. The
+//! choice is a `const` of the layout, so each monomorphised builder has only its own path.
 
 use std::marker::PhantomData;
 
@@ -18,7 +25,7 @@ use state::H256;
 use crate::nibbles::{common_prefix_nibbles, nibble_at, NibbleSlice};
 use crate::node::{ChildRef, EthLayout, Layout};
 
-/// Keccak work done by a builder or trie.
+/// Hash work done by a builder or trie.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HashStats {
     /// Number of hash calls.
@@ -42,12 +49,19 @@ pub enum EmittedKind {
     Branch,
     /// An extension node.
     Extension,
+    /// A leaf node (only to sinks that ask for leaves, [`NodeSink::LEAVES`]).
+    Leaf,
 }
 
 /// Receives every branch and extension node the builder finishes.
 pub trait NodeSink {
-    /// `path` is the node's full nibble path from the root; `encoded` its encoding;
-    /// `reference` how its parent refers to it (hash, or inline when short).
+    /// Whether the sink also receives leaves (as [`EmittedKind::Leaf`]). Off by default:
+    /// a store keeps leaves in its flat state, not as nodes.
+    const LEAVES: bool = false;
+
+    /// `path` is the nibble path from the root to where the node starts (for a Substrate
+    /// branch, up to its partial key); `encoded` its encoding; `reference` how its parent
+    /// refers to it (hash, or inline when short).
     fn node(
         &mut self,
         kind: EmittedKind,
@@ -58,6 +72,8 @@ pub trait NodeSink {
 }
 
 impl<T: NodeSink + ?Sized> NodeSink for &mut T {
+    const LEAVES: bool = T::LEAVES;
+
     #[inline]
     fn node(
         &mut self,
@@ -165,9 +181,9 @@ impl<L: Layout, S: NodeSink> RootBuilder<L, S> {
         self.leaves
     }
 
-    /// Add the next pair. Empty values are skipped.
+    /// Add the next pair. Empty values are skipped unless the layout allows them.
     pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<(), BuildError> {
-        if value.is_empty() {
+        if value.is_empty() && !L::ALLOW_EMPTY_VALUE {
             return Ok(());
         }
         if self.has_prev {
@@ -240,6 +256,31 @@ impl<L: Layout, S: NodeSink> RootBuilder<L, S> {
         self.stats.bytes += len as u64;
     }
 
+    /// Count the hash of a value node, if the layout stores `value` as one.
+    #[inline]
+    fn count_value(&mut self, value_len: usize) {
+        if L::VALUE_NODE_MIN.is_some_and(|min| value_len >= min) {
+            self.count(value_len);
+        }
+    }
+
+    /// Encode the pending key's leaf (its remaining path starts at nibble `start`) into
+    /// `self.buf`, report it to sinks that take leaves, and return its reference.
+    #[inline]
+    fn encode_leaf(&mut self, start: usize) -> ChildRef {
+        self.buf.clear();
+        let key_nibbles = self.prev_key.len() * 2;
+        let path = NibbleSlice::range(&self.prev_key, start, key_nibbles);
+        L::encode_leaf(path, &self.prev_value, &mut self.buf);
+        self.count_value(self.prev_value.len());
+        let r = self.seal();
+        if S::LEAVES {
+            let at = NibbleSlice::range(&self.prev_key, 0, start);
+            self.sink.node(EmittedKind::Leaf, at, &self.buf, &r);
+        }
+        r
+    }
+
     /// Reference for the encoding in `self.buf`, hashing it when long.
     #[inline]
     fn seal(&mut self) -> ChildRef {
@@ -285,20 +326,14 @@ impl<L: Layout, S: NodeSink> RootBuilder<L, S> {
             (Some(t), None) => t,
             (None, None) => {
                 // A single key: the whole subtree is one leaf.
-                self.buf.clear();
-                let path = NibbleSlice::range(&self.prev_key, self.depth0, key_nibbles);
-                L::encode_leaf(path, &self.prev_value, &mut self.buf);
-                self.top = self.seal();
+                self.top = self.encode_leaf(self.depth0);
                 return;
             }
         };
         if top != Some(leaf_depth) {
             self.push_frame(leaf_depth);
         }
-        self.buf.clear();
-        let path = NibbleSlice::range(&self.prev_key, leaf_depth + 1, key_nibbles);
-        L::encode_leaf(path, &self.prev_value, &mut self.buf);
-        let leaf_ref = self.seal();
+        let leaf_ref = self.encode_leaf(leaf_depth + 1);
         let nib = nibble_at(&self.prev_key, leaf_depth) as usize;
         self.frames[self.open - 1].children[nib] = leaf_ref;
         self.close_frames(next);
@@ -312,50 +347,65 @@ impl<L: Layout, S: NodeSink> RootBuilder<L, S> {
                 return;
             }
             self.open -= 1;
-            let child_ref = self.encode_frame(self.open);
             let parent = self.top_depth();
             let parent_depth = match (parent, next) {
-                (Some(p), Some(c)) => p.max(c),
-                (None, Some(c)) => c,
-                (Some(p), None) => p,
-                (None, None) => {
-                    // The last frame: the subtree's top node, with an extension above it
-                    // when the branch sits below the builder's depth.
-                    self.top = if depth > self.depth0 {
-                        let path = NibbleSlice::range(&self.prev_key, self.depth0, depth);
-                        self.buf.clear();
-                        L::encode_extension(path, &child_ref, &mut self.buf);
-                        let ext_ref = self.seal();
-                        let prefix = NibbleSlice::range(&self.prev_key, 0, self.depth0);
-                        self.sink.node(EmittedKind::Extension, prefix, &self.buf, &ext_ref);
-                        ext_ref
-                    } else {
-                        // self.buf still holds the branch encoding.
-                        child_ref
-                    };
-                    return;
-                }
+                (Some(p), Some(c)) => Some(p.max(c)),
+                (None, Some(c)) => Some(c),
+                (Some(p), None) => Some(p),
+                (None, None) => None,
+            };
+            // The node starts one nibble below its parent's branch, or at the builder's
+            // depth when it is the subtree's top node.
+            let start = parent_depth.map_or(self.depth0, |p| p + 1);
+            // Encoded before `push_frame`, which may reuse the slot of the frame just popped.
+            let node_ref = self.encode_node(self.open, start);
+            let Some(parent_depth) = parent_depth else {
+                // The last frame: `self.buf` holds the top node's encoding.
+                self.top = node_ref;
+                return;
             };
             if parent != Some(parent_depth) {
                 self.push_frame(parent_depth);
             }
-            let attach = if depth > parent_depth + 1 {
-                let path = NibbleSlice::range(&self.prev_key, parent_depth + 1, depth);
-                self.buf.clear();
-                L::encode_extension(path, &child_ref, &mut self.buf);
-                let ext_ref = self.seal();
-                let at = NibbleSlice::range(&self.prev_key, 0, parent_depth + 1);
-                self.sink.node(EmittedKind::Extension, at, &self.buf, &ext_ref);
-                ext_ref
-            } else {
-                child_ref
-            };
             let nib = nibble_at(&self.prev_key, parent_depth) as usize;
-            self.frames[self.open - 1].children[nib] = attach;
+            self.frames[self.open - 1].children[nib] = node_ref;
         }
     }
 
-    /// Encode frame `i` into `self.buf`, report it, and return its reference.
+    /// Encode frame `i`, whose node starts at nibble `start`, into `self.buf`, report it
+    /// and return its reference: with extensions, the branch and, when it sits below
+    /// `start`, an extension over it; without, one branch with the partial key in between.
+    fn encode_node(&mut self, i: usize, start: usize) -> ChildRef {
+        let depth = self.frames[i].depth;
+        if !L::USES_EXTENSION {
+            self.buf.clear();
+            let f = &self.frames[i];
+            let path = NibbleSlice::range(&self.prev_key, start, depth);
+            L::encode_nibbled_branch(path, &f.children, f.value.as_deref(), &mut self.buf);
+            let value_len = f.value.as_ref().map(Vec::len);
+            if let Some(len) = value_len {
+                self.count_value(len);
+            }
+            let r = self.seal();
+            let at = NibbleSlice::range(&self.prev_key, 0, start);
+            self.sink.node(EmittedKind::Branch, at, &self.buf, &r);
+            return r;
+        }
+        let child_ref = self.encode_frame(i);
+        if depth == start {
+            return child_ref;
+        }
+        let path = NibbleSlice::range(&self.prev_key, start, depth);
+        self.buf.clear();
+        L::encode_extension(path, &child_ref, &mut self.buf);
+        let ext_ref = self.seal();
+        let at = NibbleSlice::range(&self.prev_key, 0, start);
+        self.sink.node(EmittedKind::Extension, at, &self.buf, &ext_ref);
+        ext_ref
+    }
+
+    /// Encode frame `i` as a branch without partial key into `self.buf`, report it, and
+    /// return its reference.
     fn encode_frame(&mut self, i: usize) -> ChildRef {
         self.buf.clear();
         let f = &self.frames[i];
@@ -383,7 +433,8 @@ pub fn root_from_sorted<L: Layout, K: AsRef<[u8]>, V: AsRef<[u8]>>(
 /// Root of a sorted slice of pairs, building the 16 first-nibble subtrees in parallel.
 ///
 /// Falls back to the serial builder when the split cannot apply (fewer than two
-/// populated first nibbles, an empty key, or empty values that would hide a subtree).
+/// populated first nibbles, an empty key, or, where empty values mean absent, empty values
+/// that would hide a subtree).
 pub fn parallel_root<L: Layout, K: AsRef<[u8]> + Sync, V: AsRef<[u8]> + Sync>(
     items: &[(K, V)],
 ) -> Result<(H256, HashStats), BuildError> {
@@ -403,7 +454,7 @@ where
     S: NodeSink + Send,
 {
     let splittable = items.first().is_some_and(|(k, _)| !k.as_ref().is_empty())
-        && items.iter().all(|(_, v)| !v.as_ref().is_empty())
+        && (L::ALLOW_EMPTY_VALUE || items.iter().all(|(_, v)| !v.as_ref().is_empty()))
         && items.first().map(|(k, _)| k.as_ref()[0] >> 4)
             != items.last().map(|(k, _)| k.as_ref()[0] >> 4);
     if !splittable {

@@ -98,6 +98,23 @@ impl<'a> NibbleSlice<'a> {
         } else {
             out.push(flag);
         }
+        self.write_pairs(pos, out);
+    }
+
+    /// Append the nibbles two per byte, an odd count's first nibble alone in the low half
+    /// of the first byte (Substrate's partial keys; hex-prefix without its flag nibble).
+    pub(crate) fn write_packed(&self, out: &mut Vec<u8>) {
+        let mut pos = self.start;
+        if self.len() % 2 == 1 {
+            out.push(nibble_at(self.data, pos));
+            pos += 1;
+        }
+        self.write_pairs(pos, out);
+    }
+
+    /// Append nibbles `[pos, end)` (an even count) two per byte.
+    #[inline]
+    fn write_pairs(&self, mut pos: usize, out: &mut Vec<u8>) {
         if pos.is_multiple_of(2) {
             // Byte aligned: copy the packed bytes as they are.
             out.extend_from_slice(&self.data[pos / 2..self.end / 2]);
@@ -154,6 +171,19 @@ impl Nibbles {
         let (first, rest) =
             if path.len() % 2 == 1 { (flag | 0x10 | path[0], &path[1..]) } else { (flag, path) };
         out.push(first);
+        for pair in rest.chunks_exact(2) {
+            out.push((pair[0] << 4) | pair[1]);
+        }
+    }
+
+    /// Append `path` packed as by [`NibbleSlice::write_packed`].
+    pub(crate) fn write_packed_of(path: &[u8], out: &mut Vec<u8>) {
+        let rest = if path.len() % 2 == 1 {
+            out.push(path[0]);
+            &path[1..]
+        } else {
+            path
+        };
         for pair in rest.chunks_exact(2) {
             out.push((pair[0] << 4) | pair[1]);
         }
@@ -219,6 +249,25 @@ mod tests {
                 assert_eq!(a.len(), s.hp_len());
             }
         }
+    }
+
+    #[test]
+    fn packed_matches_unpacked() {
+        let key = [0x12u8, 0x34, 0x56, 0x78];
+        for start in 0..=8 {
+            for end in start..=8 {
+                let s = NibbleSlice::range(&key, start, end);
+                let mut a = Vec::new();
+                s.write_packed(&mut a);
+                let mut b = Vec::new();
+                Nibbles::write_packed_of(s.to_nibbles().as_slice(), &mut b);
+                assert_eq!(a, b, "start {start} end {end}");
+                assert_eq!(a.len(), s.len().div_ceil(2));
+            }
+        }
+        let mut out = Vec::new();
+        NibbleSlice::range(&key, 1, 4).write_packed(&mut out);
+        assert_eq!(out, [0x02, 0x34]);
     }
 
     #[test]

@@ -1,8 +1,16 @@
 //! Node references, the [`Layout`] seam and the Ethereum node codec.
 //!
 //! A layout fixes how nodes are encoded and hashed. Everything above this module (builder,
-//! mutable trie, proofs) is written against [`Layout`], so a second commitment scheme
-//! (Substrate's blake2 trie, say) is one more impl, not a fork of the algorithms.
+//! mutable trie, proofs) is written against [`Layout`], so a second commitment scheme is
+//! one more impl, not a fork of the algorithms. The seam's associated constants say how a
+//! layout's trie is shaped (extension nodes or branches with partial keys, empty values,
+//! values stored out of line, how a proof's size is counted); they are compile-time
+//! constants, so a generic algorithm's branches on them vanish when it is monomorphised and
+//! the Ethereum path pays nothing for the others. Substrate's layouts live in `substrate`.
+//!
+//! Two decoded shapes: [`DecodedNode`] is Ethereum's (extension nodes, inline values), kept
+//! for the callers written against it; [`NodeView`] is any layout's, with a branch's
+//! partial key and values stored by hash.
 //!
 //! Invariant: a [`ChildRef`] holds either nothing, an inline encoding shorter than
 //! [`INLINE_MAX`] + 1 bytes, or a 32-byte hash; its length tells which.
@@ -12,6 +20,7 @@ use state::H256;
 use crate::hash::{keccak256, EMPTY_ROOT};
 use crate::nibbles::{NibbleSlice, Nibbles};
 use crate::rlp::{self, RlpError, RlpItem, RlpListIter};
+use crate::scale::{compact_len, ScaleError};
 
 /// Longest node encoding that is inlined in its parent instead of hashed.
 pub const INLINE_MAX: usize = 31;
@@ -149,6 +158,38 @@ pub enum NodeError {
     /// A leaf or extension path that is empty where it must not be.
     #[error("malformed leaf node")]
     BadLeaf,
+    /// The node ends before its header, partial key, bitmap, value or children do.
+    #[error("node is truncated")]
+    Truncated,
+    /// A first byte that starts no Substrate node kind.
+    #[error("invalid node header byte 0x{0:02x}")]
+    BadHeader(u8),
+    /// An odd-length partial key whose padding nibble (the first byte's high half) is not 0.
+    #[error("partial key has a non-zero padding nibble")]
+    BadPadding,
+    /// A Substrate branch whose children bitmap is empty.
+    #[error("branch node without children")]
+    NoChildren,
+    /// A SCALE compact length in a non-canonical or over-long form.
+    #[error("non-canonical SCALE compact length")]
+    BadCompact,
+    /// Bytes left over after the node's last field.
+    #[error("{0} trailing byte(s) after the node")]
+    TrailingBytes(usize),
+    /// A valid node of a kind Ethereum's shape ([`DecodedNode`]) cannot hold: a branch with
+    /// a partial key or a value stored by hash. [`Layout::decode_node`] decodes it.
+    #[error("node has no extension-layout form (decode it with Layout::decode_node)")]
+    Unrepresentable,
+}
+
+impl From<ScaleError> for NodeError {
+    fn from(e: ScaleError) -> Self {
+        match e {
+            ScaleError::Truncated => NodeError::Truncated,
+            ScaleError::BadCompact => NodeError::BadCompact,
+            ScaleError::Trailing(n) => NodeError::TrailingBytes(n),
+        }
+    }
 }
 
 /// A decoded node borrowing from its encoding.
@@ -183,8 +224,106 @@ pub enum DecodedNode<'a> {
     },
 }
 
+/// A value as a leaf or branch holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeValue<'a> {
+    /// The value itself.
+    Inline(&'a [u8]),
+    /// The hash of a separate value node (Substrate V1, values of 33 bytes or more).
+    Node(H256),
+}
+
+/// A decoded node of any layout, borrowing from its encoding.
+// Exhaustive on purpose, like `DecodedNode`. Boxing the branch would allocate per decode.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeView<'a> {
+    /// The empty node (the empty trie's root).
+    Empty,
+    /// A leaf: the rest of the key and the value.
+    Leaf {
+        /// Remaining key nibbles.
+        path: Nibbles,
+        /// The value.
+        value: NodeValue<'a>,
+    },
+    /// An extension (layouts with extensions only): shared nibbles and the branch below.
+    Extension {
+        /// Shared nibbles (never empty).
+        path: Nibbles,
+        /// The child (a branch).
+        child: ChildRef,
+    },
+    /// A branch: its partial key (always empty in layouts with extensions), 16 children
+    /// and an optional value.
+    Branch {
+        /// Nibbles between the parent's slot and this branch's children.
+        path: Nibbles,
+        /// Children by nibble.
+        children: [ChildRef; 16],
+        /// The value stored at this path, if any.
+        value: Option<NodeValue<'a>>,
+    },
+}
+
+impl<'a> From<DecodedNode<'a>> for NodeView<'a> {
+    fn from(node: DecodedNode<'a>) -> Self {
+        match node {
+            DecodedNode::Empty => NodeView::Empty,
+            DecodedNode::Leaf { path, value } => {
+                NodeView::Leaf { path, value: NodeValue::Inline(value) }
+            }
+            DecodedNode::Extension { path, child } => NodeView::Extension { path, child },
+            DecodedNode::Branch { children, value } => NodeView::Branch {
+                path: Nibbles::default(),
+                children,
+                value: value.map(NodeValue::Inline),
+            },
+        }
+    }
+}
+
+/// How a witness's size is counted (see [`crate::Recorder`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProofSizeRule {
+    /// The sum of the nodes' encoded lengths.
+    #[default]
+    EncodedBytes,
+    /// The sum of their SCALE encodings as a `Vec<u8>` (compact length, then the bytes), as
+    /// a Substrate parachain's proof recorder counts a storage proof.
+    ScaleEncoded,
+}
+
+impl ProofSizeRule {
+    /// The size one node or value of `len` bytes adds to a proof.
+    #[inline]
+    pub fn item_size(self, len: usize) -> usize {
+        match self {
+            ProofSizeRule::EncodedBytes => len,
+            ProofSizeRule::ScaleEncoded => compact_len(len) + len,
+        }
+    }
+}
+
 /// The commitment scheme: node encoding and hashing.
+///
+/// The constants have Ethereum's values by default; the methods that only one family uses
+/// have defaults that refuse the other family's calls (with an `assert!`: calling them is a
+/// bug in the algorithm, never a consequence of input bytes).
 pub trait Layout: Send + Sync + 'static {
+    /// True when the trie has extension nodes (Ethereum); false when a branch carries its
+    /// own partial key instead (Substrate's "nibbled branch").
+    const USES_EXTENSION: bool = true;
+    /// True when an empty value is a value (Substrate); false when it means "absent"
+    /// (Ethereum), so that builders skip it.
+    const ALLOW_EMPTY_VALUE: bool = false;
+    /// Values of at least this many bytes are stored as separate value nodes and referenced
+    /// by their hash (Substrate V1: 33); `None`: every value is inline.
+    const VALUE_NODE_MIN: Option<usize> = None;
+    /// How the size of a witness (a storage proof) is counted.
+    const PROOF_SIZE: ProofSizeRule = ProofSizeRule::EncodedBytes;
+
     /// Hash a node encoding.
     fn hash(data: &[u8]) -> H256;
     /// The root of the empty trie.
@@ -199,8 +338,27 @@ pub trait Layout: Send + Sync + 'static {
     fn encode_extension_unpacked(path: &[u8], child: &ChildRef, out: &mut Vec<u8>);
     /// Encode a branch.
     fn encode_branch(children: &[ChildRef; 16], value: Option<&[u8]>, out: &mut Vec<u8>);
-    /// Decode a node; never panics on hostile bytes.
+    /// Decode a node into Ethereum's shape; never panics on hostile bytes. A layout without
+    /// extensions returns [`NodeError::Unrepresentable`] for nodes that shape cannot hold.
     fn decode(bytes: &[u8]) -> Result<DecodedNode<'_>, NodeError>;
+
+    /// Encode a branch that carries the partial key `path` (layouts without extensions).
+    /// The default, for layouts with extensions, takes only an empty `path`.
+    #[inline]
+    fn encode_nibbled_branch(
+        path: NibbleSlice<'_>,
+        children: &[ChildRef; 16],
+        value: Option<&[u8]>,
+        out: &mut Vec<u8>,
+    ) {
+        assert!(path.is_empty(), "a layout with extension nodes has no branch partial keys");
+        Self::encode_branch(children, value, out);
+    }
+
+    /// Decode a node of any kind this layout has; never panics on hostile bytes.
+    fn decode_node(bytes: &[u8]) -> Result<NodeView<'_>, NodeError> {
+        Self::decode(bytes).map(NodeView::from)
+    }
 
     /// Reference to a node by its encoding: inline when short, else its hash.
     #[inline]

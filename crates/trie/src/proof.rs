@@ -1,12 +1,16 @@
 //! Proofs: single-key inclusion/exclusion (eth_getProof style), multiproofs and range
 //! proofs (snap-sync style), with verifiers for untrusted bytes.
 //!
-//! A proof is a list of node encodings. Verifiers hash every node they use, follow the key
-//! through it, and reject proofs with missing, altered, undecodable or unused nodes; they
-//! return [`ProofError`] and never panic. A range proof is checked by rebuilding the trie
-//! from the two boundary paths plus the supplied entries and comparing roots: everything
-//! strictly between the boundaries is discarded from the partial trie and re-inserted from
-//! the entries, so an omitted, extra or altered entry changes the root.
+//! A proof is a list of node encodings (and, in Substrate's V1 layout, the value nodes of
+//! the values it shows). Verifiers hash every node they use, follow the key through it,
+//! and reject proofs with missing, altered, undecodable or unused nodes; they return
+//! [`ProofError`] and never panic. A proof of the empty trie is empty or holds only the
+//! empty node (Substrate's recorders record it). Single-key and multiproofs work in every
+//! layout; range proofs, which rebuild through the mutable trie, only in layouts with
+//! extension nodes. A range proof is checked by rebuilding the trie from the two boundary
+//! paths plus the supplied entries and comparing roots: everything strictly between the
+//! boundaries is discarded from the partial trie and re-inserted from the entries, so an
+//! omitted, extra or altered entry changes the root.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
@@ -15,7 +19,7 @@ use state::H256;
 
 use crate::builder::root_from_sorted;
 use crate::nibbles::Nibbles;
-use crate::node::{ChildKind, ChildRef, DecodedNode, Layout, NodeError};
+use crate::node::{ChildKind, ChildRef, Layout, NodeError, NodeValue, NodeView};
 use crate::source::{NodeSource, SourceError};
 use crate::trie::{path_hex, Entry, Kind, NodeId, Trie, TrieError, NONE};
 
@@ -73,6 +77,9 @@ pub enum ProofError {
         /// What disagreed.
         what: &'static str,
     },
+    /// A proof kind this layout does not support yet (range proofs in Substrate layouts).
+    #[error("{0} are not supported in this layout")]
+    UnsupportedLayout(&'static str),
     /// The rebuilt trie has a different root.
     #[error("range does not match the root: rebuilt {computed}, expected {expected}")]
     RootMismatch {
@@ -94,6 +101,9 @@ pub fn verify_proof<L: Layout>(
     key: &[u8],
     proof: &[impl AsRef<[u8]>],
 ) -> Result<Option<Vec<u8>>, ProofError> {
+    if *root == L::empty_root() {
+        return empty_trie_proof::<L>(root, proof).map(|()| None);
+    }
     let mut next = 0usize;
     let value = walk::<L>(root, key, |hash, path| {
         let i = next;
@@ -134,6 +144,10 @@ pub fn verify_multiproof<L: Layout>(
     keys: &[impl AsRef<[u8]>],
     proof: &[impl AsRef<[u8]>],
 ) -> Result<Vec<Option<Vec<u8>>>, ProofError> {
+    if *root == L::empty_root() {
+        empty_trie_proof::<L>(root, proof)?;
+        return Ok(vec![None; keys.len()]);
+    }
     let mut by_hash: HashMap<H256, (usize, &[u8])> = HashMap::with_capacity(proof.len());
     for (i, n) in proof.iter().enumerate() {
         if by_hash.insert(L::hash(n.as_ref()), (i, n.as_ref())).is_some() {
@@ -157,9 +171,19 @@ pub fn verify_multiproof<L: Layout>(
     Ok(out)
 }
 
-/// Follow `key` from `root`, fetching hashed nodes through `fetch` (which must check the
-/// hash). Returns the value or `None` when the path proves absence.
-fn walk<'p, L: Layout>(
+/// Check a proof against the empty trie's root: it holds nothing, or only the empty node
+/// itself (which Substrate's recorders record when they read from an empty trie).
+fn empty_trie_proof<L: Layout>(root: &H256, proof: &[impl AsRef<[u8]>]) -> Result<(), ProofError> {
+    match proof {
+        [] => Ok(()),
+        [node] if L::hash(node.as_ref()) == *root => Ok(()),
+        _ => Err(ProofError::UnusedNodes(proof.len())),
+    }
+}
+
+/// Follow `key` from `root`, fetching hashed nodes and value nodes through `fetch` (which
+/// must check the hash). Returns the value or `None` when the path proves absence.
+pub(crate) fn walk<'p, L: Layout>(
     root: &H256,
     key: &[u8],
     mut fetch: impl FnMut(&H256, &[u8]) -> Result<&'p [u8], ProofError>,
@@ -180,28 +204,44 @@ fn walk<'p, L: Layout>(
                 &inline_copy
             }
         };
-        let node = L::decode(bytes)
+        let node = L::decode_node(bytes)
             .map_err(|source| ProofError::Malformed { path: path_hex(&path[..depth]), source })?;
-        match node {
-            DecodedNode::Empty => return Ok(None),
-            DecodedNode::Leaf { path: lp, value } => {
-                return Ok((lp.as_slice() == &path[depth..]).then(|| value.to_vec()));
+        let value = match node {
+            NodeView::Empty => return Ok(None),
+            NodeView::Leaf { path: lp, value } => {
+                if lp.as_slice() != &path[depth..] {
+                    return Ok(None);
+                }
+                value
             }
-            DecodedNode::Extension { path: ep, child } => {
+            NodeView::Extension { path: ep, child } => {
                 if !path[depth..].starts_with(ep.as_slice()) {
                     return Ok(None);
                 }
                 depth += ep.len();
                 current = child;
+                continue;
             }
-            DecodedNode::Branch { children, value } => {
-                if depth == path.len() {
-                    return Ok(value.map(<[u8]>::to_vec));
+            NodeView::Branch { path: bp, children, value } => {
+                if !path[depth..].starts_with(bp.as_slice()) {
+                    return Ok(None);
                 }
-                current = children[path[depth] as usize];
-                depth += 1;
+                depth += bp.len();
+                if depth < path.len() {
+                    current = children[path[depth] as usize];
+                    depth += 1;
+                    continue;
+                }
+                match value {
+                    Some(v) => v,
+                    None => return Ok(None),
+                }
             }
-        }
+        };
+        return Ok(Some(match value {
+            NodeValue::Inline(v) => v.to_vec(),
+            NodeValue::Node(h) => fetch(&h, &path)?.to_vec(),
+        }));
     }
 }
 
@@ -341,6 +381,9 @@ pub fn verify_range_proof<L: Layout>(
     entries: &[Entry],
     proof: &[impl AsRef<[u8]>],
 ) -> Result<(), ProofError> {
+    if !L::USES_EXTENSION {
+        return Err(ProofError::UnsupportedLayout("range proofs"));
+    }
     for w in entries.windows(2) {
         if w[0].0 >= w[1].0 {
             return Err(ProofError::BadRange("keys not strictly ascending"));

@@ -200,6 +200,9 @@ where
     V: AsRef<[u8]>,
     S: NodeSink,
 {
+    if !L::USES_EXTENSION {
+        return Err(ProofError::UnsupportedLayout("key-range proofs"));
+    }
     check_entries(start, last, entries)?;
     let bounds = Bounds::new(start, last);
     let mut v = Verifier::<L, S> {

@@ -6,11 +6,18 @@
 //! enclosing scope. The trie records on every visit (not only on load), so a node forgotten
 //! by a rollback is recorded again the next time anything reads it.
 //!
+//! The size is counted by a [`ProofSizeRule`]: the nodes' encoded lengths (Ethereum's
+//! witness size, the default), or their SCALE encodings (compact length + bytes) as a
+//! Substrate parachain's recorder counts a storage proof ([`Recorder::for_layout`] picks
+//! the layout's rule). A V1 value node is recorded like a node, under its hash.
+//!
 //! Cost: one hash-map probe per visited node; an encoding copy on first record.
 
 use std::collections::HashMap;
 
 use state::H256;
+
+use crate::node::{Layout, ProofSizeRule};
 
 /// Records pre-state nodes. See the module docs.
 #[derive(Debug, Default, Clone)]
@@ -21,12 +28,28 @@ pub struct Recorder {
     journal: Vec<H256>,
     scopes: Vec<usize>,
     bytes: usize,
+    rule: ProofSizeRule,
 }
 
 impl Recorder {
-    /// An empty recorder with no open scope.
+    /// An empty recorder with no open scope, counting encoded lengths.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty recorder counting sizes by `rule`.
+    pub fn with_rule(rule: ProofSizeRule) -> Self {
+        Recorder { rule, ..Self::default() }
+    }
+
+    /// An empty recorder counting sizes as layout `L`'s proofs are counted.
+    pub fn for_layout<L: Layout>() -> Self {
+        Self::with_rule(L::PROOF_SIZE)
+    }
+
+    /// The rule sizes are counted by.
+    pub fn rule(&self) -> ProofSizeRule {
+        self.rule
     }
 
     /// True if `hash` is already recorded.
@@ -40,7 +63,7 @@ impl Recorder {
         if self.nodes.contains_key(&hash) {
             return;
         }
-        self.bytes += encoded.len();
+        self.bytes += self.rule.item_size(encoded.len());
         self.nodes.insert(hash, encoded.to_vec());
         self.journal.push(hash);
     }
@@ -60,7 +83,7 @@ impl Recorder {
         let start = self.scopes.pop().expect("Recorder::rollback without an open scope");
         for h in self.journal.drain(start..) {
             if let Some(n) = self.nodes.remove(&h) {
-                self.bytes -= n.len();
+                self.bytes -= self.rule.item_size(n.len());
             }
         }
     }
@@ -91,7 +114,7 @@ impl Recorder {
         self.nodes.is_empty()
     }
 
-    /// Exact total encoded size of the recorded nodes.
+    /// Exact total size of the recorded nodes, by the recorder's [`ProofSizeRule`].
     pub fn encoded_bytes(&self) -> usize {
         self.bytes
     }
@@ -138,5 +161,18 @@ mod tests {
         r.record(H256([4; 32]), &[0u8; 10]);
         r.rollback();
         assert_eq!(r.encoded_bytes(), 90);
+    }
+
+    #[test]
+    fn scale_rule_counts_compact_prefixes() {
+        let mut r = Recorder::with_rule(ProofSizeRule::ScaleEncoded);
+        r.record(H256([1; 32]), &[0u8; 63]);
+        assert_eq!(r.encoded_bytes(), 64);
+        r.start();
+        r.record(H256([2; 32]), &[0u8; 64]);
+        assert_eq!(r.encoded_bytes(), 64 + 66);
+        r.rollback();
+        assert_eq!(r.encoded_bytes(), 64);
+        assert_eq!(r.rule(), ProofSizeRule::ScaleEncoded);
     }
 }

@@ -24,13 +24,25 @@ use crate::common::{
 
 const CHILD_DIR_ENV: &str = "ARBOR_CRASH_CHILD_DIR";
 const CHILD_SEED_ENV: &str = "ARBOR_CRASH_CHILD_SEED";
+/// Set (to anything) for a child that lets the trie nodes lag far behind the block.
+const CHILD_LAG_ENV: &str = "ARBOR_CRASH_CHILD_LAG";
 const KEYS: u32 = 5_000;
 const UPDATES: usize = 200;
 const FLUSH_EVERY: u64 = 3;
+/// Flushes are rare with lagging nodes: between them the nodes stay behind for up to
+/// `history_depth` blocks (the maximum lag) or until the buffer passes its bound (a
+/// write-back in the middle of the run), and RocksDB flushes its full memtables (every
+/// ~25 blocks here), so kills find groups on disk with their nodes behind.
+const FLUSH_EVERY_LAGGING: u64 = 97;
 
-fn config() -> StoreConfig {
+fn config(lag: bool) -> StoreConfig {
     let mut c = small_config();
     c.rocksdb.write_buffer_bytes = 1 << 20;
+    if lag {
+        c.layers.persist_blocks = 2;
+        c.layers.history_depth = 24;
+        c.layers.node_buffer_bytes = 768 << 10;
+    }
     c
 }
 
@@ -40,12 +52,14 @@ fn config() -> StoreConfig {
 fn crash_child() {
     let Some(dir) = std::env::var_os(CHILD_DIR_ENV) else { return };
     let seed: u64 = std::env::var(CHILD_SEED_ENV).unwrap().parse().unwrap();
-    let mut db = open(Path::new(&dir), &config());
+    let lag = std::env::var_os(CHILD_LAG_ENV).is_some();
+    let flush_every = if lag { FLUSH_EVERY_LAGGING } else { FLUSH_EVERY };
+    let mut db = open(Path::new(&dir), &config(lag));
     let mut out = std::io::stdout();
     loop {
         let number = db.head_number() + 1;
         db.commit(&random_block(seed, number, KEYS, UPDATES)).unwrap();
-        if number.is_multiple_of(FLUSH_EVERY) {
+        if number.is_multiple_of(flush_every) {
             db.flush().unwrap();
             writeln!(out, "durable {number} {}", db.head_root()).unwrap();
             out.flush().unwrap();
@@ -76,12 +90,13 @@ fn parse_durable(line: &str) -> Option<(u64, String)> {
 }
 
 /// Run one child for `delay`, kill it, and return what it reported durable.
-fn run_child(dir: &Path, block_seed: u64, delay: Duration) -> Vec<(u64, String)> {
+fn run_child(dir: &Path, block_seed: u64, delay: Duration, lag: bool) -> Vec<(u64, String)> {
     let seed = block_seed.to_string();
-    let mut child = spawn_child(
-        "crash::crash_child",
-        &[(CHILD_DIR_ENV, dir.as_os_str()), (CHILD_SEED_ENV, seed.as_ref())],
-    );
+    let mut envs = vec![(CHILD_DIR_ENV, dir.as_os_str()), (CHILD_SEED_ENV, seed.as_ref())];
+    if lag {
+        envs.push((CHILD_LAG_ENV, "1".as_ref()));
+    }
+    let mut child = spawn_child("crash::crash_child", &envs);
     let stdout = child.stdout.take().unwrap();
     let reader = std::thread::spawn(move || {
         BufReader::new(stdout)
@@ -99,7 +114,19 @@ fn run_child(dir: &Path, block_seed: u64, delay: Duration) -> Vec<(u64, String)>
 
 #[test]
 fn sigkill_then_reopen() {
-    let seed = test_seed("sigkill_then_reopen");
+    kill_and_reopen("sigkill_then_reopen", false);
+}
+
+/// The same with the nodes far behind the block: kills land with the node buffer holding
+/// up to `history_depth` blocks (the maximum lag) and in the middle of write-backs; every
+/// reopen brings the nodes to the head (checked against the model) or refuses.
+#[test]
+fn sigkill_with_nodes_behind_then_reopen() {
+    kill_and_reopen("sigkill_with_nodes_behind_then_reopen", true);
+}
+
+fn kill_and_reopen(test: &str, lag: bool) {
+    let seed = test_seed(test);
     let iterations = env_number("ARBOR_CRASH_ITERATIONS", 3);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let block_seed: u64 = rng.gen();
@@ -110,8 +137,8 @@ fn sigkill_then_reopen() {
     for iteration in 0..iterations {
         let ctx = format!("seed {seed}, iteration {iteration}");
         let delay = Duration::from_millis(rng.gen_range(50..=600));
-        let reports = run_child(dir.path(), block_seed, delay);
-        let db = open(dir.path(), &config());
+        let reports = run_child(dir.path(), block_seed, delay, lag);
+        let db = open(dir.path(), &config(lag));
         let head = db.head_number();
         if let Some((last, root)) = reports.last() {
             assert!(head >= *last, "{ctx}: head {head} is behind durable block {last}");
@@ -155,7 +182,10 @@ fn sigkill_then_reopen() {
         }
         let report = db.verify().unwrap();
         assert!(report.ok(), "{ctx}: {report:?}");
-        eprintln!("iteration {iteration}: killed after {delay:?} at head {head}");
+        let caught_up = db.stats().catch_up.map(|c| (c.from_block, c.keys));
+        eprintln!(
+            "iteration {iteration}: killed after {delay:?} at head {head}, caught up from {caught_up:?}"
+        );
         db.close().unwrap();
     }
     eprintln!("{iterations} kills, {blocks_total} blocks, {} durable reports", durable.len());

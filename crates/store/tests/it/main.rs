@@ -1,6 +1,7 @@
 //! The store's integration tests, one binary: differential property test against an
 //! in-memory model, injected write failures, bad databases, SIGKILL crash tests (blocks,
-//! creation), creation into empty directories and mount points, back-pressure.
+//! creation, nodes behind the block), creation into empty directories and mount points,
+//! back-pressure, the catch-up of lagging nodes.
 //!
 //! Environment: `ARBOR_PROPTEST_CASES` (default 24), `ARBOR_CRASH_ITERATIONS` (default 3),
 //! `ARBOR_SEED` (replays a seeded test; each prints its seed).
@@ -15,3 +16,4 @@ mod crash;
 mod create;
 mod differential;
 mod faults;
+mod lag;

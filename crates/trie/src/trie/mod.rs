@@ -11,6 +11,8 @@
 //! cleared on the first mutation, when the (path, hash) pair is queued as removed.
 //! [`Trie::commit`] returns the new and removed nodes; dropping a trie without committing
 //! writes nothing anywhere.
+//!
+//! Layouts: those with extension nodes (Ethereum's); [`Trie::new`] refuses the others.
 
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -179,7 +181,11 @@ pub struct Trie<S: NodeSource, L: Layout = EthLayout> {
 
 impl<S: NodeSource, L: Layout> Trie<S, L> {
     /// An empty trie.
+    ///
+    /// Panics for a layout without extension nodes (Substrate's): the mutable trie's
+    /// node shapes are Ethereum's until its Substrate stage lands.
     pub fn new(source: S) -> Self {
+        assert!(L::USES_EXTENSION, "the mutable trie supports layouts with extension nodes only");
         Trie {
             slots: Vec::new(),
             free: Vec::new(),

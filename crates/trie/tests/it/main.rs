@@ -10,6 +10,7 @@ mod proofs;
 mod props;
 mod ranges;
 mod reference;
+mod substrate;
 mod witness;
 
 /// Property-test case count: `ARBOR_PROPTEST_CASES` (default small enough for CI).

@@ -1,0 +1,319 @@
+//! [`AdaptiveExecutor`]: the executor a node keeps across blocks, so that a block never
+//! runs much slower than the sequential executor would run it, and runs in parallel where
+//! that pays.
+//!
+//! Block-STM pays when transactions cost more than its bookkeeping and the cross-core
+//! traffic it causes (with signature checks, 1.8–2.0× the sequential executor on two
+//! cores), and loses when they do not (cheap transfers without signatures: 0.3–0.7×,
+//! `arbor bench blockstm --no-sig`). Which case a chain is in depends on its transactions
+//! and on the machine, so the executor measures instead of guessing:
+//!
+//! - A cost model keeps each executor's time per transaction (an exponential average
+//!   over the blocks it ran, a switched block counting for both). A block runs with the
+//!   one expected to be faster; the first block runs sequentially, the next in parallel,
+//!   so both are measured. Timing noise only ever slows a block down, so a sample below
+//!   the estimate weighs more than one above it ([`WEIGHT_DOWN`], [`WEIGHT_UP`]): a slow
+//!   first block (cold caches, a busy machine) does not hold the estimate up.
+//! - The other executor is measured again now and then (a probe, after
+//!   [`PROBE_EVERY_MIN`] blocks, doubling up to [`PROBE_EVERY_MAX`] while the choice
+//!   holds, and back to the minimum when the choice changes or a sample is more than
+//!   twice off its estimate): a chain's transactions change, and a stale estimate would
+//!   keep the wrong executor.
+//! - Within a parallel block (a probe or not), the run switches to sequential execution
+//!   when its pace falls behind the sequential executor's measured time per transaction,
+//!   or when re-executions pass first executions; the validated prefix is kept. So a
+//!   parallel probe of a chain where parallel execution loses costs a few percent of one
+//!   block, not the block.
+//!
+//! Blocks under [`PARALLEL_MIN_TXS`] and one worker run sequentially and leave the model
+//! as it is.
+
+use std::time::{Duration, Instant};
+
+use crate::parallel::{run as run_parallel, Guard, Split};
+use crate::{
+    execute_parallel_with, BlockOutput, ExecError, Mode, ParallelOptions, Reason, StateReader,
+    Transaction, PARALLEL_MIN_TXS,
+};
+
+/// Blocks between probes of the executor the model did not pick, at first and after the
+/// choice changes.
+pub(crate) const PROBE_EVERY_MIN: u32 = 2;
+/// The longest interval between probes, reached by doubling while probes confirm the
+/// choice.
+pub(crate) const PROBE_EVERY_MAX: u32 = 128;
+/// The weight of a new measurement below its estimate...
+const WEIGHT_DOWN: f64 = 0.75;
+/// ... and of one above it.
+const WEIGHT_UP: f64 = 0.25;
+/// A sample this many times off its estimate (either way) means the blocks changed.
+const JUMP: f64 = 2.0;
+
+/// The cost model's estimates: each executor's time per transaction, ns.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Estimates {
+    /// The sequential executor's, if measured.
+    pub sequential_ns_per_tx: Option<f64>,
+    /// Block-STM's (wall time over the block's transactions), if measured.
+    pub parallel_ns_per_tx: Option<f64>,
+}
+
+/// Block execution that picks Block-STM or the sequential executor per block from
+/// measurements of both, and switches a parallel block to sequential execution when it
+/// falls behind. Keep one across blocks; every result equals
+/// [`crate::execute_sequential`]'s.
+#[derive(Debug, Clone)]
+pub struct AdaptiveExecutor {
+    workers: usize,
+    model: Model,
+}
+
+#[derive(Debug, Clone)]
+struct Model {
+    estimates: Estimates,
+    /// Blocks run with the model's choice since the other executor was last measured.
+    since_probe: u32,
+    /// Blocks between probes.
+    probe_every: u32,
+}
+
+impl AdaptiveExecutor {
+    /// An executor for `workers` threads (the calling thread is one), with no
+    /// measurements yet.
+    pub fn new(workers: usize) -> Self {
+        let estimates = Estimates::default();
+        AdaptiveExecutor {
+            workers: workers.max(1),
+            model: Model { estimates, since_probe: 0, probe_every: PROBE_EVERY_MIN },
+        }
+    }
+
+    /// The worker count.
+    pub fn workers(&self) -> usize {
+        self.workers
+    }
+
+    /// The cost model's current estimates.
+    pub fn estimates(&self) -> Estimates {
+        self.model.estimates
+    }
+
+    /// Execute one block: the result equals [`crate::execute_sequential`]'s; its
+    /// [`BlockOutput::run`] says which executor ran it and why.
+    pub fn execute<T: Transaction, S: StateReader + Sync>(
+        &mut self,
+        txs: &[T],
+        storage: &S,
+    ) -> Result<BlockOutput<T::Output>, S::Error> {
+        match self.execute_with(txs, storage, ParallelOptions::default()) {
+            Ok(out) => Ok(out),
+            Err(ExecError::Storage(e)) => Err(e),
+            Err(ExecError::Cancelled) => {
+                unreachable!("nothing can cancel a run without a cancel flag")
+            }
+        }
+    }
+
+    /// [`AdaptiveExecutor::execute`] with options. With
+    /// [`ParallelOptions::always_parallel`] the block runs as [`execute_parallel_with`]
+    /// runs it and the model learns nothing from it.
+    pub fn execute_with<T: Transaction, S: StateReader + Sync>(
+        &mut self,
+        txs: &[T],
+        storage: &S,
+        options: ParallelOptions<'_>,
+    ) -> Result<BlockOutput<T::Output>, ExecError<S::Error>> {
+        if options.always_parallel || self.workers == 1 || txs.len() < PARALLEL_MIN_TXS {
+            return execute_parallel_with(txs, storage, self.workers, options);
+        }
+        let (mode, reason) = self.model.plan();
+        let started = Instant::now();
+        let (output, split) = match mode {
+            Mode::Sequential => {
+                (crate::sequential::run(txs, storage, options.cancel, reason)?, None)
+            }
+            _ => {
+                let guard = Guard {
+                    reexecutions: true,
+                    seq_ns_per_tx: self.model.estimates.sequential_ns_per_tx,
+                };
+                let ran = run_parallel(txs, storage, self.workers, options, guard, reason)?;
+                (ran.output, ran.split)
+            }
+        };
+        let at = output.run.switch.map(|s| s.at);
+        self.model.observe(mode, reason, txs.len(), started.elapsed(), split.zip(at));
+        Ok(output)
+    }
+}
+
+impl Model {
+    /// The executor for the next block, and why.
+    fn plan(&self) -> (Mode, Reason) {
+        let Estimates { sequential_ns_per_tx: seq, parallel_ns_per_tx: par } = self.estimates;
+        match (seq, par) {
+            (None, _) => (Mode::Sequential, Reason::Unmeasured),
+            (Some(_), None) => (Mode::Parallel, Reason::Unmeasured),
+            (Some(seq), Some(par)) => {
+                let faster = if par < seq { Mode::Parallel } else { Mode::Sequential };
+                if self.since_probe < self.probe_every {
+                    (faster, Reason::Faster)
+                } else if faster == Mode::Parallel {
+                    (Mode::Sequential, Reason::Probe)
+                } else {
+                    (Mode::Parallel, Reason::Probe)
+                }
+            }
+        }
+    }
+
+    /// Which executor the estimates favour (`None` until both are measured).
+    fn faster(&self) -> Option<Mode> {
+        let Estimates { sequential_ns_per_tx: seq, parallel_ns_per_tx: par } = self.estimates;
+        Some(if par? < seq? { Mode::Parallel } else { Mode::Sequential })
+    }
+
+    /// Learn from a block of `n` transactions that started with `mode` and took
+    /// `elapsed`; a switched block brings its two parts and where it switched.
+    fn observe(
+        &mut self,
+        mode: Mode,
+        reason: Reason,
+        n: usize,
+        elapsed: Duration,
+        switched: Option<(Split, usize)>,
+    ) {
+        let before = self.faster();
+        let per_tx = |d: Duration, txs: usize| d.as_nanos() as f64 / txs.max(1) as f64;
+        let e = &mut self.estimates;
+        let jumped = match (mode, switched) {
+            (Mode::Sequential, _) => average(&mut e.sequential_ns_per_tx, per_tx(elapsed, n)),
+            (_, None) => average(&mut e.parallel_ns_per_tx, per_tx(elapsed, n)),
+            (_, Some((split, at))) => {
+                // The parallel part's pace: its time over the prefix it left.
+                let par = average(&mut e.parallel_ns_per_tx, per_tx(split.parallel, at));
+                let seq = at < n
+                    && average(&mut e.sequential_ns_per_tx, per_tx(split.sequential, n - at));
+                par || seq
+            }
+        };
+        if jumped {
+            self.probe_every = PROBE_EVERY_MIN;
+        }
+        match reason {
+            Reason::Probe => {
+                self.since_probe = 0;
+                self.probe_every = if before.is_some() && self.faster() == before {
+                    (self.probe_every * 2).min(PROBE_EVERY_MAX)
+                } else {
+                    PROBE_EVERY_MIN
+                };
+            }
+            Reason::Faster => self.since_probe += 1,
+            _ => self.since_probe = 0,
+        }
+    }
+}
+
+/// Fold `sample` into the exponential average `estimate`; true if the sample is more
+/// than [`JUMP`] times off the estimate.
+fn average(estimate: &mut Option<f64>, sample: f64) -> bool {
+    let Some(old) = *estimate else {
+        *estimate = Some(sample);
+        return false;
+    };
+    let weight = if sample < old { WEIGHT_DOWN } else { WEIGHT_UP };
+    *estimate = Some(old + weight * (sample - old));
+    sample > old * JUMP || sample * JUMP < old
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model() -> Model {
+        AdaptiveExecutor::new(2).model
+    }
+
+    fn block(m: &mut Model, ns_per_tx: u64) -> (Mode, Reason) {
+        let (mode, reason) = m.plan();
+        m.observe(mode, reason, 1000, Duration::from_nanos(ns_per_tx * 1000), None);
+        (mode, reason)
+    }
+
+    /// First the sequential executor, then Block-STM, then the faster one, with a probe of
+    /// the other after `PROBE_EVERY_MIN` blocks and probes further apart once confirmed.
+    #[test]
+    fn measures_both_then_picks_the_faster_and_probes_the_other() {
+        let mut m = model();
+        assert_eq!(block(&mut m, 1000), (Mode::Sequential, Reason::Unmeasured));
+        assert_eq!(block(&mut m, 1400), (Mode::Parallel, Reason::Unmeasured));
+        for every in [PROBE_EVERY_MIN, 2 * PROBE_EVERY_MIN, 4 * PROBE_EVERY_MIN] {
+            assert_eq!(m.probe_every, every);
+            for _ in 0..every {
+                assert_eq!(block(&mut m, 1000), (Mode::Sequential, Reason::Faster));
+            }
+            assert_eq!(block(&mut m, 1400), (Mode::Parallel, Reason::Probe));
+        }
+        // The transactions became expensive: the probe finds Block-STM faster and the
+        // model changes its choice (and probes again soon).
+        for _ in 0..8 * PROBE_EVERY_MIN {
+            block(&mut m, 1000);
+        }
+        assert_eq!(block(&mut m, 300), (Mode::Parallel, Reason::Probe));
+        assert_eq!(m.plan(), (Mode::Parallel, Reason::Faster));
+        assert_eq!(m.probe_every, PROBE_EVERY_MIN);
+    }
+
+    /// Where Block-STM is faster, the sequential executor is probed now and then.
+    #[test]
+    fn probes_the_sequential_executor_too() {
+        let mut m = model();
+        block(&mut m, 1000);
+        block(&mut m, 500);
+        for _ in 0..PROBE_EVERY_MIN {
+            assert_eq!(block(&mut m, 500), (Mode::Parallel, Reason::Faster));
+        }
+        assert_eq!(block(&mut m, 1000), (Mode::Sequential, Reason::Probe));
+    }
+
+    /// A sample below the estimate pulls it down faster than one above pushes it up
+    /// (noise only slows blocks down); one more than twice off calls for a probe soon.
+    #[test]
+    fn slow_samples_weigh_less_and_jumps_bring_the_probe_forward() {
+        let mut m = model();
+        block(&mut m, 2000);
+        assert_eq!(block(&mut m, 1000), (Mode::Parallel, Reason::Unmeasured));
+        block(&mut m, 1000);
+        assert_eq!(m.estimates.parallel_ns_per_tx, Some(1000.0));
+        assert_eq!(m.probe_every, PROBE_EVERY_MIN);
+        block(&mut m, 1800);
+        assert_eq!(m.estimates.parallel_ns_per_tx, Some(1200.0));
+        assert_eq!(block(&mut m, 1000), (Mode::Sequential, Reason::Probe));
+        assert_eq!(m.estimates.sequential_ns_per_tx, Some(1250.0));
+        assert_eq!(m.probe_every, 2 * PROBE_EVERY_MIN);
+        // Transactions ten times as expensive: a jump.
+        block(&mut m, 12_000);
+        assert_eq!(m.probe_every, PROBE_EVERY_MIN);
+    }
+
+    /// A switched block measures both executors: the parallel part's pace over the
+    /// prefix it kept, the sequential part's over the rest.
+    #[test]
+    fn a_switched_block_measures_both_parts() {
+        let mut m = model();
+        block(&mut m, 1000);
+        let split = Split {
+            parallel: Duration::from_nanos(100 * 3000),
+            sequential: Duration::from_nanos(900 * 800),
+        };
+        m.observe(Mode::Parallel, Reason::Unmeasured, 1000, Duration::ZERO, Some((split, 100)));
+        let e = m.estimates;
+        assert_eq!(e.parallel_ns_per_tx, Some(3000.0));
+        assert_eq!(e.sequential_ns_per_tx, Some(850.0));
+        assert_eq!(m.plan(), (Mode::Sequential, Reason::Faster));
+        // A switch before any transaction validated counts the whole parallel part.
+        m.observe(Mode::Parallel, Reason::Probe, 1000, Duration::ZERO, Some((split, 0)));
+        assert!(m.estimates.parallel_ns_per_tx.is_some_and(|p| p > 50_000.0));
+    }
+}
