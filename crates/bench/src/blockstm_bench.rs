@@ -29,8 +29,8 @@
 //! node keeps it: its cost model picks Block-STM or the sequential executor per block and
 //! a parallel block may switch to sequential execution midway. With more than one worker
 //! it first runs [`WARMUP_BLOCKS`] untimed blocks (the model measures the sequential executor on the
-//! first and Block-STM on the second); each row then reports which executor ran its timed
-//! blocks and why.
+//! first and Block-STM on the second and third); each row then reports which executor ran
+//! its timed blocks and why.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -296,7 +296,7 @@ pub struct Estimate {
 }
 
 /// Untimed blocks each adaptive executor runs before the timed ones.
-pub(crate) const WARMUP_BLOCKS: usize = 2;
+pub(crate) const WARMUP_BLOCKS: usize = 3;
 
 /// A short name of how a block ran, e.g. `par (probe) →seq (slower)`.
 fn mode_label(run: &Run) -> String {

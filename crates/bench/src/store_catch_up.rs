@@ -60,8 +60,9 @@ pub(crate) fn measure_catch_up(
         b += 1;
         let s = db.stats();
         let lag = s.head_number.saturating_sub(s.nodes_at);
-        let full = s.node_buffer_bytes >= l.node_buffer_bytes / 10 * 9
-            || lag + l.persist_blocks >= l.history_depth;
+        // The close adds the held blocks without a write-back: stop a little short.
+        let full = s.node_buffer_bytes >= l.node_buffer_bytes / 4 * 3
+            || lag + 2 * l.persist_blocks >= l.history_depth;
         if (full && s.node_write_backs > write_backs_before) || b - first >= EXTRA_BLOCKS_MAX {
             break;
         }

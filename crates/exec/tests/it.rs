@@ -418,7 +418,8 @@ impl Transaction for Slow<'_> {
 
 /// The adaptive executor measures the sequential executor on the first block; on the
 /// second, Block-STM's pace falls far behind it (its first executions are slow), so the
-/// run switches to sequential execution and keeps the result; the third block then runs
+/// run switches to sequential execution and keeps the result; after a second such block
+/// (Block-STM's first two blocks are measured before it is judged) the next runs
 /// sequentially, the model having measured Block-STM as slower.
 #[test]
 fn a_parallel_block_behind_the_sequential_pace_switches() {
@@ -436,9 +437,14 @@ fn a_parallel_block_behind_the_sequential_pace_switches() {
     assert_eq!(second.run.switch.map(|s| s.reason), Some(SwitchReason::Slower), "{:?}", second.run);
     assert_eq!(second.outputs, seq.outputs);
     assert_eq!(second.writes, seq.writes);
+    // Block-STM runs a second block before the model judges it; slow again.
+    slow.store(20, Ordering::SeqCst);
     let third = ok(executor.execute(&txs, &storage));
-    assert_eq!((third.run.mode, third.run.reason), (Mode::Sequential, Reason::Faster));
+    assert_eq!((third.run.mode, third.run.reason), (Mode::Parallel, Reason::Unmeasured));
     assert_eq!(third.writes, seq.writes);
+    let fourth = ok(executor.execute(&txs, &storage));
+    assert_eq!((fourth.run.mode, fourth.run.reason), (Mode::Sequential, Reason::Faster));
+    assert_eq!(fourth.writes, seq.writes);
     let e = executor.estimates();
     assert!(e.parallel_ns_per_tx > e.sequential_ns_per_tx, "{e:?}");
 }

@@ -73,20 +73,21 @@ pub(crate) fn writer_loop(shared: Arc<Shared>, rx: Receiver<ToWriter>) {
         } else {
             rx.recv_timeout(LINGER)
         };
-        // (write the held layers, write the node buffer back too, stop)
-        let (write, force, stop) = match msg {
+        // (write the held layers, how the node buffer goes, stop)
+        let (write, back, stop) = match msg {
             Ok(ToWriter::Layer(layer)) => {
                 bytes += layer.bytes;
                 held.push(layer);
-                (held.len() >= blocks_max || bytes >= bytes_max, false, false)
+                (held.len() >= blocks_max || bytes >= bytes_max, WriteBack::Bound, false)
             }
-            Ok(ToWriter::Flush) => (true, true, false),
-            Ok(ToWriter::Abandon) => (true, false, true),
-            Err(RecvTimeoutError::Timeout) => (true, false, false),
-            Err(RecvTimeoutError::Disconnected) => (true, true, true),
+            Ok(ToWriter::Flush) => (true, WriteBack::Force, false),
+            Ok(ToWriter::Abandon) => (true, WriteBack::LagOnly, true),
+            Err(RecvTimeoutError::Timeout) => (true, WriteBack::Bound, false),
+            Err(RecvTimeoutError::Disconnected) => (true, WriteBack::Force, true),
         };
-        if write && (!held.is_empty() || (force && buffer.is_some())) {
-            persist(&shared, &held, &mut buffer, force);
+        let forced = back == WriteBack::Force && buffer.is_some();
+        if write && (!held.is_empty() || forced) {
+            persist(&shared, &held, &mut buffer, back);
             held.clear();
             bytes = 0;
         }
@@ -96,9 +97,26 @@ pub(crate) fn writer_loop(shared: Arc<Shared>, rx: Receiver<ToWriter>) {
     }
 }
 
+/// When a group writes the node buffer back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WriteBack {
+    /// Always (a flush, the close).
+    Force,
+    /// Past the byte bound or at the lag limit.
+    Bound,
+    /// Only at the lag limit, past which the reverse diffs needed to catch up would be
+    /// pruned (`StateDb::close_with_nodes_behind`).
+    LagOnly,
+}
+
 /// Write `group` (or, if that fails, its layers one at a time) unless the store is poisoned;
-/// `force` writes the node buffer back with it.
-fn persist(shared: &Shared, group: &[Arc<Layer>], buffer: &mut Option<Arc<Layer>>, force: bool) {
+/// `back` says when the node buffer goes with it.
+fn persist(
+    shared: &Shared,
+    group: &[Arc<Layer>],
+    buffer: &mut Option<Arc<Layer>>,
+    back: WriteBack,
+) {
     if shared.progress.lock().poisoned.is_some() {
         return;
     }
@@ -107,14 +125,14 @@ fn persist(shared: &Shared, group: &[Arc<Layer>], buffer: &mut Option<Arc<Layer>
         p.poisoned = Some(Poison { number, error: Arc::new(e) });
         shared.changed.notify_all();
     };
-    let Err(e) = write_group(shared, group, buffer, force) else { return };
+    let Err(e) = write_group(shared, group, buffer, back) else { return };
     if group.len() <= 1 {
         let number = group.first().or(buffer.as_ref()).map_or(0, |l| l.number);
         return failed(number, e);
     }
     for (i, layer) in group.iter().enumerate() {
-        let force = force && i + 1 == group.len();
-        if let Err(e) = write_group(shared, std::slice::from_ref(layer), buffer, force) {
+        let back = if i + 1 == group.len() { back } else { WriteBack::Bound };
+        if let Err(e) = write_group(shared, std::slice::from_ref(layer), buffer, back) {
             return failed(layer.number, e);
         }
     }
@@ -195,15 +213,15 @@ const BATCH_RESERVE_MAX: u64 = 256 << 20;
 /// their maps: each key once, with its newest value, in ascending key order per column
 /// (RocksDB's memtable insert reuses its position in the skip list when keys come in
 /// order, where a random order walks it from the top). The group's node writes join the
-/// node `buffer`; the batch writes the buffer back when `force`d, past its byte bound, or
-/// when the nodes on disk would lag `history_depth` blocks (the catch-up reads the reverse
-/// diffs of the lag), and otherwise records the node watermark. On success the group is
-/// popped and `buffer` replaced.
+/// node `buffer`; the batch writes the buffer back as `back` says, and always when the
+/// nodes on disk would lag `history_depth` blocks (the catch-up reads the reverse diffs of
+/// the lag), and otherwise records the node watermark. On success the group is popped and
+/// `buffer` replaced.
 fn write_group(
     shared: &Shared,
     group: &[Arc<Layer>],
     buffer: &mut Option<Arc<Layer>>,
-    force: bool,
+    back: WriteBack,
 ) -> Result<(), StoreError> {
     let db = &shared.reader.db;
     let Some(last) = group.last().or(buffer.as_ref()).cloned() else { return Ok(()) };
@@ -218,9 +236,11 @@ fn write_group(
     // sum of the maps' (every block rewrites the upper levels), decide the write-back.
     let nodes = node_buffer(&node_maps, &last, base);
     let l = &shared.config.layers;
-    let write_back = force
-        || nodes.bytes >= l.node_buffer_bytes
-        || last.number.saturating_sub(base) >= l.history_depth;
+    let write_back = match back {
+        WriteBack::Force => true,
+        WriteBack::Bound => nodes.bytes >= l.node_buffer_bytes,
+        WriteBack::LagOnly => false,
+    } || last.number.saturating_sub(base) >= l.history_depth;
     // Reserved once: grown by doubling, the batch's buffer would be copied at every step
     // and each new buffer's pages faulted in again (the layers' byte counts bound it).
     let mut reserve = group.iter().map(|l| l.bytes - l.nodes.bytes()).sum::<u64>();

@@ -6,7 +6,8 @@
 //!   layouts [`SubstrateV0`] and [`SubstrateV1`] (no extension nodes, SCALE, Blake2-256).
 //!   [`NodeView`] is a decoded node of any layout.
 //! - [`RootBuilder`], [`root_from_sorted`], [`parallel_root`]: the streaming root builder.
-//! - [`Trie`]: the mutable trie over a [`NodeSource`], with cached hashes and dirty paths.
+//! - [`Trie`]: the mutable trie over a [`NodeSource`], with cached hashes and dirty paths,
+//!   in every layout.
 //! - [`verify_proof`] and friends: inclusion/exclusion proofs, multiproofs, range proofs;
 //!   [`prove_sorted`]: a (multi)proof from sorted entries, in any layout.
 //! - [`prove_key_range`] and [`verify_key_range`]: boundary proofs of key ranges whose
@@ -61,5 +62,6 @@ pub use state::{
 };
 pub use substrate::{SubstrateV0, SubstrateV1, SUBSTRATE_V1_VALUE_NODE_MIN};
 pub use trie::{
-    path_hex, CollapseDelta, CommittedNode, Entry, RemovedNode, Trie, TrieError, TrieUpdates,
+    path_hex, CollapseDelta, CommittedNode, CommittedValue, Entry, RemovedNode, Trie, TrieError,
+    TrieUpdates,
 };

@@ -355,6 +355,37 @@ pub trait Layout: Send + Sync + 'static {
         Self::encode_branch(children, value, out);
     }
 
+    /// Encode a leaf from an unpacked path with its value as the node holds it: inline,
+    /// or (layouts with value nodes) by the value node's hash, whatever the layout's
+    /// threshold would choose for new values (a node written before a layout change keeps
+    /// its form). The default, for layouts without value nodes, takes inline values only.
+    #[inline]
+    fn encode_leaf_with(path: &[u8], value: NodeValue<'_>, out: &mut Vec<u8>) {
+        match value {
+            NodeValue::Inline(v) => Self::encode_leaf_unpacked(path, v, out),
+            NodeValue::Node(_) => panic!("a layout without value nodes holds no hashed value"),
+        }
+    }
+
+    /// Encode a branch carrying the unpacked partial key `path` (empty in layouts with
+    /// extensions) with its value as the node holds it (see [`Layout::encode_leaf_with`]).
+    #[inline]
+    fn encode_branch_with(
+        path: &[u8],
+        children: &[ChildRef; 16],
+        value: Option<NodeValue<'_>>,
+        out: &mut Vec<u8>,
+    ) {
+        assert!(path.is_empty(), "a layout with extension nodes has no branch partial keys");
+        match value {
+            None => Self::encode_branch(children, None, out),
+            Some(NodeValue::Inline(v)) => Self::encode_branch(children, Some(v), out),
+            Some(NodeValue::Node(_)) => {
+                panic!("a layout without value nodes holds no hashed value")
+            }
+        }
+    }
+
     /// Decode a node of any kind this layout has; never panics on hostile bytes.
     fn decode_node(bytes: &[u8]) -> Result<NodeView<'_>, NodeError> {
         Self::decode(bytes).map(NodeView::from)

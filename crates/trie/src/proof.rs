@@ -5,12 +5,11 @@
 //! the values it shows). Verifiers hash every node they use, follow the key through it,
 //! and reject proofs with missing, altered, undecodable or unused nodes; they return
 //! [`ProofError`] and never panic. A proof of the empty trie is empty or holds only the
-//! empty node (Substrate's recorders record it). Single-key and multiproofs work in every
-//! layout; range proofs, which rebuild through the mutable trie, only in layouts with
-//! extension nodes. A range proof is checked by rebuilding the trie from the two boundary
-//! paths plus the supplied entries and comparing roots: everything strictly between the
-//! boundaries is discarded from the partial trie and re-inserted from the entries, so an
-//! omitted, extra or altered entry changes the root.
+//! empty node (Substrate's recorders record it). Every kind works in every layout. A range
+//! proof is checked by rebuilding the trie from the two boundary paths plus the supplied
+//! entries and comparing roots: everything strictly between the boundaries is discarded
+//! from the partial trie and re-inserted from the entries, so an omitted, extra or altered
+//! entry changes the root. Its entries carry the values, so it holds no value nodes.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
@@ -21,7 +20,7 @@ use crate::builder::root_from_sorted;
 use crate::nibbles::Nibbles;
 use crate::node::{ChildKind, ChildRef, Layout, NodeError, NodeValue, NodeView};
 use crate::source::{NodeSource, SourceError};
-use crate::trie::{path_hex, Entry, Kind, NodeId, Trie, TrieError, NONE};
+use crate::trie::{path_hex, Entry, Kind, NodeId, Trie, TrieError, Value, NONE};
 
 /// Why a proof does not verify.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -77,7 +76,8 @@ pub enum ProofError {
         /// What disagreed.
         what: &'static str,
     },
-    /// A proof kind this layout does not support yet (range proofs in Substrate layouts).
+    /// A proof kind a layout does not support (every layout Arbor has supports every kind
+    /// today; kept so that callers' matches stay valid for layouts to come).
     #[error("{0} are not supported in this layout")]
     UnsupportedLayout(&'static str),
     /// The rebuilt trie has a different root.
@@ -255,19 +255,30 @@ pub struct RangeProof {
 }
 
 impl<S: NodeSource, L: Layout> Trie<S, L> {
-    /// Nodes on the path to `key` (inclusion or exclusion proof), root first.
+    /// Nodes on the path to `key` (inclusion or exclusion proof), root first; in layouts
+    /// with value nodes, the value node of a proven value last.
     pub fn prove(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>, TrieError> {
         let mut out = Vec::new();
-        self.prove_into(key, &mut out, &mut HashSet::new())?;
+        self.prove_into(key, true, &mut out, &mut HashSet::new())?;
         Ok(out)
     }
 
     /// One proof for many keys: every node once, in first-use order.
     pub fn prove_many(&mut self, keys: &[impl AsRef<[u8]>]) -> Result<Vec<Vec<u8>>, TrieError> {
+        self.prove_paths(keys, true)
+    }
+
+    /// The nodes on the paths to `keys`, each once, with the value nodes of the proven
+    /// values when `values` is set.
+    fn prove_paths(
+        &mut self,
+        keys: &[impl AsRef<[u8]>],
+        values: bool,
+    ) -> Result<Vec<Vec<u8>>, TrieError> {
         let mut out = Vec::new();
         let mut seen = HashSet::new();
         for k in keys {
-            self.prove_into(k.as_ref(), &mut out, &mut seen)?;
+            self.prove_into(k.as_ref(), values, &mut out, &mut seen)?;
         }
         Ok(out)
     }
@@ -275,19 +286,21 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
     /// All entries in `[start, end]` with the boundary proofs. When no key lies in the
     /// range, the entries hold the first key after `start` (if any), so that the proof still
     /// shows the gap; an empty result then proves that no key at or after `start` exists.
+    /// The entries carry the values, so the proof holds no value nodes.
     pub fn prove_range(&mut self, start: &[u8], end: &[u8]) -> Result<RangeProof, TrieError> {
         let mut entries = self.range(start, end)?;
         if entries.is_empty() {
             entries.extend(self.seek(start)?);
         }
         let last = entries.last().map_or(start, |(k, _)| k.as_slice()).to_vec();
-        let proof = self.prove_many(&[start, &last])?;
+        let proof = self.prove_paths(&[start, &last], false)?;
         Ok(RangeProof { entries, proof })
     }
 
     fn prove_into(
         &mut self,
         key: &[u8],
+        values: bool,
         out: &mut Vec<Vec<u8>>,
         seen: &mut HashSet<H256>,
     ) -> Result<(), TrieError> {
@@ -306,8 +319,24 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                 out.push(enc);
             }
             is_root = false;
-            match &self.slots[id as usize].kind {
-                Kind::Leaf { .. } => break,
+            // Without extension nodes, an extension slot and its branch are one node.
+            let node = match &self.slots[id as usize].kind {
+                Kind::Extension { path: ep, child } if !L::USES_EXTENSION => {
+                    if !path[depth..].starts_with(ep) {
+                        break;
+                    }
+                    depth += ep.len();
+                    *child
+                }
+                _ => id,
+            };
+            match &self.slots[node as usize].kind {
+                Kind::Leaf { path: lp, .. } => {
+                    if values && lp.as_slice() == &path[depth..] {
+                        self.prove_value(node, &path, out, seen)?;
+                    }
+                    break;
+                }
                 Kind::Extension { path: ep, child } => {
                     if !path[depth..].starts_with(ep) {
                         break;
@@ -317,12 +346,31 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                 }
                 Kind::Branch { children, .. } => {
                     if depth == path.len() {
+                        if values {
+                            self.prove_value(node, &path, out, seen)?;
+                        }
                         break;
                     }
                     id = children[path[depth] as usize];
                     depth += 1;
                 }
                 Kind::Hashed(_) => unreachable!("resolved above"),
+            }
+        }
+        Ok(())
+    }
+
+    /// Add the value node of the value `id` holds for the key `key_path`, if it is one.
+    fn prove_value(
+        &mut self,
+        id: NodeId,
+        key_path: &[u8],
+        out: &mut Vec<Vec<u8>>,
+        seen: &mut HashSet<H256>,
+    ) -> Result<(), TrieError> {
+        if let Some((Some(hash), bytes)) = self.value_ref(id, key_path)? {
+            if seen.insert(hash) {
+                out.push(bytes.to_vec());
             }
         }
         Ok(())
@@ -381,9 +429,6 @@ pub fn verify_range_proof<L: Layout>(
     entries: &[Entry],
     proof: &[impl AsRef<[u8]>],
 ) -> Result<(), ProofError> {
-    if !L::USES_EXTENSION {
-        return Err(ProofError::UnsupportedLayout("range proofs"));
-    }
     for w in entries.windows(2) {
         if w[0].0 >= w[1].0 {
             return Err(ProofError::BadRange("keys not strictly ascending"));
@@ -392,7 +437,7 @@ pub fn verify_range_proof<L: Layout>(
     if entries.first().is_some_and(|(k, _)| k.as_slice() < start) {
         return Err(ProofError::BadRange("entry before the range start"));
     }
-    if entries.iter().any(|(_, v)| v.is_empty()) {
+    if !L::ALLOW_EMPTY_VALUE && entries.iter().any(|(_, v)| v.is_empty()) {
         return Err(ProofError::BadRange("empty value"));
     }
     if proof.is_empty() {
@@ -484,7 +529,7 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         &mut self,
         id: NodeId,
         prefix: &mut Vec<u8>,
-        (mut children, value): ([NodeId; 16], Option<Vec<u8>>),
+        (mut children, value): ([NodeId; 16], Option<Value>),
         left: Option<&[u8]>,
         right: Option<&[u8]>,
     ) -> Result<NodeId, TrieError> {

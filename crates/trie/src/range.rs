@@ -15,6 +15,10 @@
 //! accepted range's entries are exactly the trie's keys in the range, and every node the
 //! verification saw (boundary nodes and rebuilt interior nodes) is the trie's node at its
 //! path: a restore can store them without hashing anything again.
+//!
+//! Every layout: a branch with a partial key (Substrate) is handled like an extension
+//! over a branch, and a boundary value stored as a value node is checked by its hash (the
+//! entries carry the values; the proof holds no value nodes).
 
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
@@ -23,7 +27,7 @@ use state::H256;
 
 use crate::builder::{EmittedKind, NodeSink, RootBuilder};
 use crate::nibbles::{nibble_at, NibbleSlice, Nibbles};
-use crate::node::{ChildKind, ChildRef, DecodedNode, Layout};
+use crate::node::{ChildKind, ChildRef, Layout, NodeError, NodeValue, NodeView};
 use crate::proof::ProofError;
 use crate::source::NodeSource;
 use crate::trie::{path_hex, TrieError};
@@ -130,8 +134,8 @@ fn prove_below<L: Layout, S: NodeSource>(
     out: &mut Vec<Vec<u8>>,
     seen: &mut HashSet<H256>,
 ) -> Result<(), TrieError> {
-    let node =
-        L::decode(enc).map_err(|source| TrieError::Corrupt { path: path_hex(path), source })?;
+    let node = L::decode_node(enc)
+        .map_err(|source| TrieError::Corrupt { path: path_hex(path), source })?;
     let mut visit = |path: &mut Vec<u8>, child: &ChildRef| -> Result<(), TrieError> {
         if bounds.place(path) != Place::Straddle {
             return Ok(());
@@ -149,22 +153,28 @@ fn prove_below<L: Layout, S: NodeSource>(
         }
     };
     match node {
-        DecodedNode::Empty | DecodedNode::Leaf { .. } => Ok(()),
-        DecodedNode::Extension { path: ext, child } => {
+        NodeView::Empty | NodeView::Leaf { .. } => Ok(()),
+        NodeView::Extension { path: ext, child } => {
             let n = path.len();
             path.extend_from_slice(&ext.0);
             let r = visit(path, &child);
             path.truncate(n);
             r
         }
-        DecodedNode::Branch { children, .. } => {
+        NodeView::Branch { path: partial, children, .. } => {
+            let n = path.len();
+            path.extend_from_slice(&partial.0);
+            let mut r = Ok(());
             for (i, child) in children.iter().enumerate() {
                 path.push(i as u8);
-                let r = visit(path, child);
+                r = visit(path, child);
                 path.pop();
-                r?;
+                if r.is_err() {
+                    break;
+                }
             }
-            Ok(())
+            path.truncate(n);
+            r
         }
     }
 }
@@ -200,10 +210,7 @@ where
     V: AsRef<[u8]>,
     S: NodeSink,
 {
-    if !L::USES_EXTENSION {
-        return Err(ProofError::UnsupportedLayout("key-range proofs"));
-    }
-    check_entries(start, last, entries)?;
+    check_entries::<L, K, V>(start, last, entries)?;
     let bounds = Bounds::new(start, last);
     let mut v = Verifier::<L, S> {
         bounds,
@@ -234,6 +241,11 @@ where
         v.stats.subtrees = 1;
     } else {
         let enc = v.fetch(&[], root)?;
+        if enc.is_empty() {
+            // No node encodes to nothing (and a reference cannot be made of it).
+            let source = NodeError::Truncated;
+            return Err(ProofError::Malformed { path: path_hex(&[]), source });
+        }
         v.node(&mut Vec::new(), enc, &L::child_ref(enc), entries)?;
     }
     let unused = v.nodes.values().filter(|(_, used)| !used).count();
@@ -243,7 +255,7 @@ where
     Ok(v.stats)
 }
 
-fn check_entries<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+fn check_entries<L: Layout, K: AsRef<[u8]>, V: AsRef<[u8]>>(
     start: &[u8],
     last: Option<&[u8]>,
     entries: &[(K, V)],
@@ -261,10 +273,18 @@ fn check_entries<K: AsRef<[u8]>, V: AsRef<[u8]>>(
             return Err(ProofError::BadRange("entry after the range end"));
         }
     }
-    if entries.iter().any(|(_, v)| v.as_ref().is_empty()) {
+    if !L::ALLOW_EMPTY_VALUE && entries.iter().any(|(_, v)| v.as_ref().is_empty()) {
         return Err(ProofError::BadRange("empty value"));
     }
     Ok(())
+}
+
+/// True when a node's `value` is `bytes` (a value node by its hash).
+fn holds<L: Layout>(value: NodeValue<'_>, bytes: &[u8]) -> bool {
+    match value {
+        NodeValue::Inline(v) => v == bytes,
+        NodeValue::Node(h) => L::hash(bytes) == h,
+    }
 }
 
 fn mismatch(path: &[u8], what: &'static str) -> ProofError {
@@ -302,48 +322,76 @@ impl<'p, L: Layout, S: NodeSink> Verifier<'p, '_, L, S> {
     ) -> Result<(), ProofError> {
         self.stats.boundary_nodes += 1;
         let malformed = |source| ProofError::Malformed { path: path_hex(path), source };
-        match L::decode(enc).map_err(malformed)? {
-            DecodedNode::Empty => Err(mismatch(path, "an empty node inside a trie")),
-            DecodedNode::Leaf { path: rest, value } => {
+        match L::decode_node(enc).map_err(malformed)? {
+            NodeView::Empty => Err(mismatch(path, "an empty node inside a trie")),
+            NodeView::Leaf { path: rest, value } => {
                 let mut key = path.clone();
                 key.extend_from_slice(&rest.0);
                 if key.len() % 2 == 1 {
-                    return Err(malformed(crate::node::NodeError::BadLeaf));
+                    return Err(malformed(NodeError::BadLeaf));
                 }
                 let expected = self.bounds.contains(&key).then_some((key, value));
                 self.leaf(path, expected, entries)
             }
-            DecodedNode::Extension { path: ext, child } => {
+            NodeView::Extension { path: ext, child } => {
                 self.emit(EmittedKind::Extension, path, enc, reference);
                 let n = path.len();
                 path.extend_from_slice(&ext.0);
-                let under = self.under_prefix(path, entries);
-                let r = if under.len() != entries.len() {
-                    Err(mismatch(path, "an entry off the extension's path"))
-                } else {
-                    self.child(path, &child, entries)
-                };
+                let r = self
+                    .below_partial(path, entries, |v, path, under| v.child(path, &child, under));
                 path.truncate(n);
                 r
             }
-            DecodedNode::Branch { children, value } => {
+            NodeView::Branch { path: partial, children, value } => {
                 self.emit(EmittedKind::Branch, path, enc, reference);
-                let rest = self.branch_value(path, value, entries)?;
-                let d = path.len();
-                let mut from = 0;
-                for (i, child) in children.iter().enumerate() {
-                    let to = from
-                        + rest[from..]
-                            .partition_point(|(k, _)| nibble_at(k.as_ref(), d) <= i as u8);
-                    path.push(i as u8);
-                    let r = self.child(path, child, &rest[from..to]);
-                    path.pop();
-                    r?;
-                    from = to;
-                }
-                Ok(())
+                let n = path.len();
+                path.extend_from_slice(&partial.0);
+                let r = self.below_partial(path, entries, |v, path, under| {
+                    v.branch(path, &children, value, under)
+                });
+                path.truncate(n);
+                r
             }
         }
+    }
+
+    /// Run `f` on the entries under `path` (the end of a node's partial key), after
+    /// checking that they are all of `entries` (those under the node).
+    fn below_partial<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &mut self,
+        path: &mut Vec<u8>,
+        entries: &[(K, V)],
+        f: impl FnOnce(&mut Self, &mut Vec<u8>, &[(K, V)]) -> Result<(), ProofError>,
+    ) -> Result<(), ProofError> {
+        let under = self.under_prefix(path, entries);
+        if under.len() != entries.len() {
+            return Err(mismatch(path, "an entry off the node's partial key"));
+        }
+        f(self, path, entries)
+    }
+
+    /// Check a branch's value and children (its children hang at `path`) against
+    /// `entries`, the entries under it.
+    fn branch<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &mut self,
+        path: &mut Vec<u8>,
+        children: &[ChildRef; 16],
+        value: Option<NodeValue<'_>>,
+        entries: &[(K, V)],
+    ) -> Result<(), ProofError> {
+        let rest = self.branch_value(path, value, entries)?;
+        let d = path.len();
+        let mut from = 0;
+        for (i, child) in children.iter().enumerate() {
+            let to =
+                from + rest[from..].partition_point(|(k, _)| nibble_at(k.as_ref(), d) <= i as u8);
+            path.push(i as u8);
+            let r = self.child(path, child, &rest[from..to]);
+            path.pop();
+            r?;
+            from = to;
+        }
+        Ok(())
     }
 
     /// The entries of `entries` whose key starts with nibbles `path` (a contiguous run).
@@ -374,20 +422,17 @@ impl<'p, L: Layout, S: NodeSink> Verifier<'p, '_, L, S> {
     fn branch_value<'e, K: AsRef<[u8]>, V: AsRef<[u8]>>(
         &self,
         path: &[u8],
-        value: Option<&[u8]>,
+        value: Option<NodeValue<'_>>,
         entries: &'e [(K, V)],
     ) -> Result<&'e [(K, V)], ProofError> {
         let here = entries.first().filter(|(k, _)| k.as_ref().len() * 2 == path.len());
         let expected = value.filter(|_| self.bounds.contains(path));
         if value.is_some() && path.len() % 2 == 1 {
-            return Err(ProofError::Malformed {
-                path: path_hex(path),
-                source: crate::node::NodeError::BadLeaf,
-            });
+            return Err(ProofError::Malformed { path: path_hex(path), source: NodeError::BadLeaf });
         }
         match (expected, here) {
             (None, None) => Ok(entries),
-            (Some(v), Some((_, got))) if v == got.as_ref() => Ok(&entries[1..]),
+            (Some(v), Some((_, got))) if holds::<L>(v, got.as_ref()) => Ok(&entries[1..]),
             _ => Err(mismatch(path, "a branch value differs from the entries")),
         }
     }
@@ -395,13 +440,13 @@ impl<'p, L: Layout, S: NodeSink> Verifier<'p, '_, L, S> {
     fn leaf<K: AsRef<[u8]>, V: AsRef<[u8]>>(
         &self,
         path: &[u8],
-        expected: Option<(Vec<u8>, &[u8])>,
+        expected: Option<(Vec<u8>, NodeValue<'_>)>,
         entries: &[(K, V)],
     ) -> Result<(), ProofError> {
         let ok = match (expected, entries) {
             (None, []) => true,
             (Some((key, value)), [(k, v)]) => {
-                Nibbles::from_bytes(k.as_ref()).0 == key && v.as_ref() == value
+                Nibbles::from_bytes(k.as_ref()).0 == key && holds::<L>(value, v.as_ref())
             }
             _ => false,
         };

@@ -44,6 +44,8 @@ impl Eq for SourceError {}
 /// Supplies encoded nodes to a [`crate::Trie`].
 pub trait NodeSource {
     /// The encoding of the node with `hash` at nibble path `path`, or `None` if absent.
+    /// A value node (Substrate V1) is asked for by its key's full nibble path and the
+    /// value's hash, and its "encoding" is the value itself.
     fn load(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, SourceError>;
 
     /// Like [`NodeSource::load`], when the walk that reached the node is looking up `key`

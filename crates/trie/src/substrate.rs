@@ -84,19 +84,23 @@ fn read_count(first: u8, bits: u32, r: &mut Reader<'_>) -> Result<usize, NodeErr
     }
 }
 
-/// How a value appears in a node: inline, or hashed (`min` is the layout's value-node
-/// threshold, `usize::MAX` for none).
+/// How a new value appears in a node under a layout whose value-node threshold is `min`
+/// (`usize::MAX` for none): inline, or by the hash of its value node.
 #[inline]
-fn hashed_value(value: &[u8], min: usize) -> Option<H256> {
-    (value.len() >= min).then(|| blake2_256(value))
+fn stored(value: &[u8], min: usize) -> NodeValue<'_> {
+    if value.len() >= min {
+        NodeValue::Node(blake2_256(value))
+    } else {
+        NodeValue::Inline(value)
+    }
 }
 
 /// Append a value: compact length and bytes, or the value node's hash.
 #[inline]
-fn write_value(value: &[u8], hash: Option<H256>, out: &mut Vec<u8>) {
-    match hash {
-        Some(h) => out.extend_from_slice(h.as_bytes()),
-        None => {
+fn write_value(value: NodeValue<'_>, out: &mut Vec<u8>) {
+    match value {
+        NodeValue::Node(h) => out.extend_from_slice(h.as_bytes()),
+        NodeValue::Inline(value) => {
             write_compact(value.len(), out);
             out.extend_from_slice(value);
         }
@@ -142,26 +146,26 @@ impl Partial<'_> {
     }
 }
 
-fn encode_leaf(path: Partial<'_>, value: &[u8], min: usize, out: &mut Vec<u8>) {
-    let hash = hashed_value(value, min);
-    let kind = if hash.is_some() { LEAF_HASHED_VALUE } else { LEAF };
+fn encode_leaf(path: Partial<'_>, value: NodeValue<'_>, out: &mut Vec<u8>) {
+    let kind = match value {
+        NodeValue::Inline(_) => LEAF,
+        NodeValue::Node(_) => LEAF_HASHED_VALUE,
+    };
     write_header(kind, path.len(), out);
     path.write(out);
-    write_value(value, hash, out);
+    write_value(value, out);
 }
 
 fn encode_branch(
     path: Partial<'_>,
     children: &[ChildRef; 16],
-    value: Option<&[u8]>,
-    min: usize,
+    value: Option<NodeValue<'_>>,
     out: &mut Vec<u8>,
 ) {
-    let hash = value.and_then(|v| hashed_value(v, min));
-    let kind = match (value, hash) {
-        (None, _) => BRANCH_NO_VALUE,
-        (Some(_), None) => BRANCH_WITH_VALUE,
-        (Some(_), Some(_)) => BRANCH_HASHED_VALUE,
+    let kind = match value {
+        None => BRANCH_NO_VALUE,
+        Some(NodeValue::Inline(_)) => BRANCH_WITH_VALUE,
+        Some(NodeValue::Node(_)) => BRANCH_HASHED_VALUE,
     };
     write_header(kind, path.len(), out);
     path.write(out);
@@ -173,7 +177,7 @@ fn encode_branch(
     }
     out.extend_from_slice(&bitmap.to_le_bytes());
     if let Some(v) = value {
-        write_value(v, hash, out);
+        write_value(v, out);
     }
     for c in children {
         write_child(c, out);
@@ -315,11 +319,16 @@ macro_rules! substrate_layout {
 
             #[inline]
             fn encode_leaf(path: NibbleSlice<'_>, value: &[u8], out: &mut Vec<u8>) {
-                encode_leaf(Partial::Slice(path), value, $min, out);
+                encode_leaf(Partial::Slice(path), stored(value, $min), out);
             }
 
             fn encode_leaf_unpacked(path: &[u8], value: &[u8], out: &mut Vec<u8>) {
-                encode_leaf(Partial::Unpacked(path), value, $min, out);
+                encode_leaf(Partial::Unpacked(path), stored(value, $min), out);
+            }
+
+            #[inline]
+            fn encode_leaf_with(path: &[u8], value: NodeValue<'_>, out: &mut Vec<u8>) {
+                encode_leaf(Partial::Unpacked(path), value, out);
             }
 
             fn encode_extension(_: NibbleSlice<'_>, _: &ChildRef, _: &mut Vec<u8>) {
@@ -332,7 +341,8 @@ macro_rules! substrate_layout {
 
             #[inline]
             fn encode_branch(children: &[ChildRef; 16], value: Option<&[u8]>, out: &mut Vec<u8>) {
-                encode_branch(Partial::Unpacked(&[]), children, value, $min, out);
+                let value = value.map(|v| stored(v, $min));
+                encode_branch(Partial::Unpacked(&[]), children, value, out);
             }
 
             #[inline]
@@ -342,7 +352,18 @@ macro_rules! substrate_layout {
                 value: Option<&[u8]>,
                 out: &mut Vec<u8>,
             ) {
-                encode_branch(Partial::Slice(path), children, value, $min, out);
+                let value = value.map(|v| stored(v, $min));
+                encode_branch(Partial::Slice(path), children, value, out);
+            }
+
+            #[inline]
+            fn encode_branch_with(
+                path: &[u8],
+                children: &[ChildRef; 16],
+                value: Option<NodeValue<'_>>,
+                out: &mut Vec<u8>,
+            ) {
+                encode_branch(Partial::Unpacked(path), children, value, out);
             }
 
             fn decode(bytes: &[u8]) -> Result<DecodedNode<'_>, NodeError> {
@@ -424,8 +445,12 @@ mod tests {
         children[15] = ChildRef::hash(H256([9; 32]));
         for value in [None, Some(&small[..]), Some(&big[..]), Some(&[][..])] {
             let mut out = Vec::new();
-            let path = Partial::Unpacked(&[1, 2, 3]);
-            encode_branch(path, &children, value, SUBSTRATE_V1_VALUE_NODE_MIN, &mut out);
+            SubstrateV1::encode_branch_with(
+                &[1, 2, 3],
+                &children,
+                value.map(|v| stored(v, 33)),
+                &mut out,
+            );
             let NodeView::Branch { path, children: c, value: v } = decode(&out).unwrap() else {
                 panic!("not a branch")
             };

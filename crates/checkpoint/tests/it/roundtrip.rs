@@ -137,3 +137,45 @@ fn a_non_empty_database_is_refused() {
         r.err()
     );
 }
+
+/// A checkpoint of a database whose trie nodes lag its head (closed with the node buffer
+/// unwritten), taken through a read-only handle that caught them up in memory: the pinned
+/// state proves its chunks with the caught-up nodes, and the restore reaches the head's
+/// root and state.
+#[test]
+fn a_checkpoint_of_lagging_nodes_through_a_read_only_handle_restores_the_head() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = eth_state(41, 250, 12, 40);
+    let src_dir = tmp.path().join("src");
+    let mut src = load(&src_dir, &state);
+    // Blocks that change accounts without storage (a storage trie's root stays bound to
+    // its account's value).
+    let has_storage = |k: &[u8]| {
+        trie::H256::from_slice(k).is_some_and(|h| state.contains_key(&TrieId::Storage(h)))
+    };
+    for b in 0..6u8 {
+        let mut changes = trie::ChangeSet::new();
+        let m = changes.entry(TrieId::Main).or_default();
+        let accounts = state[&TrieId::Main].iter().filter(|(k, _)| !has_storage(k));
+        for (i, (k, v)) in accounts.enumerate().filter(|(i, _)| i % 4 == usize::from(b) % 4) {
+            let nv = if i % 5 == 0 { None } else { Some([v.as_slice(), &[b]].concat()) };
+            m.insert(k.clone(), nv);
+        }
+        src.commit(&changes).unwrap();
+    }
+    let (head, root) = (src.head_number(), src.head_root());
+    src.close_with_nodes_behind().unwrap();
+    let ro = store::StateDb::open_read_only(&src_dir, config()).unwrap();
+    assert_eq!((ro.head_number(), ro.head_root()), (head, root));
+    assert!(ro.stats().catch_up.is_some(), "the nodes did not lag: {:?}", ro.stats().nodes_at);
+    let out = checkpoint::CheckpointDir::new(tmp.path().join("ckpt"));
+    let created = create(&ro, &out, &small_chunks(2));
+    assert_eq!((created.manifest.block, created.manifest.root), (head, root));
+    let mut dst = open(&tmp.path().join("dst"));
+    let order = shuffled(created.manifest.chunks.len(), 5);
+    let t = restore(&mut dst, &out, &created, &order, &tmp.path().join("staging"));
+    assert_eq!((t.block, t.root), (head, root));
+    assert_eq!(dump(&dst), dump(&ro));
+    let report = dst.verify().unwrap();
+    assert!(report.ok(), "{report:?}");
+}

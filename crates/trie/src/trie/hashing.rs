@@ -1,8 +1,17 @@
 //! Root computation and commit: re-encode and re-hash only the dirty nodes.
+//!
+//! In layouts without extension nodes an extension slot and the branch below it are
+//! encoded as one branch with a partial key, and the branch slot caches the pair's
+//! reference too (a dirtiness mark: only a branch standing on its own is asked for its
+//! reference).
 
 use state::H256;
 
-use super::{CommittedNode, Kind, NodeId, NodeSource, Trie, TrieError, TrieUpdates, NONE};
+use super::value::value_node_mut;
+use super::{
+    CommittedNode, CommittedValue, Kind, NodeId, NodeSource, Trie, TrieError, TrieUpdates, Value,
+    NONE,
+};
 use crate::nibbles::Nibbles;
 use crate::node::{ChildKind, ChildRef, Layout, INLINE_MAX};
 use crate::source::MemoryNodeSource;
@@ -22,14 +31,16 @@ pub struct CollapseDelta {
 enum Canon {
     Leaf {
         path: Vec<u8>,
-        value: Vec<u8>,
+        value: Value,
     },
+    /// Branch `branch` below the partial key `path`: an extension over the branch
+    /// (Ethereum), or the branch carrying `path` (layouts without extensions).
     Ext {
         path: Vec<u8>,
-        child: ChildRef,
+        branch: NodeId,
     },
-    /// A branch, by its reference.
-    Node(ChildRef),
+    /// A branch that is not single, where it stands (or an unloaded stub known to be one).
+    Branch(NodeId),
 }
 
 impl Canon {
@@ -40,11 +51,11 @@ impl Canon {
                 path.insert(0, nibble);
                 Canon::Leaf { path, value }
             }
-            Canon::Ext { mut path, child } => {
+            Canon::Ext { mut path, branch } => {
                 path.insert(0, nibble);
-                Canon::Ext { path, child }
+                Canon::Ext { path, branch }
             }
-            Canon::Node(child) => Canon::Ext { path: vec![nibble], child },
+            Canon::Branch(branch) => Canon::Ext { path: vec![nibble], branch },
         }
     }
 
@@ -53,10 +64,17 @@ impl Canon {
         let join = |p: Vec<u8>| [ep, p.as_slice()].concat();
         match self {
             Canon::Leaf { path, value } => Canon::Leaf { path: join(path), value },
-            Canon::Ext { path, child } => Canon::Ext { path: join(path), child },
-            Canon::Node(child) => Canon::Ext { path: ep.to_vec(), child },
+            Canon::Ext { path, branch } => Canon::Ext { path: join(path), branch },
+            Canon::Branch(branch) => Canon::Ext { path: ep.to_vec(), branch },
         }
     }
+}
+
+/// What [`Trie::commit`] collects from the fresh nodes.
+#[derive(Default)]
+struct Fresh {
+    nodes: Vec<CommittedNode>,
+    values: Vec<CommittedValue>,
 }
 
 impl<S: NodeSource, L: Layout> Trie<S, L> {
@@ -208,15 +226,14 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
 
     /// The canonical form of node `id` where it stands. Every node it needs is loaded
     /// (see [`Trie::load_collapse_children`]).
-    fn canon(&mut self, id: NodeId) -> Canon {
+    fn canon(&self, id: NodeId) -> Canon {
         match &self.slots[id as usize].kind {
             Kind::Leaf { path, value } => Canon::Leaf { path: path.clone(), value: value.clone() },
             Kind::Extension { path, child } => {
-                let (ep, c) = (path.clone(), *child);
-                if self.is_single(c) {
-                    self.canon(c).behind(&ep)
+                if self.is_single(*child) {
+                    self.canon(*child).behind(path)
                 } else {
-                    Canon::Ext { path: ep, child: self.hash_node(c) }
+                    Canon::Ext { path: path.clone(), branch: *child }
                 }
             }
             Kind::Branch { children, value } if self.is_single(id) => {
@@ -228,9 +245,8 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                     },
                 }
             }
-            Kind::Branch { .. } => Canon::Node(self.hash_node(id)),
             // Only stubs known to be branches are left unloaded under a single branch.
-            Kind::Hashed(_) => Canon::Node(self.slots[id as usize].cached),
+            Kind::Branch { .. } | Kind::Hashed(_) => Canon::Branch(id),
         }
     }
 
@@ -242,10 +258,11 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         }
         // Children first, collecting their references in the same pass (each child slot
         // is read once); then encode this node from them.
+        let mut inner = NONE;
         let mut buf = match &self.slots[id as usize].kind {
             Kind::Extension { child, .. } if self.is_single(*child) => self.encode_canon(id),
             Kind::Branch { .. } if self.is_single(id) => self.encode_canon(id),
-            Kind::Extension { child, .. } => {
+            Kind::Extension { child, .. } if L::USES_EXTENSION => {
                 let c = *child;
                 let r = self.hash_node(c);
                 let mut buf = std::mem::take(&mut self.buf);
@@ -255,25 +272,27 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                 }
                 buf
             }
-            Kind::Branch { children, .. } => {
-                let children = *children;
-                let mut refs = [ChildRef::EMPTY; 16];
-                for (r, c) in refs.iter_mut().zip(children) {
-                    if c != NONE {
-                        *r = self.hash_node(c);
-                    }
-                }
+            Kind::Extension { child, .. } => {
+                inner = *child;
+                let refs = self.hash_children(inner);
                 let mut buf = std::mem::take(&mut self.buf);
                 buf.clear();
-                if let Kind::Branch { value, .. } = &self.slots[id as usize].kind {
-                    L::encode_branch(&refs, value.as_deref(), &mut buf);
+                if let Kind::Extension { path, .. } = &self.slots[id as usize].kind {
+                    self.write_branch(path, &refs, inner, &mut buf);
                 }
+                buf
+            }
+            Kind::Branch { .. } => {
+                let refs = self.hash_children(id);
+                let mut buf = std::mem::take(&mut self.buf);
+                buf.clear();
+                self.write_branch(&[], &refs, id, &mut buf);
                 buf
             }
             Kind::Leaf { path, value } => {
                 let mut buf = std::mem::take(&mut self.buf);
                 buf.clear();
-                L::encode_leaf_unpacked(path, value, &mut buf);
+                L::encode_leaf_with(path, value.view(), &mut buf);
                 buf
             }
             Kind::Hashed(_) => unreachable!("unloaded nodes always carry their hash"),
@@ -286,25 +305,62 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         buf.clear();
         std::mem::swap(&mut self.buf, &mut buf);
         self.slots[id as usize].cached = r;
+        if inner != NONE {
+            self.slots[inner as usize].cached = r;
+        }
         r
+    }
+
+    /// The references of branch `id`'s children, hashing dirty ones first.
+    fn hash_children(&mut self, id: NodeId) -> [ChildRef; 16] {
+        let Kind::Branch { children, .. } = &self.slots[id as usize].kind else {
+            panic!("hash_children of a node that is not a branch")
+        };
+        let children = *children;
+        let mut refs = [ChildRef::EMPTY; 16];
+        for (r, c) in refs.iter_mut().zip(children) {
+            if c != NONE {
+                *r = self.hash_node(c);
+            }
+        }
+        refs
+    }
+
+    /// Append branch `id` with the partial key `path` over the children references `refs`.
+    fn write_branch(&self, path: &[u8], refs: &[ChildRef; 16], id: NodeId, out: &mut Vec<u8>) {
+        let Kind::Branch { value, .. } = &self.slots[id as usize].kind else {
+            panic!("write_branch of a node that is not a branch")
+        };
+        L::encode_branch_with(path, refs, value.as_ref().map(Value::view), out);
     }
 
     /// The encoding of node `id`'s canonical form (in the shared buffer).
     fn encode_canon(&mut self, id: NodeId) -> Vec<u8> {
-        let canon = self.canon(id);
-        let mut buf = std::mem::take(&mut self.buf);
-        buf.clear();
-        match &canon {
-            Canon::Leaf { path, value } => L::encode_leaf_unpacked(path, value, &mut buf),
-            Canon::Ext { path, child } => L::encode_extension_unpacked(path, child, &mut buf),
-            Canon::Node(r) => match r.kind() {
-                ChildKind::Inline(bytes) => buf.extend_from_slice(bytes),
-                // Only a branch's own encoding is wanted here, never its hash: `canon`
-                // returns `Node` for non-single branches only, and hash_node handles those.
-                _ => unreachable!("encode_canon of a plain branch"),
-            },
+        match self.canon(id) {
+            Canon::Leaf { path, value } => {
+                let mut buf = std::mem::take(&mut self.buf);
+                buf.clear();
+                L::encode_leaf_with(&path, value.view(), &mut buf);
+                buf
+            }
+            Canon::Ext { path, branch } if L::USES_EXTENSION => {
+                let r = self.hash_node(branch);
+                let mut buf = std::mem::take(&mut self.buf);
+                buf.clear();
+                L::encode_extension_unpacked(&path, &r, &mut buf);
+                buf
+            }
+            Canon::Ext { path, branch } => {
+                // The branch stays where it is in the structure: its own cache is not set.
+                let refs = self.hash_children(branch);
+                let mut buf = std::mem::take(&mut self.buf);
+                buf.clear();
+                self.write_branch(&path, &refs, branch, &mut buf);
+                buf
+            }
+            // `canon` of a single node never stops at a plain branch: hash_node handles those.
+            Canon::Branch(_) => unreachable!("encode_canon of a plain branch"),
         }
-        buf
     }
 
     /// Compute the root and return every new node and every removed pre-state node.
@@ -316,22 +372,16 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         self.dirty_singles.clear();
         self.new_singles.clear();
         let root = self.root()?;
-        let mut new = Vec::new();
+        let mut fresh = Fresh::default();
         if self.root != NONE {
             let mut path = Vec::new();
-            self.collect_fresh(self.root, &mut path, true, &mut new);
+            self.collect_fresh(self.root, &mut path, true, &mut fresh);
         }
         let removed = std::mem::take(&mut self.removed);
-        Ok(TrieUpdates { root, new, removed })
+        Ok(TrieUpdates { root, new: fresh.nodes, removed, values: fresh.values })
     }
 
-    fn collect_fresh(
-        &mut self,
-        id: NodeId,
-        path: &mut Vec<u8>,
-        is_root: bool,
-        out: &mut Vec<CommittedNode>,
-    ) {
+    fn collect_fresh(&mut self, id: NodeId, path: &mut Vec<u8>, is_root: bool, out: &mut Fresh) {
         let slot = &self.slots[id as usize];
         if !slot.fresh {
             return;
@@ -340,18 +390,21 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
             Kind::Extension { path: ep, child } => {
                 let (ep_len, c) = (ep.len(), *child);
                 path.extend_from_slice(ep);
-                self.collect_fresh(c, path, false, out);
+                if L::USES_EXTENSION {
+                    self.collect_fresh(c, path, false, out);
+                } else {
+                    // The branch below is part of this node.
+                    self.collect_branch(c, path, out);
+                    self.slots[c as usize].fresh = false;
+                }
                 path.truncate(path.len() - ep_len);
             }
-            Kind::Branch { children, .. } => {
-                let children = *children;
-                for (i, c) in children.into_iter().enumerate() {
-                    if c != NONE {
-                        path.push(i as u8);
-                        self.collect_fresh(c, path, false, out);
-                        path.pop();
-                    }
-                }
+            Kind::Branch { .. } => self.collect_branch(id, path, out),
+            Kind::Leaf { path: lp, value: Value::Node(n) } if !n.committed => {
+                let len = path.len();
+                path.extend_from_slice(lp);
+                self.collect_value(id, path, out);
+                path.truncate(len);
             }
             Kind::Leaf { .. } | Kind::Hashed(_) => {}
         }
@@ -364,18 +417,49 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
             slot.origin = Some(hash);
             let is_leaf = matches!(slot.kind, Kind::Leaf { .. });
             slot.origin_leaf = is_leaf;
-            out.push(CommittedNode { path: Nibbles(path.clone()), hash, encoded, is_leaf });
+            out.nodes.push(CommittedNode { path: Nibbles(path.clone()), hash, encoded, is_leaf });
         }
+    }
+
+    /// [`Trie::collect_fresh`] below branch `id`, whose children hang at `path`.
+    fn collect_branch(&mut self, id: NodeId, path: &mut Vec<u8>, out: &mut Fresh) {
+        let Kind::Branch { children, .. } = &self.slots[id as usize].kind else {
+            panic!("collect_branch of a node that is not a branch")
+        };
+        let children = *children;
+        for (i, c) in children.into_iter().enumerate() {
+            if c != NONE {
+                path.push(i as u8);
+                self.collect_fresh(c, path, false, out);
+                path.pop();
+            }
+        }
+        self.collect_value(id, path, out);
+    }
+
+    /// Report the value node of `id` (key nibbles `key_path`) if it is new.
+    fn collect_value(&mut self, id: NodeId, key_path: &[u8], out: &mut Fresh) {
+        let Some(n) = value_node_mut(&mut self.slots[id as usize].kind) else { return };
+        if n.committed {
+            return;
+        }
+        n.committed = true;
+        let value = n.bytes.clone().expect("a value node this trie wrote holds its bytes");
+        out.values.push(CommittedValue { path: Nibbles(key_path.to_vec()), hash: n.hash, value });
     }
 }
 
 /// A hash-keyed source fed from commits: its trie-side half (the source itself knows
 /// nothing of tries).
 impl MemoryNodeSource {
-    /// Keep every node a commit wrote (nothing is deleted: see the type's docs).
+    /// Keep every node and value node a commit wrote (nothing is deleted: see the type's
+    /// docs).
     pub fn apply(&mut self, updates: TrieUpdates) {
         for n in updates.new {
             self.insert_hashed(n.hash, n.encoded);
+        }
+        for v in updates.values {
+            self.insert_hashed(v.hash, v.value);
         }
     }
 

@@ -1,6 +1,10 @@
 //! Insertion: follow the key's path, split the leaf or extension it leaves, and place the
 //! value where the path ends (a leaf's value, a branch's value, or a new leaf).
 //!
+//! In layouts without extension nodes the extension and branch slots of a branch with a
+//! partial key are one node (see the module docs of `trie`): where a split takes the
+//! extension away from over a branch, or puts one over it, the branch is touched.
+//!
 //! Each step takes its node's kind out of the arena (a `Hashed` placeholder stands in) and
 //! puts the new kind back; when a load below fails, the old kind goes back, so a failed
 //! insert leaves the trie's structure as it was. Cost: the nodes on the key's path, plus at
@@ -8,14 +12,15 @@
 
 use state::H256;
 
-use super::{Kind, NodeId, NodeSource, Trie, TrieError, NONE};
+use super::{Kind, NodeId, NodeSource, Trie, TrieError, Value, NONE};
 use crate::nibbles::{common_prefix, Nibbles};
 use crate::node::Layout;
 
 impl<S: NodeSource, L: Layout> Trie<S, L> {
-    /// Insert or replace `key`; an empty value removes the key (Ethereum semantics).
+    /// Insert or replace `key`. An empty value removes the key in layouts where it is no
+    /// value (Ethereum's); in the others ([`Layout::ALLOW_EMPTY_VALUE`]) it is stored.
     pub fn insert(&mut self, key: &[u8], value: &[u8]) -> Result<(), TrieError> {
-        if value.is_empty() {
+        if value.is_empty() && !L::ALLOW_EMPTY_VALUE {
             return self.remove(key).map(|_| ());
         }
         let path = Nibbles::from_bytes(key).0;
@@ -35,7 +40,8 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         value: &[u8],
     ) -> Result<(NodeId, bool), TrieError> {
         if id == NONE {
-            let leaf = self.new_node(Kind::Leaf { path: rest.to_vec(), value: value.to_vec() });
+            let leaf =
+                self.new_node(Kind::Leaf { path: rest.to_vec(), value: Value::new::<L>(value) });
             self.root_hash = None;
             return Ok((leaf, true));
         }
@@ -61,21 +67,17 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         &mut self,
         id: NodeId,
         prefix: &[u8],
-        (lp, lv): (Vec<u8>, Vec<u8>),
+        (lp, mut lv): (Vec<u8>, Value),
         rest: &[u8],
         value: &[u8],
     ) -> (NodeId, bool) {
         if lp.as_slice() == rest {
-            let same = lv.as_slice() == value;
+            let changed = lv.set::<L>(value);
             self.slots[id as usize].kind = Kind::Leaf { path: lp, value: lv };
-            if !same {
+            if changed {
                 self.touch(id, prefix);
-                if let Kind::Leaf { value: v, .. } = &mut self.slots[id as usize].kind {
-                    v.clear();
-                    v.extend_from_slice(value);
-                }
             }
-            return (id, !same);
+            return (id, changed);
         }
         self.touch(id, prefix);
         let c = common_prefix(&lp, rest);
@@ -128,6 +130,12 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         let below = if ep.len() - c - 1 > 0 {
             self.new_node(Kind::Extension { path: ep[c + 1..].to_vec(), child })
         } else {
+            if !L::USES_EXTENSION {
+                // The branch loses its partial key: a new node, at a new path.
+                let mut child_path = prefix.clone();
+                child_path.extend_from_slice(&ep);
+                self.touch(child, &child_path);
+            }
             child
         };
         children[ep[c] as usize] = below;
@@ -147,18 +155,24 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         &mut self,
         id: NodeId,
         prefix: &mut Vec<u8>,
-        (mut children, bv): ([NodeId; 16], Option<Vec<u8>>),
+        (mut children, bv): ([NodeId; 16], Option<Value>),
         rest: &[u8],
         value: &[u8],
     ) -> Result<(NodeId, bool), TrieError> {
         let Some((&nibble, below)) = rest.split_first() else {
-            let same = bv.as_deref() == Some(value);
-            self.slots[id as usize].kind = Kind::Branch { children, value: Some(value.to_vec()) };
-            if !same {
+            let (v, changed) = match bv {
+                Some(mut v) => {
+                    let changed = v.set::<L>(value);
+                    (v, changed)
+                }
+                None => (Value::new::<L>(value), true),
+            };
+            self.slots[id as usize].kind = Kind::Branch { children, value: Some(v) };
+            if changed {
                 self.touch(id, prefix);
                 self.note_shape(id, prefix);
             }
-            return Ok((id, !same));
+            return Ok((id, changed));
         };
         let i = nibble as usize;
         prefix.push(nibble);
@@ -186,19 +200,19 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
     fn new_branch_with(
         &mut self,
         mut children: [NodeId; 16],
-        mut here: Option<Vec<u8>>,
+        mut here: Option<Value>,
         rest: &[u8],
         value: &[u8],
     ) -> NodeId {
         match rest.split_first() {
             None => {
                 assert!(here.is_none(), "two values end at one new branch");
-                here = Some(value.to_vec());
+                here = Some(Value::new::<L>(value));
             }
             Some((&nibble, below)) => {
                 assert!(children[nibble as usize] == NONE, "two entries below one nibble");
-                let leaf =
-                    self.new_node(Kind::Leaf { path: below.to_vec(), value: value.to_vec() });
+                let value = Value::new::<L>(value);
+                let leaf = self.new_node(Kind::Leaf { path: below.to_vec(), value });
                 children[nibble as usize] = leaf;
             }
         }

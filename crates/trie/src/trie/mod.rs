@@ -12,7 +12,14 @@
 //! [`Trie::commit`] returns the new and removed nodes; dropping a trie without committing
 //! writes nothing anywhere.
 //!
-//! Layouts: those with extension nodes (Ethereum's); [`Trie::new`] refuses the others.
+//! Layouts. In a layout without extension nodes (Substrate's), a branch carrying a
+//! partial key is held as an `Extension` slot over a `Branch` slot: the insert, remove and
+//! collapse rules are then the same as Ethereum's, and only encoding, hashing, commit and
+//! proofs see the pair as the one node it is (the extension's slot holds the node's
+//! origin; the branch's slot caches the pair's reference and never has an origin of its
+//! own). Invariant there: an extension's child is a loaded branch. Values live in
+//! `Value`s: inline, or (Substrate V1, 33 bytes or more) a value node known by its hash,
+//! fetched from the source only when the value is read, and recorded then.
 
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -21,7 +28,7 @@ use state::H256;
 
 use crate::builder::HashStats;
 use crate::nibbles::Nibbles;
-use crate::node::{ChildKind, ChildRef, DecodedNode, EthLayout, Layout, NodeError};
+use crate::node::{ChildKind, ChildRef, EthLayout, Layout, NodeError, NodeView};
 use crate::recorder::Recorder;
 use crate::source::{NodeSource, SourceError};
 
@@ -29,9 +36,11 @@ mod hashing;
 mod insert;
 mod remove;
 mod seek;
+mod value;
 
 pub use hashing::CollapseDelta;
 pub use seek::Entry;
+pub(crate) use value::Value;
 
 pub(crate) type NodeId = u32;
 pub(crate) const NONE: NodeId = u32::MAX;
@@ -83,7 +92,7 @@ pub fn path_hex(path: &[u8]) -> String {
 pub(crate) enum Kind {
     Leaf {
         path: Vec<u8>,
-        value: Vec<u8>,
+        value: Value,
     },
     Extension {
         path: Vec<u8>,
@@ -91,7 +100,7 @@ pub(crate) enum Kind {
     },
     Branch {
         children: [NodeId; 16],
-        value: Option<Vec<u8>>,
+        value: Option<Value>,
     },
     /// Not loaded yet.
     Hashed(H256),
@@ -127,6 +136,19 @@ pub struct CommittedNode {
     pub is_leaf: bool,
 }
 
+/// A value node (Substrate V1: a value of 33 bytes or more, stored apart from its leaf or
+/// branch) written by [`Trie::commit`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommittedValue {
+    /// The key's full nibble path (a path-keyed store serves the value from its flat
+    /// state by this key instead of storing it).
+    pub path: Nibbles,
+    /// Hash of the value: the reference its node holds.
+    pub hash: H256,
+    /// The value.
+    pub value: Vec<u8>,
+}
+
 /// Everything a commit changed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TrieUpdates {
@@ -136,6 +158,10 @@ pub struct TrieUpdates {
     pub new: Vec<CommittedNode>,
     /// Pre-state nodes that no longer exist at their path.
     pub removed: Vec<RemovedNode>,
+    /// Value nodes that are new (layouts with value nodes only). Value nodes that stop
+    /// being referenced are not listed: path-keyed stores serve values from flat state, and
+    /// a hash-keyed store cannot tell whether another key still holds the same value.
+    pub values: Vec<CommittedValue>,
 }
 
 /// A pre-state node that a commit replaced or deleted.
@@ -181,11 +207,7 @@ pub struct Trie<S: NodeSource, L: Layout = EthLayout> {
 
 impl<S: NodeSource, L: Layout> Trie<S, L> {
     /// An empty trie.
-    ///
-    /// Panics for a layout without extension nodes (Substrate's): the mutable trie's
-    /// node shapes are Ethereum's until its Substrate stage lands.
     pub fn new(source: S) -> Self {
-        assert!(L::USES_EXTENSION, "the mutable trie supports layouts with extension nodes only");
         Trie {
             slots: Vec::new(),
             free: Vec::new(),
@@ -267,9 +289,10 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         self.stats
     }
 
-    /// Start recording every pre-state node read (replaces any previous recorder).
+    /// Start recording every pre-state node read (replaces any previous recorder), counting
+    /// sizes by the layout's rule ([`Recorder::for_layout`]).
     pub fn start_recording(&mut self) {
-        self.recorder = Some(Recorder::new());
+        self.recorder = Some(Recorder::for_layout::<L>());
     }
 
     /// The recorder, if recording.
@@ -387,9 +410,9 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                     });
                 }
             }
-            let decoded = L::decode(&bytes)
+            let decoded = L::decode_node(&bytes)
                 .map_err(|source| TrieError::Corrupt { path: path_hex(path), source })?;
-            let kind = self.kind_from_decoded(decoded, path)?;
+            let kind = self.kind_from_decoded(decoded, path, ChildRef::hash(hash))?;
             let slot = &mut self.slots[id as usize];
             slot.origin_leaf = matches!(kind, Kind::Leaf { .. });
             slot.kind = kind;
@@ -421,18 +444,26 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
     /// Encode a node whose children all have cached references.
     pub(crate) fn encode_clean(&self, id: NodeId, out: &mut Vec<u8>) {
         match &self.slots[id as usize].kind {
-            Kind::Leaf { path, value } => L::encode_leaf_unpacked(path, value, out),
-            Kind::Extension { path, child } => {
+            Kind::Leaf { path, value } => L::encode_leaf_with(path, value.view(), out),
+            Kind::Extension { path, child } if L::USES_EXTENSION => {
                 let c = self.slots[*child as usize].cached;
                 assert!(!c.is_empty(), "clean extension with dirty child");
                 L::encode_extension_unpacked(path, &c, out)
             }
-            Kind::Branch { children, value } => {
-                let refs = self.child_refs(children);
-                L::encode_branch(&refs, value.as_deref(), out)
-            }
+            Kind::Extension { path, child } => self.encode_clean_branch(path, *child, out),
+            Kind::Branch { .. } => self.encode_clean_branch(&[], id, out),
             Kind::Hashed(_) => unreachable!("encode_clean on an unloaded node"),
         }
+    }
+
+    /// Encode branch `branch` under the partial key `path` (empty in layouts with
+    /// extensions); its children all have cached references.
+    fn encode_clean_branch(&self, path: &[u8], branch: NodeId, out: &mut Vec<u8>) {
+        let Kind::Branch { children, value } = &self.slots[branch as usize].kind else {
+            panic!("an extension in a layout without extension nodes holds a branch")
+        };
+        let refs = self.child_refs(children);
+        L::encode_branch_with(path, &refs, value.as_ref().map(Value::view), out)
     }
 
     fn child_refs(&self, children: &[NodeId; 16]) -> [ChildRef; 16] {
@@ -446,25 +477,34 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         refs
     }
 
-    fn kind_from_decoded(&mut self, node: DecodedNode<'_>, path: &[u8]) -> Result<Kind, TrieError> {
+    /// The slot kind of a decoded node at `path` that its parent refers to by `r`.
+    fn kind_from_decoded(
+        &mut self,
+        node: NodeView<'_>,
+        path: &[u8],
+        r: ChildRef,
+    ) -> Result<Kind, TrieError> {
         Ok(match node {
-            DecodedNode::Empty => {
+            NodeView::Empty => {
                 return Err(TrieError::Corrupt {
                     path: path_hex(path),
                     source: NodeError::BadExtension,
                 })
             }
-            DecodedNode::Leaf { path, value } => Kind::Leaf { path: path.0, value: value.to_vec() },
-            DecodedNode::Extension { path: ext, child } => {
+            NodeView::Leaf { path, value } => {
+                Kind::Leaf { path: path.0, value: Value::from_view(value) }
+            }
+            NodeView::Extension { path: ext, child } => {
                 let mut child_path = path.to_vec();
                 child_path.extend_from_slice(ext.as_slice());
                 let child = self.child_from_ref(child, &child_path)?;
                 self.slots[child as usize].known_branch = true;
                 Kind::Extension { path: ext.0, child }
             }
-            DecodedNode::Branch { children, value } => {
+            NodeView::Branch { path: partial, children, value } => {
                 let mut ids = [NONE; 16];
                 let mut child_path = path.to_vec();
+                child_path.extend_from_slice(partial.as_slice());
                 child_path.push(0);
                 for (i, c) in children.iter().enumerate() {
                     if !c.is_empty() {
@@ -472,7 +512,21 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                         ids[i] = self.child_from_ref(*c, &child_path)?;
                     }
                 }
-                Kind::Branch { children: ids, value: value.map(<[u8]>::to_vec) }
+                let branch = Kind::Branch { children: ids, value: value.map(Value::from_view) };
+                if partial.is_empty() {
+                    return Ok(branch);
+                }
+                // A branch with a partial key (no extension nodes): an extension over a
+                // branch that caches the pair's reference (see the module docs).
+                let inner = self.alloc(Slot {
+                    kind: branch,
+                    cached: r,
+                    origin: None,
+                    fresh: false,
+                    origin_leaf: false,
+                    known_branch: false,
+                });
+                Kind::Extension { path: partial.0, child: inner }
             }
         })
     }
@@ -489,9 +543,9 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                 known_branch: false,
             })),
             ChildKind::Inline(bytes) => {
-                let decoded = L::decode(bytes)
+                let decoded = L::decode_node(bytes)
                     .map_err(|source| TrieError::Corrupt { path: path_hex(path), source })?;
-                let kind = self.kind_from_decoded(decoded, path)?;
+                let kind = self.kind_from_decoded(decoded, path, r)?;
                 Ok(self.alloc(Slot {
                     kind,
                     cached: r,
@@ -516,8 +570,11 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         while id != NONE {
             self.resolve(id, &path[..depth])?;
             match &self.slots[id as usize].kind {
-                Kind::Leaf { path: lp, value } => {
-                    return Ok((lp.as_slice() == &path[depth..]).then(|| value.clone()));
+                Kind::Leaf { path: lp, .. } => {
+                    if lp.as_slice() != &path[depth..] {
+                        return Ok(None);
+                    }
+                    return self.read_value(id, &path);
                 }
                 Kind::Extension { path: ep, child } => {
                     if !path[depth..].starts_with(ep) {
@@ -526,9 +583,9 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                     depth += ep.len();
                     id = *child;
                 }
-                Kind::Branch { children, value } => {
+                Kind::Branch { children, .. } => {
                     if depth == path.len() {
-                        return Ok(value.clone());
+                        return self.read_value(id, &path);
                     }
                     id = children[path[depth] as usize];
                     depth += 1;
@@ -539,7 +596,8 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         Ok(None)
     }
 
-    /// Set `key` to `value`, or remove it when `value` is `None` (or empty).
+    /// Set `key` to `value`, or remove it when `value` is `None` (or empty, in layouts
+    /// where an empty value is no value: see [`Trie::insert`]).
     pub fn write(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<(), TrieError> {
         match value {
             Some(v) => self.insert(key, v),

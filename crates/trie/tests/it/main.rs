@@ -11,6 +11,7 @@ mod props;
 mod ranges;
 mod reference;
 mod substrate;
+mod substrate_trie;
 mod witness;
 
 /// Property-test case count: `ARBOR_PROPTEST_CASES` (default small enough for CI).

@@ -18,7 +18,7 @@ use trie_db::{Trie as _, TrieDBBuilder, TrieDBMutBuilder, TrieLayout, TrieMut as
 
 /// Blake2b with a 32-byte digest, as Substrate's `BlakeTwo256`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-struct Blake2Hasher;
+pub(crate) struct Blake2Hasher;
 
 impl hash_db::Hasher for Blake2Hasher {
     type Out = [u8; 32];
@@ -30,13 +30,13 @@ impl hash_db::Hasher for Blake2Hasher {
     }
 }
 
-type OracleV0 = reference_trie::SubstrateV0<Blake2Hasher>;
-type OracleV1 = reference_trie::SubstrateV1<Blake2Hasher>;
-type Db = MemoryDB<Blake2Hasher, HashKey<Blake2Hasher>, Vec<u8>>;
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+pub(crate) type OracleV0 = reference_trie::SubstrateV0<Blake2Hasher>;
+pub(crate) type OracleV1 = reference_trie::SubstrateV1<Blake2Hasher>;
+pub(crate) type Db = MemoryDB<Blake2Hasher, HashKey<Blake2Hasher>, Vec<u8>>;
+pub(crate) type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 /// The oracle's trie of `model`, inserted in reverse order through trie-db's mutable trie.
-fn oracle<O: TrieLayout<Hash = Blake2Hasher>>(model: &Model) -> (Db, H256) {
+pub(crate) fn oracle<O: TrieLayout<Hash = Blake2Hasher>>(model: &Model) -> (Db, H256) {
     let mut db = Db::default();
     let mut root = [0u8; 32];
     {
@@ -50,7 +50,7 @@ fn oracle<O: TrieLayout<Hash = Blake2Hasher>>(model: &Model) -> (Db, H256) {
 }
 
 /// The value of `key` as trie-db reads it from `db` (a full trie or a proof's nodes).
-fn oracle_get<O: TrieLayout<Hash = Blake2Hasher>>(
+pub(crate) fn oracle_get<O: TrieLayout<Hash = Blake2Hasher>>(
     db: &Db,
     root: &H256,
     key: &[u8],
@@ -60,7 +60,7 @@ fn oracle_get<O: TrieLayout<Hash = Blake2Hasher>>(
 }
 
 /// The nodes trie-db records while reading `keys` (deduplicated, in first-read order).
-fn oracle_proof<O: TrieLayout<Hash = Blake2Hasher>>(
+pub(crate) fn oracle_proof<O: TrieLayout<Hash = Blake2Hasher>>(
     db: &Db,
     root: &H256,
     keys: &[Vec<u8>],
@@ -77,7 +77,7 @@ fn oracle_proof<O: TrieLayout<Hash = Blake2Hasher>>(
 }
 
 /// A proof's nodes as a trie-db database.
-fn proof_db(proof: &[Vec<u8>]) -> Db {
+pub(crate) fn proof_db(proof: &[Vec<u8>]) -> Db {
     let mut db = Db::default();
     for node in proof {
         hash_db::HashDB::insert(&mut db, hash_db::EMPTY_PREFIX, node);
@@ -151,7 +151,7 @@ fn long_prefix(n: u8) -> Vec<u8> {
 
 /// Keys from a small alphabet (prefix keys and shared prefixes are common), random keys,
 /// and keys under long shared prefixes.
-fn key() -> impl Strategy<Value = Vec<u8>> {
+pub(crate) fn key() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
         prop::collection::vec(prop::sample::select(vec![0x00u8, 0x01, 0x10, 0x11, 0xff]), 0..5),
         prop::collection::vec(any::<u8>(), 0..40),
@@ -161,7 +161,7 @@ fn key() -> impl Strategy<Value = Vec<u8>> {
 }
 
 /// Empty values (values in Substrate) and lengths around V1's 33-byte threshold.
-fn value() -> impl Strategy<Value = Vec<u8>> {
+pub(crate) fn value() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
         Just(Vec::new()),
         prop::collection::vec(any::<u8>(), 1..4),
