@@ -1,8 +1,12 @@
-//! Single-key and multiproof verification on arbitrary proofs.
+//! Single-key and multiproof verification on arbitrary proofs, in every layout (Ethereum's,
+//! Substrate's V0 and V1).
 //! Input: 32-byte root, 1-byte key length, key, then nodes as (2-byte length, bytes).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use trie::{verify_multiproof, verify_proof, EthLayout, H256};
+use trie::{
+    blake2_256, keccak256, verify_multiproof, verify_proof, EthLayout, Layout, SubstrateV0,
+    SubstrateV1, H256,
+};
 
 fn split(data: &[u8]) -> Option<(H256, &[u8], Vec<&[u8]>)> {
     let root = H256::from_slice(data.get(..32)?)?;
@@ -19,11 +23,25 @@ fn split(data: &[u8]) -> Option<(H256, &[u8], Vec<&[u8]>)> {
     Some((root, key, nodes))
 }
 
+/// Verify in layout `L`, the root anchored to the first node (hashed by `hash`) when
+/// `anchor`, so that the walk goes deeper.
+fn check<L: Layout>(
+    root: H256,
+    key: &[u8],
+    nodes: &[&[u8]],
+    anchor: bool,
+    hash: fn(&[u8]) -> H256,
+) {
+    let root = if anchor { nodes.first().map_or(root, |n| hash(n)) } else { root };
+    let _ = verify_proof::<L>(&root, key, nodes);
+    let _ = verify_multiproof::<L>(&root, &[key], nodes);
+}
+
 fuzz_target!(|data: &[u8]| {
     if let Some((root, key, nodes)) = split(data) {
-        // Anchor the root to the first node half of the time so the walk goes deeper.
-        let root = if data.len() % 2 == 0 { nodes.first().map_or(root, |n| trie::keccak256(n)) } else { root };
-        let _ = verify_proof::<EthLayout>(&root, key, &nodes);
-        let _ = verify_multiproof::<EthLayout>(&root, &[key], &nodes);
+        let anchor = data.len() % 2 == 0;
+        check::<EthLayout>(root, key, &nodes, anchor, keccak256);
+        check::<SubstrateV0>(root, key, &nodes, anchor, blake2_256);
+        check::<SubstrateV1>(root, key, &nodes, anchor, blake2_256);
     }
 });
