@@ -17,7 +17,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use exec::execute_parallel;
+use exec::AdaptiveExecutor;
 use parking_lot::Mutex;
 use store::{CommitError, ReadHandle, StateDb, StoreError};
 use trie::{ChangeSet, StateReader, TransactionError, TrieId, VecRange, H256};
@@ -33,7 +33,9 @@ use crate::BlockContext;
 pub struct ImportConfig {
     /// Execute block N+1 while block N commits.
     pub pipelined: bool,
-    /// Block-STM workers per block (1: the sequential executor).
+    /// Execution threads per block (1: the sequential executor); with more, one
+    /// `exec::AdaptiveExecutor` kept across the import picks Block-STM or the sequential
+    /// executor per block.
     pub exec_workers: usize,
     /// Executed blocks that may wait in the queue for their commit (pipelined; at least
     /// 1). Blocks in flight are at most this plus two: the one committing and one
@@ -253,14 +255,14 @@ fn admit_and_execute(
     block: Result<Block, ImportError>,
     base: &ReadHandle,
     above: impl FnOnce() -> Vec<Shared>,
-    workers: usize,
+    executor: &mut AdaptiveExecutor,
 ) -> Result<Option<Executed>, ImportError> {
     let block = block?;
     if seq.admit(&block)?.is_none() {
         return Ok(None);
     }
     let reader = Pending::new(base.clone(), above(), &block)?;
-    execute(&block, &reader, workers).map(Some)
+    execute(&block, &reader, executor).map(Some)
 }
 
 /// The stateless checks of the next block: its number and parent root. Blocks follow one
@@ -390,6 +392,7 @@ where
     I: Iterator<Item = Result<Block, ImportError>>,
 {
     let mut seq = Sequencer::new(db)?;
+    let mut executor = AdaptiveExecutor::new(config.exec_workers);
     for block in blocks {
         if stop.load(Ordering::Relaxed) {
             stats.stopped = true;
@@ -397,7 +400,7 @@ where
         }
         let start = Instant::now();
         let base = db.read_handle()?;
-        let executed = admit_and_execute(&mut seq, block, &base, Vec::new, config.exec_workers)?;
+        let executed = admit_and_execute(&mut seq, block, &base, Vec::new, &mut executor)?;
         stats.exec += start.elapsed();
         match executed {
             None => stats.skipped += 1,
@@ -425,7 +428,8 @@ where
     let pending: Mutex<Vec<(u64, Shared)>> = Mutex::new(Vec::new());
     let base = db.read_handle()?;
     let seq = Sequencer::new(db)?;
-    let front = Front { base, pending: &pending, workers: config.exec_workers, stop };
+    let executor = AdaptiveExecutor::new(config.exec_workers);
+    let front = Front { base, pending: &pending, executor, stop };
     std::thread::scope(|s| {
         let executor = s.spawn(move || front.run(blocks, seq, tx));
         let committed = drain(db, rx, &pending, stats, on_block);
@@ -445,7 +449,8 @@ where
 struct Front<'a> {
     base: ReadHandle,
     pending: &'a Mutex<Vec<(u64, Shared)>>,
-    workers: usize,
+    /// Block-STM or the sequential executor, chosen per block by measurement.
+    executor: AdaptiveExecutor,
     stop: &'a AtomicBool,
 }
 
@@ -461,7 +466,7 @@ struct FrontStats {
 
 impl Front<'_> {
     fn run<I>(
-        self,
+        mut self,
         blocks: I,
         mut seq: Sequencer,
         tx: SyncSender<Result<Executed, ImportError>>,
@@ -477,7 +482,8 @@ impl Front<'_> {
             }
             let start = Instant::now();
             let above = || self.pending.lock().iter().map(|(_, w)| w.clone()).collect();
-            let executed = admit_and_execute(&mut seq, block, &self.base, above, self.workers);
+            let executed =
+                admit_and_execute(&mut seq, block, &self.base, above, &mut self.executor);
             st.exec += start.elapsed();
             let msg = match executed {
                 Ok(None) => {
@@ -561,11 +567,17 @@ fn commit(
     Ok(())
 }
 
-/// Execute `block` over `reader`: its change set, or why the block is invalid.
-fn execute(block: &Block, reader: &Pending, workers: usize) -> Result<Executed, ImportError> {
+/// Execute `block` over `reader` (Block-STM or the sequential executor, as `executor`'s
+/// measurements of the previous blocks choose): its change set, or why the block is
+/// invalid.
+fn execute(
+    block: &Block,
+    reader: &Pending,
+    executor: &mut AdaptiveExecutor,
+) -> Result<Executed, ImportError> {
     let ctx = BlockContext { number: block.number, author: block.author };
     let txs = block_txs(ctx, &block.transfers);
-    let out = execute_parallel(&txs, reader, workers)?;
+    let out = executor.execute(&txs, reader)?;
     let invalid = |reason| ImportError::Invalid { number: block.number, reason };
     for (i, receipt) in out.outputs.into_iter().enumerate() {
         let index = i.saturating_sub(1);
