@@ -37,7 +37,7 @@ use crate::view::{leaf_under_in, Reader};
 type LoadedNodes = Vec<(Vec<u8>, Arc<[u8]>)>;
 
 /// Every changed key's flat key, in the change set's order.
-fn flat_keys(changes: &ChangeSet) -> Result<Vec<Vec<u8>>, StoreError> {
+pub(crate) fn flat_keys(changes: &ChangeSet) -> Result<Vec<Vec<u8>>, StoreError> {
     changes.iter().flat_map(|(t, kv)| kv.keys().map(move |k| flat_key(t, k))).collect()
 }
 

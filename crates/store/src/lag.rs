@@ -23,6 +23,7 @@ use std::time::Instant;
 use rocksdb::DB;
 use trie::{ChangeSet, TrieId, EMPTY_ROOT, H256};
 
+use crate::commit::flat_keys;
 use crate::error::{Corruption, StoreError};
 use crate::history::ReverseDiff;
 use crate::keys::{
@@ -107,17 +108,10 @@ fn head_changes(db: &DB, old: &OldValues) -> Result<Changes, StoreError> {
             TrieId::split(key).ok_or_else(|| Corruption::FlatKey { key: key.clone() })?;
         changes.entry(trie).or_default().insert(k.to_vec(), value?.map(|v| v.to_vec()));
     }
-    // The commit's order: trie by trie, keys ascending within each.
-    let mut flat_keys = Vec::with_capacity(old.flat.len());
-    let mut olds = Vec::with_capacity(old.flat.len());
-    for (trie, kv) in &changes {
-        for k in kv.keys() {
-            let fk = crate::keys::flat_key(trie, k)?;
-            olds.push(old.flat.get(&fk).cloned().flatten());
-            flat_keys.push(fk);
-        }
-    }
-    Ok((changes, flat_keys, olds))
+    // In the commit's order (trie by trie, keys ascending within each).
+    let keys = flat_keys(&changes)?;
+    let olds = keys.iter().map(|fk| old.flat.get(fk).cloned().flatten()).collect();
+    Ok((changes, keys, olds))
 }
 
 /// The root block `head` records for `trie` on disk.

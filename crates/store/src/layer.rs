@@ -125,6 +125,16 @@ pub(crate) struct Layer {
     pub(crate) lag_base: Option<u64>,
 }
 
+/// The node buffer at the bottom of a layer stack, if the nodes lag (see `lag.rs`).
+pub(crate) fn node_buffer_of(stack: &[Arc<Layer>]) -> Option<&Arc<Layer>> {
+    stack.first().filter(|l| l.lag_base.is_some())
+}
+
+/// The layers of a stack that are blocks (all but the node buffer), oldest first.
+pub(crate) fn block_layers(stack: &[Arc<Layer>]) -> impl Iterator<Item = &Arc<Layer>> + Clone {
+    stack.iter().filter(|l| l.lag_base.is_none())
+}
+
 impl Layer {
     /// Recompute [`Layer::bytes`].
     pub(crate) fn measure(&mut self) {

@@ -19,7 +19,7 @@ use crate::keys::{
     CF_NODES, META_BULK, META_HEAD, META_NODES_AT,
 };
 use crate::lag::decode_nodes_at;
-use crate::layer::Layer;
+use crate::layer::{node_buffer_of, Layer};
 use crate::state::ReadHandle;
 
 /// Readahead for sequential scans of `flat` (RocksDB reads ahead this much per iterator).
@@ -57,7 +57,7 @@ impl ReadHandle {
         for _ in 0..PIN_ATTEMPTS {
             let (snap, buffer) = {
                 let layers = self.shared.reader.layers.read();
-                (db.snapshot(), layers.first().filter(|l| l.lag_base.is_some()).cloned())
+                (db.snapshot(), node_buffer_of(&layers).cloned())
             };
             let meta = cf(db, CF_META)?;
             if let Some(v) = snap.get_cf(meta, META_BULK)? {

@@ -31,7 +31,7 @@ use crate::keys::{
     split_trie_prefix, Column, CF_HISTORY, CF_META, CF_NODES, COLUMN_FAMILIES, KEY_BYTES_MAX,
     META_BULK, META_CACHE_TOTALS, META_HEAD, META_ROOT,
 };
-use crate::layer::Layer;
+use crate::layer::{block_layers, node_buffer_of, Layer};
 use crate::resident::{Resident, ResidentStats};
 use crate::shared::{Progress, Shared};
 use crate::view::{Reader, StoreSource};
@@ -115,7 +115,7 @@ impl ReadHandle {
         let history = {
             let layers = self.shared.reader.layers.read();
             // Block layers only: the node buffer holds no history.
-            let mut blocks = layers.iter().filter(|l| l.lag_base.is_none());
+            let mut blocks = block_layers(&layers);
             if let Some(l) = blocks.clone().find(|l| l.number == number) {
                 return Ok(Some(l.root));
             }
@@ -174,13 +174,7 @@ impl ReadHandle {
         let p = s.progress.lock();
         StoreMetrics {
             persisted_number: p.persisted,
-            unpersisted_layers: s
-                .reader
-                .layers
-                .read()
-                .iter()
-                .filter(|l| l.lag_base.is_none())
-                .count(),
+            unpersisted_layers: block_layers(&s.reader.layers.read()).count(),
             unpersisted_bytes: p.pending_bytes,
             bytes_written: s.bytes_written.load(Ordering::Relaxed),
             commit_waits: s.commit_waits.load(Ordering::Relaxed),
@@ -292,7 +286,7 @@ impl StateDb {
 
     /// The node buffer, while nodes on disk lag the head (see `lag.rs`).
     pub(crate) fn node_buffer(&self) -> Option<Arc<Layer>> {
-        self.shared.reader.layers.read().first().filter(|l| l.lag_base.is_some()).cloned()
+        node_buffer_of(&self.shared.reader.layers.read()).cloned()
     }
 
     /// Record the node buffer the catch-up left (the writer takes it over).
@@ -650,7 +644,7 @@ impl StateDb {
             head_number: self.head.0,
             head_root: self.head.1.to_string(),
             persisted_number: p.persisted,
-            unpersisted_layers: layers.iter().filter(|l| l.lag_base.is_none()).count(),
+            unpersisted_layers: block_layers(&layers).count(),
             unpersisted_bytes: p.pending_bytes,
             nodes_at: p.nodes_at.unwrap_or(p.persisted),
             node_buffer_bytes: p.buffer_bytes,

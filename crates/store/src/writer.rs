@@ -39,7 +39,7 @@ use rocksdb::{WriteBatch, WriteOptions};
 
 use crate::error::StoreError;
 use crate::keys::{cf, history_key, CF_FLAT, CF_HISTORY, CF_META, CF_NODES, META_NODES_AT};
-use crate::layer::{ChangeMap, Entry, Layer};
+use crate::layer::{node_buffer_of, ChangeMap, Entry, Layer};
 use crate::shared::{Poison, Shared};
 
 /// One column's change map inside a layer.
@@ -66,7 +66,7 @@ pub(crate) fn writer_loop(shared: Arc<Shared>, rx: Receiver<ToWriter>) {
     let mut held: Vec<Arc<Layer>> = Vec::new();
     let mut bytes = 0;
     // The catch-up at open may have left a node buffer at the bottom of the stack.
-    let mut buffer = shared.reader.layers.read().first().filter(|l| l.lag_base.is_some()).cloned();
+    let mut buffer = node_buffer_of(&shared.reader.layers.read()).cloned();
     loop {
         let msg = if held.is_empty() {
             rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
@@ -144,7 +144,7 @@ fn persisted(shared: &Shared, group: &[Arc<Layer>], buffer: Option<Arc<Layer>>) 
     let mut p = shared.progress.lock();
     {
         let mut layers = shared.reader.layers.write();
-        if layers.first().is_some_and(|l| l.lag_base.is_some()) {
+        if node_buffer_of(&layers).is_some() {
             layers.remove(0);
         }
         for layer in group {
