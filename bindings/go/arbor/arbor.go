@@ -122,9 +122,9 @@ func checkPath(op, what, path string) error {
 // before Commit and CreateCheckpoint call into Rust.
 var testHookCall func(op string)
 
-// DB is an open Arbor database. Its methods are safe for concurrent use: Get runs in
-// parallel with a commit, while commits, Root, Prove and the start of CreateCheckpoint
-// take turns. Close it when done (a DB that is not closed keeps its directory locked
+// DB is an open Arbor database. Its methods are safe for concurrent use: Get, GetAt and
+// ProveAt run in parallel with a commit, while commits, Root, Prove and the start of
+// CreateCheckpoint take turns. Close it when done (a DB that is not closed keeps its directory locked
 // until the process exits).
 type DB struct {
 	handle uint64
@@ -173,6 +173,25 @@ func (db *DB) Get(trie Trie, key []byte) ([]byte, error) {
 		return cGet(h, &trie.account, key)
 	}
 	return cGet(h, nil, key)
+}
+
+// GetAt returns the value of key in trie at a recent block, any of head -
+// history.recent_blocks (128 by default, see WithConfigTOML) to the head, or (nil, nil)
+// when the key is absent there. A block outside that window fails with an error matching
+// ErrOutsideWindow whose message names the window. It runs in parallel with commits and
+// never sees a mix of two blocks. The key must not be nil and is at most KeyMax bytes.
+func (db *DB) GetAt(block uint64, trie Trie, key []byte) ([]byte, error) {
+	h, err := db.use("get at")
+	if err != nil {
+		return nil, err
+	}
+	if err := checkKey("get at", key); err != nil {
+		return nil, err
+	}
+	if trie.storage {
+		return cGetAt(h, block, &trie.account, key)
+	}
+	return cGetAt(h, block, nil, key)
 }
 
 // Commit applies changes as the next block and returns its head. Keys must not be nil
@@ -232,7 +251,29 @@ func (db *DB) Prove(key []byte) ([][]byte, error) {
 	return decodeProof(enc)
 }
 
-// VerifyProof checks proof (as Prove returns it, or an eth_getProof accountProof) for
+// ProveAt returns the Merkle proof of key in the main trie at a recent block (the window
+// of GetAt) and that block's head, whose Root the proof verifies against with
+// VerifyProof. A block outside the window fails with an error matching ErrOutsideWindow.
+func (db *DB) ProveAt(block uint64, key []byte) ([][]byte, Head, error) {
+	h, err := db.use("prove at")
+	if err != nil {
+		return nil, Head{}, err
+	}
+	if err := checkKey("prove at", key); err != nil {
+		return nil, Head{}, err
+	}
+	enc, head, err := cProveAt(h, block, key)
+	if err != nil {
+		return nil, Head{}, err
+	}
+	proof, err := decodeProof(enc)
+	if err != nil {
+		return nil, Head{}, err
+	}
+	return proof, head, nil
+}
+
+// VerifyProof checks proof (as Prove or ProveAt returns it, or an eth_getProof accountProof) for
 // key against a state root, without a database. It returns the proven value, or (nil,
 // nil) when the proof shows the key absent. A proof that does not verify fails with an
 // error matching both ErrInvalidProof and ErrInvalidArgument.

@@ -486,7 +486,7 @@ func TestErrorFormat(t *testing.T) {
 	if !errors.As(err, &e) || e.Op != "open" || e.Kind != ErrInvalidArgument {
 		t.Fatalf("error %#v", err)
 	}
-	for _, s := range []error{ErrInvalidArgument, ErrCorrupt, ErrIO, ErrClosed, ErrCancelled, ErrPanic, ErrInvalidProof} {
+	for _, s := range []error{ErrInvalidArgument, ErrCorrupt, ErrIO, ErrClosed, ErrCancelled, ErrPanic, ErrInvalidProof, ErrOutsideWindow} {
 		if !strings.HasPrefix(s.Error(), "arbor: ") || errors.Is(err, s) != (s == ErrInvalidArgument) {
 			t.Errorf("sentinel %v", s)
 		}

@@ -60,6 +60,7 @@ const (
 	codeClosed          code = C.ARBOR_CODE_CLOSED
 	codeCancelled       code = C.ARBOR_CODE_CANCELLED
 	codePanic           code = C.ARBOR_CODE_PANIC
+	codeOutsideWindow   code = C.ARBOR_CODE_OUTSIDE_WINDOW
 )
 
 // in lends b to C for one call: NULL for no bytes.
@@ -144,6 +145,28 @@ func cGet(handle uint64, account *[32]byte, key []byte) ([]byte, error) {
 	return v, nil
 }
 
+// cGetAt returns the value of key at a recent block (nil when absent); account is nil
+// for the main trie.
+func cGetAt(handle, block uint64, account *[32]byte, key []byte) ([]byte, error) {
+	var a *C.uint8_t
+	var an C.size_t
+	if account != nil {
+		a, an = in(account[:])
+	}
+	k, kn := in(key)
+	var value, msg C.ArborBytes
+	rc := C.arbor_get_at(C.uint64_t(handle), C.uint64_t(block), a, an, k, kn, &value, &msg)
+	v := take(value)
+	if code(rc) == codeNotFound {
+		take(msg)
+		return nil, nil
+	}
+	if err := result("get at", rc, msg); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
 func cCommit(handle uint64, changes []byte) (Head, error) {
 	c, cn := in(changes)
 	var number C.uint64_t
@@ -195,6 +218,20 @@ func cProve(handle uint64, key []byte) ([]byte, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// cProveAt returns the encoded proof of key at a recent block (see decodeProof) and
+// that block's head.
+func cProveAt(handle, block uint64, key []byte) ([]byte, Head, error) {
+	k, kn := in(key)
+	head := Head{Number: block}
+	var proof, msg C.ArborBytes
+	rc := C.arbor_prove_at(C.uint64_t(handle), C.uint64_t(block), k, kn, (*C.uint8_t)(unsafe.Pointer(&head.Root[0])), &proof, &msg)
+	p := take(proof)
+	if err := result("prove at", rc, msg); err != nil {
+		return nil, Head{}, err
+	}
+	return p, head, nil
 }
 
 // cVerifyProof returns the proven value, nil when the proof shows key absent.

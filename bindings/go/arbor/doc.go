@@ -4,17 +4,18 @@
 // A [DB] is one open database directory. [DB.Commit] applies a set of [Change]s to the
 // main trie and to per-account storage tries as the next block and returns the new
 // [Head] (block number and main-trie root); [DB.Get] reads a key; [DB.Prove] returns a
-// Merkle proof that [VerifyProof] checks against a root without a database;
+// Merkle proof that [VerifyProof] checks against a root without a database; [DB.GetAt]
+// and [DB.ProveAt] do the same at any of the last history.recent_blocks blocks;
 // [DB.CreateCheckpoint] writes a verifiable chunked checkpoint that [Restore] (or the
 // `arbor checkpoint restore` command) turns back into a database. A DB is safe for
-// concurrent use: Get runs in parallel with a commit.
+// concurrent use: Get, GetAt and ProveAt run in parallel with a commit.
 //
 // # Errors
 //
 // Every error this package returns is an [*Error]; errors.Is matches it against one of
-// [ErrInvalidArgument], [ErrCorrupt], [ErrIO], [ErrClosed], [ErrCancelled] or [ErrPanic]
-// (and [ErrInvalidProof] for a proof that does not verify). An absent key is not an
-// error: Get returns (nil, nil).
+// [ErrInvalidArgument], [ErrCorrupt], [ErrIO], [ErrClosed], [ErrCancelled], [ErrPanic]
+// or [ErrOutsideWindow] (and [ErrInvalidProof] for a proof that does not verify). An
+// absent key is not an error: Get returns (nil, nil).
 //
 // # Memory
 //

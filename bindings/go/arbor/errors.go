@@ -29,6 +29,10 @@ var (
 	// ErrInvalidProof: VerifyProof was given a proof that does not verify against the
 	// root. Such an error matches ErrInvalidArgument too.
 	ErrInvalidProof error = kind("invalid proof")
+	// ErrOutsideWindow: GetAt or ProveAt was given a block above the head or below the
+	// recent window (head - history.recent_blocks, 128 by default; the message names the
+	// window), or the block was reverted while it was read.
+	ErrOutsideWindow error = kind("outside the readable window")
 
 	// errNotFound is ARBOR_CODE_NOT_FOUND, which Get and VerifyProof turn into (nil,
 	// nil); no exported function returns it.
@@ -38,11 +42,11 @@ var (
 // Error is the error type of this package: the operation, the message (from Rust, or
 // from Go's own checks) and the sentinel errors it matches.
 type Error struct {
-	// Op is the operation: "open", "get", "commit", "root", "prove", "verify proof",
-	// "create checkpoint", "restore", "close".
+	// Op is the operation: "open", "get", "get at", "commit", "root", "prove",
+	// "prove at", "verify proof", "create checkpoint", "restore", "close".
 	Op string
 	// Kind is the sentinel the error matches: ErrInvalidArgument, ErrCorrupt, ErrIO,
-	// ErrClosed, ErrCancelled or ErrPanic.
+	// ErrClosed, ErrCancelled, ErrPanic or ErrOutsideWindow.
 	Kind error
 	// Message says what went wrong.
 	Message string
@@ -81,6 +85,8 @@ func kindOf(c code) error {
 		return ErrCancelled
 	case codePanic:
 		return ErrPanic
+	case codeOutsideWindow:
+		return ErrOutsideWindow
 	default:
 		return ErrIO
 	}

@@ -183,8 +183,10 @@ impl PovBenchReport {
             ));
         }
         let notes = vec![format!(
-            "{} funded accounts in RocksDB, median of {} runs per mode; c/b target <= {} ({}), d/b target <= {} ({}) — the line on each ratio chart is the d/b target",
+            "layout {}, {} funded accounts in {}, median of {} runs per mode; c/b target <= {} ({}), d/b target <= {} ({}) — the line on each ratio chart is the d/b target",
+            self.layout,
             self.accounts,
+            self.state_label(),
             self.runs,
             self.proof_size_target,
             verdict(self.proof_size_met),

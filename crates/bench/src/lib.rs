@@ -11,6 +11,10 @@
 //! in the same process, through a plain RocksDB database without Merkle work (the
 //! physical baseline), and reports time, size and memory ratios between the two.
 //!
+//! [`history_bench`] reads and proves at recent blocks (head down to head - K + 1) on a
+//! read handle while blocks commit, and compares commit throughput with and without the
+//! recent window on the same blocks.
+//!
 //! Comparison engines are dependencies of this crate only, never of a library crate.
 
 #![forbid(unsafe_code)]
@@ -19,6 +23,8 @@ mod blockstm_bench;
 mod bound;
 mod charts;
 mod checkpoint_bench;
+mod history_bench;
+mod history_report;
 pub mod html;
 mod import_bench;
 mod incremental;
@@ -49,6 +55,11 @@ pub use blockstm_bench::{
     BlockStmRow,
 };
 pub use checkpoint_bench::{checkpoint_bench, CheckpointBenchOpts, CheckpointBenchReport, Target};
+pub use history_bench::history_bench;
+pub use history_report::{
+    BulkReport, CommitReport, CommitSeries, DepthReport, HistoryBenchOpts, HistoryBenchReport,
+    LatencyReport, ReadReport, TargetReport, WindowReport,
+};
 pub use import_bench::{import_bench, ImportBenchOpts, ImportBenchReport, ImportRow};
 pub use machine::MachineInfo;
 pub use opts::{StoreBenchOpts, TrieBenchOpts};

@@ -6,7 +6,7 @@
 //! Witness: `"ARBW" ‖ version (u8 = 1) ‖ count (u32 BE) ‖ count × (length (u32 BE) ‖ node)`,
 //! nodes deduplicated and sorted by hash. Values travel inside their leaves.
 
-use trie::{keccak256, H256};
+use trie::{EthLayout, Layout, H256};
 
 use crate::runtime::{AccountId, Transfer, TRANSFER_BYTES};
 
@@ -200,8 +200,16 @@ pub fn encode_witness(nodes: &[Vec<u8>]) -> Vec<u8> {
     out
 }
 
-/// Decode [`encode_witness`]'s output into nodes keyed by their hash.
+/// Decode [`encode_witness`]'s output into nodes keyed by their hash (Ethereum's layout:
+/// keccak256).
 pub fn decode_witness(bytes: &[u8]) -> Result<Vec<(H256, Vec<u8>)>, CodecError> {
+    decode_witness_in_layout::<EthLayout>(bytes)
+}
+
+/// [`decode_witness`] for a witness of layout `L`: nodes keyed by `L`'s hash.
+pub fn decode_witness_in_layout<L: Layout>(
+    bytes: &[u8],
+) -> Result<Vec<(H256, Vec<u8>)>, CodecError> {
     let mut r = Reader { bytes, at: 0, what: Format::Witness };
     r.header()?;
     let count = u32::from_be_bytes(r.array()?) as usize;
@@ -210,7 +218,7 @@ pub fn decode_witness(bytes: &[u8]) -> Result<Vec<(H256, Vec<u8>)>, CodecError> 
     for index in 0..count {
         let len = u32::from_be_bytes(r.array()?) as usize;
         let node = r.take(len)?.to_vec();
-        let h = keccak256(&node);
+        let h = L::hash(&node);
         if !seen.insert(h) {
             return Err(CodecError::Duplicate { index });
         }

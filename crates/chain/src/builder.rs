@@ -12,9 +12,13 @@
 //! The other per-transaction measurements exist for the benchmark's modes: none (witness
 //! at the block's end), the exact root after every transaction, or a naive root recomputed
 //! from scratch after every transaction.
+//!
+//! Layouts: [`build_block`] and [`build_block_unrecorded`] build in Ethereum's layout;
+//! their `_in_layout` forms take the layout as a type parameter (Substrate's V0 and V1:
+//! Blake2-256 roots, proof sizes in Substrate's SCALE accounting, empty values kept).
 
 use overlay::{ChangeSet, ChangeSetError, Overlay, PovError, PovSession, TransactionError};
-use trie::{NodeSource, StateReader, Trie, TrieError, TrieId, H256};
+use trie::{EthLayout, Layout, NodeSource, StateReader, Trie, TrieError, TrieId, H256};
 
 use crate::block::Block;
 use crate::runtime::{self, ApplyError, BlockContext, Outcome, Transfer, TRANSFER_WEIGHT};
@@ -40,7 +44,8 @@ pub enum PerTx {
 /// Builder settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BuildConfig {
-    /// Largest witness, encoded node bytes.
+    /// Largest witness, by the layout's proof-size rule (encoded node bytes in Ethereum's
+    /// layout).
     pub pov_limit: usize,
     /// Largest block weight.
     pub weight_limit: u64,
@@ -76,7 +81,8 @@ pub struct Built {
     pub block: Block,
     /// The witness: deduplicated pre-state nodes, sorted by hash (empty without recording).
     pub witness: Vec<Vec<u8>>,
-    /// Encoded witness node bytes.
+    /// The witness's size by the layout's proof-size rule (encoded node bytes in
+    /// Ethereum's layout; SCALE-encoded nodes in Substrate's).
     pub proof_size: usize,
     /// The block's changes (for the store).
     pub changes: ChangeSet,
@@ -86,7 +92,7 @@ pub struct Built {
     pub invalid: usize,
     /// Why the builder stopped.
     pub stop: Stop,
-    /// Keccak calls spent on roots.
+    /// Hash calls (keccak, or Blake2-256 in Substrate's layouts) spent on roots.
     pub hashes: u64,
 }
 
@@ -142,7 +148,19 @@ pub fn build_block<S: NodeSource>(
     pool: &[Transfer],
     config: &BuildConfig,
 ) -> Result<Built, BuildError> {
-    let mut s = PovSession::new(source, root);
+    build_block_in_layout::<EthLayout, S>(source, root, ctx, pool, config)
+}
+
+/// [`build_block`] in trie layout `L`: the parent `root` and every node `source` serves
+/// are `L`'s, and the proof size and limit are counted by `L`'s rule.
+pub fn build_block_in_layout<L: Layout, S: NodeSource>(
+    source: &S,
+    root: H256,
+    ctx: BlockContext,
+    pool: &[Transfer],
+    config: &BuildConfig,
+) -> Result<Built, BuildError> {
+    let mut s: PovSession<&S, L> = PovSession::with_layout(source, root);
     runtime::start_block(s.overlay(), &ctx).map_err(BuildError::Runtime)?;
     if config.per_tx == PerTx::ProofSize {
         let min = s.proof_size()?;
@@ -190,7 +208,7 @@ pub fn build_block<S: NodeSource>(
     runtime::finish_block(s.overlay(), &ctx).map_err(BuildError::Runtime)?;
     let state_root = s.storage_root()?;
     let witness = s.witness()?;
-    let proof_size = witness.iter().map(Vec::len).sum();
+    let proof_size = witness.iter().map(|n| L::PROOF_SIZE.item_size(n.len())).sum();
     let hashes = s.hashes() + naive_hashes;
     let changes = s.overlay().drain_changes().map_err(BuildError::Changes)?;
     let Included { transfers, outcomes, invalid, stop, .. } = acc;
@@ -229,13 +247,13 @@ impl Included {
 }
 
 /// The naive per-transaction root: a fresh trie over the parent with every change so far
-/// applied, hashed with no cached hashes. Returns its keccak calls.
-fn naive_root<S: NodeSource>(
+/// applied, hashed with no cached hashes. Returns its hash calls.
+fn naive_root<L: Layout, S: NodeSource>(
     source: &S,
     root: H256,
-    s: &mut PovSession<&S>,
+    s: &mut PovSession<&S, L>,
 ) -> Result<u64, BuildError> {
-    let mut t: Trie<_> = Trie::from_root(source, root);
+    let mut t: Trie<_, L> = Trie::from_root(source, root);
     for (trie_id, k, v) in s.overlay().pending_writes() {
         if trie_id != TrieId::Main {
             continue;
@@ -256,7 +274,19 @@ pub fn build_block_unrecorded<R: StateReader, S: NodeSource>(
     ctx: BlockContext,
     pool: &[Transfer],
 ) -> Result<Built, BuildError<R::Error>> {
-    let mut o = Overlay::new(reader);
+    build_block_unrecorded_in_layout::<EthLayout, R, S>(reader, source, root, ctx, pool)
+}
+
+/// [`build_block_unrecorded`] in trie layout `L` (the root is computed in `L`; `reader`
+/// must hold empty values as `L` does).
+pub fn build_block_unrecorded_in_layout<L: Layout, R: StateReader, S: NodeSource>(
+    reader: R,
+    source: S,
+    root: H256,
+    ctx: BlockContext,
+    pool: &[Transfer],
+) -> Result<Built, BuildError<R::Error>> {
+    let mut o = Overlay::new(reader).keep_empty_values(L::ALLOW_EMPTY_VALUE);
     runtime::start_block(&mut o, &ctx).map_err(BuildError::Runtime)?;
     let (mut transfers, mut outcomes, mut invalid) = (Vec::new(), Vec::new(), 0);
     for tx in pool {
@@ -276,7 +306,7 @@ pub fn build_block_unrecorded<R: StateReader, S: NodeSource>(
     }
     runtime::finish_block(&mut o, &ctx).map_err(BuildError::Runtime)?;
     let changes = o.drain_changes().map_err(BuildError::Changes)?;
-    let mut t: Trie<_> = Trie::from_root(source, root);
+    let mut t: Trie<_, L> = Trie::from_root(source, root);
     for (k, v) in changes.get(&TrieId::Main).into_iter().flatten() {
         t.write(k, v.as_deref())?;
     }

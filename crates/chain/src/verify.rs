@@ -2,18 +2,27 @@
 //! witness alone and check the post-state root.
 //!
 //! The witness is untrusted. Its nodes carry no hashes (they are addressed by their own
-//! keccak), so an altered node cannot be told from a missing one by itself: it no longer
-//! hashes to the reference its parent holds, so the parent's reference finds nothing
-//! ("witness incomplete", naming the path), and the altered bytes become a node nothing
-//! refers to. The error then also counts the witness nodes that no other node and not the
-//! parent root refer to. A witness that verifies but holds nodes the block never needed is
-//! refused too, so every altered byte fails verification.
+//! hash: keccak, or the layout's), so an altered node cannot be told from a missing one by
+//! itself: it no longer hashes to the reference its parent holds, so the parent's
+//! reference finds nothing ("witness incomplete", naming the path), and the altered bytes
+//! become a node nothing refers to. The error then also counts the witness nodes that no
+//! other node and not the parent root refer to. A witness that verifies but holds nodes
+//! the block never needed is refused too, so every altered byte fails verification.
+//!
+//! Layouts: [`verify_block`] and [`verify_block_within`] verify in Ethereum's layout,
+//! [`verify_block_in_layout`] in any (nodes addressed by the layout's hash, sizes by its
+//! proof-size rule). The block's writes are applied to the trie as they are, without
+//! reading the values they replace, as the builder's session does: in Substrate V1 a value
+//! node is needed only where the block reads a value.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
 use overlay::{ChangeSetError, Overlay, TransactionError};
-use trie::{NodeError, Trie, TrieError, TrieId, UsedNodes, H256};
+use trie::{
+    ChildKind, ChildRef, EthLayout, Layout, NodeError, NodeValue, NodeView, Trie, TrieError,
+    TrieId, UsedNodes, H256,
+};
 
 use crate::block::{Block, CodecError};
 use crate::builder::{DEFAULT_POV_LIMIT, DEFAULT_WEIGHT_LIMIT};
@@ -125,7 +134,7 @@ pub enum VerifyError {
         "the witness holds {bytes} bytes of nodes, over the proof-of-validity limit of {limit}"
     )]
     PovTooLarge {
-        /// Its nodes' encoded bytes (what the builder measures).
+        /// Its size by the layout's proof-size rule (what the builder measures).
         bytes: usize,
         /// The limit.
         limit: usize,
@@ -136,7 +145,8 @@ pub enum VerifyError {
 /// which a validator enforces too (a block over them is invalid however it executes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockLimits {
-    /// Largest witness: the sum of its nodes' encoded bytes.
+    /// Largest witness, by the layout's proof-size rule (the sum of its nodes' encoded
+    /// bytes in Ethereum's layout).
     pub pov_limit: usize,
     /// Largest block weight.
     pub weight_limit: u64,
@@ -148,8 +158,9 @@ impl Default for BlockLimits {
     }
 }
 
-/// Refuse a block or witness over `limits` (checked before anything executes).
-fn check_limits(
+/// Refuse a block or witness over `limits` (checked before anything executes); the
+/// witness's size is counted by layout `L`'s proof-size rule.
+fn check_limits<L: Layout>(
     block: &Block,
     witness: &[(H256, Vec<u8>)],
     limits: &BlockLimits,
@@ -159,7 +170,9 @@ fn check_limits(
     if weight > limits.weight_limit {
         return Err(VerifyError::Overweight { transfers, weight, limit: limits.weight_limit });
     }
-    let bytes = witness.iter().fold(0usize, |sum, (_, node)| sum.saturating_add(node.len()));
+    let bytes = witness
+        .iter()
+        .fold(0usize, |sum, (_, node)| sum.saturating_add(L::PROOF_SIZE.item_size(node.len())));
     if bytes > limits.pov_limit {
         return Err(VerifyError::PovTooLarge { bytes, limit: limits.pov_limit });
     }
@@ -184,15 +197,28 @@ pub fn verify_block_within(
     witness: Vec<(H256, Vec<u8>)>,
     limits: &BlockLimits,
 ) -> Result<H256, VerifyError> {
-    check_limits(block, &witness, limits)?;
+    verify_block_in_layout::<EthLayout>(parent_root, block, witness, limits)
+}
+
+/// [`verify_block_within`] in trie layout `L`: `witness` holds `L`'s nodes keyed by `L`'s
+/// hash (as [`crate::decode_witness_in_layout`] gives them), and its size is counted by
+/// `L`'s proof-size rule.
+pub fn verify_block_in_layout<L: Layout>(
+    parent_root: H256,
+    block: &Block,
+    witness: Vec<(H256, Vec<u8>)>,
+    limits: &BlockLimits,
+) -> Result<H256, VerifyError> {
+    check_limits::<L>(block, &witness, limits)?;
     if block.parent_root != parent_root {
         return Err(VerifyError::Parent { block: block.parent_root, expected: parent_root });
     }
     let source = UsedNodes::new(witness.into_iter().collect());
-    let result = execute(&source, parent_root, block);
+    let result = execute::<L>(&source, parent_root, block);
     let computed = result.map_err(|e| match e {
         VerifyError::Incomplete { path, hash, .. } => {
-            VerifyError::Incomplete { path, hash, orphans: orphans(source.nodes(), parent_root) }
+            let orphans = orphans::<L>(source.nodes(), parent_root);
+            VerifyError::Incomplete { path, hash, orphans }
         }
         e => e,
     })?;
@@ -206,9 +232,9 @@ pub fn verify_block_within(
     Ok(computed)
 }
 
-fn execute(source: &UsedNodes, root: H256, block: &Block) -> Result<H256, VerifyError> {
-    let t = Trie::from_root(source, root);
-    let mut o = Overlay::new(RefCell::new(t));
+fn execute<L: Layout>(source: &UsedNodes, root: H256, block: &Block) -> Result<H256, VerifyError> {
+    let t: Trie<_, L> = Trie::from_root(source, root);
+    let mut o = Overlay::new(RefCell::new(t)).keep_empty_values(L::ALLOW_EMPTY_VALUE);
     let ctx = BlockContext { number: block.number, author: block.author };
     // Hook failures are charged to the transaction next to them (0 before the first).
     let fail = |index: usize| {
@@ -225,12 +251,20 @@ fn execute(source: &UsedNodes, root: H256, block: &Block) -> Result<H256, Verify
     }
     let last = block.transfers.len().saturating_sub(1);
     runtime::finish_block(&mut o, &ctx).map_err(fail(last))?;
-    let changes = o.drain_changes().map_err(|e| match e {
-        ChangeSetError::Backend(e) => trie_error(e),
-        e => VerifyError::Changes(e),
-    })?;
+    let depth = o.transaction_depth();
+    if depth > 0 {
+        return Err(VerifyError::Changes(ChangeSetError::TransactionsOpen { depth }));
+    }
+    // The surviving writes as they are: a change set would read the value each write
+    // replaces (to drop no-op writes), which needs value nodes no witness holds.
+    let writes: Vec<(Vec<u8>, Option<Vec<u8>>)> = o
+        .pending_writes()
+        .into_iter()
+        .filter(|(trie, _, _)| *trie == TrieId::Main)
+        .map(|(_, k, v)| (k.to_vec(), v.map(<[u8]>::to_vec)))
+        .collect();
     let mut t = o.into_backend().into_inner();
-    for (k, v) in changes.get(&TrieId::Main).into_iter().flatten() {
+    for (k, v) in &writes {
         t.write(k, v.as_deref()).map_err(trie_error)?;
     }
     t.root().map_err(trie_error)
@@ -248,31 +282,39 @@ fn trie_error(e: TrieError) -> VerifyError {
 }
 
 /// Witness nodes that no other witness node and not `root` refers to by hash.
-fn orphans(nodes: &HashMap<H256, Vec<u8>>, root: H256) -> usize {
+fn orphans<L: Layout>(nodes: &HashMap<H256, Vec<u8>>, root: H256) -> usize {
     let mut referenced = HashSet::from([root]);
     for n in nodes.values() {
-        collect_refs(n, &mut referenced);
+        collect_refs::<L>(n, &mut referenced);
     }
     nodes.keys().filter(|h| !referenced.contains(h)).count()
 }
 
-/// Every hash reference inside an encoded node (and its inline children).
-fn collect_refs(encoded: &[u8], out: &mut HashSet<H256>) {
-    use trie::{ChildKind, DecodedNode, EthLayout, Layout};
-    let visit = |r: trie::ChildRef, out: &mut HashSet<H256>| match r.kind() {
+/// Every hash reference inside an encoded node of layout `L` (and its inline children):
+/// children, and value nodes (Substrate V1).
+fn collect_refs<L: Layout>(encoded: &[u8], out: &mut HashSet<H256>) {
+    let visit = |r: ChildRef, out: &mut HashSet<H256>| match r.kind() {
         ChildKind::Hash(h) => {
             out.insert(h);
         }
-        ChildKind::Inline(bytes) => collect_refs(bytes, out),
+        ChildKind::Inline(bytes) => collect_refs::<L>(bytes, out),
         ChildKind::Empty => {}
     };
-    match EthLayout::decode(encoded) {
-        Ok(DecodedNode::Extension { child, .. }) => visit(child, out),
-        Ok(DecodedNode::Branch { children, .. }) => {
+    let value = match L::decode_node(encoded) {
+        Ok(NodeView::Leaf { value, .. }) => Some(value),
+        Ok(NodeView::Extension { child, .. }) => {
+            visit(child, out);
+            None
+        }
+        Ok(NodeView::Branch { children, value, .. }) => {
             for c in children {
                 visit(c, out);
             }
+            value
         }
-        _ => {}
+        _ => None,
+    };
+    if let Some(NodeValue::Node(h)) = value {
+        out.insert(h);
     }
 }

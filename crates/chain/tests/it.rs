@@ -10,15 +10,20 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use chain::{
-    account_id, account_key, apply, block_txs, build_block, decode_witness, encode_witness,
-    finish_block, genesis, start_block, verify_block, verify_block_within, ApplyError, Block,
-    BlockContext, BlockLimits, BuildConfig, BuildError, ChainReceipt, CodecError, CorruptState,
-    Counter, Format, PerTx, Stop, Transfer, TransferKind, VerifyError, EXISTENTIAL_DEPOSIT, FEE,
-    FEE_POT_KEY,
+    account_id, account_key, apply, block_txs, build_block, build_block_in_layout,
+    build_block_unrecorded_in_layout, decode_witness, decode_witness_in_layout, encode_witness,
+    finish_block, genesis, start_block, verify_block, verify_block_in_layout, verify_block_within,
+    ApplyError, Block, BlockContext, BlockLimits, BuildConfig, BuildError, ChainReceipt,
+    CodecError, CorruptState, Counter, Format, PerTx, Stop, Transfer, TransferKind, VerifyError,
+    EXISTENTIAL_DEPOSIT, FEE, FEE_POT_KEY,
 };
 use overlay::{Overlay, PovSession};
 use proptest::prelude::*;
-use trie::{root_from_sorted, EthLayout, MemoryNodeSource, Trie, TrieId, H256};
+use proptest::test_runner::TestCaseError;
+use trie::{
+    root_from_sorted, EthLayout, Layout, MemoryNodeSource, SubstrateV0, SubstrateV1, Trie, TrieId,
+    H256,
+};
 
 fn cases(default: u32) -> u32 {
     std::env::var("ARBOR_PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
@@ -102,7 +107,7 @@ fn reference(
     parent: &BTreeMap<Vec<u8>, Vec<u8>>,
     txs: &[Transfer],
 ) -> (usize, H256) {
-    let mut t = Trie::from_root(src.clone(), root);
+    let mut t: Trie<_> = Trie::from_root(src.clone(), root);
     t.start_recording();
     let mut o = Overlay::new(RefCell::new(t));
     start_block(&mut o, &ctx()).unwrap();
@@ -204,6 +209,19 @@ proptest! {
         if !block.transfers.is_empty() || !header_only {
             prop_assert!(!matches!(outcome, Ok(Ok(_))), "flipping block byte {} still verified", at);
         }
+    }
+
+    /// Substrate's layouts: the builder's block verifies from its witness alone, its root is
+    /// the unrecorded build's, its size is the witness's by Substrate's rule, and dropping
+    /// any node gives "witness incomplete".
+    #[test]
+    fn built_blocks_verify_statelessly_in_substrate_layouts(
+        balances in prop::collection::vec(EXISTENTIAL_DEPOSIT..EXISTENTIAL_DEPOSIT * 4, 2..16),
+        raw in transfers(16, 12),
+    ) {
+        let txs = with_nonces(&among(raw, balances.len()));
+        built_block_verifies_in::<SubstrateV0>(&balances, &txs)?;
+        built_block_verifies_in::<SubstrateV1>(&balances, &txs)?;
     }
 
     /// Garbage never panics the decoders.
@@ -477,4 +495,30 @@ fn blocks_over_the_limits_are_refused() {
         verify_block(root, &heavy, nodes()).unwrap_err(),
         VerifyError::Overweight { transfers, weight, limit }
     );
+}
+
+/// See `built_blocks_verify_statelessly_in_substrate_layouts`.
+fn built_block_verifies_in<L: Layout>(
+    balances: &[u128],
+    txs: &[Transfer],
+) -> Result<(), TestCaseError> {
+    let (map, _, _) = parent(balances);
+    let (src, root) = MemoryNodeSource::committed_in_layout::<L, _, _>(&map).unwrap();
+    let built =
+        build_block_in_layout::<L, _>(&src, root, ctx(), txs, &BuildConfig::default()).unwrap();
+    let plain = build_block_unrecorded_in_layout::<L, _, _>(&map, &src, root, ctx(), txs).unwrap();
+    prop_assert_eq!(built.block.state_root, plain.block.state_root);
+    let size: usize = built.witness.iter().map(|n| L::PROOF_SIZE.item_size(n.len())).sum();
+    prop_assert_eq!(built.proof_size, size);
+    let nodes = decode_witness_in_layout::<L>(&encode_witness(&built.witness)).unwrap();
+    let limits = BlockLimits::default();
+    let verified = verify_block_in_layout::<L>(root, &built.block, nodes.clone(), &limits);
+    prop_assert_eq!(verified.unwrap(), built.block.state_root);
+    for i in 0..nodes.len() {
+        let mut fewer = nodes.clone();
+        fewer.remove(i);
+        let e = verify_block_in_layout::<L>(root, &built.block, fewer, &limits).unwrap_err();
+        prop_assert!(matches!(e, VerifyError::Incomplete { .. }), "dropping node {}: {}", i, e);
+    }
+    Ok(())
 }

@@ -1,7 +1,8 @@
 //! `arbor bench …`: thin front ends over the benchmark programs of the `bench` crate.
 //!
-//! `arbor bench trie` maps its flags onto [`bench::TrieBenchOpts`] and `arbor bench store`
-//! onto [`bench::StoreBenchOpts`]; both draw progress bars on stderr unless `--json` is
+//! `arbor bench trie` maps its flags onto [`bench::TrieBenchOpts`], `arbor bench store`
+//! onto [`bench::StoreBenchOpts`] and `arbor bench history` onto
+//! [`bench::HistoryBenchOpts`]; each draws progress bars on stderr unless `--json` is
 //! given, and print the human report or the JSON report (optionally also written to
 //! `--out`). Timings are only meaningful in a release build. Every numeric flag is
 //! bounded by [`crate::limits`] (a usage error outside its bounds).
@@ -17,6 +18,17 @@ use crate::limits::{self, Counts};
 /// Keys in the incremental phase's trie when `--incremental-keys` is not given: the
 /// issue's 1M-key trie, or fewer when `--keys` asks for a smaller (smoke-test) run.
 const INCREMENTAL_KEYS_DEFAULT_MAX: usize = 1_000_000;
+
+/// `bench history --recent-blocks` at most: the window is held in memory (about 11 MiB
+/// per block of the default workload at 1M keys), and every block of it is committed
+/// twice before the reads start; the issue asks for 128.
+const HISTORY_RECENT_BLOCKS_MAX: u64 = 1_024;
+/// `bench history --recent-bytes` bounds: 1 MiB to the store's largest size (1 PiB).
+const HISTORY_RECENT_BYTES_MIN: u64 = 1 << 20;
+/// See [`HISTORY_RECENT_BYTES_MIN`].
+const HISTORY_RECENT_BYTES_MAX: u64 = 1 << 50;
+/// `bench history --reads-per-block` at most (rounds of 4 views, gets and proofs each).
+const HISTORY_READS_PER_BLOCK_MAX: u64 = 100_000;
 
 /// What every benchmark prints and writes.
 #[derive(Debug, Args)]
@@ -90,6 +102,9 @@ enum BenchCommand {
     Trie(TrieArgs),
     /// The RocksDB store vs plain RocksDB on the same blocks: time, size, memory, caches.
     Store(StoreArgs),
+    /// Reads and proofs at recent blocks with commits running, and the recent window's
+    /// cost to commit throughput.
+    History(HistoryArgs),
     /// Block production with proof recording: exact per-transaction proof size and root.
     Pov(PovArgs),
     /// Block-STM vs the sequential executor on the Cosmos SDK workloads.
@@ -106,6 +121,7 @@ impl BenchCommand {
         match self {
             BenchCommand::Trie(a) => &a.report,
             BenchCommand::Store(a) => &a.report,
+            BenchCommand::History(a) => &a.report,
             BenchCommand::Pov(a) => &a.report,
             BenchCommand::Blockstm(a) => &a.report,
             BenchCommand::Import(a) => &a.report,
@@ -213,6 +229,21 @@ struct PovArgs {
     /// Create the temporary database under DIR [default: the system temp directory].
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
+    /// Trie layout of the parent state and the blocks: ethereum, substrate-v0 or
+    /// substrate-v1. Substrate's layouts hold the parent state in memory (the store holds
+    /// Ethereum's layout only so far).
+    #[arg(
+        long,
+        value_name = "LAYOUT",
+        default_value = "ethereum",
+        value_parser = crate::layout_arg::parser()
+    )]
+    layout: trie::LayoutName,
+    /// Hold the parent state in memory (a map of the entries and a hash-keyed map of the
+    /// trie's nodes) instead of a RocksDB store, as Substrate's layouts always do: the
+    /// Ethereum figures to set beside theirs.
+    #[arg(long)]
+    memory: bool,
     #[command(flatten)]
     report: ReportArgs,
 }
@@ -257,6 +288,71 @@ struct StoreArgs {
     report: ReportArgs,
 }
 
+/// Arguments of `arbor bench history`.
+#[derive(Debug, Args)]
+struct HistoryArgs {
+    /// Initial keys (32-byte keys, 100-byte values), bulk-loaded into both databases; 1 to
+    /// 100,000,000.
+    #[arg(
+        long,
+        default_value_t = 1_000_000,
+        value_parser = limits::u64_in(1, limits::STORE_KEYS_MAX)
+    )]
+    keys: u64,
+    /// Blocks committed to both databases (with and without the window), more than
+    /// --recent-blocks: the first --recent-blocks fill the window; 3 to 1,000,000.
+    #[arg(long, default_value_t = 400, value_parser = limits::u64_in(3, limits::BLOCKS_MAX))]
+    blocks: u64,
+    /// Blocks then committed to the windowed database while the reader samples; 1 to
+    /// 1,000,000.
+    #[arg(long, default_value_t = 200, value_parser = limits::u64_in(1, limits::BLOCKS_MAX))]
+    read_blocks: u64,
+    /// Operations per block (80% updates, 20% deletions); 1 to 1,000,000.
+    #[arg(
+        long,
+        default_value_t = 10_000,
+        value_parser = limits::u64_in(1, limits::UPDATES_PER_BLOCK_MAX)
+    )]
+    updates_per_block: u64,
+    /// Seed of the workload and of the reader's choices (any 64-bit unsigned integer).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The window (history.recent_blocks, K); reads at head, head-1, head-K/2 and
+    /// head-(K-1); 2 to 1,024.
+    #[arg(
+        long,
+        default_value_t = 128,
+        value_parser = limits::u64_in(2, HISTORY_RECENT_BLOCKS_MAX)
+    )]
+    recent_blocks: u64,
+    /// The window's byte bound (history.recent_bytes), enough for --recent-blocks blocks of
+    /// the workload; 1MiB to 1PiB.
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "4GiB",
+        value_parser = limits::size_in(HISTORY_RECENT_BYTES_MIN, HISTORY_RECENT_BYTES_MAX)
+    )]
+    recent_bytes: u64,
+    /// Reader rounds at most per committed block (a round: a view, a get and a proof at
+    /// each depth); 1 to 100,000.
+    #[arg(
+        long,
+        default_value_t = 50,
+        value_parser = limits::u64_in(1, HISTORY_READS_PER_BLOCK_MAX)
+    )]
+    reads_per_block: u64,
+    /// Create the temporary databases under DIR [default: the system temp directory].
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Store configuration file (TOML) of both databases; its [history] section is
+    /// replaced by --recent-blocks and --recent-bytes.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(flatten)]
+    report: ReportArgs,
+}
+
 /// Arguments of `arbor bench trie`.
 #[derive(Debug, Args)]
 struct TrieArgs {
@@ -294,6 +390,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<ExitCode> {
     match &args.which {
         BenchCommand::Trie(t) => trie(t),
         BenchCommand::Store(s) => store(s),
+        BenchCommand::History(h) => history(h),
         BenchCommand::Pov(p) => pov(p),
         BenchCommand::Blockstm(b) => blockstm(b),
         BenchCommand::Import(i) => import(i),
@@ -362,6 +459,8 @@ fn pov(args: &PovArgs) -> Result<ExitCode> {
         runs: args.runs,
         sizes: args.sizes.0.clone(),
         dir: args.dir.clone(),
+        layout: args.layout,
+        memory: args.memory,
     };
     let report = bench::pov_bench(&opts, !args.report.json).context("pov benchmark failed")?;
     args.report.emit(&report, |r| r.render(), |r| r.html())
@@ -380,6 +479,30 @@ fn store(args: &StoreArgs) -> Result<ExitCode> {
     };
     let report =
         bench::store_bench(&opts, &config, !args.report.json).context("store benchmark failed")?;
+    args.report.emit(&report, |r| r.render(), |r| r.html())
+}
+
+fn history(args: &HistoryArgs) -> Result<ExitCode> {
+    if args.blocks <= args.recent_blocks {
+        return Err(crate::usage(format!(
+            "--blocks {} must exceed --recent-blocks {}: the first {} blocks fill the window",
+            args.blocks, args.recent_blocks, args.recent_blocks
+        )));
+    }
+    let config = crate::db_args::load_config(args.config.as_deref())?;
+    let opts = bench::HistoryBenchOpts {
+        keys: args.keys,
+        blocks: args.blocks,
+        read_blocks: args.read_blocks,
+        updates_per_block: args.updates_per_block,
+        seed: args.seed,
+        recent_blocks: args.recent_blocks,
+        recent_bytes: args.recent_bytes,
+        reads_per_block: args.reads_per_block,
+        dir: args.dir.clone(),
+    };
+    let report = bench::history_bench(&opts, &config, !args.report.json)
+        .context("history benchmark failed")?;
     args.report.emit(&report, |r| r.render(), |r| r.html())
 }
 

@@ -1,6 +1,10 @@
 //! Database commands: `arbor init`, `verify`, `repair`, `config`, `get`, `revert`,
 //! `stats` (the opening rules they share are in [`crate::db_args`]). Every store error
 //! becomes one `error: …` line.
+//!
+//! `get` and `prove --db` read at the head, or with `--block N` at any block of the recent
+//! window (head - `history.recent_blocks` to the head, see [`at_block`]); a block outside
+//! it is a usage error naming the window.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -9,7 +13,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
-use store::{RevertError, StateDb, StoreStats};
+use store::{AtError, BlockView, RevertError, StateDb, StoreStats};
 use trie::TrieId;
 
 use crate::db_args::{open_existing, open_or_create, open_reading, DbArgs};
@@ -83,10 +87,19 @@ pub(crate) struct GetArgs {
     /// The main-trie key, in hex (0x optional).
     #[arg(value_name = "KEY", value_parser = crate::input::parse_key)]
     key: crate::input::HexKey,
-    /// Print {"block", "root", "key", "value"} (value null when absent).
+    /// Read at block N instead of the head: any block from head - `history.recent_blocks`
+    /// (128 by default) to the head; 0 to 9,223,372,036,854,775,807.
+    #[arg(long, value_name = "N", value_parser = limits::u64_in(0, BLOCK_MAX))]
+    block: Option<u64>,
+    /// Print {"block", "root", "key", "value"} (value null when absent) of the block read.
     #[arg(long)]
     json: bool,
 }
+
+/// The largest `--block` accepted (`i64::MAX`): above any head, so that such a block is
+/// refused as outside the window, while every number stays exact for JSON readers that
+/// hold integers as signed 64-bit.
+pub(crate) const BLOCK_MAX: u64 = i64::MAX as u64;
 
 /// Arguments of `arbor revert`.
 #[derive(Debug, Args)]
@@ -325,16 +338,43 @@ pub(crate) fn repair(args: &RepairArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Run `arbor get`: the value in hex, or `absent`.
+/// A view of recent block `block`; a block outside the window is a usage error (exit
+/// code 2) whose message names the window.
+pub(crate) fn at_block(db: &StateDb, block: u64) -> Result<BlockView<'_>> {
+    db.at(block).map_err(|e| at_error(e, "cannot read at the block"))
+}
+
+/// A failed read or proof at a recent block as the CLI reports it: a block outside the
+/// window is a usage error (its message alone), anything else could not run (`what`
+/// failed, because …).
+pub(crate) fn at_error(e: AtError, what: &'static str) -> anyhow::Error {
+    match e {
+        AtError::Outside { .. } => crate::usage(e.to_string()),
+        e => anyhow::Error::new(e).context(what),
+    }
+}
+
+/// Run `arbor get`: the value in hex, or `absent`; at the head, or at `--block`.
 pub(crate) fn get(args: &GetArgs) -> Result<ExitCode> {
     let key = &args.key.0;
     let db = open_reading(&args.db)?;
-    let value = db.get(&TrieId::Main, key).context("cannot read the key")?;
+    let (block, root, value) = match args.block {
+        None => {
+            let value = db.get(&TrieId::Main, key).context("cannot read the key")?;
+            (db.head_number(), db.head_root(), value)
+        }
+        Some(n) => {
+            let view = at_block(&db, n)?;
+            let value =
+                view.get(&TrieId::Main, key).map_err(|e| at_error(e, "cannot read the key"))?;
+            (view.number(), view.root(), value)
+        }
+    };
     let hex_value = value.map(|v| format!("0x{}", hex::encode(v)));
     if args.json {
         let v = serde_json::json!({
-            "block": db.head_number(),
-            "root": db.head_root().to_string(),
+            "block": block,
+            "root": root.to_string(),
             "key": format!("0x{}", hex::encode(key)),
             "value": hex_value,
         });
@@ -444,6 +484,7 @@ pub(crate) fn stats(args: &StatsArgs) -> Result<ExitCode> {
             c.time.as_secs_f64()
         )?;
     }
+    write_recent(&mut out, &s)?;
     write_caches(&mut out, &s)?;
     write_files(&mut out, &s)?;
     writeln!(
@@ -457,6 +498,27 @@ pub(crate) fn stats(args: &StatsArgs) -> Result<ExitCode> {
          earlier session closed cleanly)"
     )?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `arbor stats`' recent-window line: the blocks `get`/`prove --block` may read (the
+/// window's bound), then what this process holds of them in memory (the rest is read
+/// back from the reverse diffs on disk when asked for).
+fn write_recent(out: &mut impl Write, s: &StoreStats) -> std::io::Result<()> {
+    let r = &s.recent;
+    writeln!(
+        out,
+        "recent window  blocks {} to {} (history.recent_blocks {}); in memory: from block {} \
+         ({} blocks, {} of {}), provable from {}; {} dropped for the byte bound",
+        s.head_number.saturating_sub(r.limit_blocks),
+        s.head_number,
+        r.limit_blocks,
+        r.oldest_block,
+        r.blocks,
+        crate::output::human_bytes(r.bytes),
+        crate::output::human_bytes(r.limit_bytes),
+        r.provable_block,
+        r.shrunk_blocks
+    )
 }
 
 /// `arbor stats`' cache lines: this process's node and flat caches and resident trie,

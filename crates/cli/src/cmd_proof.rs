@@ -1,6 +1,6 @@
 //! `arbor prove` and `arbor verify-proof`: eth_getProof (EIP-1186) proofs of a genesis
-//! state, proofs of a main-trie key of a database, and their verification against a
-//! state root.
+//! state, proofs of a main-trie key of a database (at its head, or at a recent block with
+//! `--block`), and their verification against a state root.
 //!
 //! `verify-proof` separates a malformed input (not JSON, not a proof object, bad hex:
 //! `error: …`, exit 1) from a well-formed proof that does not verify (`invalid: …` on
@@ -16,6 +16,7 @@ use serde::Serialize;
 use serde_json::Value;
 use trie::{verify_proof, EthLayout, TrieId, H256};
 
+use crate::cmd_db::{at_block, at_error, BLOCK_MAX};
 use crate::db_args::{open_reading, DbArgs};
 use crate::input::{display_name, read_genesis, read_text_bytes, utf8_text};
 
@@ -32,7 +33,7 @@ pub(crate) struct ProveArgs {
     /// A storage slot to prove (a quantity such as 0x0, or up to 32 bytes of hex); repeatable.
     #[arg(long = "slot", value_name = "0x…", requires = "genesis", value_parser = parse_slot)]
     slots: Vec<H256>,
-    /// A database whose main-trie KEY is proven against its head root.
+    /// A database whose main-trie KEY is proven against its head root (or --block's).
     #[arg(long, value_name = "DIR", requires = "key")]
     db: Option<PathBuf>,
     /// Store configuration file for --db.
@@ -41,6 +42,15 @@ pub(crate) struct ProveArgs {
     /// The main-trie key to prove (hex, 0x optional; with --db).
     #[arg(value_name = "KEY", requires = "db", value_parser = crate::input::parse_key)]
     key: Option<crate::input::HexKey>,
+    /// Prove at block N instead of the head (with --db): any block from head -
+    /// `history.recent_blocks` (128 by default) to the head; 0 to 9,223,372,036,854,775,807.
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "db",
+        value_parser = crate::limits::u64_in(0, BLOCK_MAX)
+    )]
+    block: Option<u64>,
     /// Accepted for the common convention: the proof is always printed as JSON.
     #[arg(long)]
     json: bool,
@@ -49,7 +59,7 @@ pub(crate) struct ProveArgs {
 /// What `arbor prove --db` prints, and `verify-proof` reads back.
 #[derive(Debug, Serialize, serde::Deserialize)]
 struct KeyProof {
-    /// The head block the proof is of (`number` in proofs of earlier versions).
+    /// The block the proof is of (`number` in proofs of earlier versions).
     #[serde(alias = "number")]
     block: u64,
     root: String,
@@ -77,32 +87,62 @@ pub(crate) struct VerifyArgs {
 pub(crate) fn prove(args: &ProveArgs) -> Result<ExitCode> {
     match (&args.genesis, &args.address, &args.db, &args.key) {
         (Some(genesis), Some(address), None, None) => prove_genesis(genesis, address, &args.slots),
-        (None, None, Some(db), Some(key)) => prove_db(db, args.config.as_ref(), &key.0),
+        (None, None, Some(db), Some(key)) => prove_db(db, args.config.as_ref(), &key.0, args.block),
         // clap's groups and `requires` rule out every other combination.
         _ => bail!("give either --genesis FILE --address ADDRESS or --db DIR KEY"),
     }
 }
 
-/// A proof of `key` in the main trie of a database, checked before it is printed.
-fn prove_db(db: &Path, config: Option<&PathBuf>, key: &[u8]) -> Result<ExitCode> {
+/// A proof of a key at one block, with the value the store reads there.
+struct BlockProof {
+    block: u64,
+    root: H256,
+    value: Option<Vec<u8>>,
+    proof: Vec<Vec<u8>>,
+}
+
+/// A proof of `key` in the main trie of a database, at the head or at `block`, checked
+/// against that block's root before it is printed.
+fn prove_db(
+    db: &Path,
+    config: Option<&PathBuf>,
+    key: &[u8],
+    block: Option<u64>,
+) -> Result<ExitCode> {
     let db = open_reading(&DbArgs { db: db.to_path_buf(), config: config.cloned() })?;
-    let root = db.head_root();
-    let proof = db.with_trie(TrieId::Main, |t| t.prove(key)).context("cannot build the proof")?;
-    let value = db.get(&TrieId::Main, key).context("cannot read the key")?;
-    let proven = verify_proof::<EthLayout>(&root, key, &proof)
+    let p = match block {
+        None => prove_at_head(&db, key)?,
+        Some(n) => prove_at_block(&db, n, key)?,
+    };
+    let proven = verify_proof::<EthLayout>(&p.root, key, &p.proof)
         .context("the database produced a proof that does not verify (corrupt store?)")?;
-    if proven != value {
+    if proven != p.value {
         bail!("the proof shows a value other than the stored one (corrupt store?)");
     }
     let out = KeyProof {
-        block: db.head_number(),
-        root: root.to_string(),
+        block: p.block,
+        root: p.root.to_string(),
         key: format!("0x{}", hex::encode(key)),
-        value: value.map(|v| format!("0x{}", hex::encode(v))),
-        proof: proof.iter().map(|n| format!("0x{}", hex::encode(n))).collect(),
+        value: p.value.map(|v| format!("0x{}", hex::encode(v))),
+        proof: p.proof.iter().map(|n| format!("0x{}", hex::encode(n))).collect(),
     };
     println!("{}", serde_json::to_string_pretty(&out)?);
     Ok(ExitCode::SUCCESS)
+}
+
+/// A proof at the head.
+fn prove_at_head(db: &store::StateDb, key: &[u8]) -> Result<BlockProof> {
+    let proof = db.with_trie(TrieId::Main, |t| t.prove(key)).context("cannot build the proof")?;
+    let value = db.get(&TrieId::Main, key).context("cannot read the key")?;
+    Ok(BlockProof { block: db.head_number(), root: db.head_root(), value, proof })
+}
+
+/// A proof at recent block `n` (a block outside the window is a usage error).
+fn prove_at_block(db: &store::StateDb, n: u64, key: &[u8]) -> Result<BlockProof> {
+    let view = at_block(db, n)?;
+    let proof = view.prove(TrieId::Main, key).map_err(|e| at_error(e, "cannot build the proof"))?;
+    let value = view.get(&TrieId::Main, key).map_err(|e| at_error(e, "cannot read the key"))?;
+    Ok(BlockProof { block: view.number(), root: view.root(), value, proof })
 }
 
 /// An eth_getProof-shaped proof of an account (and slots) of a genesis state.

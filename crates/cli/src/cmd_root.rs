@@ -16,45 +16,29 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use clap::{ArgGroup, Args, ValueEnum};
+use clap::{ArgGroup, Args};
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
-use trie::{decode_hex, keccak256, EthLayout, SubstrateV0, SubstrateV1, H256};
+use trie::{decode_hex, keccak256, Layout, LayoutName, WithLayout, H256};
 
 use crate::input::{display_name, read_genesis, read_text};
 use crate::{error_line, usage};
 
-/// A trie layout named on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum LayoutName {
-    /// Ethereum: keccak256, RLP, extension nodes; an empty value means absent.
-    Ethereum,
-    /// Substrate LayoutV0: Blake2-256, SCALE, no extension nodes, every value inline.
-    SubstrateV0,
-    /// Substrate LayoutV1: as V0, values of 33 bytes or more stored as hashed value nodes.
-    SubstrateV1,
-}
-
-impl LayoutName {
-    /// The name as `--layout` spells it.
-    fn as_str(self) -> &'static str {
-        match self {
-            LayoutName::Ethereum => "ethereum",
-            LayoutName::SubstrateV0 => "substrate-v0",
-            LayoutName::SubstrateV1 => "substrate-v1",
+/// The root of sorted, distinct `entries` in `layout` (the layout is chosen here, at the
+/// edge; the builder below is monomorphised per layout).
+fn layout_root(
+    layout: LayoutName,
+    entries: &[(Vec<u8>, Vec<u8>)],
+) -> Result<H256, trie::BuildError> {
+    /// `root_from_sorted` over `entries`, in the layout dispatched to.
+    struct RootOf<'a>(&'a [(Vec<u8>, Vec<u8>)]);
+    impl WithLayout for RootOf<'_> {
+        type Output = Result<H256, trie::BuildError>;
+        fn run<L: Layout>(self) -> Self::Output {
+            trie::root_from_sorted::<L, _, _>(self.0).map(|(root, _stats)| root)
         }
     }
-
-    /// The root of sorted, distinct `entries` in this layout (the layout is chosen here,
-    /// at the edge; the builder below is monomorphised per layout).
-    fn root(self, entries: &[(Vec<u8>, Vec<u8>)]) -> Result<H256, trie::BuildError> {
-        let built = match self {
-            LayoutName::Ethereum => trie::root_from_sorted::<EthLayout, _, _>(entries),
-            LayoutName::SubstrateV0 => trie::root_from_sorted::<SubstrateV0, _, _>(entries),
-            LayoutName::SubstrateV1 => trie::root_from_sorted::<SubstrateV1, _, _>(entries),
-        };
-        built.map(|(root, _stats)| root)
-    }
+    layout.dispatch(RootOf(entries))
 }
 
 /// Arguments of `arbor root`.
@@ -77,7 +61,7 @@ pub(crate) struct RootArgs {
     /// Trie layout: ethereum (the default), substrate-v0 or substrate-v1. With
     /// --chain-spec the default is substrate-v0 (state version 0), the layout of
     /// Westend's genesis state.
-    #[arg(long, value_enum, value_name = "LAYOUT")]
+    #[arg(long, value_name = "LAYOUT", value_parser = crate::layout_arg::parser())]
     layout: Option<LayoutName>,
     /// Hash each key with keccak256 before inserting it (Ethereum's secure trie).
     #[arg(long, conflicts_with_all = ["genesis", "chain_spec"])]
@@ -124,7 +108,8 @@ fn kv_root(path: &Path, secure: bool, layout: LayoutName) -> Result<H256> {
     let pairs = parse_pairs(&text).with_context(|| display_name(path))?;
     let keep_empty = layout != LayoutName::Ethereum;
     let leaves = decode_pairs(&pairs, secure, keep_empty).with_context(|| display_name(path))?;
-    layout.root(&leaves).with_context(|| format!("{}: cannot build the trie", display_name(path)))
+    layout_root(layout, &leaves)
+        .with_context(|| format!("{}: cannot build the trie", display_name(path)))
 }
 
 /// The key under which Substrate's top trie holds a default child trie's root.
@@ -136,7 +121,7 @@ fn chain_spec_root(path: &Path, layout: LayoutName) -> Result<H256> {
     let name = display_name(path);
     let entries = chain_spec_entries(&text, layout)
         .map_err(|e| usage(format!("{name}: {}", error_line(&e))))?;
-    layout.root(&entries).map_err(|e| usage(format!("{name}: cannot build the trie: {e}")))
+    layout_root(layout, &entries).map_err(|e| usage(format!("{name}: cannot build the trie: {e}")))
 }
 
 /// The top trie's entries of a raw chain spec's genesis, with the child tries' roots.
@@ -162,7 +147,7 @@ fn chain_spec_entries(text: &str, layout: LayoutName) -> Result<Vec<(Vec<u8>, Ve
         if child_entries.is_empty() {
             continue;
         }
-        let root = layout.root(&child_entries).with_context(at)?;
+        let root = layout_root(layout, &child_entries).with_context(at)?;
         let prefixed = [CHILD_STORAGE_DEFAULT_PREFIX, &key].concat();
         entries.push((prefixed, root.as_bytes().to_vec()));
     }

@@ -32,6 +32,7 @@ mod demo_chain;
 mod demo_store;
 mod genesis_load;
 mod input;
+mod layout_arg;
 mod limits;
 mod metrics;
 mod output;

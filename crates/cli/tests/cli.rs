@@ -26,6 +26,9 @@ mod crash;
 mod import;
 #[path = "cli/limits.rs"]
 mod limits;
+/// `get` and `prove --db` at recent blocks (`--block`), and the window in `stats`.
+#[path = "cli/recent.rs"]
+mod recent;
 /// `root` in Substrate's layouts: chain specs, `--layout`, bad chain specs.
 #[path = "cli/substrate.rs"]
 mod substrate;

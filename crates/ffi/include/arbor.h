@@ -73,6 +73,11 @@ typedef enum ArborCode {
    * Arbor panicked; the process is intact, the handle may be unusable.
    */
   ARBOR_CODE_PANIC = 7,
+  /**
+   * The block is outside the readable window (above the head, or below head -
+   * `history.recent_blocks`), or was reverted while it was read.
+   */
+  ARBOR_CODE_OUTSIDE_WINDOW = 8,
 } ArborCode;
 
 /**
@@ -124,6 +129,20 @@ enum ArborCode arbor_get(uint64_t handle,
                          struct ArborBytes *error);
 
 /**
+ * The value of `key` in a trie at recent block `block` (head - `history.recent_blocks`
+ * to the head), as [`arbor_get`] reads it at the head; a block outside that window is
+ * `ARBOR_CODE_OUTSIDE_WINDOW` (the message names the window).
+ */
+enum ArborCode arbor_get_at(uint64_t handle,
+                            uint64_t block,
+                            const uint8_t *account,
+                            size_t account_len,
+                            const uint8_t *key,
+                            size_t key_len,
+                            struct ArborBytes *value,
+                            struct ArborBytes *error);
+
+/**
  * Commit a change set (see the crate docs) as the next block: `*number` and the 32 bytes
  * at `root` receive the new head.
  */
@@ -160,6 +179,20 @@ enum ArborCode arbor_prove(uint64_t handle,
                            size_t key_len,
                            struct ArborBytes *proof,
                            struct ArborBytes *error);
+
+/**
+ * The proof of a main-trie `key` at recent block `block` (inclusion or exclusion) into
+ * `*proof`, and that block's state root into the 32 bytes at `root` (when not NULL): the
+ * root the proof verifies against. A block outside the window is
+ * `ARBOR_CODE_OUTSIDE_WINDOW` (the message names the window).
+ */
+enum ArborCode arbor_prove_at(uint64_t handle,
+                              uint64_t block,
+                              const uint8_t *key,
+                              size_t key_len,
+                              uint8_t *root,
+                              struct ArborBytes *proof,
+                              struct ArborBytes *error);
 
 /**
  * Verify a proof of `key` against the 32-byte `root`: the proven value into `*value`, or

@@ -1,6 +1,6 @@
 //! Result codes of the C ABI and the mapping from the engine's typed errors.
 
-use store::{BulkError, CommitError, OpenError, StoreError};
+use store::{AtError, BulkError, CommitError, OpenError, StoreError};
 
 /// What a call returns. Anything but `ARBOR_CODE_OK` comes with a message (UTF-8) in the
 /// call's `error` out-parameter.
@@ -23,6 +23,9 @@ pub enum ArborCode {
     Cancelled = 6,
     /// Arbor panicked; the process is intact, the handle may be unusable.
     Panic = 7,
+    /// The block is outside the readable window (above the head, or below head -
+    /// `history.recent_blocks`), or was reverted while it was read.
+    OutsideWindow = 8,
 }
 
 /// An error on its way to the caller: a code and a message.
@@ -79,6 +82,16 @@ impl From<OpenError> for FfiError {
             }
             _ if e.is_corruption() => ArborCode::Corrupt,
             _ => ArborCode::Io,
+        };
+        FfiError::new(code, e.to_string())
+    }
+}
+
+impl From<AtError> for FfiError {
+    fn from(e: AtError) -> Self {
+        let code = match &e {
+            AtError::Store(s) => store_code(s),
+            _ => ArborCode::OutsideWindow,
         };
         FfiError::new(code, e.to_string())
     }

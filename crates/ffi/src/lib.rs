@@ -1,6 +1,6 @@
-//! Arbor's C ABI: open, close, get, commit, root, prove, verify a proof, create and
-//! restore checkpoints (with cancellation), free returned bytes. The header
-//! (`include/arbor.h`) is generated from this crate by cbindgen.
+//! Arbor's C ABI: open, close, get, commit, root, prove, verify a proof, get and prove at
+//! a recent block, create and restore checkpoints (with cancellation), free returned
+//! bytes. The header (`include/arbor.h`) is generated from this crate by cbindgen.
 //!
 //! Contract, for every export:
 //! - It returns an [`ArborCode`]; on anything but `ARBOR_CODE_OK` the `error` out-parameter
@@ -175,6 +175,37 @@ pub extern "C" fn arbor_get(
         let key = input(key, key_len, "key", ARBOR_KEY_MAX)?;
         let call = handle::call(handle)?;
         match trie::StateReader::get(&call.entry.reader, &trie, key)? {
+            Some(v) => {
+                put(value, give(v));
+                Ok(())
+            }
+            None => Err(FfiError::new(ArborCode::NotFound, "key not found")),
+        }
+    })
+}
+
+/// The value of `key` in a trie at recent block `block` (head - `history.recent_blocks`
+/// to the head), as [`arbor_get`] reads it at the head; a block outside that window is
+/// `ARBOR_CODE_OUTSIDE_WINDOW` (the message names the window).
+// SAFETY: an `arbor_`-prefixed name, exported once: no other symbol of the link has it.
+#[allow(unsafe_code)]
+#[no_mangle]
+pub extern "C" fn arbor_get_at(
+    handle: u64,
+    block: u64,
+    account: *const u8,
+    account_len: usize,
+    key: *const u8,
+    key_len: usize,
+    value: *mut ArborBytes,
+    error: *mut ArborBytes,
+) -> ArborCode {
+    put(value, ArborBytes::EMPTY);
+    run(error, || {
+        let trie = trie_of(input(account, account_len, "account", 32)?)?;
+        let key = input(key, key_len, "key", ARBOR_KEY_MAX)?;
+        let call = handle::call(handle)?;
+        match call.entry.reader.at(block)?.get(&trie, key)? {
             Some(v) => {
                 put(value, give(v));
                 Ok(())
@@ -368,6 +399,34 @@ pub extern "C" fn arbor_prove(
         let db = call.entry.db.lock();
         let db = db.as_ref().ok_or_else(|| FfiError::closed("the database is closed"))?;
         let nodes = db.with_trie(TrieId::Main, |t| t.prove(key))?;
+        put(proof, give(encode_proof(&nodes)));
+        Ok(())
+    })
+}
+
+/// The proof of a main-trie `key` at recent block `block` (inclusion or exclusion) into
+/// `*proof`, and that block's state root into the 32 bytes at `root` (when not NULL): the
+/// root the proof verifies against. A block outside the window is
+/// `ARBOR_CODE_OUTSIDE_WINDOW` (the message names the window).
+// SAFETY: an `arbor_`-prefixed name, exported once: no other symbol of the link has it.
+#[allow(unsafe_code)]
+#[no_mangle]
+pub extern "C" fn arbor_prove_at(
+    handle: u64,
+    block: u64,
+    key: *const u8,
+    key_len: usize,
+    root: *mut u8,
+    proof: *mut ArborBytes,
+    error: *mut ArborBytes,
+) -> ArborCode {
+    put(proof, ArborBytes::EMPTY);
+    run(error, || {
+        let key = input(key, key_len, "key", ARBOR_KEY_MAX)?;
+        let call = handle::call(handle)?;
+        let view = call.entry.reader.at(block)?;
+        let nodes = view.prove(TrieId::Main, key)?;
+        put_root(root, &view.root());
         put(proof, give(encode_proof(&nodes)));
         Ok(())
     })

@@ -192,3 +192,68 @@ fn buffers_panics_and_bad_input() {
     let m = message(e);
     assert!(matches!(c, ArborCode::Corrupt), "{c:?}: {m}");
 }
+
+#[test]
+fn get_and_prove_at_recent_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = open(dir.path());
+    let mut roots = Vec::new();
+    for value in [&b"one"[..], b"two", b"three"] {
+        let cs = change_set(&[(b"alpha", Some(value)), (b"beta", Some(b"fixed"))]);
+        let (mut n, mut root) = (0u64, [0u8; 32]);
+        let c =
+            arbor_commit(h, cs.as_ptr(), cs.len(), &mut n, root.as_mut_ptr(), std::ptr::null_mut());
+        assert_eq!(c, ArborCode::Ok);
+        roots.push(root);
+    }
+    // Block 1 holds the first value; its proof verifies against block 1's root only.
+    let mut v = ArborBytes::EMPTY;
+    let mut e = ArborBytes::EMPTY;
+    let c = arbor_get_at(h, 1, std::ptr::null(), 0, b"alpha".as_ptr(), 5, &mut v, &mut e);
+    assert_eq!(c, ArborCode::Ok);
+    assert_eq!(take(v), b"one");
+    let (mut proof, mut root) = (ArborBytes::EMPTY, [0u8; 32]);
+    let c = arbor_prove_at(h, 1, b"alpha".as_ptr(), 5, root.as_mut_ptr(), &mut proof, &mut e);
+    assert_eq!(c, ArborCode::Ok);
+    assert_eq!(root, roots[0]);
+    let proof = take(proof);
+    let verify = |root: &[u8; 32], v: &mut ArborBytes, e: &mut ArborBytes| {
+        arbor_verify_proof(root.as_ptr(), b"alpha".as_ptr(), 5, proof.as_ptr(), proof.len(), v, e)
+    };
+    let mut v = ArborBytes::EMPTY;
+    assert_eq!(verify(&roots[0], &mut v, &mut e), ArborCode::Ok);
+    assert_eq!(take(v), b"one");
+    let mut v = ArborBytes::EMPTY;
+    assert_eq!(verify(&roots[2], &mut v, &mut e), ArborCode::InvalidArgument);
+    message(e);
+    // Block 0 (empty): absent, with an exclusion proof; a NULL root out-pointer is allowed.
+    let mut e = ArborBytes::EMPTY;
+    let c = arbor_get_at(h, 0, std::ptr::null(), 0, b"alpha".as_ptr(), 5, &mut v, &mut e);
+    assert_eq!(c, ArborCode::NotFound);
+    message(e);
+    let mut proof = ArborBytes::EMPTY;
+    let mut e = ArborBytes::EMPTY;
+    let c = arbor_prove_at(h, 0, b"alpha".as_ptr(), 5, std::ptr::null_mut(), &mut proof, &mut e);
+    assert_eq!(c, ArborCode::Ok);
+    take(proof);
+    // Above the head: outside the window, named in the message; bad keys still checked.
+    let mut e = ArborBytes::EMPTY;
+    let c = arbor_get_at(h, 4, std::ptr::null(), 0, b"alpha".as_ptr(), 5, &mut v, &mut e);
+    assert_eq!(c, ArborCode::OutsideWindow);
+    assert!(message(e).contains("blocks 0 to 3"));
+    let (mut e, mut proof) = (ArborBytes::EMPTY, ArborBytes::EMPTY);
+    let c =
+        arbor_prove_at(h, u64::MAX, b"alpha".as_ptr(), 5, root.as_mut_ptr(), &mut proof, &mut e);
+    assert_eq!(c, ArborCode::OutsideWindow);
+    message(e);
+    let key = [7u8; 128];
+    let mut e = ArborBytes::EMPTY;
+    let c = arbor_get_at(h, 1, std::ptr::null(), 0, key.as_ptr(), key.len(), &mut v, &mut e);
+    assert_eq!(c, ArborCode::InvalidArgument);
+    message(e);
+    assert_eq!(arbor_close(h, 1000, std::ptr::null_mut()), ArborCode::Ok);
+    let mut e = ArborBytes::EMPTY;
+    let c = arbor_get_at(h, 1, std::ptr::null(), 0, b"alpha".as_ptr(), 5, &mut v, &mut e);
+    assert_eq!(c, ArborCode::Closed);
+    message(e);
+}

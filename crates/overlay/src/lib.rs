@@ -8,8 +8,10 @@
 //! - [`PovSession`]: an overlay over a recording trie of the parent state, with the exact
 //!   proof size and state root after every transaction.
 //!
-//! Values follow the trie and the store: an empty value means "absent", so writing an
-//! empty value is a removal and no read ever returns an empty value.
+//! Values follow the trie: by default (Ethereum's layout, and the store) an empty value
+//! means "absent", so writing an empty value is a removal and no read ever returns an
+//! empty value; an overlay for Substrate's layouts keeps empty values as values
+//! ([`Overlay::keep_empty_values`]; [`PovSession`] sets it from its layout).
 //!
 //! [`StateReader`]: state::StateReader
 
@@ -26,8 +28,3 @@ pub use overlay::{Overlay, PendingWrite};
 pub use pov::{PovError, PovSession, RecordingBackend};
 pub use range::RangeIter;
 pub use state::{ChangeSet, TransactionError};
-
-/// The value a read reports: `None` for absent or empty, as the trie and the store do.
-fn normalize(value: Option<Vec<u8>>) -> Option<Vec<u8>> {
-    value.filter(|v| !v.is_empty())
-}

@@ -29,8 +29,8 @@ use state::{apply_delta, key_bounds, StateReader, StateView, TrieId};
 use crate::error::ChangeSetError;
 use crate::range::RangeIter;
 use crate::slot::Slot;
+use crate::ChangeSet;
 use crate::TransactionError;
-use crate::{normalize, ChangeSet};
 
 /// A key with a surviving write and its newest value (`None` = removed).
 pub type PendingWrite<'a> = (TrieId, &'a [u8], Option<&'a [u8]>);
@@ -38,11 +38,14 @@ pub type PendingWrite<'a> = (TrieId, &'a [u8], Option<&'a [u8]>);
 /// A block's pending state over a backend: per-key version stacks, nested transactions,
 /// changed-key reports and the final [`ChangeSet`].
 ///
-/// Writes of an empty value are removals (the trie and the store treat empty as absent),
-/// so reads never return an empty value.
+/// By default writes of an empty value are removals (Ethereum's trie and the store treat
+/// empty as absent), so reads never return an empty value; an overlay for a layout where
+/// an empty value is a value keeps them ([`Overlay::keep_empty_values`]).
 #[derive(Debug)]
 pub struct Overlay<R> {
     backend: R,
+    /// Whether an empty value is a value (else it means absent).
+    keep_empty: bool,
     /// Trie → key → index into `slots`.
     index: BTreeMap<TrieId, BTreeMap<Vec<u8>, usize>>,
     slots: Vec<Slot>,
@@ -63,6 +66,7 @@ impl<R: StateReader> Overlay<R> {
     pub fn new(backend: R) -> Self {
         Overlay {
             backend,
+            keep_empty: false,
             index: BTreeMap::new(),
             slots: Vec::new(),
             levels: Vec::new(),
@@ -70,6 +74,26 @@ impl<R: StateReader> Overlay<R> {
             candidates: Vec::new(),
             epoch: 1,
         }
+    }
+
+    /// This overlay with an empty value kept as a value (`keep`: Substrate's layouts, where
+    /// `trie::Layout::ALLOW_EMPTY_VALUE` holds) or taken as absent (the default: Ethereum's
+    /// layout and the store). Chosen before the first write: writes already made keep the
+    /// meaning they were made with.
+    pub fn keep_empty_values(mut self, keep: bool) -> Self {
+        self.keep_empty = keep;
+        self
+    }
+
+    /// Whether an empty value is a value here (see [`Overlay::keep_empty_values`]).
+    pub fn keeps_empty_values(&self) -> bool {
+        self.keep_empty
+    }
+
+    /// A value as this overlay holds and reports it: `None` for absent, and for empty
+    /// unless empty values are kept.
+    fn normalize(&self, value: Option<Vec<u8>>) -> Option<Vec<u8>> {
+        value.filter(|v| self.keep_empty || !v.is_empty())
     }
 
     /// The backend reads fall through to.
@@ -93,17 +117,18 @@ impl<R: StateReader> Overlay<R> {
         let idx = match self.find(trie, key) {
             Some(idx) => idx,
             None => {
-                let value = normalize(self.backend.get(trie, key)?);
+                let value = self.normalize(self.backend.get(trie, key)?);
                 let idx = self.insert_slot(trie, key);
                 self.slots[idx].backend = Some(value);
                 idx
             }
         };
-        let slot = &mut self.slots[idx];
-        if slot.versions.is_empty() && slot.backend.is_none() {
+        if self.slots[idx].versions.is_empty() && self.slots[idx].backend.is_none() {
             // Written and rolled back before any read: the backend was never asked.
-            slot.backend = Some(normalize(self.backend.get(trie, key)?));
+            let value = self.normalize(self.backend.get(trie, key)?);
+            self.slots[idx].backend = Some(value);
         }
+        let slot = &self.slots[idx];
         Ok(match slot.newest() {
             Some(version) => version.value.as_deref(),
             None => slot.backend.as_ref().and_then(Option::as_deref),
@@ -140,9 +165,10 @@ impl<R: StateReader> Overlay<R> {
     }
 
     /// Set `key` in trie `trie` to `value` in the innermost open transaction (or the block
-    /// itself); an empty value removes the key.
+    /// itself); an empty value removes the key unless empty values are kept.
     pub fn set(&mut self, trie: &TrieId, key: &[u8], value: Vec<u8>) {
-        self.write(trie, key, normalize(Some(value)));
+        let value = self.normalize(Some(value));
+        self.write(trie, key, value);
     }
 
     /// Remove `key` from trie `trie` in the innermost open transaction (or the block).
@@ -230,10 +256,12 @@ impl<R: StateReader> Overlay<R> {
             return Err(ChangeSetError::TransactionsOpen { depth: self.levels.len() });
         }
         // Read first, so that a failed read leaves the overlay as it was.
+        let keep_empty = self.keep_empty;
         for slot in &mut self.slots {
             if !slot.versions.is_empty() && slot.backend.is_none() {
                 let value = self.backend.get(&slot.trie, &slot.key);
-                slot.backend = Some(normalize(value.map_err(ChangeSetError::Backend)?));
+                let value = value.map_err(ChangeSetError::Backend)?;
+                slot.backend = Some(value.filter(|v| keep_empty || !v.is_empty()));
             }
         }
         let index = std::mem::take(&mut self.index);
@@ -439,6 +467,22 @@ mod tests {
         assert_eq!(get(&mut o, b"b"), None);
         let other = TrieId::Storage(state::H256([3; 32]));
         assert_eq!(o.get(&other, b"a").unwrap(), None);
+    }
+
+    #[test]
+    fn kept_empty_values_are_values() {
+        let mut o = probe(&[(b"a", b"1")]).keep_empty_values(true);
+        assert!(o.keeps_empty_values());
+        o.set(&MAIN, b"a", Vec::new());
+        o.set(&MAIN, b"b", Vec::new());
+        assert_eq!(get(&mut o, b"a"), Some(Vec::new()));
+        assert_eq!(entries(&o, b"", None), [kv(b"a", b""), kv(b"b", b"")]);
+        o.remove(&MAIN, b"b");
+        assert_eq!(get(&mut o, b"b"), None);
+        let changes = o.drain_changes().unwrap();
+        let expected: BTreeMap<Vec<u8>, Option<Vec<u8>>> =
+            [(b"a".to_vec(), Some(Vec::new()))].into();
+        assert_eq!(changes, ChangeSet::from([(MAIN, expected)]));
     }
 
     #[test]

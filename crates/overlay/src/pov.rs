@@ -1,5 +1,7 @@
 //! [`PovSession`]: a block's overlay over a recording trie of the parent state, with the
-//! exact proof size and the exact state root available after every transaction.
+//! exact proof size and the exact state root available after every transaction, in any
+//! trie layout (Ethereum's by default; Substrate's V0 and V1 through
+//! [`PovSession::with_layout`]).
 //!
 //! The witness of a block (its proof of validity) is every pre-state node that executing
 //! the block reads plus every pre-state node that computing its post-state root reads.
@@ -7,43 +9,54 @@
 //! [`Recorder`](trie::Recorder):
 //!
 //! - Reads that the overlay sends to its backend walk the trie, so the recorder holds
-//!   every node on the path of every key read.
+//!   every node on the path of every key read (and, in Substrate V1, the value node of
+//!   every value read).
 //! - [`PovSession::proof_size`] and [`PovSession::storage_root`] first apply the keys
 //!   changed since the last call (the overlay's changed-key report) to the trie with their
-//!   current values; this walks their paths (recorded) and hashes nothing.
+//!   current values; this walks their paths (recorded) and hashes nothing. Applying a key
+//!   learns its parent value as its node holds it ([`Trie::get_stored`]): a V1 value node
+//!   by its hash only, as Substrate's trie overwrites a value without reading it, so a
+//!   value node is in the witness only where a value was read.
 //! - Deletion in the trie is lazy (see the trie's `remove.rs`): a branch left with one
 //!   entry stays until a root is needed, so the sibling a collapse needs depends on the
 //!   current state only. The session keeps those loads out of the recorder (they may stop
 //!   being needed when a later transaction re-fills the branch) and counts the ones the
 //!   current state needs: a reference count per collapse node, updated from the single
-//!   branches that changed since the last call ([`Trie::collapse_delta`]), and the bytes
+//!   branches that changed since the last call ([`Trie::collapse_delta`]), and the size
 //!   of those the recorder lacks, updated from the nodes it recorded since the last call.
 //!   A call costs O(keys changed + nodes recorded + branches changed) since the last one.
 //!
+//! Sizes are counted by the layout's rule ([`trie::Layout::PROOF_SIZE`]): encoded bytes in
+//! Ethereum's layout; in Substrate's, each unique node and value node's SCALE encoding
+//! (compact length + bytes), as a parachain's proof recorder counts a storage proof.
 //! So `proof_size()` equals the size of the witness that executing the same transactions
 //! from the parent on a fresh recorder and then computing the root records, and its cost
 //! is the walks of the changed keys. [`PovSession::storage_root`] hashes only dirty paths;
-//! hashes of unchanged subtrees are kept across calls.
+//! hashes of unchanged subtrees are kept across calls. An empty value is a value in
+//! Substrate's layouts and a removal in Ethereum's (the overlay is set from
+//! [`trie::Layout::ALLOW_EMPTY_VALUE`]); keys enter the trie as given, unhashed.
 //!
 //! Transactions the block builder may drop (one that would take the proof over its limit)
 //! run between [`PovSession::begin_candidate`] and [`PovSession::keep`] or
 //! [`PovSession::discard`]. Discarding rolls the overlay and the recorder back (nodes
-//! first recorded by the candidate are forgotten) and rebuilds the trie from the parent
-//! with the kept changes, since nodes the candidate changed and restored would otherwise
-//! no longer be known as pre-state nodes. A block discards at most once (the builder
-//! stops), so the rebuild is paid at most once per block.
+//! first recorded by the candidate are forgotten, so the size loses what the candidate
+//! added) and rebuilds the trie from the parent with the kept changes, since nodes the
+//! candidate changed and restored would otherwise no longer be known as pre-state nodes.
+//! A block discards at most once (the builder stops), so the rebuild is paid at most once
+//! per block. A size or root asked for inside a transaction that is then rolled back makes
+//! the next call restore the parent values of the keys it applied: a V1 value node is read
+//! (and recorded) for that.
 //!
 //! Only the main trie is supported; other tries give [`PovError::UnsupportedTrie`].
 
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use state::{key_bounds, StateReader, TrieId, VecRange, H256};
-use trie::{NodeSource, Trie, TrieError};
+use trie::{EthLayout, Layout, NodeSource, StoredValue, Trie, TrieError};
 
 use crate::overlay::Overlay;
 use crate::TransactionError;
-
 /// Why a proof-recording operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -67,40 +80,145 @@ pub enum PovError {
     Transaction(#[from] TransactionError),
 }
 
-struct Inner<S: NodeSource> {
+/// A key's value in the parent state, as the session learnt it walking to the key.
+#[derive(Debug, Clone)]
+enum Parent {
+    /// The parent state lacks the key.
+    Absent,
+    /// The value's bytes.
+    Bytes(Vec<u8>),
+    /// A value node (Substrate V1) known by its hash, with its bytes once read. Every read
+    /// records it: a discarded candidate may have made the recorder forget it.
+    Node { hash: H256, bytes: Option<Vec<u8>> },
+}
+
+impl Parent {
+    fn of(stored: Option<StoredValue>) -> Parent {
+        match stored {
+            None => Parent::Absent,
+            Some(StoredValue::Bytes(b)) => Parent::Bytes(b),
+            Some(StoredValue::Node(hash)) => Parent::Node { hash, bytes: None },
+        }
+    }
+
+    fn is_some(&self) -> bool {
+        !matches!(self, Parent::Absent)
+    }
+}
+
+/// Whether a key is present now: by its newest surviving write, else in the parent.
+fn present(write: Option<Option<&[u8]>>, pre: &HashMap<Vec<u8>, Parent>, key: &[u8]) -> bool {
+    match write {
+        Some(w) => w.is_some(),
+        None => pre.get(key).is_some_and(Parent::is_some),
+    }
+}
+
+struct Inner<S: NodeSource, L: Layout> {
     /// The parent state plus every change applied so far (`None` only while rebuilding).
-    trie: Option<Trie<S>>,
+    trie: Option<Trie<S, L>>,
     /// The parent's value of every key applied to the trie.
-    pre: HashMap<Vec<u8>, Option<Vec<u8>>>,
-    /// Collapse nodes the current state needs: hash → (single branches needing it, length).
+    pre: HashMap<Vec<u8>, Parent>,
+    /// Collapse nodes the current state needs: hash → (single branches needing it, size
+    /// by the layout's proof-size rule).
     collapse: HashMap<H256, (u32, usize)>,
-    /// Bytes of the collapse nodes the recorder does not hold.
+    /// Size of the collapse nodes the recorder does not hold.
     extra: usize,
     /// The recorder's journal length when `extra` was last brought up to date.
     seen: usize,
 }
 
-impl<S: NodeSource> Inner<S> {
-    fn trie(&mut self) -> &mut Trie<S> {
+impl<S: NodeSource, L: Layout> Inner<S, L> {
+    fn trie(&mut self) -> &mut Trie<S, L> {
         self.trie.as_mut().expect("the trie is only absent inside PovSession::discard")
+    }
+
+    /// The parent value of applied key `key`, read as a read of the parent state reads it:
+    /// a value node is fetched the first time and recorded on every read.
+    fn parent_value(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, PovError> {
+        let t = self.trie.as_mut().expect("present outside discard");
+        Ok(match self.pre.get_mut(key) {
+            None | Some(Parent::Absent) => None,
+            Some(Parent::Bytes(b)) => Some(b.clone()),
+            Some(Parent::Node { hash, bytes: Some(b) }) => {
+                if let Some(r) = t.recorder_mut() {
+                    r.record(*hash, b);
+                }
+                Some(b.clone())
+            }
+            Some(Parent::Node { hash, bytes }) => {
+                let b = t.read_value_node(key, hash)?;
+                *bytes = Some(b.clone());
+                Some(b)
+            }
+        })
+    }
+
+    /// Write applied key `key`'s current value to the trie: its newest surviving write,
+    /// else (a rollback took its writes back) its parent value.
+    fn write_current(&mut self, key: &[u8], write: Option<Option<&[u8]>>) -> Result<(), PovError> {
+        let parent;
+        let value = match write {
+            Some(w) => w,
+            None => {
+                parent = self.parent_value(key)?;
+                parent.as_deref()
+            }
+        };
+        self.trie().write(key, value)?;
+        Ok(())
+    }
+
+    /// Take the collapse nodes the recorder recorded since the last call out of `extra`.
+    fn note_recorded(&mut self) {
+        let t = self.trie.as_ref().expect("present outside discard");
+        let rec = t.recorder().expect("the session always records");
+        for h in rec.recorded_since(self.seen) {
+            if let Some((_, size)) = self.collapse.get(h) {
+                self.extra -= size;
+            }
+        }
+        self.seen = rec.journal_len();
+    }
+
+    /// Bring `collapse` and `extra` up to date with the single branches that changed since
+    /// the last call.
+    fn note_collapse_changes(&mut self) -> Result<(), PovError> {
+        let t = self.trie.as_mut().expect("present outside discard");
+        let deltas = t.collapse_delta()?;
+        let rec = t.recorder().expect("the session always records");
+        let rule = rec.rule();
+        for d in deltas {
+            if let Some((h, _)) = d.before {
+                if let Some(e) = self.collapse.get_mut(&h) {
+                    e.0 -= 1;
+                    if e.0 == 0 {
+                        let size = e.1;
+                        self.collapse.remove(&h);
+                        if !rec.contains(&h) {
+                            self.extra -= size;
+                        }
+                    }
+                }
+            }
+            if let Some((h, len)) = d.now {
+                let e = self.collapse.entry(h).or_insert((0, rule.item_size(len)));
+                e.0 += 1;
+                if e.0 == 1 && !rec.contains(&h) {
+                    self.extra += e.1;
+                }
+            }
+        }
+        Ok(())
     }
 }
 
-/// A key's current value: its newest surviving write, else its parent value (`pre`).
-fn current<'a>(
-    write: Option<Option<&'a [u8]>>,
-    pre: &'a HashMap<Vec<u8>, Option<Vec<u8>>>,
-    key: &[u8],
-) -> Option<&'a [u8]> {
-    write.unwrap_or_else(|| pre.get(key).and_then(|v| v.as_deref()))
-}
-
 /// The overlay's backend: reads walk the recording trie, values come from the parent.
-pub struct RecordingBackend<S: NodeSource> {
-    inner: RefCell<Inner<S>>,
+pub struct RecordingBackend<S: NodeSource, L: Layout = EthLayout> {
+    inner: RefCell<Inner<S, L>>,
 }
 
-impl<S: NodeSource> StateReader for RecordingBackend<S> {
+impl<S: NodeSource, L: Layout> StateReader for RecordingBackend<S, L> {
     type Error = PovError;
     type Range<'a>
         = VecRange<PovError>
@@ -115,10 +233,10 @@ impl<S: NodeSource> StateReader for RecordingBackend<S> {
         // Walk for the witness even when the parent value is known: a discarded candidate
         // may have made the recorder forget this path.
         let current = inner.trie().get(key)?;
-        Ok(match inner.pre.get(key) {
-            Some(v) => v.clone(),
-            None => current,
-        })
+        if inner.pre.contains_key(key) {
+            return inner.parent_value(key);
+        }
+        Ok(current)
     }
 
     /// The parent's entries in the range: the trie's (walked, so recorded), with every key
@@ -136,22 +254,24 @@ impl<S: NodeSource> StateReader for RecordingBackend<S> {
         if key_bounds(start, end).is_none() {
             return Ok(Vec::new().into_iter());
         }
-        let mut entries: std::collections::BTreeMap<Vec<u8>, Vec<u8>> =
+        let mut entries: BTreeMap<Vec<u8>, Vec<u8>> =
             inner.trie().entries(start, end)?.into_iter().collect();
         let within = |k: &[u8]| k >= start && end.is_none_or(|end| k < end);
-        for (k, v) in inner.pre.iter().filter(|(k, _)| within(k)) {
-            match v {
-                Some(v) => entries.insert(k.clone(), v.clone()),
-                None => entries.remove(k),
+        let applied: Vec<Vec<u8>> = inner.pre.keys().filter(|k| within(k)).cloned().collect();
+        for k in applied {
+            match inner.parent_value(&k)? {
+                Some(v) => entries.insert(k, v),
+                None => entries.remove(&k),
             };
         }
         Ok(entries.into_iter().map(Ok).collect::<Vec<_>>().into_iter())
     }
 }
 
-/// A block being built or verified with proof recording. See the module docs.
-pub struct PovSession<S: NodeSource> {
-    overlay: Overlay<RecordingBackend<S>>,
+/// A block being built or verified with proof recording, in trie layout `L`. See the
+/// module docs.
+pub struct PovSession<S: NodeSource, L: Layout = EthLayout> {
+    overlay: Overlay<RecordingBackend<S, L>>,
     parent_root: H256,
     /// Keys applied to the trie (the keys of `Inner::pre`), each with whether the trie
     /// holds it now.
@@ -164,9 +284,18 @@ pub struct PovSession<S: NodeSource> {
 }
 
 impl<S: NodeSource> PovSession<S> {
-    /// A session over the parent state `root` served by `source`.
+    /// A session over the parent state `root` served by `source`, in Ethereum's layout
+    /// ([`PovSession::with_layout`] for another).
     pub fn new(source: S, root: H256) -> Self {
-        let mut t = Trie::from_root(source, root);
+        Self::with_layout(source, root)
+    }
+}
+
+impl<S: NodeSource, L: Layout> PovSession<S, L> {
+    /// A session over the parent state `root` served by `source`, in layout `L`:
+    /// `PovSession::<_, SubstrateV1>::with_layout(source, root)`.
+    pub fn with_layout(source: S, root: H256) -> Self {
+        let mut t: Trie<S, L> = Trie::from_root(source, root);
         t.start_recording();
         t.set_record_collapse_loads(false);
         let backend = RecordingBackend {
@@ -179,7 +308,7 @@ impl<S: NodeSource> PovSession<S> {
             }),
         };
         PovSession {
-            overlay: Overlay::new(backend),
+            overlay: Overlay::new(backend).keep_empty_values(L::ALLOW_EMPTY_VALUE),
             parent_root: root,
             applied: HashMap::new(),
             deferred: HashSet::new(),
@@ -188,7 +317,7 @@ impl<S: NodeSource> PovSession<S> {
     }
 
     /// The overlay executors read and write (main trie only), with nested transactions.
-    pub fn overlay(&mut self) -> &mut Overlay<RecordingBackend<S>> {
+    pub fn overlay(&mut self) -> &mut Overlay<RecordingBackend<S, L>> {
         &mut self.overlay
     }
 
@@ -206,31 +335,38 @@ impl<S: NodeSource> PovSession<S> {
             if trie_id != TrieId::Main {
                 return Err(PovError::UnsupportedTrie(trie_id));
             }
-            let write = self.overlay.newest_write(&trie_id, &key);
-            let mut inner = self.overlay.backend().inner.borrow_mut();
-            let inner = &mut *inner;
-            let held = match self.applied.get(&key) {
-                Some(&held) => held,
-                None => {
-                    let parent = inner.trie().get(&key)?;
-                    let held = parent.is_some();
-                    inner.pre.insert(key.clone(), parent);
-                    self.applied.insert(key.clone(), held);
-                    held
-                }
-            };
-            let value = current(write, &inner.pre, &key);
-            if structure_only && held && value.is_some() {
-                self.deferred.insert(key);
-                continue;
-            }
-            inner.trie.as_mut().expect("present outside discard").write(&key, value)?;
-            self.applied.insert(key.clone(), value.is_some());
-            self.deferred.remove(&key);
+            self.apply_key(key, structure_only)?;
         }
         if !structure_only {
             self.flush_deferred()?;
         }
+        Ok(())
+    }
+
+    /// Apply changed key `key` (see [`PovSession::sync`]). The first time, walk to it to
+    /// learn its parent value (its path is recorded; a value node is not read).
+    fn apply_key(&mut self, key: Vec<u8>, structure_only: bool) -> Result<(), PovError> {
+        let write = self.overlay.newest_write(&TrieId::Main, &key);
+        let mut inner = self.overlay.backend().inner.borrow_mut();
+        let inner = &mut *inner;
+        let held = match self.applied.get(&key) {
+            Some(&held) => held,
+            None => {
+                let parent = Parent::of(inner.trie().get_stored(&key)?);
+                let held = parent.is_some();
+                inner.pre.insert(key.clone(), parent);
+                self.applied.insert(key.clone(), held);
+                held
+            }
+        };
+        let now = present(write, &inner.pre, &key);
+        if structure_only && held && now {
+            self.deferred.insert(key);
+            return Ok(());
+        }
+        inner.write_current(&key, write)?;
+        self.deferred.remove(&key);
+        self.applied.insert(key, now);
         Ok(())
     }
 
@@ -239,53 +375,25 @@ impl<S: NodeSource> PovSession<S> {
         let mut inner = self.overlay.backend().inner.borrow_mut();
         let inner = &mut *inner;
         for key in self.deferred.drain() {
-            let value = current(self.overlay.newest_write(&TrieId::Main, &key), &inner.pre, &key);
-            inner.trie.as_mut().expect("present outside discard").write(&key, value)?;
-            self.applied.insert(key, value.is_some());
+            let write = self.overlay.newest_write(&TrieId::Main, &key);
+            inner.write_current(&key, write)?;
+            self.applied.insert(key.clone(), present(write, &inner.pre, &key));
         }
         Ok(())
     }
 
-    /// The exact encoded size of the witness so far: the unique pre-state nodes that the
-    /// reads so far and computing the current root need. Walks only the paths of keys
-    /// changed since the last call; hashes nothing.
+    /// The exact size of the witness so far, by the layout's proof-size rule: the unique
+    /// pre-state nodes (and V1 value nodes) that the reads so far and computing the current
+    /// root need. Walks only the paths of keys changed since the last call; hashes nothing.
     pub fn proof_size(&mut self) -> Result<usize, PovError> {
         self.sync(true)?;
         let mut inner = self.overlay.backend().inner.borrow_mut();
-        let inner = &mut *inner;
-        let t = inner.trie.as_mut().expect("present outside discard");
-        // Invariant: extra = Σ length over `collapse` hashes the recorder lacks. Nodes the
+        // Invariant: extra = Σ size over `collapse` hashes the recorder lacks. Nodes the
         // walks recorded since the last call first, then the changed singles.
-        let rec = t.recorder().expect("the session always records");
-        for h in rec.recorded_since(inner.seen) {
-            if let Some((_, len)) = inner.collapse.get(h) {
-                inner.extra -= len;
-            }
-        }
-        inner.seen = rec.journal_len();
-        for d in t.collapse_delta()? {
-            let rec = t.recorder().expect("the session always records");
-            if let Some((h, len)) = d.before {
-                if let Some(e) = inner.collapse.get_mut(&h) {
-                    e.0 -= 1;
-                    if e.0 == 0 {
-                        inner.collapse.remove(&h);
-                        if !rec.contains(&h) {
-                            inner.extra -= len;
-                        }
-                    }
-                }
-            }
-            if let Some((h, len)) = d.now {
-                let e = inner.collapse.entry(h).or_insert((0, len));
-                e.0 += 1;
-                if e.0 == 1 && !rec.contains(&h) {
-                    inner.extra += len;
-                }
-            }
-        }
-        let rec = t.recorder().expect("the session always records");
-        Ok(rec.encoded_bytes() + inner.extra)
+        inner.note_recorded();
+        inner.note_collapse_changes()?;
+        let recorded = inner.trie().recorder().expect("the session always records");
+        Ok(recorded.encoded_bytes() + inner.extra)
     }
 
     /// The exact post-state root of the main trie now. Rehashes only the paths changed
@@ -295,14 +403,15 @@ impl<S: NodeSource> PovSession<S> {
         Ok(self.overlay.backend().inner.borrow_mut().trie().root()?)
     }
 
-    /// Keccak calls spent by root computations so far.
+    /// Hash calls (keccak, or Blake2-256 in Substrate's layouts) spent by root
+    /// computations so far.
     pub fn hashes(&self) -> u64 {
         let mut inner = self.overlay.backend().inner.borrow_mut();
         inner.trie().hash_stats().hashes
     }
 
-    /// The witness so far: every recorded node plus the collapse nodes the current state
-    /// needs, deduplicated, sorted by hash.
+    /// The witness so far: every recorded node (and V1 value node) plus the collapse nodes
+    /// the current state needs, deduplicated, sorted by hash.
     pub fn witness(&mut self) -> Result<Vec<Vec<u8>>, PovError> {
         self.sync(false)?;
         let mut inner = self.overlay.backend().inner.borrow_mut();
@@ -368,18 +477,24 @@ impl<S: NodeSource> PovSession<S> {
         // the candidate's reads recorded first, so a later read must walk again.
         self.overlay.take_changed();
         self.overlay.forget_backend_reads();
+        self.rebuild()
+    }
+
+    /// Replace the trie by a fresh one over the parent with every kept write applied, in
+    /// key order, keeping the recorder (its candidate scope rolled back).
+    fn rebuild(&mut self) -> Result<(), PovError> {
         let mut inner = self.overlay.backend().inner.borrow_mut();
+        let inner = &mut *inner;
         let mut old = inner.trie.take().expect("present outside discard");
         let mut recorder = old.take_recorder().unwrap_or_default();
         recorder.rollback();
-        let mut t = Trie::from_root(old.into_source(), self.parent_root);
+        let mut t: Trie<S, L> = Trie::from_root(old.into_source(), self.parent_root);
         t.set_recorder(recorder);
         t.set_record_collapse_loads(false);
         inner.seen = t.recorder().map_or(0, |r| r.journal_len());
         inner.trie = Some(t);
         inner.collapse.clear();
         inner.extra = 0;
-        // Re-apply every kept write, in key order.
         self.deferred.clear();
         let mut keys: Vec<Vec<u8>> = self.applied.keys().cloned().collect();
         keys.sort_unstable();
@@ -388,7 +503,7 @@ impl<S: NodeSource> PovSession<S> {
             if let Some(v) = write {
                 inner.trie().write(&key, v)?;
             }
-            let held = current(write, &inner.pre, &key).is_some();
+            let held = present(write, &inner.pre, &key);
             self.applied.insert(key, held);
         }
         Ok(())

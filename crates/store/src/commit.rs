@@ -28,6 +28,7 @@ use crate::history::ReverseDiff;
 use crate::keys::{cf, CF_FLAT};
 use crate::keys::{encode_head, flat_key, node_key, node_key_into, root_key, Column, META_HEAD};
 use crate::layer::{ChangeMap, Entry, Layer};
+use crate::recent::RecentBlock;
 use crate::resident::Resident;
 use crate::state::{ChangeSet, CommitInfo, CommitTimings, StateDb};
 use crate::update::{update_trie, Change, KeyValue, PreState};
@@ -301,9 +302,12 @@ impl StateDb {
         }
 
         let start = Instant::now();
-        let layer = self.push_layer(layer)?;
-        let writes = layer.nodes.iter().map(|(k, v)| (k.as_slice(), v.as_ref()));
-        self.resident.apply(loaded, writes);
+        // The resident trie takes the block before it is published: only the committer
+        // reads it, and a failed publish poisons the store.
+        self.apply_resident(&layer, loaded)?;
+        let layer = self.push_layer(layer).inspect_err(|_| {
+            self.shared().recent.write().truncate_above(head_number);
+        })?;
         timings.publish = start.elapsed();
         self.set_head_in_memory(number, layer.root);
         Ok(CommitInfo { timings, ..info })
@@ -446,6 +450,45 @@ impl StateDb {
             timings: CommitTimings::default(),
         };
         Ok((layer, loaded, info))
+    }
+
+    /// The resident trie takes the block's node writes and the nodes its walk loaded; with
+    /// the recent window on, the nodes the writes replace go to the window with the block's
+    /// old values, before the block is published (see `recent.rs`): flat and meta from the
+    /// reverse diff, nodes from what the resident trie held and, below its levels, one
+    /// batched read (the resident update beside the diff and the read).
+    fn apply_resident(&mut self, layer: &Layer, loaded: LoadedNodes) -> Result<(), StoreError> {
+        let writes = layer.nodes.iter().map(|(k, v)| (k.as_slice(), v.as_ref()));
+        if !self.shared().recent.read().enabled() {
+            self.resident.apply(loaded, writes);
+            return Ok(());
+        }
+        let unknown: Vec<Vec<u8>> = layer
+            .nodes
+            .iter()
+            .map(|(k, _)| k)
+            .filter(|k| !self.resident.keeps(k))
+            .cloned()
+            .collect();
+        let (resident, shared) = self.resident_and_shared();
+        let number = layer.number;
+        let rest = || -> Result<(RecentBlock, Vec<Entry>), StoreError> {
+            let entries = ReverseDiff::decode(&layer.history)
+                .map_err(|source| Corruption::History { number, source })?;
+            let block = RecentBlock::from_reverse(number, entries)
+                .ok_or(Corruption::HistoryHead { number })?;
+            let values = match unknown.is_empty() {
+                true => Vec::new(),
+                false => shared.reader.read_batch(Column::Nodes, &unknown)?,
+            };
+            Ok((block, unknown.into_iter().zip(values).collect()))
+        };
+        let (captured, rest) = rayon::join(|| resident.apply_capturing(loaded, writes), rest);
+        let (mut block, mut old) = rest?;
+        old.extend(captured);
+        block.set_old_nodes(ChangeMap::from_writes(old));
+        shared.recent.write().push(block);
+        Ok(())
     }
 
     fn read_meta(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {

@@ -171,6 +171,18 @@ config_table! {
         node_buffer_bytes: u64 = 67108864,
     }
 
+    /// Reads and proofs at recent blocks (`[history]` section); see `docs/design.md`,
+    /// "Recent blocks".
+    ["history"] HistoryConfig {
+        /// Blocks below the head readable and provable with `--block` (`StateDb::at`):
+        /// head - recent_blocks to head. At most layers.history_depth counts (the reverse
+        /// diffs of older blocks are pruned); 0 keeps no window.
+        recent_blocks: u64 = 128,
+        /// Bytes the window's old values and old trie nodes may hold; past it the oldest
+        /// blocks leave the window (`arbor stats` says how many). At most 1 PiB.
+        recent_bytes: u64 = 268435456,
+    }
+
     /// Automatic checkpoints (`[checkpoint]` section), created by `arbor load` and `arbor
     /// import` as blocks commit; see `docs/design.md`, "Checkpoints".
     ["checkpoint"] CheckpointConfig {
@@ -257,6 +269,8 @@ pub struct StoreConfig {
     pub cache: CacheConfig,
     /// Diff layers and history (`[layers]`).
     pub layers: LayerConfig,
+    /// Reads and proofs at recent blocks (`[history]`).
+    pub history: HistoryConfig,
     /// Automatic checkpoints (`[checkpoint]`).
     pub checkpoint: CheckpointConfig,
 }
@@ -440,6 +454,7 @@ impl StoreConfig {
             ("cache.resident_bytes", cache.resident_bytes),
             ("layers.unpersisted_bytes_max", l.unpersisted_bytes_max),
             ("layers.node_buffer_bytes", l.node_buffer_bytes),
+            ("history.recent_bytes", self.history.recent_bytes),
         ];
         let (key, size) = sizes.into_iter().find(|(_, size)| *size > SIZE_MAX)?;
         Some(OutOfRange::new(key, size, "at most 1125899906842624 (1 PiB)"))
@@ -447,7 +462,8 @@ impl StoreConfig {
 
     /// Peak memory the store may spend on caches, memtables and unpersisted layers:
     /// RocksDB block cache + memtable budget + node cache + flat cache + resident trie +
-    /// `layers.unpersisted_bytes_max` + `layers.node_buffer_bytes` (saturating).
+    /// `layers.unpersisted_bytes_max` + `layers.node_buffer_bytes` + `history.recent_bytes`
+    /// (saturating).
     ///
     /// The benchmark checks peak RSS against this figure; RocksDB's structures outside the
     /// block cache and memtables (table readers of open files, iterators) are not included.
@@ -460,6 +476,13 @@ impl StoreConfig {
             .saturating_add(self.cache.resident_bytes)
             .saturating_add(self.layers.unpersisted_bytes_max)
             .saturating_add(self.layers.node_buffer_bytes)
+            .saturating_add(self.history.recent_bytes)
+    }
+
+    /// Blocks below the head the recent window keeps: `history.recent_blocks`, at most
+    /// `layers.history_depth`.
+    pub fn recent_blocks(&self) -> u64 {
+        self.history.recent_blocks.min(self.layers.history_depth)
     }
 }
 
@@ -609,7 +632,7 @@ mod tests {
         assert_eq!(c.layers.history_depth, 128);
         assert_eq!(c.layers.node_buffer_bytes, 64 * MIB);
         c.validate().unwrap();
-        assert_eq!(c.cache_budget_bytes(), (256 + 128 + 128 + 64 + 256 + 256 + 64) * MIB);
+        assert_eq!(c.cache_budget_bytes(), (256 + 128 + 128 + 64 + 256 + 256 + 64 + 256) * MIB);
     }
 
     #[test]

@@ -548,6 +548,42 @@ pub enum RevertError {
     Store(#[from] StoreError),
 }
 
+/// Why a read or proof at a recent block ([`crate::StateDb::at`]) was refused or failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AtError {
+    /// The block is above the head or below the recent window.
+    #[error(
+        "block {block} is outside the readable window: blocks {oldest} to {head} \
+         (history.recent_blocks = {recent})"
+    )]
+    Outside {
+        /// The block asked for.
+        block: u64,
+        /// The oldest block readable now.
+        oldest: u64,
+        /// The head block.
+        head: u64,
+        /// The configured window (`history.recent_blocks`, capped by the history depth).
+        recent: u64,
+    },
+    /// The block was reverted after the view was taken (another block has its number now).
+    #[error("block {block} was reverted after this view of it was taken")]
+    Reverted {
+        /// The block.
+        block: u64,
+    },
+    /// The store failed (I/O, corruption, unfinished bulk load).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<TrieError> for AtError {
+    fn from(e: TrieError) -> Self {
+        AtError::Store(e.into())
+    }
+}
+
 /// Why a bulk load was refused or failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

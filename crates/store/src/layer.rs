@@ -86,6 +86,11 @@ impl ChangeMap {
         &self.entries[lo..hi.max(lo)]
     }
 
+    /// Number of changes.
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
     /// Every change, ascending.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Entry> {
         self.entries.iter()

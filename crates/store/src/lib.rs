@@ -23,6 +23,7 @@
 
 #![forbid(unsafe_code)]
 
+mod at;
 mod bulk;
 mod cache;
 mod commit;
@@ -36,6 +37,7 @@ mod layer;
 mod range;
 mod read;
 mod rebuild;
+mod recent;
 mod resident;
 mod restore;
 mod shared;
@@ -45,23 +47,25 @@ mod update;
 mod view;
 mod writer;
 
+pub use at::{AtSource, BlockView};
 pub use bulk::{
     BulkLoad, BulkSummary, DeepReport, NodeReport, TrieMismatch, VerifyReport, BULK_LABEL_BYTES_MAX,
 };
 pub use cache::{CacheStats, CacheTotals};
 pub use config::{
-    parse_size, CacheConfig, CheckpointConfig, Compression, ConfigError, LayerConfig, RocksConfig,
-    StoreConfig, DEFAULT_CONFIG_TOML,
+    parse_size, CacheConfig, CheckpointConfig, Compression, ConfigError, HistoryConfig,
+    LayerConfig, RocksConfig, StoreConfig, DEFAULT_CONFIG_TOML,
 };
 pub use db::{creation_unfinished, rocksdb_options};
 pub use error::{
-    BulkError, CommitError, Corruption, HistoryError, OpenError, RevertError, RocksError,
+    AtError, BulkError, CommitError, Corruption, HistoryError, OpenError, RevertError, RocksError,
     StoreError,
 };
 pub use history::ReverseDiff;
 pub use keys::{Column, KEY_BYTES_MAX};
 pub use range::FlatRange;
 pub use read::read_capped;
+pub use recent::RecentStats;
 pub use resident::ResidentStats;
 pub use restore::{NodeBatch, ProgressRecord, Restore, RestoreBatch, RestoreWriter};
 pub use snapshot::{FlatCursor, PersistedSource, PersistedState};

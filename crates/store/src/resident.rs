@@ -48,7 +48,14 @@ fn shard(key: &[u8]) -> usize {
 }
 
 /// One entry to apply: a node (`Some`) or a deletion.
-type Op<'a> = (&'a [u8], Option<Arc<[u8]>>);
+type Op<'a> = (&'a [u8], Option<Arc<[u8]>>, Capture);
+
+/// Whether an op's replaced value is returned (a write whose old node the recent window
+/// wants) or dropped.
+type Capture = bool;
+
+/// A node key and the node it held before a write (`None`: none).
+pub(crate) type OldNode = (Vec<u8>, Option<Arc<[u8]>>);
 
 /// See the module docs.
 #[derive(Debug)]
@@ -146,7 +153,11 @@ impl Resident {
             for item in db.iterator_cf(cf(db, CF_NODES)?, IteratorMode::Start) {
                 let (k, v) = item?;
                 if self.keeps(&k) {
-                    let delta = insert(&mut self.maps[shard(&k)], &k, Arc::from(v));
+                    let v: Arc<[u8]> = Arc::from(v);
+                    let mut delta = entry_bytes(&k, &v) as i64;
+                    if let Some(old) = insert(&mut self.maps[shard(&k)], &k, v) {
+                        delta -= entry_bytes(&k, &old) as i64;
+                    }
                     self.bytes = self.bytes.saturating_add_signed(delta);
                     since_check += 1;
                     if since_check == 65_536 {
@@ -182,26 +193,48 @@ impl Resident {
         loaded: Vec<(Vec<u8>, Arc<[u8]>)>,
         writes: impl IntoIterator<Item = (&'a [u8], Option<&'a Arc<[u8]>>)>,
     ) {
+        self.apply_ops_of(loaded, writes, false);
+    }
+
+    /// [`Resident::apply`] that also returns what each written key it keeps held before
+    /// (the pre-state, the walk's loads included), in no particular order.
+    pub(crate) fn apply_capturing<'a>(
+        &mut self,
+        loaded: Vec<(Vec<u8>, Arc<[u8]>)>,
+        writes: impl IntoIterator<Item = (&'a [u8], Option<&'a Arc<[u8]>>)>,
+    ) -> Vec<OldNode> {
+        self.apply_ops_of(loaded, writes, true)
+    }
+
+    fn apply_ops_of<'a>(
+        &mut self,
+        loaded: Vec<(Vec<u8>, Arc<[u8]>)>,
+        writes: impl IntoIterator<Item = (&'a [u8], Option<&'a Arc<[u8]>>)>,
+        capture: bool,
+    ) -> Vec<OldNode> {
         // Invariant: within each map the writes come last, so a loaded node the block
         // replaced or deleted never survives (a key's entries all go to one map).
         let mut parts: Vec<Vec<Op<'_>>> = (0..SHARDS).map(|_| Vec::new()).collect();
         for (k, v) in &loaded {
             if self.keeps(k) {
-                parts[shard(k)].push((k, Some(v.clone())));
+                parts[shard(k)].push((k, Some(v.clone()), false));
             }
         }
         for (k, v) in writes {
-            let v = v.filter(|_| self.keeps(k)).cloned();
-            parts[shard(k)].push((k, v));
+            let keeps = self.keeps(k);
+            let v = v.filter(|_| keeps).cloned();
+            parts[shard(k)].push((k, v, capture && keeps));
         }
         let total: usize = parts.iter().map(Vec::len).sum();
-        let delta: i64 = if total >= PARALLEL_APPLY_MIN {
-            self.maps.par_iter_mut().zip(parts).map(|(map, ops)| apply_ops(map, ops)).sum()
+        let results: Vec<(i64, Vec<OldNode>)> = if total >= PARALLEL_APPLY_MIN {
+            self.maps.par_iter_mut().zip(parts).map(|(map, ops)| apply_ops(map, ops)).collect()
         } else {
-            self.maps.iter_mut().zip(parts).map(|(map, ops)| apply_ops(map, ops)).sum()
+            self.maps.iter_mut().zip(parts).map(|(map, ops)| apply_ops(map, ops)).collect()
         };
+        let delta: i64 = results.iter().map(|r| r.0).sum();
         self.bytes = self.bytes.saturating_add_signed(delta);
         self.enforce_budget();
+        results.into_iter().flat_map(|r| r.1).collect()
     }
 
     /// Drop the deepest kept level until the bytes fit.
@@ -247,27 +280,40 @@ impl Resident {
 }
 
 /// Apply `ops` in order to `map`; the change in bytes held.
-fn apply_ops(map: &mut FxHashMap<NodeKey, Arc<[u8]>>, ops: Vec<Op<'_>>) -> i64 {
+fn apply_ops(map: &mut FxHashMap<NodeKey, Arc<[u8]>>, ops: Vec<Op<'_>>) -> (i64, Vec<OldNode>) {
     let mut delta = 0;
-    for (k, v) in ops {
-        delta += match v {
-            Some(v) => insert(map, k, v),
-            None => map.remove(k).map_or(0, |old| -(entry_bytes(k, &old) as i64)),
+    let mut olds = Vec::new();
+    for (k, v, capture) in ops {
+        let old = match v {
+            Some(v) => {
+                delta += entry_bytes(k, &v) as i64;
+                insert(map, k, v)
+            }
+            None => map.remove(k),
         };
+        if let Some(old) = &old {
+            delta -= entry_bytes(k, old) as i64;
+        }
+        if capture {
+            olds.push((k.to_vec(), old));
+        }
     }
-    delta
+    (delta, olds)
 }
 
 /// Insert or replace; the change in bytes held.
-fn insert(map: &mut FxHashMap<NodeKey, Arc<[u8]>>, key: &[u8], value: Arc<[u8]>) -> i64 {
-    let added = entry_bytes(key, &value) as i64;
+/// Insert or replace, returning the replaced value (the caller counts the bytes).
+fn insert(
+    map: &mut FxHashMap<NodeKey, Arc<[u8]>>,
+    key: &[u8],
+    value: Arc<[u8]>,
+) -> Option<Arc<[u8]>> {
     // Most writes replace a node the map holds: keep its key instead of allocating one.
     if let Some(slot) = map.get_mut(key) {
-        let old = std::mem::replace(slot, value);
-        added - entry_bytes(key, &old) as i64
+        Some(std::mem::replace(slot, value))
     } else {
         map.insert(NodeKey::from_slice(key), value);
-        added
+        None
     }
 }
 

@@ -8,13 +8,14 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::cache::CacheTotals;
 use crate::config::StoreConfig;
 use crate::db::FaultInjector;
 use crate::error::StoreError;
 use crate::keys::{cf, COLUMN_FAMILIES};
+use crate::recent::Recent;
 use crate::view::Reader;
 
 /// The first failed write.
@@ -73,6 +74,8 @@ pub(crate) struct Shared {
     /// The writer wrote layers (without the WAL) that no memtable flush has made durable
     /// yet (see `writer.rs`, "Durability").
     pub(crate) unflushed: AtomicBool,
+    /// The recent blocks' old values (see `recent.rs`); lock order: before the layers.
+    pub(crate) recent: RwLock<Recent>,
 }
 
 impl Shared {

@@ -32,6 +32,7 @@ use crate::keys::{
     META_BULK, META_CACHE_TOTALS, META_HEAD, META_ROOT,
 };
 use crate::layer::{block_layers, node_buffer_of, Layer};
+use crate::recent::{Recent, RecentStats};
 use crate::resident::{Resident, ResidentStats};
 use crate::shared::{Progress, Shared};
 use crate::view::{Reader, StoreSource};
@@ -247,6 +248,8 @@ impl StateDb {
             node_cache: ByteCache::new(config.cache.node_cache_bytes),
             flat_cache: ByteCache::new(config.cache.flat_cache_bytes),
         };
+        let recent = Recent::new(config.recent_blocks(), config.history.recent_bytes, head);
+        let recent = RwLock::new(recent);
         let shared = Arc::new(Shared {
             reader,
             config,
@@ -263,6 +266,7 @@ impl StateDb {
             read_only,
             scanned: AtomicU64::new(0),
             unflushed: AtomicBool::new(false),
+            recent,
         });
         let resident = Resident::new(shared.config.cache.resident_bytes);
         let mut state =
@@ -618,17 +622,23 @@ impl StateDb {
         let mut opts = WriteOptions::default();
         opts.set_sync(true);
         self.shared.faults.check(number)?;
+        // Readers at recent blocks wait while the head moves (see `at.rs`).
+        let shared = self.shared.clone();
+        let mut recent = shared.recent.write();
         db.write_opt(batch, &opts).map_err(StoreError::from)?;
         // The batch went to disk behind the caches' and the resident trie's back.
         self.shared.reader.clear_caches();
         self.resident.clear();
         self.head = head;
         self.shared.progress.lock().persisted = head.0;
+        recent.set_head(head);
         Ok(())
     }
 
     /// Counters for `arbor stats`.
     pub fn stats(&self) -> StoreStats {
+        // The window's lock comes before the layers' (the order every reader takes them).
+        let recent = self.shared.recent.read().stats();
         let p = self.shared.progress.lock();
         let layers = self.shared.reader.layers.read();
         let db = &self.shared.reader.db;
@@ -675,6 +685,7 @@ impl StateDb {
                     }
                 })
                 .collect(),
+            recent,
         }
     }
 
@@ -693,6 +704,8 @@ impl StateDb {
     /// wrote nodes behind the resident trie's back.
     pub(crate) fn set_head(&mut self, number: u64, root: H256) {
         self.head = (number, root);
+        // The state was replaced: no earlier block can be read from it.
+        self.shared.recent.write().reset((number, root));
         self.shared.progress.lock().persisted = number;
         self.resident.clear();
     }
@@ -700,6 +713,17 @@ impl StateDb {
     /// Make a committed (not yet persisted) block the head.
     pub(crate) fn set_head_in_memory(&mut self, number: u64, root: H256) {
         self.head = (number, root);
+        self.shared.recent.write().set_head((number, root));
+    }
+
+    /// What the store's handles share.
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    /// The resident trie and the shared state, borrowed apart.
+    pub(crate) fn resident_and_shared(&mut self) -> (&mut Resident, &Shared) {
+        (&mut self.resident, &self.shared)
     }
 
     /// Compact every column family (for size measurements).
@@ -916,4 +940,6 @@ pub struct StoreStats {
     pub estimated_keys: u64,
     /// Per column family.
     pub column_families: Vec<ColumnFamilyStats>,
+    /// The recent window.
+    pub recent: RecentStats,
 }

@@ -167,6 +167,18 @@ pub(crate) fn leaf_under_in(
     trie: &TrieId,
     path: &[u8],
 ) -> Result<Option<FlatPair>, StoreError> {
+    leaf_under_skipping(layers, iter, trie, path, &|_| false)
+}
+
+/// [`leaf_under_in`] that passes over the flat keys `skip` names (a view of an older
+/// block decides those keys itself).
+pub(crate) fn leaf_under_skipping(
+    layers: &[Arc<Layer>],
+    iter: &mut DBRawIterator<'_>,
+    trie: &TrieId,
+    path: &[u8],
+    skip: &dyn Fn(&[u8]) -> bool,
+) -> Result<Option<FlatPair>, StoreError> {
     let (lo, hi) = flat_range_for_path(trie, path);
     let mut newest: BTreeMap<Vec<u8>, Option<Arc<[u8]>>> = BTreeMap::new();
     for layer in layers.iter().rev() {
@@ -174,7 +186,8 @@ pub(crate) fn leaf_under_in(
             newest.entry(k.clone()).or_insert_with(|| v.clone());
         }
     }
-    if let Some((k, v)) = newest.iter().find_map(|(k, v)| v.as_ref().map(|v| (k, v))) {
+    let mut live = newest.iter().filter(|(k, _)| !skip(k));
+    if let Some((k, v)) = live.find_map(|(k, v)| v.as_ref().map(|v| (k, v))) {
         return Ok(Some((k.clone(), v.clone())));
     }
     // Keys a newer layer deleted are skipped; there are at most as many as the layers
@@ -184,7 +197,7 @@ pub(crate) fn leaf_under_in(
         if k > hi.as_slice() {
             break;
         }
-        if !newest.contains_key(k) {
+        if !newest.contains_key(k) && !skip(k) {
             return Ok(Some((k.to_vec(), Arc::from(v))));
         }
         iter.next();

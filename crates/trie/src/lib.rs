@@ -4,10 +4,12 @@
 //! - Nodes: [`ChildRef`], the [`Layout`] seam, the Ethereum codec [`EthLayout`] with the
 //!   minimal RLP it is written in ([`RlpItem`], [`rlp_encode_list`]), and Substrate's
 //!   layouts [`SubstrateV0`] and [`SubstrateV1`] (no extension nodes, SCALE, Blake2-256).
-//!   [`NodeView`] is a decoded node of any layout.
+//!   [`NodeView`] is a decoded node of any layout. [`LayoutName`] names a layout chosen at
+//!   run time (a command-line flag); [`LayoutName::dispatch`] runs a [`WithLayout`] in it.
 //! - [`RootBuilder`], [`root_from_sorted`], [`parallel_root`]: the streaming root builder.
 //! - [`Trie`]: the mutable trie over a [`NodeSource`], with cached hashes and dirty paths,
-//!   in every layout.
+//!   in every layout; [`Trie::get_stored`] reads a value as its node holds it
+//!   ([`StoredValue`]: a V1 value node by its hash, unread).
 //! - [`verify_proof`] and friends: inclusion/exclusion proofs, multiproofs, range proofs;
 //!   [`prove_sorted`]: a (multi)proof from sorted entries, in any layout.
 //! - [`prove_key_range`] and [`verify_key_range`]: boundary proofs of key ranges whose
@@ -26,6 +28,7 @@
 
 mod builder;
 mod hash;
+mod layout_name;
 mod nibbles;
 mod node;
 mod proof;
@@ -42,6 +45,7 @@ pub use builder::{
     parallel_root, root_from_sorted, BuildError, EmittedKind, HashStats, NodeSink, RootBuilder,
 };
 pub use hash::{blake2_256, keccak256, EMPTY_CODE_HASH, EMPTY_ROOT, SUBSTRATE_EMPTY_ROOT};
+pub use layout_name::{LayoutName, UnknownLayout, WithLayout};
 pub use nibbles::{common_prefix_nibbles, nibble_at, NibbleSlice, Nibbles};
 pub use node::{
     ChildKind, ChildRef, DecodedNode, EthLayout, Layout, NodeError, NodeValue, NodeView,
@@ -62,6 +66,6 @@ pub use state::{
 };
 pub use substrate::{SubstrateV0, SubstrateV1, SUBSTRATE_V1_VALUE_NODE_MIN};
 pub use trie::{
-    path_hex, CollapseDelta, CommittedNode, CommittedValue, Entry, RemovedNode, Trie, TrieError,
-    TrieUpdates,
+    path_hex, CollapseDelta, CommittedNode, CommittedValue, Entry, RemovedNode, StoredValue, Trie,
+    TrieError, TrieUpdates,
 };

@@ -1,13 +1,14 @@
 //! Shared helpers: small store configs, the in-memory model (a `BTreeMap` per trie with
-//! its naive root), deterministic random blocks, and per-test seeds.
+//! its naive root), deterministic random blocks, per-test seeds, and the check of a view
+//! of a recent block against the model's block.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use store::{ChangeSet, StateDb, StoreConfig};
-use trie::{keccak256, root_from_sorted, EthLayout, TrieId, H256};
+use store::{AtError, BlockView, ChangeSet, StateDb, StoreConfig};
+use trie::{keccak256, root_from_sorted, verify_multiproof, verify_proof, EthLayout, TrieId, H256};
 
 const MIB: u64 = 1 << 20;
 
@@ -151,4 +152,201 @@ pub(crate) fn spawn_child(test: &str, envs: &[(&str, &std::ffi::OsStr)]) -> std:
         .stderr(std::process::Stdio::inherit())
         .spawn()
         .unwrap()
+}
+
+/// One block of a model that keeps every block: its whole state and its roots.
+#[derive(Debug, Clone)]
+pub(crate) struct ModelBlock {
+    /// The state at the block.
+    pub(crate) state: State,
+    /// Its main-trie root (the block's root).
+    pub(crate) root: H256,
+    /// The root of [`STORAGE_A`].
+    pub(crate) storage_root: H256,
+}
+
+impl ModelBlock {
+    pub(crate) fn new(state: State) -> ModelBlock {
+        let root = model_root(&state, &TrieId::Main);
+        let storage_root = model_root(&state, &STORAGE_A);
+        ModelBlock { state, root, storage_root }
+    }
+
+    /// The block after this one: `changes` applied.
+    pub(crate) fn next(&self, changes: &ChangeSet) -> ModelBlock {
+        let mut state = self.state.clone();
+        apply(&mut state, changes);
+        ModelBlock::new(state)
+    }
+
+    /// The root of `trie` ([`TrieId::Main`] or [`STORAGE_A`]).
+    pub(crate) fn root_of(&self, trie: &TrieId) -> H256 {
+        match trie {
+            TrieId::Main => self.root,
+            t if *t == STORAGE_A => self.storage_root,
+            t => panic!("the model keeps no root of {t:?}"),
+        }
+    }
+}
+
+/// Why a block view's check failed: the view refused (the block left the window or was
+/// reverted, or the store failed), or it answered something the model does not hold.
+#[derive(Debug)]
+pub(crate) enum ViewFail {
+    /// The view's error.
+    At(AtError),
+    /// A wrong answer, described.
+    Wrong(String),
+}
+
+impl From<AtError> for ViewFail {
+    fn from(e: AtError) -> Self {
+        ViewFail::At(e)
+    }
+}
+
+impl std::fmt::Display for ViewFail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ViewFail::At(e) => write!(f, "view error: {e}"),
+            ViewFail::Wrong(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+fn same<T: PartialEq + std::fmt::Debug>(
+    got: T,
+    want: T,
+    what: impl FnOnce() -> String,
+) -> Result<(), ViewFail> {
+    if got == want {
+        return Ok(());
+    }
+    Err(ViewFail::Wrong(format!("{}: got {got:?}, want {want:?}", what())))
+}
+
+/// The model's entries of `trie` with `start <= key < end`, at most `limit`.
+pub(crate) fn model_range(
+    state: &State,
+    trie: &TrieId,
+    start: &[u8],
+    end: Option<&[u8]>,
+    limit: usize,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let Some(t) = state.get(trie) else { return Vec::new() };
+    t.range(start.to_vec()..)
+        .take_while(|(k, _)| end.is_none_or(|e| k.as_slice() < e))
+        .take(limit)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// Keys worth proving at a block of `state`: up to two present keys of each trie, a key
+/// of the key space (`indexed_key(0..keys)`) that may be absent, one outside it and a
+/// short one (absent).
+pub(crate) fn proof_keys(state: &State, keys: u32, rng: &mut impl Rng) -> Vec<Vec<u8>> {
+    use rand::seq::IteratorRandom;
+    let mut out: Vec<Vec<u8>> = Vec::new();
+    for t in [TrieId::Main, STORAGE_A] {
+        let present = state.get(&t).into_iter().flat_map(|m| m.keys());
+        out.extend(present.choose_multiple(rng, 2).into_iter().cloned());
+    }
+    out.push(indexed_key(rng.gen_range(0..keys)));
+    out.push(indexed_key(keys + rng.gen_range(0..1000)));
+    out.push(vec![0x12]);
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// A random key for a range bound: a present key, one of the key space, or any 32 bytes.
+fn range_bound(state: &State, trie: &TrieId, keys: u32, rng: &mut impl Rng) -> Vec<u8> {
+    use rand::seq::IteratorRandom;
+    match rng.gen_range(0..3) {
+        0 => state
+            .get(trie)
+            .and_then(|m| m.keys().choose(rng).cloned())
+            .unwrap_or_else(|| indexed_key(0)),
+        1 => indexed_key(rng.gen_range(0..keys)),
+        _ => rng.gen::<[u8; 32]>().to_vec(),
+    }
+}
+
+/// Check a view of one block against the model's block: its roots, `get` of every key of
+/// `gets`, `prove` and `prove_many` of `proven` (verified against the model's root of the
+/// block; for a key whose value differs at `head`, the proof must not verify against the
+/// head's root), the whole range of each trie and a random sub-range with a small limit.
+/// Tries: [`TrieId::Main`] and [`STORAGE_A`]. `keys` is the size of the key space.
+pub(crate) fn check_view(
+    view: &BlockView<'_>,
+    block: &ModelBlock,
+    head: Option<&ModelBlock>,
+    gets: &[Vec<u8>],
+    proven: &[Vec<u8>],
+    keys: u32,
+    rng: &mut impl Rng,
+) -> Result<(), ViewFail> {
+    let b = view.number();
+    same(view.root(), block.root, || format!("root at {b}"))?;
+    same(view.trie_root(&STORAGE_A)?, block.storage_root, || format!("storage root at {b}"))?;
+    for t in [TrieId::Main, STORAGE_A] {
+        for k in gets {
+            let got = view.get(&t, k)?;
+            same(got.as_ref(), model_get(&block.state, &t, k), || {
+                format!("{t:?} get {} at {b}", hex::encode(k))
+            })?;
+        }
+        check_proofs(view, block, head, &t, proven)?;
+        let all = view.range(&t, &[], None, usize::MAX)?;
+        same(all, model_range(&block.state, &t, &[], None, usize::MAX), || {
+            format!("{t:?} whole range at {b}")
+        })?;
+        let mut bounds =
+            [range_bound(&block.state, &t, keys, rng), range_bound(&block.state, &t, keys, rng)];
+        bounds.sort();
+        let [start, end] = bounds;
+        let end = rng.gen_bool(0.7).then_some(end);
+        let limit = rng.gen_range(0..10);
+        let got = view.range(&t, &start, end.as_deref(), limit)?;
+        same(got, model_range(&block.state, &t, &start, end.as_deref(), limit), || {
+            let end = end.as_ref().map(hex::encode);
+            format!("{t:?} range {}..{end:?} limit {limit} at {b}", hex::encode(&start))
+        })?;
+    }
+    Ok(())
+}
+
+fn check_proofs(
+    view: &BlockView<'_>,
+    block: &ModelBlock,
+    head: Option<&ModelBlock>,
+    trie: &TrieId,
+    proven: &[Vec<u8>],
+) -> Result<(), ViewFail> {
+    let (b, t) = (view.number(), *trie);
+    let root = block.root_of(&t);
+    for k in proven {
+        let want = model_get(&block.state, &t, k);
+        let proof = view.prove(t, k)?;
+        let what = || format!("{t:?} proof of {} at {b}", hex::encode(k));
+        let got = verify_proof::<EthLayout>(&root, k, &proof)
+            .map_err(|e| ViewFail::Wrong(format!("{}: does not verify: {e}", what())))?;
+        same(got.as_ref(), want, what)?;
+        let Some(head) = head else { continue };
+        let now = model_get(&head.state, &t, k);
+        if now != want {
+            let at_head = verify_proof::<EthLayout>(&head.root_of(&t), k, &proof);
+            if at_head.is_ok() {
+                let msg = format!("{}: verifies against the head's root: {at_head:?}", what());
+                return Err(ViewFail::Wrong(msg));
+            }
+        }
+    }
+    let many = view.prove_many(t, proven)?;
+    let got = verify_multiproof::<EthLayout>(&root, proven, &many).map_err(|e| {
+        ViewFail::Wrong(format!("{t:?} multiproof of {} keys at {b}: {e}", proven.len()))
+    })?;
+    let want: Vec<Option<Vec<u8>>> =
+        proven.iter().map(|k| model_get(&block.state, &t, k).cloned()).collect();
+    same(got, want, || format!("{t:?} multiproof values at {b}"))
 }

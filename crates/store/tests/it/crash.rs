@@ -4,7 +4,8 @@
 //! head is a committed block (its roots equal a replay of blocks 1..=head on the model),
 //! that every block reported durable is there, and that `verify` passes. Repeated
 //! `ARBOR_CRASH_ITERATIONS` times (default 3) in the same directory; each child continues
-//! from the head it finds.
+//! from the head it finds. A third test reads and proves at every block of the recent
+//! window after each kill (`StateDb::at`).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -14,12 +15,12 @@ use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use store::StoreConfig;
+use store::{AtError, StateDb, StoreConfig};
 use trie::TrieId;
 
 use crate::common::{
-    apply, env_number, indexed_key, model_get, model_root, open, random_block, small_config,
-    spawn_child, test_seed, State, STORAGE_A,
+    apply, check_view, env_number, indexed_key, model_get, model_root, open, proof_keys,
+    random_block, small_config, spawn_child, test_seed, ModelBlock, State, STORAGE_A,
 };
 
 const CHILD_DIR_ENV: &str = "ARBOR_CRASH_CHILD_DIR";
@@ -85,7 +86,9 @@ impl Replay {
 }
 
 fn parse_durable(line: &str) -> Option<(u64, String)> {
-    let mut words = line.strip_prefix("durable ")?.split(' ');
+    // The harness prints `test … ` without a newline before the child's first line.
+    let at = line.find("durable ")?;
+    let mut words = line[at + "durable ".len()..].split(' ');
     Some((words.next()?.parse().ok()?, words.next()?.to_owned()))
 }
 
@@ -189,4 +192,93 @@ fn kill_and_reopen(test: &str, lag: bool) {
         db.close().unwrap();
     }
     eprintln!("{iterations} kills, {blocks_total} blocks, {} durable reports", durable.len());
+}
+
+/// Blocks below the head the window keeps in [`sigkill_then_reads_at_recent_blocks`]
+/// (under both configs' history depth).
+const RECENT: u64 = 16;
+
+/// Every block of `blocks` (the window, oldest first, ending at the head) read and proven
+/// through `db.at`, and the blocks just outside refused naming the window.
+fn check_recent(db: &StateDb, blocks: &BTreeMap<u64, ModelBlock>, rng: &mut impl Rng, ctx: &str) {
+    let (oldest, head) = (*blocks.keys().next().unwrap(), db.head_number());
+    let top = &blocks[&head];
+    let gets: Vec<Vec<u8>> = (0..KEYS).step_by(97).map(indexed_key).collect();
+    for (b, block) in blocks.iter().rev() {
+        let view = db.at(*b).unwrap_or_else(|e| panic!("{ctx}: at({b}), head {head}: {e}"));
+        let proven = proof_keys(&block.state, KEYS, rng);
+        check_view(&view, block, Some(top), &gets, &proven, KEYS, rng)
+            .unwrap_or_else(|e| panic!("{ctx}: block {b} of head {head}: {e}"));
+    }
+    for b in [Some(head + 1), oldest.checked_sub(1)].into_iter().flatten() {
+        match db.at(b) {
+            Err(AtError::Outside { block, oldest: o, head: h, .. }) => {
+                assert_eq!((block, o, h), (b, oldest, head), "{ctx}: refusal of {b}")
+            }
+            other => panic!("{ctx}: at({b}) at head {head}: {:?}", other.map(|v| v.root())),
+        }
+    }
+}
+
+/// After a SIGKILL (with the nodes behind the block, so the open catches them up) the
+/// recent window holds what was durable, no more: every block from head - [`RECENT`] to the head reads,
+/// ranges and proves as the model's (the window read back from the reverse diffs, old
+/// nodes undone), the head is at least the last block reported durable, and the blocks
+/// just outside are refused naming the window.
+#[test]
+fn sigkill_then_reads_at_recent_blocks() {
+    let seed = test_seed("sigkill_then_reads_at_recent_blocks");
+    let iterations = env_number("ARBOR_CRASH_ITERATIONS", 3);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let block_seed: u64 = rng.gen();
+    let dir = tempfile::tempdir().unwrap();
+    // The last RECENT + 1 states of the replay, by block.
+    let mut replay = Replay { seed: block_seed, number: 0, state: State::new() };
+    let mut states: BTreeMap<u64, State> = BTreeMap::from([(0, State::new())]);
+    // A loaded machine can starve the child: until one kill finds a full window, the
+    // iterations go on with longer delays (at most `EXTRA` more).
+    const EXTRA: u64 = 5;
+    let mut full_windows = 0;
+    for iteration in 0u64.. {
+        let extra = iteration.checked_sub(iterations);
+        if extra.is_some_and(|e| full_windows > 0 || e >= EXTRA) {
+            break;
+        }
+        let ctx = format!("seed {seed}, iteration {iteration}");
+        let delay = match extra {
+            None => Duration::from_millis(rng.gen_range(100..=900)),
+            Some(e) => Duration::from_millis(1000 << e),
+        };
+        // Kills alternate between nodes far behind (rare flushes: a long catch-up on open)
+        // and flushes every few blocks (many durable reports to hold the head to).
+        let lag = iteration % 2 == 0;
+        let reports = run_child(dir.path(), block_seed, delay, lag);
+        let mut config = config(lag);
+        config.history.recent_blocks = RECENT;
+        let db = open(dir.path(), &config);
+        let head = db.head_number();
+        let last = reports.last().map_or(0, |r| r.0);
+        assert!(head >= last, "{ctx}: head {head} is behind durable block {last}");
+        while replay.number < head {
+            replay.advance_to(replay.number + 1);
+            states.insert(replay.number, replay.state.clone());
+        }
+        let oldest = head.saturating_sub(RECENT);
+        states.retain(|n, _| *n >= oldest);
+        let blocks: BTreeMap<u64, ModelBlock> =
+            states.iter().map(|(n, s)| (*n, ModelBlock::new(s.clone()))).collect();
+        for (number, root) in reports.iter().filter(|(n, _)| *n >= oldest) {
+            assert_eq!(blocks[number].root.to_string(), *root, "{ctx}: durable block {number}");
+        }
+        check_recent(&db, &blocks, &mut rng, &ctx);
+        eprintln!(
+            "iteration {iteration} (lag {lag}): killed after {delay:?} at head {head} \
+             (durable {last}), blocks {oldest}..={head} checked"
+        );
+        if head > RECENT {
+            full_windows += 1;
+        }
+        db.close().unwrap();
+    }
+    assert!(full_windows > 0, "seed {seed}: no kill found more than {RECENT} blocks");
 }

@@ -1,7 +1,9 @@
 //! The store's integration tests, one binary: differential property test against an
 //! in-memory model, injected write failures, bad databases, SIGKILL crash tests (blocks,
-//! creation, nodes behind the block), creation into empty directories and mount points,
-//! back-pressure, the catch-up of lagging nodes.
+//! creation, nodes behind the block, the recent window after a kill), creation into empty
+//! directories and mount points, back-pressure, the catch-up of lagging nodes, and reads
+//! and proofs at recent blocks (a differential property test of the window, concurrent
+//! readers while blocks commit and revert).
 //!
 //! Environment: `ARBOR_PROPTEST_CASES` (default 24), `ARBOR_CRASH_ITERATIONS` (default 3),
 //! `ARBOR_SEED` (replays a seeded test; each prints its seed).
@@ -17,3 +19,4 @@ mod create;
 mod differential;
 mod faults;
 mod lag;
+mod recent;

@@ -13,7 +13,7 @@ use super::{
     NONE,
 };
 use crate::nibbles::Nibbles;
-use crate::node::{ChildKind, ChildRef, Layout, INLINE_MAX};
+use crate::node::{ChildKind, ChildRef, EthLayout, Layout, INLINE_MAX};
 use crate::source::MemoryNodeSource;
 
 /// One change of the collapse node set (see [`Trie::collapse_delta`]).
@@ -463,11 +463,20 @@ impl MemoryNodeSource {
         }
     }
 
-    /// The committed state of `entries` (key, value): its nodes and its root.
+    /// The committed state of `entries` (key, value) in Ethereum's layout: its nodes and
+    /// its root.
     pub fn committed<K: AsRef<[u8]>, V: AsRef<[u8]>>(
         entries: impl IntoIterator<Item = (K, V)>,
     ) -> Result<(MemoryNodeSource, H256), TrieError> {
-        let mut t: Trie<MemoryNodeSource> = Trie::new(Self::new());
+        Self::committed_in_layout::<EthLayout, K, V>(entries)
+    }
+
+    /// The committed state of `entries` (key, value) in layout `L`: its nodes, value nodes
+    /// included, and its root.
+    pub fn committed_in_layout<L: Layout, K: AsRef<[u8]>, V: AsRef<[u8]>>(
+        entries: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<(MemoryNodeSource, H256), TrieError> {
+        let mut t: Trie<MemoryNodeSource, L> = Trie::new(Self::new());
         for (k, v) in entries {
             t.insert(k.as_ref(), v.as_ref())?;
         }

@@ -40,6 +40,7 @@ mod value;
 
 pub use hashing::CollapseDelta;
 pub use seek::Entry;
+pub use value::StoredValue;
 pub(crate) use value::Value;
 
 pub(crate) type NodeId = u32;
@@ -565,16 +566,23 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
 
     fn get_inner(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>, TrieError> {
         let path = Nibbles::from_bytes(key).0;
+        match self.holder(&path)? {
+            Some(id) => self.read_value(id, &path),
+            None => Ok(None),
+        }
+    }
+
+    /// Walk to the node that holds the value of the key with nibbles `path`, loading (and
+    /// recording) the nodes on the way: the leaf with that path, or the branch where the
+    /// path ends (which may hold no value); `None` when the key's path leaves the trie.
+    pub(crate) fn holder(&mut self, path: &[u8]) -> Result<Option<NodeId>, TrieError> {
         let mut id = self.root;
         let mut depth = 0;
         while id != NONE {
             self.resolve(id, &path[..depth])?;
             match &self.slots[id as usize].kind {
                 Kind::Leaf { path: lp, .. } => {
-                    if lp.as_slice() != &path[depth..] {
-                        return Ok(None);
-                    }
-                    return self.read_value(id, &path);
+                    return Ok((lp.as_slice() == &path[depth..]).then_some(id));
                 }
                 Kind::Extension { path: ep, child } => {
                     if !path[depth..].starts_with(ep) {
@@ -585,7 +593,7 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                 }
                 Kind::Branch { children, .. } => {
                     if depth == path.len() {
-                        return self.read_value(id, &path);
+                        return Ok(Some(id));
                     }
                     id = children[path[depth] as usize];
                     depth += 1;

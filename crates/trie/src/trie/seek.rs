@@ -205,9 +205,10 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
 
 /// A trie read through its nodes is the main trie of a state (every other trie is
 /// empty): the reader of stateless verification and of proof-recording references, as a
-/// `RefCell<Trie>`. Every read walks the trie, so a recorder attached to it records the
-/// nodes reads touch.
-impl<S: NodeSource> StateReaderMut for Trie<S> {
+/// `RefCell<Trie>`, in every layout (a caller names the layout, `Trie<_, L>`, where
+/// inference cannot tell it). Every read walks the trie, so a recorder attached to it
+/// records the nodes reads touch.
+impl<S: NodeSource, L: Layout> StateReaderMut for Trie<S, L> {
     type Error = TrieError;
 
     fn get(&mut self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, TrieError> {

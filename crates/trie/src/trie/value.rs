@@ -5,7 +5,8 @@
 //! its bytes once known. A value node read from the source is known by its hash only until
 //! the value itself is read (`get`, `seek`, a proof of the key): splitting, moving or
 //! re-encoding its leaf needs the hash alone, as in trie-db, so a witness holds a value node
-//! only where a value was read. Reading a committed value node records it, as a node.
+//! only where a value was read. Reading a committed value node records it, as a node;
+//! [`Trie::get_stored`] reports it by its hash without reading it.
 //!
 //! Invariant: a value keeps the form it was loaded in (an inline value of 33 bytes or more,
 //! written before a chain moved to V1, stays inline until it is written again); new values
@@ -14,6 +15,7 @@
 use state::H256;
 
 use super::{path_hex, Kind, NodeId, NodeSource, Trie, TrieError};
+use crate::nibbles::Nibbles;
 use crate::node::{Layout, NodeValue};
 
 /// A value in a leaf or branch. See the module docs.
@@ -109,6 +111,31 @@ impl Value {
 /// A value as read: its value node's hash when it is one, and its bytes.
 pub(crate) type ValueRef<'a> = (Option<H256>, &'a [u8]);
 
+/// A key's value as the trie holds it, read without reading a committed value node (see
+/// [`Trie::get_stored`]).
+// Not `#[non_exhaustive]`: a value is held either way, and callers match on both.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoredValue {
+    /// The value's bytes: held in its node, or written since the last commit.
+    Bytes(Vec<u8>),
+    /// A committed value node (Substrate V1), known by its hash: reading it
+    /// ([`Trie::read_value_node`]) fetches and records it.
+    Node(H256),
+}
+
+impl Value {
+    /// This value as [`Trie::get_stored`] reports it.
+    fn stored(&self) -> StoredValue {
+        match self {
+            Value::Inline(v) => StoredValue::Bytes(v.clone()),
+            Value::Node(n) => match &n.bytes {
+                Some(b) if !n.committed => StoredValue::Bytes(b.clone()),
+                _ => StoredValue::Node(n.hash),
+            },
+        }
+    }
+}
+
 /// The value node of slot `kind` (a leaf, or a branch with a value), if it holds one.
 pub(crate) fn value_node_mut(kind: &mut Kind) -> Option<&mut ValueNode> {
     match kind {
@@ -163,6 +190,33 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
             }
         }
         Ok(Some((Some(n.hash), bytes)))
+    }
+
+    /// The value under `key` as the trie holds it, loading (and recording) the nodes on its
+    /// path but not a committed value node: writing a key, as Substrate's trie does, needs
+    /// its old value's hash only, so a witness holds a value node only where a value was
+    /// read. `None` when the key is absent.
+    pub fn get_stored(&mut self, key: &[u8]) -> Result<Option<StoredValue>, TrieError> {
+        let path = Nibbles::from_bytes(key).0;
+        let Some(id) = self.with_hint(key, |t| t.holder(&path))? else { return Ok(None) };
+        Ok(match &self.slots[id as usize].kind {
+            Kind::Leaf { value, .. } | Kind::Branch { value: Some(value), .. } => {
+                Some(value.stored())
+            }
+            _ => None,
+        })
+    }
+
+    /// Read the committed value node `hash` of `key` (a [`StoredValue::Node`]) as a read of
+    /// the key reads it: fetched from the source, checked against its hash unless the
+    /// source is trusted, and recorded if recording.
+    pub fn read_value_node(&mut self, key: &[u8], hash: &H256) -> Result<Vec<u8>, TrieError> {
+        let path = Nibbles::from_bytes(key).0;
+        let bytes = self.with_hint(key, |t| t.fetch_value(hash, &path))?;
+        if let Some(r) = self.recorder.as_mut() {
+            r.record(*hash, &bytes);
+        }
+        Ok(bytes)
     }
 
     /// Load the value node `hash` of the key with nibbles `key_path`, checked against
