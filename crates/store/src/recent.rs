@@ -6,9 +6,10 @@
 //! reverse diff), and every trie node the block rewrote or deleted, with the node before
 //! the block. A value at block `B` is then the old value recorded by the first block after
 //! `B` that changed the key, or the head's value when none did. An index from each key's
-//! 64-bit hash to the blocks that changed it (ascending) makes that one hash lookup and a
-//! binary search; a hash collision costs a wasted map lookup, never a wrong answer, since
-//! the block's own map is asked for the key itself.
+//! 64-bit hash to the blocks that changed it (a short list, in no order) makes that one
+//! hash lookup and a scan of the list; an entry is only a hint: the block's own map is
+//! asked for the key itself, so a hash collision or an entry of a block that left the
+//! window costs a wasted map lookup, never a wrong answer.
 //!
 //! Sources of the old values:
 //! - **Commits** (the common case): the flat and meta values come from the reverse diff the
@@ -152,6 +153,8 @@ pub(crate) struct Recent {
     /// Blocks that left the window, or were not read back into it, because of the byte
     /// bound (this session).
     shrunk: u64,
+    /// Blocks evicted since the index was last swept.
+    evicted: u32,
     /// A block whose reverse diff is known to be missing (pruned, or a bulk-loaded or
     /// restored head): the window does not grow down past it. Cleared by a revert below
     /// it (a block committed again with that number has its diff).
@@ -182,6 +185,7 @@ impl Recent {
             index: Index::new(),
             bytes: 0,
             shrunk: 0,
+            evicted: 0,
             missing: None,
         }
     }
@@ -283,9 +287,20 @@ impl Recent {
         key: &[u8],
         number: u64,
     ) -> Option<Option<&Arc<[u8]>>> {
+        // The list is short and in no particular order, and may name blocks that left the
+        // window (until a sweep): the first block after `number` whose own map holds the
+        // key answers, so a stale or colliding entry costs a lookup, never a wrong value.
         let blocks = self.index.get(key_hash(column, key))?;
-        let from = blocks.partition_point(|n| *n <= number);
-        blocks[from..].iter().find_map(|n| self.block(*n)?.map(column)?.get(key))
+        let mut found: Option<(u64, Option<&Arc<[u8]>>)> = None;
+        for &n in blocks.iter().filter(|n| **n > number) {
+            if found.is_some_and(|(f, _)| f <= n) {
+                continue;
+            }
+            if let Some(v) = self.block(n).and_then(|b| b.map(column)?.get(key)) {
+                found = Some((n, v));
+            }
+        }
+        found.map(|(_, v)| v)
     }
 
     /// Add the newest block (its number follows the last block's, or the head's). Blocks
@@ -302,7 +317,7 @@ impl Recent {
     pub(crate) fn push_front(&mut self, block: RecentBlock) {
         debug_assert!(self.has_room(block.number, block.bytes));
         debug_assert!(block.number == self.oldest());
-        self.index_block(&block, |list, n| list.insert(0, n));
+        self.index_block(&block, |list, n| list.push(n));
         self.bytes += block.bytes;
         self.blocks.push_front(block);
     }
@@ -319,8 +334,7 @@ impl Recent {
             return;
         }
         self.index.update(hashes([&nodes], Column::Nodes), |list| {
-            let at = list.partition_point(|n| *n < number);
-            list.insert(at, number);
+            list.push(number);
         });
         self.bytes -= block.bytes;
         block.nodes = Some(nodes);
@@ -346,11 +360,18 @@ impl Recent {
     /// Drop the blocks above `number` (a commit that failed to publish, a revert).
     pub(crate) fn truncate_above(&mut self, number: u64) {
         self.missing = self.missing.filter(|m| *m <= number);
+        if self.blocks.back().is_some_and(|b| b.number > number) && self.evicted > 0 {
+            // Blocks committed again will reuse these numbers: drop the entries of evicted
+            // blocks now (they would only cost lookups, but need not wait for a sweep).
+            let first = self.blocks.front().map_or(self.head.0 + 1, |b| b.number);
+            self.index.sweep(first);
+            self.evicted = 0;
+        }
         while self.blocks.back().is_some_and(|b| b.number > number) {
             let block = self.blocks.pop_back().expect("checked");
             self.unindex(block, |list, n| {
-                if list.last() == Some(&n) {
-                    list.pop();
+                if let Some(at) = list.iter().rposition(|x| *x == n) {
+                    list.swap_remove(at);
                 }
             });
         }
@@ -369,12 +390,20 @@ impl Recent {
             if !too_old {
                 self.shrunk += 1;
             }
+            // The index keeps the block's entries until the next sweep: lookups skip
+            // blocks that left the window, and one pass over the index every
+            // `SWEEP_BLOCKS` evictions costs less than a lookup per key of each block.
+            // The block's maps hold tens of thousands of allocations, most of them made by
+            // other threads: they are freed on the rayon pool, off the commit's path.
             let block = self.blocks.pop_front().expect("checked");
-            self.unindex(block, |list, n| {
-                if list.first() == Some(&n) {
-                    list.remove(0);
-                }
-            });
+            self.bytes -= block.bytes;
+            rayon::spawn(move || drop(block));
+            self.evicted += 1;
+        }
+        if self.evicted >= SWEEP_BLOCKS {
+            let first = self.blocks.front().map_or(self.head.0 + 1, |b| b.number);
+            self.index.sweep(first);
+            self.evicted = 0;
         }
     }
 
@@ -393,8 +422,11 @@ impl Recent {
     }
 }
 
-/// The blocks of the window that changed one key, ascending.
+/// The blocks of the window that changed one key (hints, in no order; see the module docs).
 type Blocks = SmallVec<[u64; 2]>;
+
+/// Evictions between two sweeps of the index.
+const SWEEP_BLOCKS: u32 = 32;
 
 /// Shards of the index (by the hash's top bits), updated in parallel.
 const INDEX_SHARDS: usize = 16;
@@ -416,6 +448,16 @@ impl Index {
 
     fn get(&self, hash: u64) -> Option<&Blocks> {
         self.shards[shard_of(hash)].get(&hash)
+    }
+
+    /// Drop the entries of blocks below `first` (evicted), one rayon task per shard.
+    fn sweep(&mut self, first: u64) {
+        self.shards.par_iter_mut().for_each(|shard| {
+            shard.retain(|_, list| {
+                list.retain(|n| *n >= first);
+                !list.is_empty()
+            });
+        });
     }
 
     /// Apply `f` to the block list of every hash (created empty when missing; removed when
@@ -506,5 +548,36 @@ mod tests {
             r.set_head((n, H256([0; 32])));
         }
         assert_eq!((r.oldest(), r.stats().blocks, r.stats().shrunk_blocks), (2, 1, 2));
+    }
+
+    /// Evicted blocks stay in the index until a sweep; a revert between sweeps and blocks
+    /// committed again with the same numbers must still find each key's first change.
+    #[test]
+    fn stale_index_entries_never_answer() {
+        let mut r = Recent::new(3, u64::MAX, (0, H256([0; 32])));
+        let commit = |r: &mut Recent, n: u64, tag: u8| {
+            r.push(block(n, vec![(b"a".to_vec(), v(tag)), (vec![tag, n as u8], None)]));
+            r.set_head((n, H256([n as u8; 32])));
+        };
+        for n in 1..=40 {
+            commit(&mut r, n, n as u8);
+        }
+        assert_eq!(r.oldest(), 37);
+        assert_eq!(r.changed_after(Column::Flat, b"a", 37), Some(v(38).as_ref()));
+        // Back to 38 (39, 40 undone), then 39 and 40 again with other old values.
+        r.set_head((38, H256([38; 32])));
+        for n in 39..=40 {
+            commit(&mut r, n, 100 + n as u8);
+        }
+        assert_eq!(r.changed_after(Column::Flat, b"a", 37), Some(v(38).as_ref()));
+        assert_eq!(r.changed_after(Column::Flat, b"a", 38), Some(v(139).as_ref()));
+        assert_eq!(r.changed_after(Column::Flat, b"a", 39), Some(v(140).as_ref()));
+        // A key only evicted blocks changed reads from the head.
+        assert_eq!(r.changed_after(Column::Flat, &[5, 5], 37), None);
+        for n in 41..=120 {
+            commit(&mut r, n, n as u8);
+        }
+        assert_eq!(r.changed_after(Column::Flat, b"a", 118), Some(v(119).as_ref()));
+        assert!(r.index.shards.iter().map(|s| s.len()).sum::<usize>() < 3 * 40);
     }
 }
