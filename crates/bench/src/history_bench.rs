@@ -190,15 +190,7 @@ fn configs(opts: &HistoryBenchOpts, config: &StoreConfig) -> Result<(StoreConfig
 
 /// The run's temporary directory (under `--dir` when given).
 fn bench_dir(opts: &HistoryBenchOpts) -> Result<tempfile::TempDir> {
-    let builder = || tempfile::Builder::new().prefix("arbor-bench-history-").clone();
-    match &opts.dir {
-        Some(d) => {
-            std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
-            builder().tempdir_in(d)
-        }
-        None => builder().tempdir(),
-    }
-    .context("cannot create a temporary directory")
+    crate::store_bench::temp_dir("arbor-bench-history-", opts.dir.as_deref())
 }
 
 /// Bulk-load the workload's initial keys into both databases, which must reach one root.

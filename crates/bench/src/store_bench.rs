@@ -130,8 +130,13 @@ pub fn store_bench(
 
 /// The run's temporary directory (under `--dir` when given).
 fn bench_dir(opts: &StoreBenchOpts) -> Result<tempfile::TempDir> {
-    let builder = || tempfile::Builder::new().prefix("arbor-bench-store-").clone();
-    match &opts.dir {
+    temp_dir("arbor-bench-store-", opts.dir.as_deref())
+}
+
+/// A temporary directory named `prefix…`, under `dir` when given (created if missing).
+pub(crate) fn temp_dir(prefix: &str, dir: Option<&std::path::Path>) -> Result<tempfile::TempDir> {
+    let builder = || tempfile::Builder::new().prefix(prefix).clone();
+    match dir {
         Some(d) => {
             std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
             builder().tempdir_in(d)

@@ -174,14 +174,19 @@ pub extern "C" fn arbor_get(
         let trie = trie_of(input(account, account_len, "account", 32)?)?;
         let key = input(key, key_len, "key", ARBOR_KEY_MAX)?;
         let call = handle::call(handle)?;
-        match trie::StateReader::get(&call.entry.reader, &trie, key)? {
-            Some(v) => {
-                put(value, give(v));
-                Ok(())
-            }
-            None => Err(FfiError::new(ArborCode::NotFound, "key not found")),
-        }
+        found(value, trie::StateReader::get(&call.entry.reader, &trie, key)?)
     })
+}
+
+/// Hand a read value to the caller, or `ARBOR_CODE_NOT_FOUND` when absent.
+fn found(value: *mut ArborBytes, v: Option<Vec<u8>>) -> Result<(), FfiError> {
+    match v {
+        Some(v) => {
+            put(value, give(v));
+            Ok(())
+        }
+        None => Err(FfiError::new(ArborCode::NotFound, "key not found")),
+    }
 }
 
 /// The value of `key` in a trie at recent block `block` (head - `history.recent_blocks`
@@ -205,13 +210,7 @@ pub extern "C" fn arbor_get_at(
         let trie = trie_of(input(account, account_len, "account", 32)?)?;
         let key = input(key, key_len, "key", ARBOR_KEY_MAX)?;
         let call = handle::call(handle)?;
-        match call.entry.reader.at(block)?.get(&trie, key)? {
-            Some(v) => {
-                put(value, give(v));
-                Ok(())
-            }
-            None => Err(FfiError::new(ArborCode::NotFound, "key not found")),
-        }
+        found(value, call.entry.reader.at(block)?.get(&trie, key)?)
     })
 }
 

@@ -30,7 +30,7 @@ use crate::layer::{block_layers, ChangeMap, Entry};
 use crate::recent::{held_bytes, Recent, RecentBlock};
 use crate::shared::Shared;
 use crate::state::{ReadHandle, StateDb};
-use crate::view::{leaf_at, leaf_under_skipping};
+use crate::view::{checked_node, key_has_path, leaf_at, leaf_under_skipping};
 
 /// A live flat entry: its full flat key and its value.
 type FlatPair = (Vec<u8>, Arc<[u8]>);
@@ -382,14 +382,8 @@ pub struct AtSource<'r> {
 
 impl AtSource<'_> {
     fn node(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, StoreError> {
-        let Some(v) = self.at.value(Column::Nodes, &node_key(&self.trie, path))? else {
-            return Ok(None);
-        };
-        if v.len() < 32 || &v[..32] != hash.as_bytes() {
-            let (trie, path, expected) = (self.trie, path.to_vec(), *hash);
-            return Err(Corruption::NodeHash { trie, path, expected }.into());
-        }
-        Ok(Some(v[32..].to_vec()))
+        let v = self.at.value(Column::Nodes, &node_key(&self.trie, path))?;
+        checked_node(self.trie, v, path, hash)
     }
 
     fn leaf_by_scan(&self, path: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
@@ -419,9 +413,7 @@ impl NodeSource for AtSource<'_> {
             return Ok(Some(n));
         }
         // No node is stored here, so it is a leaf: the looked-up key's if it exists.
-        let on_path = path.len() <= key.len() * 2
-            && path.iter().enumerate().all(|(i, n)| trie::nibble_at(key, i) == *n);
-        if on_path {
+        if key_has_path(key, path) {
             if let Some(v) = self.at.flat(&flat_key(&self.trie, key)?)? {
                 return Ok(Some(leaf_at(path.len(), key, &v)));
             }

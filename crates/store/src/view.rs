@@ -243,34 +243,40 @@ impl StoreSource<'_> {
         self.checked_node(v, path, hash)
     }
 
-    /// The encoding of a stored node value, checked against the parent's `hash`.
     fn checked_node(
         &self,
         v: Option<Arc<[u8]>>,
         path: &[u8],
         hash: &H256,
     ) -> Result<Option<Vec<u8>>, StoreError> {
-        let Some(v) = v else { return Ok(None) };
-        // Invariant: the stored hash is the one the parent refers to.
-        if v.len() < 32 || &v[..32] != hash.as_bytes() {
-            return Err(Corruption::NodeHash {
-                trie: self.trie,
-                path: path.to_vec(),
-                expected: *hash,
-            }
-            .into());
-        }
-        Ok(Some(v[32..].to_vec()))
+        checked_node(self.trie, v, path, hash)
     }
 
     fn leaf(&self, path: &[u8], key: &[u8], value: &[u8]) -> Vec<u8> {
         leaf_at(path.len(), key, value)
     }
+}
 
-    fn key_has_path(key: &[u8], path: &[u8]) -> bool {
-        path.len() <= key.len() * 2
-            && path.iter().enumerate().all(|(i, n)| trie::nibble_at(key, i) == *n)
+/// The encoding of a stored node value (`hash ‖ encoding`) of `trie` at `path`, checked
+/// against the parent's `hash`.
+pub(crate) fn checked_node(
+    trie: TrieId,
+    v: Option<Arc<[u8]>>,
+    path: &[u8],
+    hash: &H256,
+) -> Result<Option<Vec<u8>>, StoreError> {
+    let Some(v) = v else { return Ok(None) };
+    // Invariant: the stored hash is the one the parent refers to.
+    if v.len() < 32 || &v[..32] != hash.as_bytes() {
+        return Err(Corruption::NodeHash { trie, path: path.to_vec(), expected: *hash }.into());
     }
+    Ok(Some(v[32..].to_vec()))
+}
+
+/// Whether nibble path `path` is a prefix of `key`'s nibbles (a walk toward `key`).
+pub(crate) fn key_has_path(key: &[u8], path: &[u8]) -> bool {
+    path.len() <= key.len() * 2
+        && path.iter().enumerate().all(|(i, n)| trie::nibble_at(key, i) == *n)
 }
 
 impl StoreSource<'_> {
@@ -301,7 +307,7 @@ impl NodeSource for StoreSource<'_> {
         let nk = node_key(&self.trie, path);
         // The looked-up key's value, when the walk is on its path (read only if needed).
         let value = || -> Result<Option<Arc<[u8]>>, StoreError> {
-            if Self::key_has_path(key, path) {
+            if key_has_path(key, path) {
                 self.reader.get(&self.trie, key)
             } else {
                 Ok(None)
