@@ -45,6 +45,7 @@ fn flags(db: &str) -> Vec<Flag<'_>> {
     let trie = vec!["bench", "trie"];
     let store = vec!["bench", "store"];
     let pov = vec!["bench", "pov"];
+    let history = vec!["bench", "history"];
     let stm = vec!["bench", "blockstm"];
     let load = vec!["load", "--db", db, "--blocks", "1", "--updates-per-block", "1", "--seed", "1"];
     let revert = vec!["revert", "--db", db];
@@ -58,6 +59,12 @@ fn flags(db: &str) -> Vec<Flag<'_>> {
         f(&store, "--keys", 1, 100_000_000, "1 to 100,000,000"),
         f(&store, "--blocks", 1, 1_000_000, "1 to 1,000,000"),
         f(&store, "--updates-per-block", 1, 1_000_000, "1 to 1,000,000"),
+        f(&history, "--keys", 1, 100_000_000, "1 to 100,000,000"),
+        f(&history, "--blocks", 3, 1_000_000, "3 to 1,000,000"),
+        f(&history, "--read-blocks", 1, 1_000_000, "1 to 1,000,000"),
+        f(&history, "--updates-per-block", 1, 1_000_000, "1 to 1,000,000"),
+        f(&history, "--recent-blocks", 2, 1_024, "2 to 1,024"),
+        f(&history, "--reads-per-block", 1, 100_000, "1 to 100,000"),
         f(&pov, "--accounts", 2, 10_000_000, "2 to 10,000,000"),
         f(&pov, "--runs", 1, 1_000, "1 to 1,000"),
         f(&stm, "--runs", 1, 1_000, "1 to 1,000"),
