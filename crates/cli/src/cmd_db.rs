@@ -89,17 +89,12 @@ pub(crate) struct GetArgs {
     key: crate::input::HexKey,
     /// Read at block N instead of the head: any block from head - `history.recent_blocks`
     /// (128 by default) to the head; 0 to 9,223,372,036,854,775,807.
-    #[arg(long, value_name = "N", value_parser = limits::u64_in(0, BLOCK_MAX))]
+    #[arg(long, value_name = "N", value_parser = limits::u64_in(0, limits::BLOCK_MAX))]
     block: Option<u64>,
     /// Print {"block", "root", "key", "value"} (value null when absent) of the block read.
     #[arg(long)]
     json: bool,
 }
-
-/// The largest `--block` accepted (`i64::MAX`): above any head, so that such a block is
-/// refused as outside the window, while every number stays exact for JSON readers that
-/// hold integers as signed 64-bit.
-pub(crate) const BLOCK_MAX: u64 = i64::MAX as u64;
 
 /// Arguments of `arbor revert`.
 #[derive(Debug, Args)]

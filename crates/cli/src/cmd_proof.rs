@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde_json::Value;
 use trie::{verify_proof, EthLayout, TrieId, H256};
 
-use crate::cmd_db::{at_block, at_error, BLOCK_MAX};
+use crate::cmd_db::{at_block, at_error};
 use crate::db_args::{open_reading, DbArgs};
 use crate::input::{display_name, read_genesis, read_text_bytes, utf8_text};
 
@@ -48,7 +48,7 @@ pub(crate) struct ProveArgs {
         long,
         value_name = "N",
         requires = "db",
-        value_parser = crate::limits::u64_in(0, BLOCK_MAX)
+        value_parser = crate::limits::u64_in(0, crate::limits::BLOCK_MAX)
     )]
     block: Option<u64>,
     /// Accepted for the common convention: the proof is always printed as JSON.

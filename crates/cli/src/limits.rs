@@ -25,6 +25,10 @@ pub(crate) const CHAIN_TRANSFERS_MAX: u64 = 100_000;
 /// Operations per block of a database workload: a block's change set is held in memory
 /// (about 250 bytes per operation).
 pub(crate) const UPDATES_PER_BLOCK_MAX: u64 = 1_000_000;
+/// The largest `--block` of `get` and `prove` (`i64::MAX`): above any head, so that such a
+/// block is refused as outside the window, while every number stays exact for JSON
+/// readers that hold integers as signed 64-bit.
+pub(crate) const BLOCK_MAX: u64 = i64::MAX as u64;
 /// Blocks `revert` undoes (the store keeps `layers.history_depth` blocks, 128 by default).
 pub(crate) const REVERT_MAX: u64 = 1_000_000;
 

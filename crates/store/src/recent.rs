@@ -307,8 +307,7 @@ impl Recent {
     /// past the bounds leave from the front.
     pub(crate) fn push(&mut self, block: RecentBlock) {
         debug_assert!(block.number == self.blocks.back().map_or(self.head.0, |b| b.number) + 1);
-        self.index_block(&block, |list, n| list.push(n));
-        self.bytes += block.bytes;
+        self.index_block(&block);
         self.blocks.push_back(block);
         self.trim();
     }
@@ -317,8 +316,7 @@ impl Recent {
     pub(crate) fn push_front(&mut self, block: RecentBlock) {
         debug_assert!(self.has_room(block.number, block.bytes));
         debug_assert!(block.number == self.oldest());
-        self.index_block(&block, |list, n| list.push(n));
-        self.bytes += block.bytes;
+        self.index_block(&block);
         self.blocks.push_front(block);
     }
 
@@ -363,17 +361,11 @@ impl Recent {
         if self.blocks.back().is_some_and(|b| b.number > number) && self.evicted > 0 {
             // Blocks committed again will reuse these numbers: drop the entries of evicted
             // blocks now (they would only cost lookups, but need not wait for a sweep).
-            let first = self.blocks.front().map_or(self.head.0 + 1, |b| b.number);
-            self.index.sweep(first);
-            self.evicted = 0;
+            self.sweep_evicted();
         }
         while self.blocks.back().is_some_and(|b| b.number > number) {
             let block = self.blocks.pop_back().expect("checked");
-            self.unindex(block, |list, n| {
-                if let Some(at) = list.iter().rposition(|x| *x == n) {
-                    list.swap_remove(at);
-                }
-            });
+            self.unindex(block);
         }
     }
 
@@ -401,24 +393,36 @@ impl Recent {
             self.evicted += 1;
         }
         if self.evicted >= SWEEP_BLOCKS {
-            let first = self.blocks.front().map_or(self.head.0 + 1, |b| b.number);
-            self.index.sweep(first);
-            self.evicted = 0;
+            self.sweep_evicted();
         }
     }
 
-    fn index_block(&mut self, block: &RecentBlock, add: impl Fn(&mut Blocks, u64) + Sync) {
-        let n = block.number;
-        self.index.update(block_hashes(block), |list| add(list, n));
+    /// Drop the index entries of the blocks evicted since the last sweep.
+    fn sweep_evicted(&mut self) {
+        let first = self.blocks.front().map_or(self.head.0 + 1, |b| b.number);
+        self.index.sweep(first);
+        self.evicted = 0;
     }
 
-    /// Remove `block` from the index and the byte count; the block itself is dropped on
-    /// the rayon pool beside the index work (its maps hold thousands of allocations).
-    fn unindex(&mut self, block: RecentBlock, remove: impl Fn(&mut Blocks, u64) + Sync) {
+    /// Add `block` to the index and the byte count.
+    fn index_block(&mut self, block: &RecentBlock) {
+        let n = block.number;
+        self.index.update(block_hashes(block), |list| list.push(n));
+        self.bytes += block.bytes;
+    }
+
+    /// Remove `block` from the index (one entry of its number per key) and the byte count;
+    /// the block itself is dropped on the rayon pool beside the index work.
+    fn unindex(&mut self, block: RecentBlock) {
         self.bytes -= block.bytes;
         let n = block.number;
         let hashes = block_hashes(&block);
-        rayon::join(|| self.index.update(hashes, |list| remove(list, n)), || drop(block));
+        let remove = |list: &mut Blocks| {
+            if let Some(at) = list.iter().rposition(|x| *x == n) {
+                list.swap_remove(at);
+            }
+        };
+        rayon::join(|| self.index.update(hashes, remove), || drop(block));
     }
 }
 

@@ -153,11 +153,7 @@ impl Resident {
             for item in db.iterator_cf(cf(db, CF_NODES)?, IteratorMode::Start) {
                 let (k, v) = item?;
                 if self.keeps(&k) {
-                    let v: Arc<[u8]> = Arc::from(v);
-                    let mut delta = entry_bytes(&k, &v) as i64;
-                    if let Some(old) = insert(&mut self.maps[shard(&k)], &k, v) {
-                        delta -= entry_bytes(&k, &old) as i64;
-                    }
+                    let (delta, _) = insert(&mut self.maps[shard(&k)], &k, Arc::from(v));
                     self.bytes = self.bytes.saturating_add_signed(delta);
                     since_check += 1;
                     if since_check == 65_536 {
@@ -279,21 +275,20 @@ impl Resident {
     }
 }
 
-/// Apply `ops` in order to `map`; the change in bytes held.
+/// Apply `ops` in order to `map`: the change in bytes held, and the old values of the ops
+/// marked for capture.
 fn apply_ops(map: &mut FxHashMap<NodeKey, Arc<[u8]>>, ops: Vec<Op<'_>>) -> (i64, Vec<OldNode>) {
     let mut delta = 0;
     let mut olds = Vec::new();
     for (k, v, capture) in ops {
-        let old = match v {
-            Some(v) => {
-                delta += entry_bytes(k, &v) as i64;
-                insert(map, k, v)
+        let (change, old) = match v {
+            Some(v) => insert(map, k, v),
+            None => {
+                let old = map.remove(k);
+                (old.as_ref().map_or(0, |o| -(entry_bytes(k, o) as i64)), old)
             }
-            None => map.remove(k),
         };
-        if let Some(old) = &old {
-            delta -= entry_bytes(k, old) as i64;
-        }
+        delta += change;
         if capture {
             olds.push((k.to_vec(), old));
         }
@@ -301,19 +296,20 @@ fn apply_ops(map: &mut FxHashMap<NodeKey, Arc<[u8]>>, ops: Vec<Op<'_>>) -> (i64,
     (delta, olds)
 }
 
-/// Insert or replace; the change in bytes held.
-/// Insert or replace, returning the replaced value (the caller counts the bytes).
+/// Insert or replace: the change in bytes held, and the replaced value.
 fn insert(
     map: &mut FxHashMap<NodeKey, Arc<[u8]>>,
     key: &[u8],
     value: Arc<[u8]>,
-) -> Option<Arc<[u8]>> {
+) -> (i64, Option<Arc<[u8]>>) {
+    let added = entry_bytes(key, &value) as i64;
     // Most writes replace a node the map holds: keep its key instead of allocating one.
     if let Some(slot) = map.get_mut(key) {
-        Some(std::mem::replace(slot, value))
+        let old = std::mem::replace(slot, value);
+        (added - entry_bytes(key, &old) as i64, Some(old))
     } else {
         map.insert(NodeKey::from_slice(key), value);
-        None
+        (added, None)
     }
 }
 
