@@ -73,6 +73,7 @@ type Option func(*options)
 
 type options struct {
 	config string
+	layout string
 }
 
 // WithConfigTOML sets the store configuration, a TOML document in the format of the
@@ -81,6 +82,25 @@ type options struct {
 // built-in defaults apply.
 func WithConfigTOML(toml string) Option {
 	return func(o *options) { o.config = toml }
+}
+
+// The trie layouts a database can hold; WithLayout names one.
+const (
+	// LayoutEthereum is Ethereum's Merkle-Patricia trie (keccak256, RLP, extension nodes).
+	LayoutEthereum = "ethereum"
+	// LayoutSubstrateV0 is Substrate's trie, every value inline (Blake2-256, SCALE).
+	LayoutSubstrateV0 = "substrate-v0"
+	// LayoutSubstrateV1 is Substrate's trie with values of 33 bytes or more in value nodes.
+	LayoutSubstrateV1 = "substrate-v1"
+)
+
+// WithLayout creates a new database with the given trie layout (LayoutEthereum,
+// LayoutSubstrateV0 or LayoutSubstrateV1), or requires an existing database to have it:
+// a database records its layout when it is created, and opening it with another is an
+// error. Without it a new database is Ethereum's and an existing one opens in its own.
+// It adds `layout = "…"` to the configuration (do not also set layout in WithConfigTOML).
+func WithLayout(layout string) Option {
+	return func(o *options) { o.layout = layout }
 }
 
 func collect(op string, opts []Option) (options, error) {
@@ -101,7 +121,26 @@ func collect(op string, opts []Option) (options, error) {
 	if _, err := toml.Decode(o.config, &doc); err != nil {
 		return o, invalid(op, "config is not TOML: "+err.Error())
 	}
+	if o.layout != "" {
+		if err := checkLayout(op, o.layout); err != nil {
+			return o, err
+		}
+		if _, ok := doc["layout"]; ok {
+			return o, invalid(op, "layout is given both by WithLayout and in the config")
+		}
+		// A top-level key goes before the tables.
+		o.config = "layout = \"" + o.layout + "\"\n" + o.config
+	}
 	return o, nil
+}
+
+// checkLayout refuses a name that is no layout.
+func checkLayout(op, layout string) error {
+	switch layout {
+	case LayoutEthereum, LayoutSubstrateV0, LayoutSubstrateV1:
+		return nil
+	}
+	return invalid(op, fmt.Sprintf("unknown layout %q: expected %s, %s or %s", layout, LayoutEthereum, LayoutSubstrateV0, LayoutSubstrateV1))
 }
 
 func checkPath(op, what, path string) error {
@@ -285,12 +324,44 @@ func VerifyProof(root [32]byte, key []byte, proof [][]byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := cVerifyProof(&root, key, enc)
+	v, err := cVerifyProof("", &root, key, enc)
 	var e *Error
 	if errors.As(err, &e) && e.Kind == ErrInvalidArgument {
 		e.also = append(e.also, ErrInvalidProof)
 	}
 	return v, err
+}
+
+// VerifyProofIn is VerifyProof in the trie layout layout (LayoutEthereum,
+// LayoutSubstrateV0 or LayoutSubstrateV1): what DB.Layout returns for the database that
+// made the proof. A proof checked in another layout than its own does not verify.
+func VerifyProofIn(layout string, root [32]byte, key []byte, proof [][]byte) ([]byte, error) {
+	if err := checkKey("verify proof", key); err != nil {
+		return nil, err
+	}
+	enc, err := encodeProof(proof)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkLayout("verify proof", layout); err != nil {
+		return nil, err
+	}
+	v, err := cVerifyProof(layout, &root, key, enc)
+	var e *Error
+	if errors.As(err, &e) && e.Kind == ErrInvalidArgument {
+		e.also = append(e.also, ErrInvalidProof)
+	}
+	return v, err
+}
+
+// Layout returns the trie layout the database recorded at its creation
+// (LayoutEthereum, LayoutSubstrateV0 or LayoutSubstrateV1).
+func (db *DB) Layout() (string, error) {
+	h, err := db.use("layout")
+	if err != nil {
+		return "", err
+	}
+	return cLayout(h)
 }
 
 // CreateCheckpoint writes a checkpoint of the database's head (persisted first) into

@@ -309,7 +309,7 @@ func TestRustRejectsBadInputToo(t *testing.T) {
 		wantKind(t, "Rust Commit "+name, err, ErrInvalidArgument)
 	}
 	root := emptyRoot
-	_, err = cVerifyProof(&root, []byte("k"), []byte{0, 0, 0, 2, 0, 0, 0, 1})
+	_, err = cVerifyProof("", &root, []byte("k"), []byte{0, 0, 0, 2, 0, 0, 0, 1})
 	wantKind(t, "Rust VerifyProof malformed encoding", err, ErrInvalidArgument)
 	if h, err := db.Root(); err != nil || h.Number != 0 {
 		t.Fatalf("Root() after bad input = %v, %v", h, err)

@@ -235,11 +235,17 @@ func cProveAt(handle, block uint64, key []byte) ([]byte, Head, error) {
 }
 
 // cVerifyProof returns the proven value, nil when the proof shows key absent.
-func cVerifyProof(root *[32]byte, key, proof []byte) ([]byte, error) {
+func cVerifyProof(layout string, root *[32]byte, key, proof []byte) ([]byte, error) {
 	k, kn := in(key)
 	p, pn := in(proof)
 	var value, msg C.ArborBytes
-	rc := C.arbor_verify_proof((*C.uint8_t)(unsafe.Pointer(&root[0])), k, kn, p, pn, &value, &msg)
+	var rc C.enum_ArborCode
+	if layout == "" {
+		rc = C.arbor_verify_proof((*C.uint8_t)(unsafe.Pointer(&root[0])), k, kn, p, pn, &value, &msg)
+	} else {
+		l, ln := inString(layout)
+		rc = C.arbor_verify_proof_in(l, ln, (*C.uint8_t)(unsafe.Pointer(&root[0])), k, kn, p, pn, &value, &msg)
+	}
 	v := take(value)
 	if code(rc) == codeNotFound {
 		take(msg)
@@ -249,6 +255,16 @@ func cVerifyProof(root *[32]byte, key, proof []byte) ([]byte, error) {
 		return nil, err
 	}
 	return v, nil
+}
+
+func cLayout(handle uint64) (string, error) {
+	var name, msg C.ArborBytes
+	rc := C.arbor_layout(C.uint64_t(handle), &name, &msg)
+	n := take(name)
+	if err := result("layout", rc, msg); err != nil {
+		return "", err
+	}
+	return string(n), nil
 }
 
 func cCheckpointCreate(handle uint64, dir string, threads uint32, token uint64) ([32]byte, error) {

@@ -277,8 +277,9 @@ impl StoreBenchReport {
         }
         let _ = writeln!(
             out,
-            "final state: {} keys, root {} ({}), {} sampled values equal in both databases",
+            "final state: {} keys, {} root {} ({}), {} sampled values equal in both databases",
             thousands(self.keys_final),
+            self.config.layout.unwrap_or_default(),
             self.root,
             if self.root_verified { "verified from flat state" } else { "VERIFY FAILED" },
             thousands(self.values_cross_checked)

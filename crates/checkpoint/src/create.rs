@@ -8,16 +8,17 @@
 //! end. So every chunk is cut exactly where one walk from the first key would cut it, and
 //! the thread count only changes which worker writes it (`boundary.rs`).
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 use store::{PersistedState, StoreError};
-use trie::{keccak256, EthLayout, TrieError, TrieId, H256};
+use trie::{keccak256, Layout, NodeSource, TrieError, TrieId, WithLayout, H256};
 
 use crate::dir::{CheckpointDir, DirError, Unsynced};
 use crate::format::{BoundaryRule, ChunkInfo, ChunkWriter, Manifest, CHUNK_BYTES_MAX};
-use crate::keys::{storage_root_of, successor};
+use crate::keys::{binding, binding_place, successor, Place};
 
 /// Most threads a creation uses.
 pub const THREADS_MAX: usize = 256;
@@ -51,8 +52,9 @@ pub enum CreateError {
         /// Key and value bytes.
         bytes: u64,
     },
-    /// A storage trie whose root no account of the main trie commits to: a restore could
-    /// not verify it.
+    /// A storage trie whose root no entry of the main trie commits to (an Ethereum
+    /// account's `storage_root`, a Substrate `:child_storage:default:` entry): a restore
+    /// could not verify it.
     #[error(
         "storage trie {trie:?} (root {root}) is not committed to by an account of the main trie"
     )]
@@ -148,6 +150,7 @@ pub fn create_cancellable(
     });
     let ctx = Ctx {
         state,
+        ranged: ranged_bindings(state)?,
         rule: opts.rule,
         out,
         progress,
@@ -172,6 +175,7 @@ pub fn create_cancellable(
     }
     let (block, root) = state.head();
     let manifest = Manifest {
+        layout: state.layout(),
         block,
         root,
         rule: opts.rule,
@@ -221,8 +225,37 @@ fn units(threads: usize) -> Vec<Unit> {
     out
 }
 
+/// The storage tries committed to by the main-trie entries of a layout whose rule puts
+/// them in a key range ([`Place::Range`]: Substrate's child tries), read once: trie →
+/// root. Empty for Ethereum, whose accounts are read by key.
+fn ranged_bindings(state: &PersistedState<'_>) -> Result<HashMap<H256, H256>, CreateError> {
+    let layout = state.layout();
+    // Any trie id: the place depends on the layout only.
+    let Place::Range(start, end) = binding_place(layout, &H256::default()) else {
+        return Ok(HashMap::new());
+    };
+    let (mut from, mut to) = (TrieId::Main.prefix(), TrieId::Main.prefix());
+    from.extend_from_slice(&start);
+    to.extend_from_slice(&end);
+    let mut out = HashMap::new();
+    let mut cur = state.cursor(&from)?;
+    while let Some((k, v)) = cur.entry() {
+        if k >= to.as_slice() {
+            break;
+        }
+        if let Some((trie, root)) = binding(layout, &k[1..], v) {
+            out.insert(trie, root);
+        }
+        cur.advance();
+    }
+    cur.status()?;
+    Ok(out)
+}
+
 struct Ctx<'a, 's> {
     state: &'a PersistedState<'s>,
+    /// [`ranged_bindings`].
+    ranged: HashMap<H256, H256>,
     rule: BoundaryRule,
     out: &'a CheckpointDir,
     progress: &'a AtomicU64,
@@ -405,22 +438,45 @@ impl Ctx<'_, '_> {
         }
         let last = if open { None } else { entries.last().map(|(k, _)| *k) };
         let source = self.state.node_source(trie);
-        trie::prove_key_range::<EthLayout, _>(&source, &root, start, last)
+        let prove = ProveRange { source: &source, root: &root, start, last };
+        self.state
+            .layout()
+            .dispatch(prove)
             .map_err(|e| CreateError::Proof { trie, source: Box::new(e) })
     }
 
-    /// A storage trie must be committed to by its account's `storage_root`.
+    /// A storage trie must be committed to by its main-trie entry (`keys::binding`).
     fn check_bound(&self, trie: &TrieId, account: &H256, root: &H256) -> Result<(), CreateError> {
-        let bound = self
-            .state
-            .get(&TrieId::Main, &account.0)?
-            .and_then(|v| storage_root_of(&v))
-            .is_some_and(|r| r == *root);
-        if bound {
+        let layout = self.state.layout();
+        let committed = match binding_place(layout, account) {
+            Place::Key(k) => self
+                .state
+                .get(&TrieId::Main, &k)?
+                .and_then(|v| binding(layout, &k, &v))
+                .filter(|(t, _)| t == account)
+                .map(|(_, r)| r),
+            Place::Range(..) => self.ranged.get(account).copied(),
+        };
+        if committed == Some(*root) {
             Ok(())
         } else {
             Err(CreateError::UnboundStorage { trie: *trie, root: *root })
         }
+    }
+}
+
+/// [`trie::prove_key_range`] in the layout it is dispatched to.
+struct ProveRange<'a, S> {
+    source: &'a S,
+    root: &'a H256,
+    start: &'a [u8],
+    last: Option<&'a [u8]>,
+}
+
+impl<S: NodeSource> WithLayout for ProveRange<'_, S> {
+    type Output = Result<Vec<Vec<u8>>, TrieError>;
+    fn run<L: Layout>(self) -> Self::Output {
+        trie::prove_key_range::<L, S>(self.source, self.root, self.start, self.last)
     }
 }
 

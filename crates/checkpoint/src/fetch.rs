@@ -1,7 +1,9 @@
 //! Restoring from several untrusted sources at once.
 //!
 //! The manifest is the one for the trusted `(block, root)` that most sources offer (or the
-//! one an interrupted restore of the database was using). Workers then take the missing
+//! one an interrupted restore of the database was using), of the database's trie layout
+//! (a caller that creates the database learns the layout to create it in first:
+//! [`find_candidates`], then [`Candidates::restore`]). Workers then take the missing
 //! chunks in index order (main-trie chunks first, so storage chunks rarely wait), each
 //! fetched from a source not yet tried for it, and offer them to the [`Restorer`]:
 //! - a chunk whose bytes do not hash to the manifest's digest proves its source bad: the
@@ -24,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 use store::{BulkError, StateDb};
-use trie::{keccak256, H256};
+use trie::{keccak256, LayoutName, H256};
 
 use crate::format::Manifest;
 use crate::restore::{ChunkError, Offered, RestoreError, RestoreOptions, Restorer, Trusted};
@@ -195,7 +197,9 @@ pub struct FetchProgress {
 }
 
 /// Restore the checkpoint of `trusted` into `db` from `sources`; see the module docs.
-/// Returns the report whatever happens, and the outcome.
+/// Returns the report whatever happens, and the outcome. Only checkpoints of `db`'s trie
+/// layout are restored ([`RestoreError::Layout`] when the sources offer others only); a
+/// caller creating the database asks [`find_candidates`] first, for the layout.
 pub fn restore_from_sources(
     db: &mut StateDb,
     trusted: Trusted,
@@ -205,6 +209,18 @@ pub fn restore_from_sources(
     stop: &AtomicBool,
     progress: &(dyn Fn(FetchProgress) + Sync),
 ) -> (RestoreReport, Result<Trusted, FetchError>) {
+    find_candidates(trusted, sources, stop).restore(db, restore, opts, stop, progress)
+}
+
+/// The first half of [`restore_from_sources`]: the checkpoints of `trusted` that `sources`
+/// offer, found before a database is opened, so that a caller that creates the database
+/// creates it in the checkpoint's layout ([`Candidates::layout`]); then
+/// [`Candidates::restore`] (the sources are not asked again for the manifests).
+pub fn find_candidates<'s>(
+    trusted: Trusted,
+    sources: &'s [Box<dyn Source>],
+    stop: &AtomicBool,
+) -> Candidates<'s> {
     let t0 = Instant::now();
     let mut report = RestoreReport {
         block: trusted.block,
@@ -215,14 +231,60 @@ pub fn restore_from_sources(
             .collect(),
         ..RestoreReport::default()
     };
-    let job = Job { trusted, sources, restore, opts, stop, progress };
-    let outcome = run(db, &job, &mut report);
-    report.elapsed_s = t0.elapsed().as_secs_f64();
-    report.outcome = match &outcome {
-        Ok(_) => "restored".to_string(),
-        Err(e) => e.to_string(),
-    };
-    (report, outcome)
+    let found = choose_manifests(trusted, sources, None, stop, &mut report.sources);
+    Candidates { trusted, sources, t0, report, found }
+}
+
+/// The checkpoints the sources offer, best first, or why none qualifies
+/// ([`find_candidates`]).
+pub struct Candidates<'s> {
+    trusted: Trusted,
+    sources: &'s [Box<dyn Source>],
+    t0: Instant,
+    report: RestoreReport,
+    found: Result<Vec<OfferedManifest>, FetchError>,
+}
+
+impl std::fmt::Debug for Candidates<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Candidates")
+            .field("trusted", &self.trusted)
+            .field(
+                "found",
+                &self.found.as_ref().map(|c| c.iter().map(|o| o.id).collect::<Vec<_>>()),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl Candidates<'_> {
+    /// The trie layout of the checkpoint a restore into a new database takes first (the
+    /// layout to create that database in); `None` when none qualifies.
+    pub fn layout(&self) -> Option<LayoutName> {
+        let first = self.found.as_ref().ok()?.first()?;
+        Manifest::layout_of(&first.bytes).ok()
+    }
+
+    /// Restore one of the checkpoints into `db` (the second half of
+    /// [`restore_from_sources`]). Returns the report whatever happens, and the outcome.
+    pub fn restore(
+        self,
+        db: &mut StateDb,
+        restore: &RestoreOptions,
+        opts: &FetchOptions,
+        stop: &AtomicBool,
+        progress: &(dyn Fn(FetchProgress) + Sync),
+    ) -> (RestoreReport, Result<Trusted, FetchError>) {
+        let Candidates { trusted, sources, t0, mut report, found } = self;
+        let job = Job { trusted, sources, restore, opts, stop, progress };
+        let outcome = found.and_then(|found| run(db, &job, found, &mut report));
+        report.elapsed_s = t0.elapsed().as_secs_f64();
+        report.outcome = match &outcome {
+            Ok(_) => "restored".to_string(),
+            Err(e) => e.to_string(),
+        };
+        (report, outcome)
+    }
 }
 
 /// What a multi-source restore was asked to do.
@@ -238,13 +300,29 @@ struct Job<'a> {
 /// Candidate checkpoints a restore tries at most (each one abandoned costs what it fetched).
 const RESTORE_CANDIDATES_MAX: usize = 8;
 
-fn run(db: &mut StateDb, job: &Job<'_>, report: &mut RestoreReport) -> Result<Trusted, FetchError> {
+fn run(
+    db: &mut StateDb,
+    job: &Job<'_>,
+    mut candidates: Vec<OfferedManifest>,
+    report: &mut RestoreReport,
+) -> Result<Trusted, FetchError> {
     let resume = db
         .unfinished_bulk_load()
         .and_then(|l| l.strip_prefix("checkpoint "))
         .and_then(crate::dir::parse_id);
-    let candidates =
-        choose_manifests(job.trusted, job.sources, resume, job.stop, &mut report.sources)?;
+    // An interrupted restore's manifest first (as `choose_manifests` orders it).
+    if let Some(at) = resume.and_then(|r| candidates.iter().position(|o| o.id == r)) {
+        let resumed = candidates.remove(at);
+        candidates.insert(0, resumed);
+    }
+    // Only checkpoints of the database's layout can be restored into it.
+    let layout = db.layout();
+    let other =
+        candidates.iter().find_map(|c| Manifest::layout_of(&c.bytes).ok().filter(|l| *l != layout));
+    candidates.retain(|c| Manifest::layout_of(&c.bytes).ok() == Some(layout));
+    if let (true, Some(checkpoint)) = (candidates.is_empty(), other) {
+        return Err(RestoreError::Layout { database: layout, checkpoint }.into());
+    }
     let mut last_bad = None;
     for chosen in candidates.into_iter().take(RESTORE_CANDIDATES_MAX) {
         let (id, offering) = (chosen.id, chosen.offering.clone());

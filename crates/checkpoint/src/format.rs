@@ -1,15 +1,23 @@
-//! Byte formats of checkpoints (version 1; `docs/design.md`, "Checkpoints"): the chunk and
-//! the manifest, with decoders that return typed errors on any input and never allocate
-//! more than the input can hold.
+//! Byte formats of checkpoints (`docs/design.md`, "Checkpoints"): the chunk (version 1)
+//! and the manifest (version 1: an Ethereum checkpoint; version 2: the same fields after
+//! the trie layout's name), with decoders that return typed errors on any input and never
+//! allocate more than the input can hold.
 
-use trie::{keccak256, TrieId, H256};
+use trie::{keccak256, LayoutName, TrieId, H256};
 
 /// Magic bytes opening a chunk.
 pub const CHUNK_MAGIC: &[u8; 8] = b"ARBCHUNK";
 /// Magic bytes opening a manifest.
 pub const MANIFEST_MAGIC: &[u8; 8] = b"ARBMANIF";
-/// The format version this build writes and reads.
+/// The chunk format version this build writes and reads, and the version of a manifest of
+/// an Ethereum checkpoint (which records no layout: its bytes, and so its id, are those of
+/// the checkpoints written before layouts were recorded).
 pub const FORMAT_VERSION: u8 = 1;
+/// The manifest version that records the trie layout (every layout but Ethereum, whose
+/// manifests stay at [`FORMAT_VERSION`]).
+pub const MANIFEST_LAYOUT_VERSION: u8 = 2;
+/// Longest layout name a manifest holds.
+const LAYOUT_NAME_BYTES_MAX: usize = 32;
 /// Largest chunk a decoder accepts (the byte rule's maximum is at most a quarter of it,
 /// the rest is room for boundary proofs and framing).
 pub const CHUNK_BYTES_MAX: u64 = 64 << 20;
@@ -30,7 +38,7 @@ pub enum DecodeError {
     #[error("not a {0} (bad magic bytes)")]
     Magic(&'static str),
     /// A version this build does not read.
-    #[error("unsupported {what} version {found} (this build reads {FORMAT_VERSION})")]
+    #[error("unsupported {what} version {found} (this build reads chunk version {FORMAT_VERSION}, manifest versions {FORMAT_VERSION} and {MANIFEST_LAYOUT_VERSION})")]
     Version {
         /// Chunk or manifest.
         what: &'static str,
@@ -55,6 +63,14 @@ pub enum DecodeError {
     /// bytes left.
     #[error("bad length or count at byte {0}")]
     Length(usize),
+    /// A manifest names a trie layout this build does not know.
+    #[error("unknown trie layout {name:?} at byte {at}")]
+    Layout {
+        /// Offset of the field.
+        at: usize,
+        /// The name found (lossy UTF-8).
+        name: String,
+    },
     /// A field holds a value the format does not allow.
     #[error("invalid field at byte {at}: {what}")]
     Field {
@@ -418,6 +434,9 @@ pub struct ChunkInfo {
 /// root)`: everything here is checked against the chunks, and they against the root.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Manifest {
+    /// The trie layout of the state (every proof verifies in it; a restore creates its
+    /// database in it).
+    pub layout: LayoutName,
     /// The block whose state this is.
     pub block: u64,
     /// Its state root.
@@ -439,7 +458,12 @@ impl Manifest {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(96 + self.chunks.len() * 120);
         out.extend_from_slice(MANIFEST_MAGIC);
-        out.push(FORMAT_VERSION);
+        if self.layout == LayoutName::Ethereum {
+            out.push(FORMAT_VERSION);
+        } else {
+            out.push(MANIFEST_LAYOUT_VERSION);
+            put_var_bytes(&mut out, self.layout.as_str().as_bytes());
+        }
         out.extend_from_slice(&self.block.to_be_bytes());
         out.extend_from_slice(&self.root.0);
         out.extend_from_slice(&self.rule.target_entries.to_be_bytes());
@@ -464,21 +488,21 @@ impl Manifest {
         keccak256(&self.encode())
     }
 
-    /// Decode and check a manifest: framing, the rule's ranges, chunks in strictly
-    /// ascending key order, lengths within the chunk limit, totals that add up, and a last
-    /// chunk that ends its trie.
+    /// The trie layout a manifest records, reading its header only (the rest is not
+    /// checked: see [`Manifest::decode`]).
+    pub fn layout_of(bytes: &[u8]) -> Result<LayoutName, DecodeError> {
+        read_header(&mut Reader::new(bytes))
+    }
+
+    /// Decode and check a manifest: framing, the layout, the rule's ranges, chunks in
+    /// strictly ascending key order, lengths within the chunk limit, totals that add up,
+    /// and a last chunk that ends its trie.
     pub fn decode(bytes: &[u8]) -> Result<Manifest, DecodeError> {
         if bytes.len() as u64 > MANIFEST_BYTES_MAX {
             return Err(DecodeError::TooLarge { len: bytes.len() as u64, max: MANIFEST_BYTES_MAX });
         }
         let mut r = Reader::new(bytes);
-        if r.bytes(8).ok() != Some(&MANIFEST_MAGIC[..]) {
-            return Err(DecodeError::Magic("manifest"));
-        }
-        let version = r.u8()?;
-        if version != FORMAT_VERSION {
-            return Err(DecodeError::Version { what: "manifest", found: version });
-        }
+        let layout = read_header(&mut r)?;
         let block = r.u64()?;
         let root = r.h256()?;
         let rule = BoundaryRule { target_entries: r.u32()?, max_bytes: r.u32()? };
@@ -500,7 +524,7 @@ impl Manifest {
             chunks.push(c);
         }
         r.end()?;
-        let m = Manifest { block, root, rule, entries, chunk_bytes, flat_bytes, chunks };
+        let m = Manifest { layout, block, root, rule, entries, chunk_bytes, flat_bytes, chunks };
         m.check_totals().map_err(|what| DecodeError::Field { at: bytes.len(), what })?;
         Ok(m)
     }
@@ -519,6 +543,34 @@ impl Manifest {
             return Err("a chunk without entries");
         }
         Ok(())
+    }
+}
+
+/// A manifest's magic bytes, version and layout: version 1 is Ethereum; version 2 names
+/// any other layout (an Ethereum manifest is always version 1, so that each manifest has
+/// one encoding and one id).
+fn read_header(r: &mut Reader<'_>) -> Result<LayoutName, DecodeError> {
+    if r.bytes(8).ok() != Some(&MANIFEST_MAGIC[..]) {
+        return Err(DecodeError::Magic("manifest"));
+    }
+    match r.u8()? {
+        FORMAT_VERSION => Ok(LayoutName::Ethereum),
+        MANIFEST_LAYOUT_VERSION => {
+            let at = r.pos;
+            let name = r.var_bytes(LAYOUT_NAME_BYTES_MAX)?;
+            let unknown =
+                || DecodeError::Layout { at, name: String::from_utf8_lossy(name).into_owned() };
+            let layout: LayoutName =
+                std::str::from_utf8(name).map_err(|_| unknown())?.parse().map_err(|_| unknown())?;
+            if layout == LayoutName::Ethereum {
+                return Err(DecodeError::Field {
+                    at,
+                    what: "an Ethereum manifest is version 1, without a layout",
+                });
+            }
+            Ok(layout)
+        }
+        found => Err(DecodeError::Version { what: "manifest", found }),
     }
 }
 
@@ -556,5 +608,82 @@ mod tests {
         assert!(Reader::new(&[0x80, 0x00]).varint(u64::MAX).is_err());
         assert!(Reader::new(&[0xff; 11]).varint(u64::MAX).is_err());
         assert!(Reader::new(&[0x05]).varint(4).is_err());
+    }
+
+    fn manifest(layout: LayoutName) -> Manifest {
+        Manifest {
+            layout,
+            block: 7,
+            root: H256([3; 32]),
+            rule: BoundaryRule::default(),
+            entries: 0,
+            chunk_bytes: 10,
+            flat_bytes: 0,
+            chunks: vec![ChunkInfo {
+                first: Vec::new(),
+                last: Vec::new(),
+                entries: 0,
+                len: 10,
+                digest: H256([1; 32]),
+                ends_trie: true,
+            }],
+        }
+    }
+
+    #[test]
+    fn manifests_record_their_layout() {
+        for layout in LayoutName::ALL {
+            let m = manifest(layout);
+            let b = m.encode();
+            assert_eq!(Manifest::decode(&b), Ok(m));
+            assert_eq!(Manifest::layout_of(&b), Ok(layout));
+            let version = if layout == LayoutName::Ethereum { 1 } else { 2 };
+            assert_eq!(b[8], version, "{layout}");
+        }
+        // Version 1 is Ethereum, byte for byte as before layouts were recorded.
+        let eth = manifest(LayoutName::Ethereum).encode();
+        let v1 = manifest(LayoutName::SubstrateV1).encode();
+        assert_eq!(&v1[..9], [&MANIFEST_MAGIC[..], &[2]].concat());
+        assert_eq!(&v1[9..10], [12]);
+        assert_eq!(&v1[10..22], b"substrate-v1");
+        assert_eq!(&v1[22..], &eth[9..]);
+    }
+
+    #[test]
+    fn bad_layouts_are_typed_errors() {
+        let v1 = manifest(LayoutName::SubstrateV1).encode();
+        let with_name = |name: &[u8]| {
+            let mut b = v1[..9].to_vec();
+            put_var_bytes(&mut b, name);
+            b.extend_from_slice(&v1[22..]);
+            b
+        };
+        let polkadot = with_name(b"polkadot");
+        assert_eq!(
+            Manifest::decode(&polkadot),
+            Err(DecodeError::Layout { at: 9, name: "polkadot".into() })
+        );
+        assert_eq!(Manifest::layout_of(&polkadot), Manifest::decode(&polkadot).map(|m| m.layout));
+        assert!(matches!(
+            Manifest::decode(&with_name(&[0xff, 0xfe])),
+            Err(DecodeError::Layout { at: 9, .. })
+        ));
+        assert!(matches!(
+            Manifest::decode(&with_name(b"ethereum")),
+            Err(DecodeError::Field { at: 9, .. })
+        ));
+        assert!(matches!(Manifest::decode(&with_name(&[b'x'; 33])), Err(DecodeError::Length(9))));
+        assert!(matches!(Manifest::decode(&with_name(b"")), Err(DecodeError::Layout { .. })));
+        let mut v3 = v1.clone();
+        v3[8] = 3;
+        assert_eq!(Manifest::decode(&v3), Err(DecodeError::Version { what: "manifest", found: 3 }));
+        // The layout name edited into another known one: another manifest (another id),
+        // which decodes; its chunks then fail to verify in that layout.
+        let v0 = with_name(b"substrate-v0");
+        assert_eq!(Manifest::decode(&v0).map(|m| m.layout), Ok(LayoutName::SubstrateV0));
+        for n in 0..v1.len() {
+            let _ = Manifest::decode(&v1[..n]);
+            let _ = Manifest::layout_of(&v1[..n]);
+        }
     }
 }

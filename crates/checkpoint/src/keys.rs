@@ -1,10 +1,25 @@
-//! The two rules about flat keys and values that creation, restore and verification must
-//! apply byte for byte alike, so they live here, below all three: where a key range right
-//! after a key starts ([`successor`]: a chunk's first segment starts there when the chunk
-//! before it did not end its trie), and which storage trie a main-trie value commits to
-//! ([`storage_root_of`]). Both are cheap: a copy of the key, one RLP decode.
+//! The rules about flat keys and values that creation, restore and verification must apply
+//! byte for byte alike, so they live here, below all three: where a key range right after
+//! a key starts ([`successor`]: a chunk's first segment starts there when the chunk before
+//! it did not end its trie), and which storage trie a main-trie entry commits to
+//! ([`binding`], found where [`binding_place`] says). Both are cheap: a copy of the key,
+//! one RLP decode or a prefix test.
+//!
+//! The storage rule depends on the layout:
+//! - Ethereum: the main-trie key is the account key hash (32 bytes), the value an account
+//!   `RLP[nonce, balance, storage_root, code_hash]`; its storage trie is
+//!   `TrieId::Storage(key)` with root `storage_root`.
+//! - Substrate (V0, V1): the main-trie key is `:child_storage:default: ‖ child key`, the
+//!   value the child trie's root (32 bytes); the child trie is
+//!   `TrieId::Storage(blake2_256(child key))` (as `arbor init --chain-spec` stores it).
+//!
+//! In both, a root equal to the layout's empty root commits to no trie.
 
-use trie::{EMPTY_ROOT, H256};
+use trie::{LayoutName, H256};
+
+/// The main-trie key prefix under which a Substrate chain keeps each default child trie's
+/// root.
+pub(crate) const CHILD_STORAGE_PREFIX: &[u8] = b":child_storage:default:";
 
 /// The smallest key after `k`.
 pub(crate) fn successor(k: &[u8]) -> Vec<u8> {
@@ -14,9 +29,88 @@ pub(crate) fn successor(k: &[u8]) -> Vec<u8> {
     s
 }
 
-/// The storage trie a main-trie value commits to: the `storage_root` of an Ethereum
-/// account (`RLP[nonce, balance, storage_root, code_hash]`) with storage; `None` for any
-/// other value. The one rule creation, restore and verification share.
-pub(crate) fn storage_root_of(value: &[u8]) -> Option<H256> {
-    eth::Account::decode(value).ok().map(|a| a.storage_root).filter(|r| *r != EMPTY_ROOT)
+/// The storage trie the main-trie entry `(key, value)` commits to in `layout`: the trie's
+/// key hash (its `TrieId::Storage`) and its root; `None` for any other entry (and for a
+/// root that is the empty trie's). The one rule creation, restore and verification share.
+pub(crate) fn binding(layout: LayoutName, key: &[u8], value: &[u8]) -> Option<(H256, H256)> {
+    let bound = match layout {
+        LayoutName::Ethereum => {
+            let account = H256::from_slice(key)?;
+            (account, eth::Account::decode(value).ok()?.storage_root)
+        }
+        LayoutName::SubstrateV0 | LayoutName::SubstrateV1 => {
+            let child = key.strip_prefix(CHILD_STORAGE_PREFIX)?;
+            (trie::blake2_256(child), H256::from_slice(value)?)
+        }
+        // A layout without a known rule commits to no storage trie: creating a
+        // checkpoint of one that has storage tries fails (`CreateError::UnboundStorage`).
+        _ => return None,
+    };
+    Some(bound).filter(|(_, root)| *root != layout.empty_root())
+}
+
+/// Where in the main trie the entry that commits to storage trie `trie` lies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// Under this key (Ethereum: the account key is the trie's id).
+    Key(Vec<u8>),
+    /// Somewhere in the keys `[start, end)` (Substrate: the trie's id is a hash of the
+    /// child key, which cannot be inverted; the child-storage entries are few and adjacent).
+    Range(Vec<u8>, Vec<u8>),
+}
+
+/// Where the entry committing to storage trie `trie` lies in `layout`'s main trie.
+pub(crate) fn binding_place(layout: LayoutName, trie: &H256) -> Place {
+    match layout {
+        LayoutName::Ethereum => Place::Key(trie.0.to_vec()),
+        _ => {
+            let mut end = CHILD_STORAGE_PREFIX.to_vec();
+            // ':' + 1: the first key after every key under the prefix.
+            if let Some(last) = end.last_mut() {
+                *last += 1;
+            }
+            Place::Range(CHILD_STORAGE_PREFIX.to_vec(), end)
+        }
+    }
+}
+
+/// Why no entry of the main trie commits to storage trie `trie` (for errors).
+pub(crate) fn unbound(layout: LayoutName, trie: &H256) -> String {
+    match layout {
+        LayoutName::Ethereum => format!("storage trie {trie} has no account with storage"),
+        _ => format!(
+            "storage trie {trie} has no child-trie entry ({}…) in the main trie",
+            String::from_utf8_lossy(CHILD_STORAGE_PREFIX)
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bindings_follow_the_layout() {
+        let root = H256([7; 32]);
+        let mut key = CHILD_STORAGE_PREFIX.to_vec();
+        key.extend_from_slice(b"child");
+        for l in [LayoutName::SubstrateV0, LayoutName::SubstrateV1] {
+            assert_eq!(binding(l, &key, &root.0), Some((trie::blake2_256(b"child"), root)));
+            assert_eq!(binding(l, &key, &l.empty_root().0), None);
+            assert_eq!(binding(l, &key, &[7; 33]), None);
+            assert_eq!(binding(l, b":child_storage:other:x", &root.0), None);
+            let Place::Range(start, end) = binding_place(l, &root) else { panic!() };
+            assert!(start.as_slice() <= key.as_slice() && key.as_slice() < end.as_slice());
+            assert!(end.as_slice() > [CHILD_STORAGE_PREFIX, &[0xff; 200][..]].concat().as_slice());
+        }
+        assert_eq!(binding(LayoutName::Ethereum, &key, &root.0), None);
+        let account = eth::Account { storage_root: root, ..eth::Account::default() };
+        assert_eq!(
+            binding(LayoutName::Ethereum, &[9; 32], &account.rlp()),
+            Some((H256([9; 32]), root))
+        );
+        assert_eq!(binding(LayoutName::Ethereum, &[9; 31], &account.rlp()), None);
+        assert_eq!(binding(LayoutName::SubstrateV1, &[9; 32], &account.rlp()), None);
+        assert_eq!(binding_place(LayoutName::Ethereum, &root), Place::Key(root.0.to_vec()));
+    }
 }

@@ -7,9 +7,10 @@
 //! - [`Restorer`]: restore from chunks offered in any order, each verified on arrival
 //!   against the one trusted `(block, root)` ([`Trusted`]) before anything of it is
 //!   written, crash-safe and resumable.
-//! - Formats ([`Chunk`], [`Manifest`]: versioned, with magic bytes; `docs/design.md`,
-//!   "Checkpoints") and the layout shared by directories, HTTP and object storage
-//!   ([`CheckpointDir`]).
+//! - Formats ([`Chunk`], [`Manifest`]: versioned, with magic bytes; the manifest records
+//!   the trie layout, [`trie::LayoutName`], in which every proof verifies and a restore
+//!   creates its database; `docs/design.md`, "Checkpoints") and the layout shared by
+//!   directories, HTTP and object storage ([`CheckpointDir`]).
 //! - Sources ([`open_source`]: directories, `http://`, `s3://`) and
 //!   [`restore_from_sources`], which restores from several untrusted sources at once,
 //!   names and excludes bad ones and reports ([`RestoreReport`]); [`HttpServer`] serves a
@@ -34,12 +35,12 @@ pub use boundary::boundary_hash;
 pub use create::{create, create_cancellable, CreateError, CreateOptions, Created, THREADS_MAX};
 pub use dir::{chunk_path, manifest_path, parse_id, CheckpointDir, DirError};
 pub use fetch::{
-    find_manifests, restore_from_sources, FetchError, FetchOptions, FetchProgress, OfferedManifest,
-    RestoreReport, SourceReport, WORKERS_MAX,
+    find_candidates, find_manifests, restore_from_sources, Candidates, FetchError, FetchOptions,
+    FetchProgress, OfferedManifest, RestoreReport, SourceReport, WORKERS_MAX,
 };
 pub use format::{
     BoundaryRule, Chunk, ChunkInfo, DecodeError, Manifest, Segment, CHUNK_BYTES_MAX, CHUNK_MAGIC,
-    FORMAT_VERSION, MANIFEST_BYTES_MAX, MANIFEST_MAGIC,
+    FORMAT_VERSION, MANIFEST_BYTES_MAX, MANIFEST_LAYOUT_VERSION, MANIFEST_MAGIC,
 };
 pub use open::open_source;
 pub use restore::{

@@ -8,9 +8,11 @@
 //!    `i - 1`'s last key, or at the start of the next trie when that chunk ended its trie),
 //!    and the manifest's boundary rule inside it (no content boundary before its last
 //!    entry; with several entries, their bytes within the rule's maximum);
-//! 3. each segment verifies against its trie's root ([`trie::verify_key_range`]): the
-//!    trusted root for the main trie; for a storage trie, the `storage_root` of its account,
-//!    read from the restored main trie. A storage segment whose account's chunk is not
+//! 3. each segment verifies against its trie's root ([`trie::verify_key_range`], in the
+//!    manifest's layout, which must be the database's): the trusted root for the main
+//!    trie; for a storage trie, the root its main-trie entry commits to (`keys::binding`:
+//!    an Ethereum account's `storage_root`, a Substrate `:child_storage:default:` entry),
+//!    read from the restored main trie. A storage segment whose entry's chunk is not
 //!    restored yet waits in a bounded on-disk staging directory.
 //!
 //! Then its `flat` entries, the nodes the verification established (boundary nodes and
@@ -22,17 +24,17 @@
 //! where the rule cuts (its progress record keeps its bytes), and [`Restorer::finish`]
 //! makes the block the head.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 use store::{BulkError, RestoreWriter, StateDb, StoreError};
-use trie::{keccak256, EthLayout, ProofError, TrieId, H256};
+use trie::{keccak256, Layout, LayoutName, NodeSink, ProofError, TrieId, WithLayout, H256};
 
 use crate::boundary::{check_cut, check_ends, ChunkBytes};
 use crate::format::{Chunk, DecodeError, Manifest, Segment};
-use crate::keys::{storage_root_of, successor};
+use crate::keys::{binding, binding_place, successor, unbound, Place};
 
 /// The trusted input of a restore: the block and its state root (from consensus).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,6 +171,14 @@ pub enum RestoreError {
         /// The manifest's root.
         found_root: H256,
     },
+    /// The checkpoint's trie layout is not the database's.
+    #[error("the checkpoint holds {checkpoint} tries but the database holds {database} tries; restore into a new directory (it is created in the checkpoint's layout)")]
+    Layout {
+        /// The database's layout.
+        database: LayoutName,
+        /// The checkpoint's (its manifest's) layout.
+        checkpoint: LayoutName,
+    },
     /// The database refused the restore (not empty, another restore unfinished) or failed.
     #[error(transparent)]
     Store(#[from] BulkError),
@@ -253,6 +263,16 @@ fn progress_name(i: usize) -> [u8; 9] {
     n
 }
 
+/// Progress record name of the binding of storage trie `trie` (value: its root), written
+/// with the chunk whose main-trie entry commits to it, in layouts whose bindings cannot be
+/// looked up by key ([`Place::Range`]): a resumed restore reads them back.
+fn binding_name(trie: &H256) -> [u8; 33] {
+    let mut n = [0u8; 33];
+    n[0] = b'b';
+    n[1..].copy_from_slice(&trie.0);
+    n
+}
+
 struct Staging {
     dir: PathBuf,
     max: u64,
@@ -284,11 +304,16 @@ pub struct Restorer<'db> {
     /// Entries written by this restorer, whether their chunk came straight from a source
     /// or out of staging.
     entries_written: AtomicU64,
+    /// In layouts whose bindings lie in a key range ([`Place::Range`]): storage trie →
+    /// root, from every restored chunk's main-trie entries.
+    ranged: Mutex<HashMap<H256, H256>>,
 }
 
 impl<'db> Restorer<'db> {
     /// Start (or resume) restoring the checkpoint whose manifest is `manifest` into `db`,
-    /// which must be empty or hold an unfinished restore of the same manifest.
+    /// which must be empty or hold an unfinished restore of the same manifest, and have
+    /// the manifest's layout ([`RestoreError::Layout`]; open a new database with
+    /// `StoreConfig::layout` set to [`Manifest::layout`]).
     pub fn begin(
         db: &'db mut StateDb,
         trusted: Trusted,
@@ -305,15 +330,27 @@ impl<'db> Restorer<'db> {
                 found_root: manifest.root,
             });
         }
+        if db.layout() != manifest.layout {
+            return Err(RestoreError::Layout {
+                database: db.layout(),
+                checkpoint: manifest.layout,
+            });
+        }
         let restore = db.begin_restore(&format!("checkpoint {}", hex::encode(id.0)))?;
         let done: Vec<AtomicBool> =
             manifest.chunks.iter().map(|_| AtomicBool::new(false)).collect();
         let mut counts = Counts::default();
         let mut bytes = vec![ChunkBytes::default(); done.len()];
+        let mut ranged = HashMap::new();
         for (name, value) in restore.progress().map_err(BulkError::from)? {
             let bad = || RestoreError::Progress(hex::encode(&name));
             let i = match name.as_slice() {
                 [b'c', rest @ ..] => u64::from_be_bytes(rest.try_into().map_err(|_| bad())?),
+                [b'b', rest @ ..] => {
+                    let trie = H256::from_slice(rest).ok_or_else(bad)?;
+                    ranged.insert(trie, H256::from_slice(&value).ok_or_else(bad)?);
+                    continue;
+                }
                 _ => return Err(bad()),
             };
             // A record of the earlier layout (counts only): the chunk is restored again
@@ -340,6 +377,7 @@ impl<'db> Restorer<'db> {
             bytes: Mutex::new(bytes),
             staging: Mutex::new(staging),
             entries_written: AtomicU64::new(0),
+            ranged: Mutex::new(ranged),
         })
     }
 
@@ -492,7 +530,7 @@ impl<'db> Restorer<'db> {
     }
 
     /// The root segment `s` verifies against, or the chunks that must be restored first
-    /// (those that prove its account).
+    /// (those that prove the main-trie entry committing to its trie).
     #[allow(clippy::type_complexity)]
     fn trie_root(
         &self,
@@ -501,22 +539,61 @@ impl<'db> Restorer<'db> {
         s: &Segment<'_>,
     ) -> Result<Result<H256, Vec<usize>>, ChunkError> {
         let TrieId::Storage(account) = s.trie else { return Ok(Ok(self.manifest.root)) };
+        let layout = self.manifest.layout;
+        let root = match binding_place(layout, &account) {
+            Place::Key(key) => match self.root_at_key(index, chunk, &account, &key)? {
+                Ok(root) => root,
+                Err(deps) => return Ok(Err(deps)),
+            },
+            Place::Range(start, end) => {
+                // The entry lies in this chunk's own main-trie segment (verified with it)...
+                let own = chunk.segments.first().filter(|m| m.trie == TrieId::Main).and_then(|m| {
+                    m.entries
+                        .iter()
+                        .filter_map(|(k, v)| binding(layout, k, v))
+                        .find(|(t, _)| *t == account)
+                        .map(|(_, r)| r)
+                });
+                match own {
+                    Some(r) => Some(r),
+                    None => {
+                        // ... or in a restored chunk holding part of the range.
+                        let waiting = self.waiting_for(index, &start, &end);
+                        if !waiting.is_empty() {
+                            return Ok(Err(waiting));
+                        }
+                        self.ranged.lock().get(&account).copied()
+                    }
+                }
+            }
+        };
+        root.map(Ok).ok_or_else(|| ChunkError::Mismatch { index, what: unbound(layout, &account) })
+    }
+
+    /// The root the main-trie entry under `key` commits to storage trie `account`, or
+    /// the chunks that must be restored first.
+    #[allow(clippy::type_complexity)]
+    fn root_at_key(
+        &self,
+        index: usize,
+        chunk: &Chunk<'_>,
+        account: &H256,
+        key: &[u8],
+    ) -> Result<Result<Option<H256>, Vec<usize>>, ChunkError> {
         let own = chunk.segments.first().filter(|m| {
-            m.trie == TrieId::Main
-                && account.0.as_slice() >= m.start
-                && m.last().is_none_or(|l| account.0.as_slice() <= l)
+            m.trie == TrieId::Main && key >= m.start && m.last().is_none_or(|l| key <= l)
         });
-        let account_value = match own {
-            // The account lies in this chunk's own main-trie range (verified with it).
+        let value = match own {
+            // The key lies in this chunk's own main-trie range (verified with it).
             Some(main) => main
                 .entries
-                .binary_search_by(|(k, _)| (*k).cmp(account.0.as_slice()))
+                .binary_search_by(|(k, _)| (*k).cmp(key))
                 .ok()
                 .map(|i| main.entries[i].1.to_vec()),
             None => {
-                let mut key = vec![0u8];
-                key.extend_from_slice(&account.0);
-                let j = self.manifest.chunks.partition_point(|c| c.last < key);
+                let mut flat = TrieId::Main.prefix();
+                flat.extend_from_slice(key);
+                let j = self.manifest.chunks.partition_point(|c| c.last < flat);
                 let deps = [j.checked_sub(1), (j < self.done.len()).then_some(j)];
                 let waiting: Vec<usize> = deps
                     .iter()
@@ -527,16 +604,24 @@ impl<'db> Restorer<'db> {
                 if !waiting.is_empty() {
                     return Ok(Err(waiting));
                 }
-                self.writer.get(&TrieId::Main, &account.0)?
+                self.writer.get(&TrieId::Main, key)?
             }
         };
-        match account_value.as_deref().and_then(storage_root_of) {
-            Some(r) => Ok(Ok(r)),
-            None => Err(ChunkError::Mismatch {
-                index,
-                what: format!("storage trie {account} has no account with storage"),
-            }),
-        }
+        let bound = value.and_then(|v| binding(self.manifest.layout, key, &v));
+        Ok(Ok(bound.filter(|(t, _)| t == account).map(|(_, r)| r)))
+    }
+
+    /// The chunks other than `index` not restored yet that hold main-trie keys in
+    /// `[start, end)`: chunk `j` holds the keys after chunk `j - 1`'s last one up to its
+    /// own last one.
+    fn waiting_for(&self, index: usize, start: &[u8], end: &[u8]) -> Vec<usize> {
+        let flat = |k: &[u8]| [&TrieId::Main.prefix()[..], k].concat();
+        let (start, end) = (flat(start), flat(end));
+        let first = self.manifest.chunks.partition_point(|c| c.last < start);
+        let last = self.manifest.chunks.partition_point(|c| c.last < end);
+        (first..=last.min(self.done.len() - 1))
+            .filter(|d| *d != index && !self.is_done(*d))
+            .collect()
     }
 
     /// Verify every segment against its root and write the chunk in one batch.
@@ -547,20 +632,20 @@ impl<'db> Restorer<'db> {
         roots: &[H256],
         bytes: ChunkBytes,
     ) -> Result<u64, ChunkError> {
+        let layout = self.manifest.layout;
+        // Where this layout's bindings lie (the same for every trie).
+        let ranged = matches!(binding_place(layout, &H256::default()), Place::Range(..));
         let mut batch = self.writer.batch()?;
         let mut counts = Counts::default();
         let mut entries = 0u64;
+        let mut bound = Vec::new();
         for (s, root) in chunk.segments.iter().zip(roots) {
             let mut sink = batch.nodes(s.trie);
-            trie::verify_key_range::<EthLayout, _, _, _>(
-                root,
-                s.start,
-                s.last(),
-                &s.entries,
-                &s.proof,
-                &mut sink,
-            )
-            .map_err(|source| ChunkError::Proof { index, trie: s.trie, source })?;
+            verify_range(layout, root, s, &mut sink).map_err(|source| ChunkError::Proof {
+                index,
+                trie: s.trie,
+                source,
+            })?;
             sink.finish()?;
             for (k, v) in &s.entries {
                 batch.put_flat(&s.trie, k, v)?;
@@ -568,9 +653,15 @@ impl<'db> Restorer<'db> {
             entries += s.entries.len() as u64;
             match s.trie {
                 TrieId::Main => {
-                    counts.accounts_with_storage +=
-                        s.entries.iter().filter(|(_, v)| storage_root_of(v).is_some()).count()
-                            as u64;
+                    for (k, v) in &s.entries {
+                        if let Some((trie, root)) = binding(layout, k, v) {
+                            counts.accounts_with_storage += 1;
+                            if ranged {
+                                batch.put_progress(&binding_name(&trie), &root.0);
+                                bound.push((trie, root));
+                            }
+                        }
+                    }
                 }
                 TrieId::Storage(_) => {
                     batch.put_root(&s.trie, root);
@@ -581,6 +672,8 @@ impl<'db> Restorer<'db> {
         batch.put_progress(&progress_name(index), &counts.encode(bytes));
         // Two threads verifying the same chunk write the same bytes; count it once.
         self.writer.write(batch)?;
+        // Known before the chunk is marked done: a storage chunk waiting for it reads them.
+        self.ranged.lock().extend(bound);
         self.bytes.lock()[index] = bytes;
         if !self.done[index].swap(true, Ordering::AcqRel) {
             let mut c = self.counts.lock();
@@ -588,6 +681,39 @@ impl<'db> Restorer<'db> {
             c.storage_tries += counts.storage_tries;
         }
         Ok(entries)
+    }
+}
+
+/// Verify segment `s` against `root` in `layout` ([`trie::verify_key_range`]), reporting
+/// the nodes it establishes to `sink`.
+pub(crate) fn verify_range<S: NodeSink>(
+    layout: LayoutName,
+    root: &H256,
+    s: &Segment<'_>,
+    sink: &mut S,
+) -> Result<trie::RangeStats, ProofError> {
+    layout.dispatch(VerifyRange { root, s, sink })
+}
+
+/// [`verify_range`] in the layout it is dispatched to.
+struct VerifyRange<'a, 'b, S> {
+    root: &'a H256,
+    s: &'a Segment<'b>,
+    sink: &'a mut S,
+}
+
+impl<S: NodeSink> WithLayout for VerifyRange<'_, '_, S> {
+    type Output = Result<trie::RangeStats, ProofError>;
+    fn run<L: Layout>(self) -> Self::Output {
+        let s = self.s;
+        trie::verify_key_range::<L, _, _, _>(
+            self.root,
+            s.start,
+            s.last(),
+            &s.entries,
+            &s.proof,
+            self.sink,
+        )
     }
 }
 

@@ -1,21 +1,24 @@
 //! Verifying a whole checkpoint without a database (`arbor checkpoint verify`): every
-//! chunk in key order, with the checks a restore makes; storage tries verify against the
-//! storage roots of the accounts seen in earlier (or the same) chunks, kept in memory. At
-//! the end, like a restore, the chunks must bear out the manifest's flat bytes and rule.
+//! chunk in key order, with the checks a restore makes, in the manifest's layout; storage
+//! tries verify against the roots the main-trie entries seen in earlier (or the same)
+//! chunks commit to (`keys::binding`), kept in memory. At the end, like a restore, the
+//! chunks must bear out the manifest's flat bytes and rule.
 
 use std::collections::HashMap;
 
-use trie::{keccak256, EthLayout, TrieId, H256};
+use trie::{keccak256, TrieId, H256};
 
 use crate::boundary::check_ends;
 use crate::format::{Chunk, Manifest, Segment};
-use crate::keys::storage_root_of;
-use crate::restore::{check_fit, check_len, ChunkError, RestoreError, Trusted};
+use crate::keys::{binding, unbound};
+use crate::restore::{check_fit, check_len, verify_range, ChunkError, RestoreError, Trusted};
 use crate::source::{Source, SourceError};
 
 /// What a verified checkpoint holds.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct VerifySummary {
+    /// The trie layout.
+    pub layout: String,
     /// Block.
     pub block: u64,
     /// State root, hex.
@@ -94,6 +97,7 @@ pub fn verify_manifest(
     bound.finish()?;
     check_ends(&m, &cuts).map_err(RestoreError::Misstated)?;
     Ok(VerifySummary {
+        layout: m.layout.to_string(),
         block: m.block,
         root: format!("{}", m.root),
         chunks: m.chunks.len(),
@@ -158,19 +162,12 @@ impl Bindings {
         s: &Segment<'_>,
     ) -> Result<(), Box<ChunkError>> {
         let root = self.root_of(m, index, s)?;
-        trie::verify_key_range::<EthLayout, _, _, _>(
-            &root,
-            s.start,
-            s.last(),
-            &s.entries,
-            &s.proof,
-            &mut (),
-        )
-        .map_err(|source| Box::new(ChunkError::Proof { index, trie: s.trie, source }))?;
+        verify_range(m.layout, &root, s, &mut ())
+            .map_err(|source| Box::new(ChunkError::Proof { index, trie: s.trie, source }))?;
         match s.trie {
             TrieId::Main => {
                 for (k, v) in &s.entries {
-                    if let (Some(root), Some(h)) = (storage_root_of(v), H256::from_slice(k)) {
+                    if let Some((h, root)) = binding(m.layout, k, v) {
                         self.storage.insert(h, root);
                     }
                 }
@@ -193,7 +190,7 @@ impl Bindings {
             return Ok(m.root);
         };
         let Some(root) = self.storage.get(&account).copied() else {
-            let what = format!("storage trie {account} has no account with storage");
+            let what = unbound(m.layout, &account);
             return Err(Box::new(ChunkError::Mismatch { index, what }));
         };
         if s.open {

@@ -284,6 +284,10 @@ struct StoreArgs {
     /// Store configuration file (TOML) used by Arbor and, for `[rocksdb]`, by the baseline.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Arbor's trie layout: ethereum (the default), substrate-v0 or substrate-v1 (the
+    /// baselines store no trie).
+    #[arg(long, value_name = "LAYOUT", value_parser = crate::layout_arg::parser())]
+    layout: Option<trie::LayoutName>,
     #[command(flatten)]
     report: ReportArgs,
 }
@@ -467,7 +471,10 @@ fn pov(args: &PovArgs) -> Result<ExitCode> {
 }
 
 fn store(args: &StoreArgs) -> Result<ExitCode> {
-    let config = crate::db_args::load_config(args.config.as_deref())?;
+    let mut config = crate::db_args::load_config(args.config.as_deref())?;
+    if args.layout.is_some() {
+        config.layout = args.layout;
+    }
     let opts = bench::StoreBenchOpts {
         keys: args.keys,
         blocks: args.blocks,

@@ -209,7 +209,7 @@ fn exec_workers(requested: Option<usize>, pipelined: bool) -> usize {
 pub(crate) fn import(args: &ImportArgs) -> Result<ExitCode> {
     let chain = open_chain(&args.chain)?;
     let listener = crate::metrics::bind(args.metrics.as_ref())?;
-    let mut db = open_or_create(&args.db)?;
+    let mut db = open_or_create(&args.db, None)?;
     init_genesis(&mut db, chain.header())?;
     let pipelined = !args.no_pipeline;
     let config = ImportConfig {

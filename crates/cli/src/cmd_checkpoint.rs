@@ -323,6 +323,7 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode> {
                     "valid": true,
                     "reason": null,
                     "checkpoint": hex::encode(id.0),
+                    "layout": s.layout,
                     "block": s.block,
                     "root": s.root,
                     "chunks": s.chunks,
@@ -534,20 +535,29 @@ fn restore(a: &RestoreArgs) -> Result<ExitCode> {
     }
     let opts = source_opts(a.timeout_ms);
     let sources = a.sources.iter().map(|s| open_source(s, &opts)).collect::<Result<Vec<_>>>()?;
-    let mut db = open_or_create(&a.db)?;
+    let trusted = Trusted { block: a.trusted.block, root: a.trusted.root };
+    let stop = crate::signals::stop_flag()?;
+    // An existing database keeps its layout (a checkpoint of another one is refused); a new
+    // one is created in the layout of the checkpoint the restore takes, so the sources are
+    // asked for their manifests first.
+    let dir = &a.db.db;
+    let exists = dir.join("CURRENT").is_file() && !store::creation_unfinished(dir);
+    let (mut db, candidates) = if exists {
+        let db = open_or_create(&a.db, None)?;
+        (db, checkpoint::find_candidates(trusted, &sources, &stop))
+    } else {
+        let candidates = checkpoint::find_candidates(trusted, &sources, &stop);
+        (open_or_create(&a.db, candidates.layout())?, candidates)
+    };
     let staging = match &a.staging {
         Some(dir) => RestoreOptions::new(dir),
         None => RestoreOptions::in_database(&a.db.db),
     };
-    let trusted = Trusted { block: a.trusted.block, root: a.trusted.root };
-    let stop = crate::signals::stop_flag()?;
     // The chunk count is known once the manifest is: the length is set from the progress.
     let pb = crate::progress::counter(!a.json, Some(0), "restoring", "chunks");
     let t0 = Instant::now();
-    let (report, result) = checkpoint::restore_from_sources(
+    let (report, result) = candidates.restore(
         &mut db,
-        trusted,
-        &sources,
         &staging,
         &FetchOptions { workers: a.workers, ..FetchOptions::default() },
         &stop,
@@ -586,6 +596,11 @@ fn restore(a: &RestoreArgs) -> Result<ExitCode> {
         // for a restore from other sources): a verdict on what the sources offer.
         Err(e @ checkpoint::FetchError::BadCheckpoint { .. }) => {
             Err(crate::rejected(&anyhow::Error::new(e)))
+        }
+        // The database holds tries of another layout than every checkpoint offered: the
+        // command line named the wrong database (as opening it with another layout is).
+        Err(e @ checkpoint::FetchError::Restore(checkpoint::RestoreError::Layout { .. })) => {
+            Err(crate::usage(e.to_string()))
         }
         Err(e) => Err(e.into()),
     }

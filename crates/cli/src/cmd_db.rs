@@ -7,15 +7,16 @@
 //! it is a usage error naming the window.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
 use store::{AtError, BlockView, RevertError, StateDb, StoreStats};
-use trie::TrieId;
+use trie::{LayoutName, TrieId, H256};
 
+use crate::cmd_root::CHILD_STORAGE_DEFAULT_PREFIX;
 use crate::db_args::{open_existing, open_or_create, open_reading, DbArgs};
 use crate::genesis_load::load_genesis;
 use crate::input::read_genesis;
@@ -23,13 +24,27 @@ use crate::limits;
 
 /// Arguments of `arbor init`.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("state").required(true).args(["genesis", "chain_spec"])))]
 pub(crate) struct InitArgs {
     #[command(flatten)]
     db: DbArgs,
-    /// The genesis allocation (a full genesis file or a bare `alloc` object).
+    /// The genesis allocation (a full genesis file or a bare `alloc` object); Ethereum
+    /// layout.
     #[arg(long, value_name = "FILE")]
-    genesis: PathBuf,
-    /// Print {"block", "root", "accounts"} instead of the root alone.
+    genesis: Option<PathBuf>,
+    /// A raw Substrate chain spec: its genesis storage (`genesis.raw.top` or
+    /// `genesis.top`) becomes the main trie, each non-empty child trie of
+    /// `childrenDefault` a storage trie named by the Blake2-256 hash of its key, with its
+    /// root under `:child_storage:default:<key>` in the main trie. Layout substrate-v0
+    /// unless --layout says otherwise.
+    #[arg(long, value_name = "FILE")]
+    chain_spec: Option<PathBuf>,
+    /// Trie layout of the new database, recorded in it (ethereum, substrate-v0,
+    /// substrate-v1) [default: ethereum; substrate-v0 with --chain-spec].
+    #[arg(long, value_name = "LAYOUT", value_parser = crate::layout_arg::parser())]
+    layout: Option<LayoutName>,
+    /// Print {"block", "root", "accounts"} ("entries" with --chain-spec) instead of the
+    /// root alone.
     #[arg(long)]
     json: bool,
 }
@@ -131,30 +146,110 @@ fn trie_name(t: &TrieId) -> String {
 
 /// Run `arbor init`.
 pub(crate) fn init(args: &InitArgs) -> Result<ExitCode> {
-    // Parse first: a bad genesis must not leave a new database directory behind.
-    let genesis = read_genesis(&args.genesis)?;
-    let mut db = open_or_create(&args.db)?;
-    // An unfinished load is finished by the same genesis and refused for another one
-    // (the store checks the label).
+    match (&args.genesis, &args.chain_spec) {
+        (Some(genesis), None) => init_genesis(args, genesis),
+        (None, Some(spec)) => init_chain_spec(args, spec),
+        // clap's "state" group makes exactly one of them present.
+        _ => bail!("give exactly one of --genesis FILE or --chain-spec FILE"),
+    }
+}
+
+/// Refuse a database that holds anything but an unfinished load (which the same input
+/// finishes, and the store refuses for another one: it checks the label).
+fn check_new(db: &store::StateDb, dir: &Path) -> Result<()> {
     if db.unfinished_bulk_load().is_none() && !db.is_empty()? {
         bail!(
             "the database at {} is not empty (head block {}, root {}); init needs a new directory",
-            args.db.db.display(),
+            dir.display(),
             db.head_number(),
             db.head_root()
         );
     }
+    Ok(())
+}
+
+/// Print the new database's root (and, with `--json`, what it holds).
+fn print_init(json: bool, root: H256, count: (&str, usize), layout: LayoutName) -> Result<()> {
+    if json {
+        let v = serde_json::json!({
+            "block": 0,
+            "root": root.to_string(),
+            count.0: count.1,
+            "layout": layout.as_str(),
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!("{root}");
+    }
+    Ok(())
+}
+
+/// `arbor init --genesis`: an Ethereum genesis allocation.
+fn init_genesis(args: &InitArgs, path: &Path) -> Result<ExitCode> {
+    if args.layout.is_some_and(|l| l != LayoutName::Ethereum) {
+        return Err(crate::usage("--genesis takes an Ethereum genesis: --layout ethereum only"));
+    }
+    // Parse first: a bad genesis must not leave a new database directory behind.
+    let genesis = read_genesis(path)?;
+    let mut db = open_or_create(&args.db, Some(LayoutName::Ethereum))?;
+    check_new(&db, &args.db.db)?;
     let pb = crate::progress::counter(!args.json, Some(0), "loading genesis", "entries");
     let root = load_genesis(&mut db, &genesis, &pb)
         .with_context(|| format!("cannot initialise {}", args.db.db.display()))?;
     pb.finish_and_clear();
     db.close().context("cannot close the database")?;
-    if args.json {
-        let v = serde_json::json!({ "block": 0, "root": root.to_string(), "accounts": genesis.alloc.len() });
-        println!("{}", serde_json::to_string_pretty(&v)?);
-    } else {
-        println!("{root}");
+    print_init(args.json, root, ("accounts", genesis.alloc.len()), LayoutName::Ethereum)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `arbor init --chain-spec`: a Substrate chain's genesis storage.
+fn init_chain_spec(args: &InitArgs, path: &Path) -> Result<ExitCode> {
+    let layout = args.layout.unwrap_or(LayoutName::SubstrateV0);
+    if layout == LayoutName::Ethereum {
+        return Err(crate::usage("--chain-spec takes a Substrate layout: substrate-v0 or -v1"));
     }
+    // Parse and check first: a bad spec must not leave a new database directory behind.
+    let spec = crate::cmd_root::read_chain_spec(path, layout)?;
+    let name = crate::input::display_name(path);
+    let tries = std::iter::once((TrieId::Main, &spec.top))
+        .chain(spec.children.iter().map(|(k, e)| (TrieId::Storage(trie::blake2_256(k)), e)));
+    let entries: Vec<(TrieId, &[u8], &[u8])> =
+        tries.flat_map(|(t, e)| e.iter().map(move |(k, v)| (t, &k[..], &v[..]))).collect();
+    if let Some((_, k, _)) = entries.iter().find(|e| e.2.is_empty()) {
+        return Err(crate::usage(format!(
+            "{name}: key 0x{} has an empty value, which this store cannot hold in a {layout} trie",
+            hex::encode(k)
+        )));
+    }
+    if let Some((_, k, _)) = entries.iter().find(|e| e.1.len() > store::KEY_BYTES_MAX) {
+        return Err(crate::usage(format!(
+            "{name}: key 0x{} is longer than the store's {}-byte limit",
+            hex::encode(k),
+            store::KEY_BYTES_MAX
+        )));
+    }
+    let expected = crate::cmd_root::layout_root(layout, &spec.top)
+        .map_err(|e| crate::usage(format!("{name}: cannot build the trie: {e}")))?;
+    let mut db = open_or_create(&args.db, Some(layout))?;
+    check_new(&db, &args.db.db)?;
+    let summary = db
+        .bulk_load(&format!("chain spec {expected}"), entries.iter().copied())
+        .with_context(|| format!("cannot initialise {}", args.db.db.display()))?;
+    if summary.root != expected {
+        bail!("the store rebuilt root {} from the chain spec, expected {expected}", summary.root);
+    }
+    // Each child trie's rebuilt root is the one the main trie holds for it.
+    for (key, _) in &spec.children {
+        let child = TrieId::Storage(trie::blake2_256(key));
+        let held = [CHILD_STORAGE_DEFAULT_PREFIX, key].concat();
+        let held = spec.top.iter().find(|(k, _)| *k == held).map(|(_, v)| &v[..]);
+        let rebuilt = summary.roots.iter().find(|(t, _)| *t == child).map(|(_, r)| &r.0[..]);
+        if held != rebuilt {
+            bail!("the store rebuilt another root for child trie 0x{}", hex::encode(key));
+        }
+    }
+    db.close().context("cannot close the database")?;
+    print_init(args.json, expected, ("entries", entries.len()), layout)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -433,6 +528,8 @@ struct StatsJson<'a> {
     node_cache_hit_rate: f64,
     flat_cache_hit_rate: f64,
     cache_budget_bytes: u64,
+    /// The trie layout the database records.
+    layout: &'static str,
 }
 
 /// Run `arbor stats`.
@@ -447,6 +544,7 @@ pub(crate) fn stats(args: &StatsArgs) -> Result<ExitCode> {
             node_cache_hit_rate: s.node_cache.hit_rate(),
             flat_cache_hit_rate: s.flat_cache.hit_rate(),
             cache_budget_bytes: budget,
+            layout: db.layout().as_str(),
         };
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(ExitCode::SUCCESS);
@@ -458,6 +556,7 @@ pub(crate) fn stats(args: &StatsArgs) -> Result<ExitCode> {
         )?;
     }
     writeln!(out, "head           {} {}", s.head_number, s.head_root)?;
+    writeln!(out, "layout         {}", db.layout())?;
     writeln!(out, "persisted      {}", s.persisted_number)?;
     writeln!(
         out,

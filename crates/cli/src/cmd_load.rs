@@ -65,6 +65,10 @@ pub(crate) struct LoadArgs {
     /// Print the summary as JSON on stdout instead of the per-block lines.
     #[arg(long)]
     json: bool,
+    /// Trie layout of a new database (ethereum, substrate-v0, substrate-v1) [default:
+    /// ethereum]; an existing database must have it (it records its layout).
+    #[arg(long, value_name = "LAYOUT", value_parser = crate::layout_arg::parser())]
+    layout: Option<trie::LayoutName>,
 }
 
 /// Where the per-block lines go: stdout, around the progress bar when both are on a terminal.
@@ -92,7 +96,7 @@ impl Lines<'_> {
 /// Run `arbor load`.
 pub(crate) fn run(args: &LoadArgs) -> Result<ExitCode> {
     let listener = crate::metrics::bind(args.metrics.as_ref())?;
-    let mut db = open_or_create(&args.db)?;
+    let mut db = open_or_create(&args.db, args.layout)?;
     let workload = Workload::new(args.seed, args.keys, args.updates_per_block);
     let stdout = std::io::stdout();
     let mut lines = Lines {

@@ -14,10 +14,10 @@ use clap::{ArgGroup, Args};
 use eth::{parse_address, parse_quantity, AccountProof, EthState};
 use serde::Serialize;
 use serde_json::Value;
-use trie::{verify_proof, EthLayout, TrieId, H256};
+use trie::{verify_proof, Layout, LayoutName, TrieId, WithLayout, H256};
 
 use crate::cmd_db::{at_block, at_error};
-use crate::db_args::{open_reading, DbArgs};
+use crate::db_args::{open_reading_as, DbArgs};
 use crate::input::{display_name, read_genesis, read_text_bytes, utf8_text};
 
 /// Arguments of `arbor prove`: `--genesis FILE --address A [--slot S…]`, or `--db DIR KEY`.
@@ -54,6 +54,10 @@ pub(crate) struct ProveArgs {
     /// Accepted for the common convention: the proof is always printed as JSON.
     #[arg(long)]
     json: bool,
+    /// The layout the database must have (with --db; it records its own, which is used
+    /// when this is absent): ethereum, substrate-v0, substrate-v1.
+    #[arg(long, value_name = "LAYOUT", requires = "db", value_parser = crate::layout_arg::parser())]
+    layout: Option<LayoutName>,
 }
 
 /// What `arbor prove --db` prints, and `verify-proof` reads back.
@@ -67,6 +71,9 @@ struct KeyProof {
     /// `None` when the proof shows the key absent.
     value: Option<String>,
     proof: Vec<String>,
+    /// The trie layout (absent in proofs of earlier versions: Ethereum).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    layout: Option<String>,
 }
 
 /// Arguments of `arbor verify-proof`.
@@ -78,6 +85,10 @@ pub(crate) struct VerifyArgs {
     /// An eth_getProof result object, a whole JSON-RPC response, or `-` for stdin.
     #[arg(value_name = "FILE")]
     file: PathBuf,
+    /// The layout to verify a key proof in [default: the one the proof names, else
+    /// ethereum]; a proof that names another layout is invalid.
+    #[arg(long, value_name = "LAYOUT", value_parser = crate::layout_arg::parser())]
+    layout: Option<LayoutName>,
     /// Print {"valid": bool, "reason": …} instead of `valid` / `invalid: …`.
     #[arg(long)]
     json: bool,
@@ -87,7 +98,7 @@ pub(crate) struct VerifyArgs {
 pub(crate) fn prove(args: &ProveArgs) -> Result<ExitCode> {
     match (&args.genesis, &args.address, &args.db, &args.key) {
         (Some(genesis), Some(address), None, None) => prove_genesis(genesis, address, &args.slots),
-        (None, None, Some(db), Some(key)) => prove_db(db, args.config.as_ref(), &key.0, args.block),
+        (None, None, Some(db), Some(key)) => prove_db(args, db, &key.0),
         // clap's groups and `requires` rule out every other combination.
         _ => bail!("give either --genesis FILE --address ADDRESS or --db DIR KEY"),
     }
@@ -103,18 +114,14 @@ struct BlockProof {
 
 /// A proof of `key` in the main trie of a database, at the head or at `block`, checked
 /// against that block's root before it is printed.
-fn prove_db(
-    db: &Path,
-    config: Option<&PathBuf>,
-    key: &[u8],
-    block: Option<u64>,
-) -> Result<ExitCode> {
-    let db = open_reading(&DbArgs { db: db.to_path_buf(), config: config.cloned() })?;
-    let p = match block {
+fn prove_db(args: &ProveArgs, db: &Path, key: &[u8]) -> Result<ExitCode> {
+    let db_args = DbArgs { db: db.to_path_buf(), config: args.config.clone() };
+    let db = open_reading_as(&db_args, args.layout)?;
+    let p = match args.block {
         None => prove_at_head(&db, key)?,
         Some(n) => prove_at_block(&db, n, key)?,
     };
-    let proven = verify_proof::<EthLayout>(&p.root, key, &p.proof)
+    let proven = verify_in(db.layout(), &p.root, key, &p.proof)
         .context("the database produced a proof that does not verify (corrupt store?)")?;
     if proven != p.value {
         bail!("the proof shows a value other than the stored one (corrupt store?)");
@@ -125,14 +132,32 @@ fn prove_db(
         key: format!("0x{}", hex::encode(key)),
         value: p.value.map(|v| format!("0x{}", hex::encode(v))),
         proof: p.proof.iter().map(|n| format!("0x{}", hex::encode(n))).collect(),
+        layout: Some(db.layout().as_str().to_string()),
     };
     println!("{}", serde_json::to_string_pretty(&out)?);
     Ok(ExitCode::SUCCESS)
 }
 
+/// `verify_proof` in `layout`: the value the proof shows for `key` (`None`: absent).
+fn verify_in(
+    layout: LayoutName,
+    root: &H256,
+    key: &[u8],
+    nodes: &[Vec<u8>],
+) -> Result<Option<Vec<u8>>, trie::ProofError> {
+    struct Verify<'a>(&'a H256, &'a [u8], &'a [Vec<u8>]);
+    impl WithLayout for Verify<'_> {
+        type Output = Result<Option<Vec<u8>>, trie::ProofError>;
+        fn run<L: Layout>(self) -> Self::Output {
+            verify_proof::<L>(self.0, self.1, self.2)
+        }
+    }
+    layout.dispatch(Verify(root, key, nodes))
+}
+
 /// A proof at the head.
 fn prove_at_head(db: &store::StateDb, key: &[u8]) -> Result<BlockProof> {
-    let proof = db.with_trie(TrieId::Main, |t| t.prove(key)).context("cannot build the proof")?;
+    let proof = db.prove(TrieId::Main, key).context("cannot build the proof")?;
     let value = db.get(&TrieId::Main, key).context("cannot read the key")?;
     Ok(BlockProof { block: db.head_number(), root: db.head_root(), value, proof })
 }
@@ -173,7 +198,7 @@ pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
     // is a negative verdict (exit 1), like a proof that fails.
     let bytes = read_text_bytes(&args.file)?;
     let verdict = utf8_text(&args.file, bytes)
-        .and_then(|text| check_proof(&text, &args.file, &root))
+        .and_then(|text| check_proof(&text, &args.file, &root, args.layout))
         .map_err(|e| crate::rejected(&e))?;
     if args.json {
         let reason = verdict.as_ref().err().map(ToString::to_string);
@@ -189,7 +214,12 @@ pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
 
 /// Decode `text` as either proof shape and check it against `root`: the verdict, or why
 /// the text is no proof at all.
-fn check_proof(text: &str, file: &Path, root: &H256) -> Result<Result<(), String>> {
+fn check_proof(
+    text: &str,
+    file: &Path,
+    root: &H256,
+    layout: Option<LayoutName>,
+) -> Result<Result<(), String>> {
     // A key given twice in one object (a second "balance" or "value") is refused: the
     // verdict must be about the values a reader of the file sees.
     let json: Value = eth::parse_json_strict(text)
@@ -200,8 +230,11 @@ fn check_proof(text: &str, file: &Path, root: &H256) -> Result<Result<(), String
         let proof = KeyProof::from_json(obj).with_context(|| {
             format!("{} is neither an eth_getProof result nor a key proof", display_name(file))
         })?;
-        Ok(proof.verify(root))
+        Ok(proof.verify(root, layout))
     } else {
+        if layout.is_some_and(|l| l != LayoutName::Ethereum) {
+            return Ok(Err("an eth_getProof result is in the ethereum layout".into()));
+        }
         let proof = AccountProof::from_json(obj)
             .with_context(|| format!("{} is not an eth_getProof result", display_name(file)))?;
         Ok(proof.verify(root).map_err(|e| e.to_string()))
@@ -220,8 +253,25 @@ impl KeyProof {
         Ok(p)
     }
 
+    /// The layout to check in: `asked` (from the command line), which the proof's own
+    /// must not contradict, else the proof's, else Ethereum.
+    fn layout(&self, asked: Option<LayoutName>) -> Result<LayoutName, String> {
+        let named = match &self.layout {
+            None => None,
+            Some(name) => Some(name.parse::<LayoutName>().map_err(|e| e.to_string())?),
+        };
+        match (asked, named) {
+            (Some(a), Some(n)) if a != n => {
+                Err(format!("the proof is in the {n} layout, not in {a} (--layout)"))
+            }
+            (Some(l), _) | (None, Some(l)) => Ok(l),
+            (None, None) => Ok(LayoutName::Ethereum),
+        }
+    }
+
     /// Check the proof against `root`: it must show the claimed value (or absence).
-    fn verify(&self, root: &H256) -> Result<(), String> {
+    fn verify(&self, root: &H256, layout: Option<LayoutName>) -> Result<(), String> {
+        let layout = self.layout(layout)?;
         let hex = |s: &str, what: &str| {
             trie::decode_hex(s).map_err(|e| format!("{what} is not hex: {e}"))
         };
@@ -237,7 +287,7 @@ impl KeyProof {
         let claimed = self.value.as_deref().map(|v| hex(v, "value")).transpose()?;
         let nodes =
             self.proof.iter().map(|n| hex(n, "proof node")).collect::<Result<Vec<_>, _>>()?;
-        let proven = verify_proof::<EthLayout>(root, &key, &nodes).map_err(|e| e.to_string())?;
+        let proven = verify_in(layout, root, &key, &nodes).map_err(|e| e.to_string())?;
         if proven != claimed {
             return Err("the proof shows another value for the key".into());
         }
@@ -292,7 +342,7 @@ mod tests {
     fn a_key_given_twice_is_no_proof() {
         let file = Path::new("p.json");
         let text = r#"{"address": "0x00", "balance": "0x1", "balance": "0x0"}"#;
-        let e = check_proof(text, file, &H256::ZERO).unwrap_err();
+        let e = check_proof(text, file, &H256::ZERO, None).unwrap_err();
         assert!(format!("{e:#}").contains("duplicate key \"balance\""), "{e:#}");
     }
 }

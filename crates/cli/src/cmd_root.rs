@@ -26,7 +26,7 @@ use crate::{error_line, usage};
 
 /// The root of sorted, distinct `entries` in `layout` (the layout is chosen here, at the
 /// edge; the builder below is monomorphised per layout).
-fn layout_root(
+pub(crate) fn layout_root(
     layout: LayoutName,
     entries: &[(Vec<u8>, Vec<u8>)],
 ) -> Result<H256, trie::BuildError> {
@@ -113,19 +113,38 @@ fn kv_root(path: &Path, secure: bool, layout: LayoutName) -> Result<H256> {
 }
 
 /// The key under which Substrate's top trie holds a default child trie's root.
-const CHILD_STORAGE_DEFAULT_PREFIX: &[u8] = b":child_storage:default:";
+pub(crate) const CHILD_STORAGE_DEFAULT_PREFIX: &[u8] = b":child_storage:default:";
 
 /// The genesis root of a raw chain spec. Its content's problems are usage errors.
 fn chain_spec_root(path: &Path, layout: LayoutName) -> Result<H256> {
-    let text = read_text(path)?;
-    let name = display_name(path);
-    let entries = chain_spec_entries(&text, layout)
-        .map_err(|e| usage(format!("{name}: {}", error_line(&e))))?;
-    layout_root(layout, &entries).map_err(|e| usage(format!("{name}: cannot build the trie: {e}")))
+    let spec = read_chain_spec(path, layout)?;
+    layout_root(layout, &spec.top)
+        .map_err(|e| usage(format!("{}: cannot build the trie: {e}", display_name(path))))
 }
 
-/// The top trie's entries of a raw chain spec's genesis, with the child tries' roots.
-fn chain_spec_entries(text: &str, layout: LayoutName) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+/// A key and its value.
+pub(crate) type Entry = (Vec<u8>, Vec<u8>);
+
+/// A raw chain spec's genesis storage, decoded and checked.
+pub(crate) struct SpecStorage {
+    /// The top trie's entries, sorted, with one `:child_storage:default:<key>` entry
+    /// holding each non-empty child trie's root (as Substrate keeps them).
+    pub(crate) top: Vec<Entry>,
+    /// Each non-empty child trie: its key (without the prefix) and its sorted entries.
+    pub(crate) children: Vec<(Vec<u8>, Vec<Entry>)>,
+}
+
+/// Read the raw chain spec at `path` for `layout`; its content's problems are usage
+/// errors naming the file.
+pub(crate) fn read_chain_spec(path: &Path, layout: LayoutName) -> Result<SpecStorage> {
+    let text = read_text(path)?;
+    let name = display_name(path);
+    chain_spec_entries(&text, layout).map_err(|e| usage(format!("{name}: {}", error_line(&e))))
+}
+
+/// The top trie's entries of a raw chain spec's genesis, with the child tries' roots, and
+/// the child tries.
+fn chain_spec_entries(text: &str, layout: LayoutName) -> Result<SpecStorage> {
     let spec: ChainSpec = serde_json::from_str(text).context("invalid chain spec JSON")?;
     let storage = match (spec.genesis.raw, spec.genesis.top) {
         (Some(raw), None) => raw,
@@ -138,6 +157,7 @@ fn chain_spec_entries(text: &str, layout: LayoutName) -> Result<Vec<(Vec<u8>, Ve
     };
     let keep_empty = layout != LayoutName::Ethereum;
     let mut entries = decode_pairs(&storage.top.0, false, keep_empty).context("genesis.top")?;
+    let mut children = Vec::new();
     for (child_key, child) in storage.children_default.map(|c| c.0).unwrap_or_default() {
         let key =
             decode_hex(&child_key).with_context(|| format!("child trie key {child_key:?}"))?;
@@ -150,6 +170,7 @@ fn chain_spec_entries(text: &str, layout: LayoutName) -> Result<Vec<(Vec<u8>, Ve
         let root = layout_root(layout, &child_entries).with_context(at)?;
         let prefixed = [CHILD_STORAGE_DEFAULT_PREFIX, &key].concat();
         entries.push((prefixed, root.as_bytes().to_vec()));
+        children.push((key, child_entries));
     }
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     if let Some(w) = entries.windows(2).find(|w| w[0].0 == w[1].0) {
@@ -158,7 +179,7 @@ fn chain_spec_entries(text: &str, layout: LayoutName) -> Result<Vec<(Vec<u8>, Ve
             hex::encode(&w[0].0)
         );
     }
-    Ok(entries)
+    Ok(SpecStorage { top: entries, children })
 }
 
 /// The parts of a chain spec `arbor root` reads (other fields are ignored).

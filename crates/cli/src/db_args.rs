@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use store::{StateDb, StoreConfig};
+use store::{OpenError, StateDb, StoreConfig};
+use trie::LayoutName;
 
 /// `--db` and `--config`, shared by every database command.
 #[derive(Debug, Args)]
@@ -56,16 +57,33 @@ pub(crate) fn open_existing(args: &DbArgs) -> Result<StateDb> {
 /// `prove --db`, `checkpoint create`): they run beside a writer in another process and
 /// write nothing to the directory.
 pub(crate) fn open_reading(args: &DbArgs) -> Result<StateDb> {
-    let config = load_config(args.config.as_deref())?;
+    open_reading_as(args, None)
+}
+
+/// [`open_reading`], refusing a database of another layout than `layout` (when given).
+pub(crate) fn open_reading_as(args: &DbArgs, layout: Option<LayoutName>) -> Result<StateDb> {
+    let mut config = load_config(args.config.as_deref())?;
+    config.layout = layout;
     check_exists(&args.db)?;
     StateDb::open_read_only(&args.db, config)
+        .map_err(layout_usage)
         .with_context(|| format!("cannot open {} read-only", args.db.display()))
 }
 
+/// A database of another layout than the command line names is a usage error (exit 2).
+fn layout_usage(e: OpenError) -> anyhow::Error {
+    match e {
+        e @ OpenError::LayoutMismatch { .. } => crate::usage(e.to_string()),
+        e => e.into(),
+    }
+}
+
 /// Open a database, creating it when the directory is absent or empty (a mount point, say),
-/// or finishing its interrupted creation.
-pub(crate) fn open_or_create(args: &DbArgs) -> Result<StateDb> {
-    let config = load_config(args.config.as_deref())?;
+/// or finishing its interrupted creation; a new database gets `layout` (Ethereum when
+/// `None`), an existing one must have it.
+pub(crate) fn open_or_create(args: &DbArgs, layout: Option<LayoutName>) -> Result<StateDb> {
+    let mut config = load_config(args.config.as_deref())?;
+    config.layout = layout;
     let dir = &args.db;
     if dir.exists() && !dir.join("CURRENT").is_file() && !store::creation_unfinished(dir) {
         let mut entries = std::fs::read_dir(dir)
@@ -74,5 +92,7 @@ pub(crate) fn open_or_create(args: &DbArgs) -> Result<StateDb> {
             bail!("{} is not empty and holds no database; use a new directory", dir.display());
         }
     }
-    StateDb::open(dir, config).with_context(|| format!("cannot open {}", dir.display()))
+    StateDb::open(dir, config)
+        .map_err(layout_usage)
+        .with_context(|| format!("cannot open {}", dir.display()))
 }

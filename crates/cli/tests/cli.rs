@@ -32,6 +32,9 @@ mod recent;
 /// `root` in Substrate's layouts: chain specs, `--layout`, bad chain specs.
 #[path = "cli/substrate.rs"]
 mod substrate;
+/// Databases in Substrate's layouts: `init --chain-spec`, `load --layout`, proofs.
+#[path = "cli/substrate_db.rs"]
+mod substrate_db;
 
 const MAINNET_ROOT: &str = "0xd7f8974fb5ac78d9ac099b9ad5018bedc2ce0a72dad1827a1709da30580f0544";
 const EXEC_APIS_ROOT: &str = "0xdc43f460541a253c0f64b6943ef83fa3bd601699a255622f088d46f7fde359fc";

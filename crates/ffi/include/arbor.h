@@ -195,9 +195,9 @@ enum ArborCode arbor_prove_at(uint64_t handle,
                               struct ArborBytes *error);
 
 /**
- * Verify a proof of `key` against the 32-byte `root`: the proven value into `*value`, or
- * `ARBOR_CODE_NOT_FOUND` when the proof shows the key absent; a proof that does not verify
- * is `ARBOR_CODE_INVALID_ARGUMENT`.
+ * Verify a proof of `key` against the 32-byte `root` in Ethereum's layout: the proven
+ * value into `*value`, or `ARBOR_CODE_NOT_FOUND` when the proof shows the key absent; a
+ * proof that does not verify is `ARBOR_CODE_INVALID_ARGUMENT`.
  */
 enum ArborCode arbor_verify_proof(const uint8_t *root,
                                   const uint8_t *key,
@@ -206,6 +206,25 @@ enum ArborCode arbor_verify_proof(const uint8_t *root,
                                   size_t proof_len,
                                   struct ArborBytes *value,
                                   struct ArborBytes *error);
+
+/**
+ * [`arbor_verify_proof`] in the layout named by the UTF-8 `layout` ("ethereum",
+ * "substrate-v0", "substrate-v1"; another name is `ARBOR_CODE_INVALID_ARGUMENT`).
+ */
+enum ArborCode arbor_verify_proof_in(const uint8_t *layout,
+                                     size_t layout_len,
+                                     const uint8_t *root,
+                                     const uint8_t *key,
+                                     size_t key_len,
+                                     const uint8_t *proof,
+                                     size_t proof_len,
+                                     struct ArborBytes *value,
+                                     struct ArborBytes *error);
+
+/**
+ * The layout of the database's tries, as its name, into `*name`.
+ */
+enum ArborCode arbor_layout(uint64_t handle, struct ArborBytes *name, struct ArborBytes *error);
 
 /**
  * Free bytes Arbor returned (each exactly once).

@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use store::{ChangeSet, StateDb, StoreConfig};
-use trie::{EthLayout, TrieId, H256};
+use trie::{LayoutName, TrieId, H256};
 
 pub use buf::{copy_out, ArborBytes};
 pub use error::ArborCode;
@@ -397,7 +397,7 @@ pub extern "C" fn arbor_prove(
         let call = handle::call(handle)?;
         let db = call.entry.db.lock();
         let db = db.as_ref().ok_or_else(|| FfiError::closed("the database is closed"))?;
-        let nodes = db.with_trie(TrieId::Main, |t| t.prove(key))?;
+        let nodes = db.prove(TrieId::Main, key)?;
         put(proof, give(encode_proof(&nodes)));
         Ok(())
     })
@@ -431,9 +431,9 @@ pub extern "C" fn arbor_prove_at(
     })
 }
 
-/// Verify a proof of `key` against the 32-byte `root`: the proven value into `*value`, or
-/// `ARBOR_CODE_NOT_FOUND` when the proof shows the key absent; a proof that does not verify
-/// is `ARBOR_CODE_INVALID_ARGUMENT`.
+/// Verify a proof of `key` against the 32-byte `root` in Ethereum's layout: the proven
+/// value into `*value`, or `ARBOR_CODE_NOT_FOUND` when the proof shows the key absent; a
+/// proof that does not verify is `ARBOR_CODE_INVALID_ARGUMENT`.
 // SAFETY: an `arbor_`-prefixed name, exported once: no other symbol of the link has it.
 #[allow(unsafe_code)]
 #[no_mangle]
@@ -447,19 +447,80 @@ pub extern "C" fn arbor_verify_proof(
     error: *mut ArborBytes,
 ) -> ArborCode {
     put(value, ArborBytes::EMPTY);
+    run(error, || verify_in(LayoutName::Ethereum, root, (key, key_len), (proof, proof_len), value))
+}
+
+/// [`arbor_verify_proof`] in the layout named by the UTF-8 `layout` ("ethereum",
+/// "substrate-v0", "substrate-v1"; another name is `ARBOR_CODE_INVALID_ARGUMENT`).
+// SAFETY: an `arbor_`-prefixed name, exported once: no other symbol of the link has it.
+#[allow(unsafe_code)]
+#[no_mangle]
+pub extern "C" fn arbor_verify_proof_in(
+    layout: *const u8,
+    layout_len: usize,
+    root: *const u8,
+    key: *const u8,
+    key_len: usize,
+    proof: *const u8,
+    proof_len: usize,
+    value: *mut ArborBytes,
+    error: *mut ArborBytes,
+) -> ArborCode {
+    put(value, ArborBytes::EMPTY);
     run(error, || {
-        let root = root_in(root)?;
-        let key = input(key, key_len, "key", ARBOR_KEY_MAX)?;
-        let nodes = decode_proof(input(proof, proof_len, "proof", ARBOR_INPUT_MAX)?)?;
-        match trie::verify_proof::<EthLayout>(&root, key, &nodes) {
-            Ok(Some(v)) => {
-                put(value, give(v));
-                Ok(())
-            }
-            Ok(None) => Err(FfiError::new(ArborCode::NotFound, "the proof shows the key absent")),
-            Err(e) => Err(FfiError::invalid_owned(format!("invalid proof: {e}"))),
-        }
+        let name = utf8(input(layout, layout_len, "layout", ARBOR_PATH_MAX)?, "layout")?;
+        let layout: LayoutName = name
+            .parse()
+            .map_err(|e: trie::UnknownLayout| FfiError::invalid_owned(e.to_string()))?;
+        verify_in(layout, root, (key, key_len), (proof, proof_len), value)
     })
+}
+
+/// The layout of the database's tries, as its name, into `*name`.
+// SAFETY: an `arbor_`-prefixed name, exported once: no other symbol of the link has it.
+#[allow(unsafe_code)]
+#[no_mangle]
+pub extern "C" fn arbor_layout(
+    handle: u64,
+    name: *mut ArborBytes,
+    error: *mut ArborBytes,
+) -> ArborCode {
+    put(name, ArborBytes::EMPTY);
+    run(error, || {
+        let call = handle::call(handle)?;
+        let db = call.entry.db.lock();
+        let db = db.as_ref().ok_or_else(|| FfiError::closed("the database is closed"))?;
+        put(name, give(db.layout().as_str().as_bytes().to_vec()));
+        Ok(())
+    })
+}
+
+/// The body of the proof checks: `*value` gets the proven value.
+fn verify_in(
+    layout: LayoutName,
+    root: *const u8,
+    key: (*const u8, usize),
+    proof: (*const u8, usize),
+    value: *mut ArborBytes,
+) -> Result<(), FfiError> {
+    struct Verify<'a>(&'a H256, &'a [u8], &'a [&'a [u8]]);
+    impl trie::WithLayout for Verify<'_> {
+        type Output = Result<Option<Vec<u8>>, trie::ProofError>;
+        fn run<L: trie::Layout>(self) -> Self::Output {
+            trie::verify_proof::<L>(self.0, self.1, self.2)
+        }
+    }
+    let root = root_in(root)?;
+    let key = input(key.0, key.1, "key", ARBOR_KEY_MAX)?;
+    let nodes = decode_proof(input(proof.0, proof.1, "proof", ARBOR_INPUT_MAX)?)?;
+    match layout.dispatch(Verify(&root, key, &nodes)) {
+        Ok(Some(v)) => {
+            put(value, give(v));
+            Ok(())
+        }
+        Ok(None) => Err(FfiError::new(ArborCode::NotFound, "the proof shows the key absent")),
+        Err(e) => Err(FfiError::invalid_owned(format!("invalid proof: {e}"))),
+    }
 }
 
 /// Free bytes Arbor returned (each exactly once).
@@ -603,7 +664,7 @@ pub extern "C" fn arbor_restore(
 ) -> ArborCode {
     run(error, || {
         let path = path_arg(path, path_len, "path")?;
-        let config = config_arg(config, config_len)?;
+        let mut config = config_arg(config, config_len)?;
         let trusted = checkpoint::Trusted { block, root: root_in(root)? };
         let list = utf8(input(sources, sources_len, "sources", ARBOR_CONFIG_MAX)?, "sources")?;
         let stop = self::token(token)?;
@@ -617,11 +678,14 @@ pub extern "C" fn arbor_restore(
         if sources.is_empty() {
             return Err(FfiError::invalid("no sources"));
         }
+        // A new database takes the checkpoint's layout (an existing one must have it).
+        let candidates = checkpoint::find_candidates(trusted, &sources, &stop);
+        if config.layout.is_none() {
+            config.layout = candidates.layout();
+        }
         let mut db = StateDb::open(std::path::Path::new(path), config)?;
-        let (_, outcome) = checkpoint::restore_from_sources(
+        let (_, outcome) = candidates.restore(
             &mut db,
-            trusted,
-            &sources,
             &checkpoint::RestoreOptions::in_database(std::path::Path::new(path)),
             &checkpoint::FetchOptions::default(),
             &stop,

@@ -19,7 +19,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("block {} root {}", block.number, block.root);
 
     // A proof of `alice` against that root, checked without the database.
-    let proof = db.with_trie(TrieId::Main, |t| t.prove(b"alice"))?;
+    let proof = db.prove(TrieId::Main, b"alice")?;
     let value = verify_proof::<EthLayout>(&block.root, b"alice", &proof)?;
     assert_eq!(value.as_deref(), Some(&b"100"[..]));
     println!(

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use parking_lot::RwLockReadGuard;
-use trie::{KeyValue, NodeSource, SourceError, Trie, TrieError, TrieId, EMPTY_ROOT, H256};
+use trie::{KeyValue, LayoutName, NodeSource, SourceError, TrieId, H256};
 
 use crate::error::{AtError, Corruption, StoreError};
 use crate::history::ReverseDiff;
@@ -27,10 +27,11 @@ use crate::keys::{
     root_key, Column, CF_FLAT, CF_HISTORY,
 };
 use crate::layer::{block_layers, ChangeMap, Entry};
+use crate::layout::Keys;
 use crate::recent::{held_bytes, Recent, RecentBlock};
 use crate::shared::Shared;
 use crate::state::{ReadHandle, StateDb};
-use crate::view::{checked_node, key_has_path, leaf_at, leaf_under_skipping};
+use crate::view::{checked_node, key_has_path, leaf_at, leaf_under_skipping, value_node};
 
 /// A live flat entry: its full flat key and its value.
 type FlatPair = (Vec<u8>, Arc<[u8]>);
@@ -121,23 +122,17 @@ impl<'a> BlockView<'a> {
         Ok(at.range(trie, start, end, limit)?)
     }
 
-    /// A trie of `trie` at the block, loading nodes from the view, for `f` to read or
-    /// prove with (changes it makes are not stored anywhere).
-    pub fn with_trie<T>(
-        &self,
-        trie: TrieId,
-        f: impl FnOnce(&mut Trie<AtSource<'_>>) -> Result<T, TrieError>,
-    ) -> Result<T, AtError> {
+    /// A proof of `keys` in `trie` at the block, from nodes the view loads.
+    fn prove_keys(&self, trie: TrieId, keys: Keys<'_>) -> Result<Vec<Vec<u8>>, AtError> {
         let recent = self.lock(true)?;
         let at = At { recent: &recent, shared: self.shared, number: self.number };
         let root = at.trie_root(&trie)?;
-        let mut t = Trie::from_root(AtSource { at, trie }, root);
-        Ok(f(&mut t)?)
+        Ok(crate::layout::prove(at.layout(), AtSource { at, trie }, root, keys)?)
     }
 
     /// A proof of `key` in `trie` at the block: the nodes on its path, root first.
     pub fn prove(&self, trie: TrieId, key: &[u8]) -> Result<Vec<Vec<u8>>, AtError> {
-        self.with_trie(trie, |t| t.prove(key))
+        self.prove_keys(trie, Keys::One(key))
     }
 
     /// One proof of several keys of `trie` at the block (each node once).
@@ -146,7 +141,8 @@ impl<'a> BlockView<'a> {
         trie: TrieId,
         keys: &[impl AsRef<[u8]>],
     ) -> Result<Vec<Vec<u8>>, AtError> {
-        self.with_trie(trie, |t| t.prove_many(keys))
+        let keys: Vec<Vec<u8>> = keys.iter().map(|k| k.as_ref().to_vec()).collect();
+        self.prove_keys(trie, Keys::Many(&keys))
     }
 }
 
@@ -252,6 +248,10 @@ impl At<'_> {
         }
     }
 
+    fn layout(&self) -> LayoutName {
+        self.shared.reader.layout
+    }
+
     fn flat(&self, key: &[u8]) -> Result<Option<Arc<[u8]>>, StoreError> {
         Ok(self.value(Column::Flat, key)?.filter(|v| !v.is_empty()))
     }
@@ -264,7 +264,7 @@ impl At<'_> {
                 .ok_or_else(|| Corruption::HistoryHead { number: self.number + 1 }.into());
         }
         match self.value(Column::Meta, &root_key(trie))? {
-            None => Ok(EMPTY_ROOT),
+            None => Ok(self.layout().empty_root()),
             Some(v) => Ok(decode_root(trie, &v)?),
         }
     }
@@ -349,11 +349,7 @@ impl At<'_> {
         let mut writes: Vec<Entry> = Vec::new();
         for (trie, kv) in changes {
             let source = AtSource { at: *self, trie };
-            let mut t: Trie<AtSource<'_>> = Trie::from_root(source, self.trie_root(&trie)?);
-            for (k, v) in kv {
-                t.write(k, v)?;
-            }
-            let u = t.commit()?;
+            let u = crate::layout::rewrite(self.layout(), source, self.trie_root(&trie)?, kv)?;
             let expected = parent.trie_root(&trie)?;
             if u.root != expected {
                 let computed = u.root;
@@ -391,12 +387,19 @@ impl AtSource<'_> {
         Ok(self
             .at
             .leaf_under(&self.trie, path)?
-            .map(|(k, v)| leaf_at(path.len(), &k[prefix..], &v)))
+            .map(|(k, v)| leaf_at(self.at.layout(), path.len(), &k[prefix..], &v)))
+    }
+
+    fn value_node(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, StoreError> {
+        value_node(self.at.layout(), path, hash, |k| self.at.flat(&flat_key(&self.trie, k)?))
     }
 }
 
 impl NodeSource for AtSource<'_> {
     fn load(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, SourceError> {
+        if let Some(v) = self.value_node(path, hash)? {
+            return Ok(Some(v));
+        }
         if let Some(n) = self.node(path, hash)? {
             return Ok(Some(n));
         }
@@ -409,13 +412,16 @@ impl NodeSource for AtSource<'_> {
         hash: &H256,
         key: &[u8],
     ) -> Result<Option<Vec<u8>>, SourceError> {
+        if let Some(v) = self.value_node(path, hash)? {
+            return Ok(Some(v));
+        }
         if let Some(n) = self.node(path, hash)? {
             return Ok(Some(n));
         }
         // No node is stored here, so it is a leaf: the looked-up key's if it exists.
         if key_has_path(key, path) {
             if let Some(v) = self.at.flat(&flat_key(&self.trie, key)?)? {
-                return Ok(Some(leaf_at(path.len(), key, &v)));
+                return Ok(Some(leaf_at(self.at.layout(), path.len(), key, &v)));
             }
         }
         Ok(self.leaf_by_scan(path)?)

@@ -13,7 +13,7 @@
 use std::collections::BTreeSet;
 
 use rocksdb::{IteratorMode, WriteBatch, WriteOptions, DB};
-use trie::{TrieId, EMPTY_ROOT, H256};
+use trie::{TrieId, H256};
 
 use crate::error::{BulkError, Corruption, StoreError};
 use crate::keys::{
@@ -108,7 +108,10 @@ impl StateDb {
 
     /// True for a database with no blocks, no state and no unfinished bulk load.
     pub fn is_empty(&self) -> Result<bool, StoreError> {
-        if self.bulk.is_some() || self.head_number() != 0 || self.head_root() != EMPTY_ROOT {
+        if self.bulk.is_some()
+            || self.head_number() != 0
+            || self.head_root() != self.layout().empty_root()
+        {
             return Ok(false);
         }
         let db = &self.reader().db;
@@ -135,9 +138,14 @@ impl StateDb {
 }
 
 impl BulkLoad<'_> {
-    /// Write one entry (an empty value is no entry). Keys may come in any order.
+    /// Write one entry (an empty value is no entry, or refused in layouts where it is a
+    /// value). Keys may come in any order.
     pub fn put(&mut self, trie: &TrieId, key: &[u8], value: &[u8]) -> Result<(), BulkError> {
         if value.is_empty() {
+            let layout = self.db.layout();
+            if layout.allows_empty_value() {
+                return Err(BulkError::EmptyValue { trie: *trie, key: key.to_vec(), layout });
+            }
             return Ok(());
         }
         let db = &self.db.reader().db;
@@ -166,11 +174,12 @@ impl BulkLoad<'_> {
         let mut last = WriteBatch::default();
         let mut roots = Vec::with_capacity(tries.len());
         for t in &tries {
-            let root = rebuild(&db, t, Mode::Write, state.scanned(), None)?.root;
+            let root = rebuild(state.layout(), &db, t, Mode::Write, state.scanned(), None)?.root;
             last.put_cf(cf(&db, CF_META)?, root_key(t), root.0);
             roots.push((*t, root));
         }
-        let root = rebuild(&db, &TrieId::Main, Mode::Write, state.scanned(), None)?.root;
+        let root =
+            rebuild(state.layout(), &db, &TrieId::Main, Mode::Write, state.scanned(), None)?.root;
         let meta = cf(&db, CF_META)?;
         last.put_cf(meta, META_HEAD, encode_head(0, &root));
         last.delete_cf(meta, META_BULK);
@@ -240,15 +249,15 @@ impl StateDb {
         check_history_newest(db, self.head_number())?;
         let buffer = self.node_buffer();
         let overlay = buffer.as_ref().map(|b| &b.nodes);
-        let main = rebuild(db, &TrieId::Main, mode, self.scanned(), overlay)?;
+        let main = rebuild(self.layout(), db, &TrieId::Main, mode, self.scanned(), overlay)?;
         let mut tries = root_records(db)?;
         for t in storage_tries_in_flat(db)? {
-            tries.entry(t).or_insert(EMPTY_ROOT);
+            tries.entry(t).or_insert(self.layout().empty_root());
         }
         let mut trie_mismatches = Vec::new();
         let mut rebuilt = Vec::with_capacity(tries.len() + 1);
         for (trie, stored) in &tries {
-            let r = rebuild(db, trie, mode, self.scanned(), overlay)?;
+            let r = rebuild(self.layout(), db, trie, mode, self.scanned(), overlay)?;
             if r.root != *stored {
                 trie_mismatches.push(TrieMismatch {
                     trie: *trie,
@@ -368,7 +377,7 @@ impl StateDb {
         tries.extend(root_records(&db)?.into_keys());
         let mut nodes = 0;
         for trie in &tries {
-            nodes += rebuild(&db, trie, Mode::Write, self.scanned(), None)?.nodes;
+            nodes += rebuild(self.layout(), &db, trie, Mode::Write, self.scanned(), None)?.nodes;
         }
         // The rebuild wrote `nodes` behind the caches' and the resident trie's back.
         self.reader().clear_caches();

@@ -21,7 +21,7 @@ use parking_lot::Mutex;
 use rayon::prelude::*;
 use rocksdb::DBRawIterator;
 use rustc_hash::FxHashMap;
-use trie::{TrieId, EMPTY_ROOT, H256};
+use trie::{TrieId, H256};
 
 use crate::error::{CommitError, Corruption, StoreError};
 use crate::history::ReverseDiff;
@@ -31,7 +31,7 @@ use crate::layer::{ChangeMap, Entry, Layer};
 use crate::recent::RecentBlock;
 use crate::resident::Resident;
 use crate::state::{ChangeSet, CommitInfo, CommitTimings, StateDb};
-use crate::update::{update_trie, Change, KeyValue, PreState};
+use crate::update::{Change, KeyValue, PreState};
 use crate::view::{leaf_under_in, Reader};
 
 /// Nodes a walk loaded from below the resident trie: node key and stored value.
@@ -265,7 +265,7 @@ impl StateDb {
     fn prepare(&mut self, changes: &ChangeSet) -> Result<(), CommitError> {
         self.check_poison()?;
         self.check_complete()?;
-        Self::check_keys(changes)?;
+        self.check_keys(changes)?;
         if !self.resident.is_complete() {
             let layers = self.reader().layers.read().clone();
             let db = self.reader().db.clone();
@@ -368,7 +368,8 @@ impl StateDb {
             loaded: Mutex::new(Vec::new()),
             prefetched: wanted.into_iter().zip(values).collect(),
         };
-        let updated = update_trie(&pre, old_root, &list, verify_old)?;
+        let updated =
+            crate::layout::update(self.reader().layout, &pre, old_root, &list, verify_old)?;
         let mut undo = ReverseDiff::new();
         let mut flat = Vec::with_capacity(changes.len());
         for (c, fk) in changes {
@@ -415,7 +416,8 @@ impl StateDb {
                 main_root = t.root;
             } else if t.root != t.old_root {
                 let key = root_key(&t.trie);
-                let new = (t.root != EMPTY_ROOT).then(|| Arc::from(t.root.0.as_slice()));
+                let new =
+                    (t.root != self.layout().empty_root()).then(|| Arc::from(t.root.0.as_slice()));
                 rev.record(Column::Meta, key.clone(), self.read_meta(&key)?);
                 meta.push((key, new));
             }

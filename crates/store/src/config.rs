@@ -99,6 +99,11 @@ macro_rules! config_table {
             "# Every key is optional: a missing key takes the default shown here.\n",
             "# Unknown keys are rejected. Sizes are in bytes, or with a unit: \"128MiB\", \"4 GiB\";\n",
             "# at most 1 PiB.\n",
+            "\n",
+            "# The trie layout: \"ethereum\", \"substrate-v0\" or \"substrate-v1\". A new database is\n",
+            "# created with it (ethereum when absent); an existing one records its own and must\n",
+            "# have this one when it is given.\n",
+            "# layout = \"ethereum\"\n",
             $(
                 "\n[", $section, "]\n",
                 $(
@@ -259,10 +264,39 @@ impl Compression {
     }
 }
 
+/// `layout` as TOML spells it: a layout's name.
+mod layout_key {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use trie::LayoutName;
+
+    pub(super) fn serialize<S: Serializer>(
+        l: &Option<LayoutName>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match l {
+            Some(l) => s.serialize_str(l.as_str()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<LayoutName>, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse().map(Some).map_err(serde::de::Error::custom)
+    }
+}
+
 /// The whole store configuration; see [`DEFAULT_CONFIG_TOML`] for every key and default.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StoreConfig {
+    /// The trie layout (top-level `layout = "substrate-v1"`): a new database is created
+    /// with it (Ethereum when `None`); an existing one must have it
+    /// ([`crate::OpenError::LayoutMismatch`]), or, when `None`, opens in the layout it
+    /// recorded at its creation.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "layout_key")]
+    pub layout: Option<trie::LayoutName>,
     /// RocksDB options (`[rocksdb]`).
     pub rocksdb: RocksConfig,
     /// Arbor's own read caches (`[cache]`).
@@ -654,6 +688,16 @@ mod tests {
         assert!(
             DEFAULT_CONFIG_TOML.contains("# Block compression: \"none\", \"lz4\" or \"zstd\".\n")
         );
+    }
+
+    #[test]
+    fn layout_is_a_top_level_key() {
+        let c = StoreConfig::from_toml_str("layout = \"substrate-v1\"\n").unwrap();
+        assert_eq!(c.layout, Some(trie::LayoutName::SubstrateV1));
+        assert_eq!(StoreConfig::from_toml_str(&toml::to_string(&c).unwrap()).unwrap(), c);
+        let e = parse_err("layout = \"polkadot\"\n");
+        assert!(e.to_string().contains("polkadot"), "{e}");
+        assert!(matches!(parse_err("layout = 3\n"), ConfigError::Parse { .. }));
     }
 
     #[test]

@@ -8,10 +8,13 @@ use rocksdb::{
     WriteBatch, WriteBufferManager, WriteOptions, DB,
 };
 
+use trie::LayoutName;
+
 use crate::config::{Compression, StoreConfig};
 use crate::error::{Corruption, OpenError, StoreError};
 use crate::keys::{
-    encode_head, CF_META, CF_NODES, COLUMN_FAMILIES, META_HEAD, META_SCHEMA, SCHEMA_VERSION,
+    encode_head, CF_META, CF_NODES, COLUMN_FAMILIES, META_HEAD, META_LAYOUT, META_SCHEMA,
+    SCHEMA_VERSION,
 };
 
 /// The configured LRU block cache, or `None` when `block_cache_bytes` is 0.
@@ -147,7 +150,9 @@ pub(crate) fn open_db(path: &Path, config: &StoreConfig) -> Result<DB, OpenError
     let meta = meta_family(&db, path)?;
     match has_schema(&db, meta)? {
         true => {}
-        false if every_family_empty(&db)? => write_birth_records(&db, meta)?,
+        false if every_family_empty(&db)? => {
+            write_birth_records(&db, meta, config.layout.unwrap_or_default())?
+        }
         false => return Err(OpenError::NotArbor { path: path.to_path_buf() }),
     }
     Ok(db)
@@ -216,14 +221,40 @@ fn has_schema(db: &DB, meta: &rocksdb::ColumnFamily) -> Result<bool, OpenError> 
     Ok(true)
 }
 
-/// The schema version and the empty head of a new database, in one synced batch.
-fn write_birth_records(db: &DB, meta: &rocksdb::ColumnFamily) -> Result<(), rocksdb::Error> {
+/// The schema version, the layout and the empty head of a new database, in one synced
+/// batch.
+fn write_birth_records(
+    db: &DB,
+    meta: &rocksdb::ColumnFamily,
+    layout: LayoutName,
+) -> Result<(), rocksdb::Error> {
     let mut batch = WriteBatch::default();
     batch.put_cf(meta, META_SCHEMA, SCHEMA_VERSION.to_be_bytes());
-    batch.put_cf(meta, META_HEAD, encode_head(0, &trie::EMPTY_ROOT));
+    batch.put_cf(meta, META_LAYOUT, layout.as_str());
+    batch.put_cf(meta, META_HEAD, encode_head(0, &layout.empty_root()));
     let mut sync = WriteOptions::default();
     sync.set_sync(true);
     db.write_opt(batch, &sync)
+}
+
+/// The layout `db` recorded at its creation (Ethereum when it predates the record), which
+/// must be `requested` when one is.
+pub(crate) fn read_layout(db: &DB, requested: Option<LayoutName>) -> Result<LayoutName, OpenError> {
+    let meta = db
+        .cf_handle(CF_META)
+        .ok_or(OpenError::MissingColumnFamily { path: db.path().to_path_buf(), name: CF_META })?;
+    let recorded = match db.get_cf(meta, META_LAYOUT)? {
+        None => LayoutName::Ethereum,
+        Some(v) => std::str::from_utf8(&v).ok().and_then(|s| s.parse().ok()).ok_or_else(|| {
+            Corruption::LayoutRecord { found: String::from_utf8_lossy(&v).into_owned() }
+        })?,
+    };
+    match requested {
+        Some(requested) if requested != recorded => {
+            Err(OpenError::LayoutMismatch { recorded, requested })
+        }
+        _ => Ok(recorded),
+    }
 }
 
 /// The file that marks a database directory whose creation has not finished.
@@ -294,7 +325,7 @@ fn create_in(dir: &Path, shown: &Path, config: &StoreConfig) -> Result<(), OpenE
         name: CF_META,
     })?;
     // Synced: the records are durable before the marker goes.
-    Ok(write_birth_records(&db, meta)?)
+    Ok(write_birth_records(&db, meta, config.layout.unwrap_or_default())?)
 }
 
 /// Take the creation of a database in the existing directory `dir` (resolved; `shown` is

@@ -94,6 +94,12 @@ pub enum Corruption {
         /// Its size.
         len: usize,
     },
+    /// The `layout` record names no layout this build knows.
+    #[error("layout record {found:?} names no known layout")]
+    LayoutRecord {
+        /// The record, lossily as text.
+        found: String,
+    },
     /// A non-main trie's root record has the wrong size.
     #[error("root record of {trie:?} holds {len} bytes (expected 32)")]
     RootRecord {
@@ -432,6 +438,14 @@ pub enum OpenError {
         /// Version this build supports.
         expected: u32,
     },
+    /// The database was created with another trie layout than the one asked for.
+    #[error("the database holds {recorded} tries, not {requested}; open it without a layout or with --layout {recorded}")]
+    LayoutMismatch {
+        /// The layout the database recorded at its creation.
+        recorded: trie::LayoutName,
+        /// The layout asked for.
+        requested: trie::LayoutName,
+    },
     /// A bookkeeping record is unreadable.
     #[error("corrupt store: {0}")]
     Corrupt(#[source] Box<Corruption>),
@@ -493,6 +507,18 @@ pub enum CommitError {
         len: usize,
         /// The limit.
         max: usize,
+    },
+    /// An empty value in a layout where an empty value is a value (Substrate): the store
+    /// keeps an empty value as "absent", so it refuses one rather than commit a root
+    /// that differs from the chain's.
+    #[error("empty value for key 0x{} of {trie:?}: this store cannot hold empty values in a {layout} trie", hex::encode(.key))]
+    EmptyValue {
+        /// The key's trie.
+        trie: TrieId,
+        /// The key.
+        key: Vec<u8>,
+        /// The database's layout.
+        layout: trie::LayoutName,
     },
     /// `commit_with_prior` got no old value for a changed key.
     #[error("no prior value given for key 0x{} of {trie:?}", hex::encode(.key))]
@@ -588,6 +614,17 @@ impl From<TrieError> for AtError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BulkError {
+    /// An empty value in a layout where an empty value is a value (see
+    /// [`CommitError::EmptyValue`]).
+    #[error("empty value for key 0x{} of {trie:?}: this store cannot hold empty values in a {layout} trie", hex::encode(.key))]
+    EmptyValue {
+        /// The key's trie.
+        trie: TrieId,
+        /// The key.
+        key: Vec<u8>,
+        /// The database's layout.
+        layout: trie::LayoutName,
+    },
     /// Bulk loads write into an empty database only.
     #[error("database is not empty (head block {head}); bulk loads need a new database")]
     NotEmpty {

@@ -38,6 +38,9 @@ pub(crate) const META_BULK: &[u8] = b"bulk_load";
 /// `nodes` holds, when it is below the head (the writer holds newer nodes in memory; see
 /// `lag.rs`). Absent: `nodes` is at the head.
 pub(crate) const META_NODES_AT: &[u8] = b"nodes_at";
+/// Meta key of the trie layout the database was created with (its name, as `--layout`
+/// spells it). Absent in databases created before layouts could be chosen: Ethereum.
+pub(crate) const META_LAYOUT: &[u8] = b"layout";
 /// Meta key of the cache counters summed over every closed session
 /// ([`crate::cache::CacheTotals`], six `u64` BE).
 pub(crate) const META_CACHE_TOTALS: &[u8] = b"cache_totals";
@@ -168,14 +171,14 @@ pub(crate) fn decode_root(trie: &TrieId, bytes: &[u8]) -> Result<H256, Corruptio
 /// `None` for one it does not keep: nodes referenced by hash, and the root whatever its
 /// size (inline nodes live inside their parent).
 pub(crate) fn stored_hash(
+    layout: trie::LayoutName,
     path: &trie::NibbleSlice<'_>,
     encoded: &[u8],
     reference: &trie::ChildRef,
 ) -> Option<H256> {
-    use trie::Layout;
     match reference.as_hash() {
         Some(h) => Some(h),
-        None if path.is_empty() => Some(trie::EthLayout::hash(encoded)),
+        None if path.is_empty() => Some(layout.hash(encoded)),
         None => None,
     }
 }

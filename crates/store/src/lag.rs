@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rocksdb::DB;
-use trie::{ChangeSet, TrieId, EMPTY_ROOT, H256};
+use trie::{ChangeSet, LayoutName, TrieId, H256};
 
 use crate::commit::flat_keys;
 use crate::error::{Corruption, StoreError};
@@ -115,13 +115,18 @@ fn head_changes(db: &DB, old: &OldValues) -> Result<Changes, StoreError> {
 }
 
 /// The root block `head` records for `trie` on disk.
-fn head_root_of(db: &DB, trie: &TrieId, head_root: H256) -> Result<H256, StoreError> {
+fn head_root_of(
+    layout: LayoutName,
+    db: &DB,
+    trie: &TrieId,
+    head_root: H256,
+) -> Result<H256, StoreError> {
     if *trie == TrieId::Main {
         return Ok(head_root);
     }
     match db.get_cf(cf(db, CF_META)?, root_key(trie))? {
         Some(v) => Ok(decode_root(trie, &v)?),
-        None => Ok(EMPTY_ROOT),
+        None => Ok(layout.empty_root()),
     }
 }
 
@@ -195,7 +200,7 @@ impl StateDb {
         let mut nodes = Vec::new();
         let mut loaded = Vec::new();
         for t in tries {
-            let expected = head_root_of(db, &t.trie, head_root)?;
+            let expected = head_root_of(self.layout(), db, &t.trie, head_root)?;
             if t.root != expected {
                 let (trie, computed) = (t.trie, t.root);
                 return Err(Corruption::CatchUpRoot { trie, computed, expected }.into());

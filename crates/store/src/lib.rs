@@ -34,6 +34,7 @@ mod history;
 mod keys;
 mod lag;
 mod layer;
+mod layout;
 mod range;
 mod read;
 mod rebuild;

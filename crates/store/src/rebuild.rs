@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rayon::prelude::*;
 use rocksdb::{Direction, IteratorMode, ReadOptions, WriteBatch, DB};
 use trie::{
-    ChildRef, EmittedKind, EthLayout, Layout, NibbleSlice, NodeSink, RootBuilder, TrieId, H256,
+    ChildRef, EmittedKind, Layout, LayoutName, NibbleSlice, NodeSink, RootBuilder, TrieId,
+    WithLayout, H256,
 };
 
 use crate::error::{Corruption, StoreError};
@@ -59,6 +60,7 @@ impl NodeCheck {
 /// Collects emitted nodes into write batches, checks them, or only counts them.
 struct NodeWriter<'a> {
     db: &'a DB,
+    layout: LayoutName,
     trie: TrieId,
     mode: Mode,
     /// Node writes not on disk yet (the node buffer of a read-only handle whose nodes lag;
@@ -71,10 +73,12 @@ struct NodeWriter<'a> {
 }
 
 impl<'a> NodeWriter<'a> {
-    fn new(db: &'a DB, trie: TrieId, mode: Mode, overlay: Option<&'a ChangeMap>) -> Self {
+    fn new(job: &Job<'a>) -> Self {
+        let Job { db, layout, trie, mode, overlay, .. } = *job;
         NodeWriter {
             db,
-            trie,
+            layout,
+            trie: *trie,
             mode,
             overlay,
             batch: WriteBatch::default(),
@@ -156,7 +160,9 @@ impl NodeSink for NodeWriter<'_> {
         encoded: &[u8],
         reference: &ChildRef,
     ) {
-        let Some(hash) = crate::keys::stored_hash(&path, encoded, reference) else { return };
+        let Some(hash) = crate::keys::stored_hash(self.layout, &path, encoded, reference) else {
+            return;
+        };
         self.nodes += 1;
         if self.mode == Mode::Count {
             return;
@@ -206,8 +212,8 @@ fn scan<'a>(
     Ok(db.iterator_cf_opt(cf(db, CF_FLAT)?, opts, IteratorMode::From(&lo, Direction::Forward)))
 }
 
-fn feed<S: NodeSink>(
-    b: &mut RootBuilder<EthLayout, S>,
+fn feed<L: Layout, S: NodeSink>(
+    b: &mut RootBuilder<L, S>,
     iter: impl Iterator<Item = Result<(Box<[u8]>, Box<[u8]>), rocksdb::Error>>,
     trie: &TrieId,
     scanned: &AtomicU64,
@@ -228,16 +234,40 @@ fn feed<S: NodeSink>(
     Ok(())
 }
 
-/// Recompute `trie`'s root from `flat`; with [`Mode::Write`], replace its stored nodes,
-/// with [`Mode::Check`], compare them. The caller makes sure every layer is persisted first.
-/// `scanned` counts the `flat` entries read (a progress counter).
+/// One rebuild's inputs.
+#[derive(Clone, Copy)]
+struct Job<'a> {
+    db: &'a DB,
+    layout: LayoutName,
+    trie: &'a TrieId,
+    mode: Mode,
+    scanned: &'a AtomicU64,
+    overlay: Option<&'a ChangeMap>,
+}
+
+impl WithLayout for Job<'_> {
+    type Output = Result<Rebuilt, StoreError>;
+    fn run<L: Layout>(self) -> Self::Output {
+        rebuild_in::<L>(&self)
+    }
+}
+
+/// Recompute `trie`'s root (in `layout`) from `flat`; with [`Mode::Write`], replace its
+/// stored nodes, with [`Mode::Check`], compare them. The caller makes sure every layer is
+/// persisted first. `scanned` counts the `flat` entries read (a progress counter).
 pub(crate) fn rebuild(
+    layout: LayoutName,
     db: &DB,
     trie: &TrieId,
     mode: Mode,
     scanned: &AtomicU64,
     overlay: Option<&ChangeMap>,
 ) -> Result<Rebuilt, StoreError> {
+    layout.dispatch(Job { db, layout, trie, mode, scanned, overlay })
+}
+
+fn rebuild_in<L: Layout>(job: &Job<'_>) -> Result<Rebuilt, StoreError> {
+    let Job { db, trie, mode, scanned, .. } = *job;
     if mode == Mode::Write {
         let lo = node_key(trie, &[]);
         let mut hi = trie.prefix();
@@ -252,10 +282,7 @@ pub(crate) fn rebuild(
         (0..16u8)
             .into_par_iter()
             .map(|n| {
-                let mut b = RootBuilder::<EthLayout, _>::subtree(
-                    1,
-                    NodeWriter::new(db, *trie, mode, overlay),
-                );
+                let mut b = RootBuilder::<L, _>::subtree(1, NodeWriter::new(job));
                 feed(&mut b, scan(db, trie, &[n])?, trie, scanned)?;
                 let leaves = b.leaves();
                 let (r, sink, _) = b.finish_ref();
@@ -273,12 +300,12 @@ pub(crate) fn rebuild(
         check.merge(c);
     }
     if has_empty_key || children.iter().filter(|c| !c.is_empty()).count() < 2 {
-        return rebuild_serial(db, trie, mode, scanned, overlay);
+        return rebuild_serial::<L>(job);
     }
     let mut enc = Vec::with_capacity(600);
-    EthLayout::encode_branch(&children, None, &mut enc);
-    let root = EthLayout::hash(&enc);
-    let mut w = NodeWriter::new(db, *trie, mode, overlay);
+    L::encode_branch(&children, None, &mut enc);
+    let root = L::hash(&enc);
+    let mut w = NodeWriter::new(job);
     w.node(EmittedKind::Branch, NibbleSlice::new(&[]), &enc, &ChildRef::hash(root));
     let (n, c) = w.finish()?;
     nodes += n;
@@ -286,27 +313,22 @@ pub(crate) fn rebuild(
     Ok(Rebuilt { root, leaves, nodes, check })
 }
 
-fn rebuild_serial(
-    db: &DB,
-    trie: &TrieId,
-    mode: Mode,
-    scanned: &AtomicU64,
-    overlay: Option<&ChangeMap>,
-) -> Result<Rebuilt, StoreError> {
+fn rebuild_serial<L: Layout>(job: &Job<'_>) -> Result<Rebuilt, StoreError> {
+    let Job { db, layout, trie, mode, scanned, .. } = *job;
     if mode == Mode::Write {
         let lo = trie.prefix();
         let mut hi = trie.prefix();
         hi.extend(std::iter::repeat_n(0xff, KEY_BYTES_MAX + 2));
         db.delete_range_cf(cf(db, CF_NODES)?, &lo, &hi)?;
     }
-    let mut b = RootBuilder::<EthLayout, _>::with_sink(NodeWriter::new(db, *trie, mode, overlay));
+    let mut b = RootBuilder::<L, _>::with_sink(NodeWriter::new(job));
     feed(&mut b, scan(db, trie, &[])?, trie, scanned)?;
     let leaves = b.leaves();
     let (root, mut sink, _) = b.finish_with();
     if mode == Mode::Check && leaves == 1 {
         if let Some(item) = scan(db, trie, &[])?.next() {
             let (k, v) = item?;
-            sink.check_root_leaf(&root, &leaf_at(0, &k[trie.prefix_len()..], &v));
+            sink.check_root_leaf(&root, &leaf_at(layout, 0, &k[trie.prefix_len()..], &v));
         }
     }
     let (nodes, check) = sink.finish()?;

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use rocksdb::{ColumnFamily, WriteBatch, WriteOptions, DB};
-use trie::{EthLayout, Layout, TrieId, EMPTY_ROOT, H256};
+use trie::{LayoutName, TrieId, H256};
 
 use crate::error::{BulkError, StoreError};
 use crate::keys::{
@@ -38,6 +38,7 @@ pub struct Restore<'a> {
 #[derive(Clone)]
 pub struct RestoreWriter {
     db: Arc<DB>,
+    layout: LayoutName,
 }
 
 impl std::fmt::Debug for RestoreWriter {
@@ -49,6 +50,7 @@ impl std::fmt::Debug for RestoreWriter {
 /// One piece's writes, applied atomically by [`RestoreWriter::write`].
 pub struct RestoreBatch<'w> {
     batch: WriteBatch,
+    layout: LayoutName,
     flat: &'w ColumnFamily,
     nodes: &'w ColumnFamily,
     meta: &'w ColumnFamily,
@@ -60,7 +62,7 @@ impl StateDb {
     /// marked first (synced); a database holding anything else is refused.
     pub fn begin_restore(&mut self, label: &str) -> Result<Restore<'_>, BulkError> {
         self.claim_marker(label)?;
-        let writer = RestoreWriter { db: self.reader().db.clone() };
+        let writer = RestoreWriter { db: self.reader().db.clone(), layout: self.layout() };
         Ok(Restore { state: self, writer })
     }
 
@@ -130,7 +132,7 @@ impl Restore<'_> {
     pub fn finish(self, number: u64, root: H256) -> Result<(), BulkError> {
         let Restore { state, writer } = self;
         let db = &writer.db;
-        check_root(db, &root)?;
+        check_root(state.layout(), db, &root)?;
         end_load(db, Some((number, &root)))?;
         state.reader().clear_caches();
         state.bulk = None;
@@ -140,12 +142,12 @@ impl Restore<'_> {
 }
 
 /// The main trie's stored root node (or its only leaf) must hash to `root`.
-fn check_root(db: &DB, root: &H256) -> Result<(), BulkError> {
+fn check_root(layout: LayoutName, db: &DB, root: &H256) -> Result<(), BulkError> {
     let bad = |found: String| BulkError::RestoredRoot { expected: *root, found };
     let flat = cf(db, CF_FLAT)?;
     let first = db.iterator_cf(flat, rocksdb::IteratorMode::Start).next().transpose();
     let first = first.map_err(StoreError::from)?.filter(|(k, _)| k.first() == Some(&0));
-    if *root == EMPTY_ROOT {
+    if *root == layout.empty_root() {
         return match first {
             None => Ok(()),
             Some(_) => Err(bad("main-trie entries".into())),
@@ -154,15 +156,15 @@ fn check_root(db: &DB, root: &H256) -> Result<(), BulkError> {
     if let Some(v) =
         db.get_cf(cf(db, CF_NODES)?, node_key(&TrieId::Main, &[])).map_err(StoreError::from)?
     {
-        return match v.get(..32) == Some(root.as_bytes()) && EthLayout::hash(&v[32..]) == *root {
+        return match v.get(..32) == Some(root.as_bytes()) && layout.hash(&v[32..]) == *root {
             true => Ok(()),
             false => Err(bad("a root node with another hash".into())),
         };
     }
     // No stored root node: the trie is one leaf, rebuilt from its key.
     let Some((k, v)) = first else { return Err(bad("no main-trie entries".into())) };
-    let leaf = crate::view::leaf_at(0, &k[1..], &v);
-    match EthLayout::hash(&leaf) == *root {
+    let leaf = crate::view::leaf_at(layout, 0, &k[1..], &v);
+    match layout.hash(&leaf) == *root {
         true => Ok(()),
         false => Err(bad("no root node".into())),
     }
@@ -174,6 +176,7 @@ impl RestoreWriter {
         let db = &self.db;
         Ok(RestoreBatch {
             batch: WriteBatch::default(),
+            layout: self.layout,
             flat: cf(db, CF_FLAT)?,
             nodes: cf(db, CF_NODES)?,
             meta: cf(db, CF_META)?,
@@ -266,7 +269,10 @@ impl trie::NodeSink for NodeBatch<'_, '_> {
         encoded: &[u8],
         reference: &trie::ChildRef,
     ) {
-        let Some(hash) = crate::keys::stored_hash(&path, encoded, reference) else { return };
+        let Some(hash) = crate::keys::stored_hash(self.batch.layout, &path, encoded, reference)
+        else {
+            return;
+        };
         if self.error.is_none() {
             let nibbles = path.to_nibbles();
             if let Err(e) = self.batch.put_node(&self.trie, nibbles.as_slice(), &hash, encoded) {

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use rocksdb::{DBRawIteratorWithThreadMode, ReadOptions, SnapshotWithThreadMode, DB};
-use trie::{NodeSource, SourceError, TrieId, EMPTY_ROOT, H256};
+use trie::{LayoutName, NodeSource, SourceError, TrieId, H256};
 
 use crate::error::{Corruption, StoreError};
 use crate::keys::{
@@ -34,6 +34,7 @@ pub struct PersistedState<'a> {
     db: &'a DB,
     snap: SnapshotWithThreadMode<'a, DB>,
     head: (u64, H256),
+    layout: LayoutName,
     /// The node buffer that brings the snapshot's lagging `nodes` to `head`.
     overlay: Option<Arc<Layer>>,
 }
@@ -82,7 +83,8 @@ impl ReadHandle {
                     continue;
                 }
             };
-            return Ok(PersistedState { db, snap, head, overlay });
+            let layout = self.layout();
+            return Ok(PersistedState { db, snap, head, layout, overlay });
         }
         Err(StoreError::WriterStopped)
     }
@@ -94,6 +96,11 @@ impl<'a> PersistedState<'a> {
         self.head
     }
 
+    /// The layout of the database's tries.
+    pub fn layout(&self) -> LayoutName {
+        self.layout
+    }
+
     /// The root of `trie` at the pinned block (a storage trie without a root record is
     /// empty).
     pub fn trie_root(&self, trie: &TrieId) -> Result<H256, StoreError> {
@@ -102,7 +109,7 @@ impl<'a> PersistedState<'a> {
         }
         match self.snap.get_cf(cf(self.db, CF_META)?, root_key(trie))? {
             Some(v) => Ok(decode_root(trie, &v)?),
-            None => Ok(EMPTY_ROOT),
+            None => Ok(self.layout.empty_root()),
         }
     }
 
@@ -201,12 +208,22 @@ impl PersistedSource<'_, '_> {
             cursor.status()?;
             return Ok(None);
         };
-        Ok(Some(crate::view::leaf_at(path.len(), &k[self.trie.prefix_len()..], v)))
+        Ok(Some(crate::view::leaf_at(
+            self.state.layout,
+            path.len(),
+            &k[self.trie.prefix_len()..],
+            v,
+        )))
     }
 }
 
 impl NodeSource for PersistedSource<'_, '_> {
     fn load(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, SourceError> {
+        let s = self.state;
+        let value = |k: &[u8]| Ok(s.get(&self.trie, k)?.map(Arc::from));
+        if let Some(v) = crate::view::value_node(s.layout, path, hash, value)? {
+            return Ok(Some(v));
+        }
         if let Some(n) = self.stored(path, hash)? {
             return Ok(Some(n));
         }

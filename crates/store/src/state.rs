@@ -19,7 +19,9 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 use rocksdb::{WriteBatch, WriteOptions, DB};
-use trie::{Trie, TrieId, TrieUpdates, EMPTY_ROOT, H256};
+use trie::{LayoutName, TrieId, TrieUpdates, H256};
+
+use crate::layout::Keys;
 
 use crate::cache::{ByteCache, CacheTotals};
 use crate::config::StoreConfig;
@@ -90,6 +92,11 @@ impl std::fmt::Debug for ReadHandle {
 impl ReadHandle {
     pub(crate) fn db(&self) -> &DB {
         &self.shared.reader.db
+    }
+
+    /// The trie layout of every trie in the database.
+    pub fn layout(&self) -> LayoutName {
+        self.shared.reader.layout
     }
 
     /// The values of many keys of one trie at once (`None`: absent), in the order given:
@@ -242,8 +249,10 @@ impl StateDb {
         let head = read_head(&db)?;
         let bulk = read_bulk_marker(&db)?;
         let totals_at_open = read_cache_totals(&db)?;
+        let layout = crate::db::read_layout(&db, config.layout)?;
         let reader = Reader {
             db: db.clone(),
+            layout,
             layers: RwLock::new(Vec::new()),
             node_cache: ByteCache::new(config.cache.node_cache_bytes),
             flat_cache: ByteCache::new(config.cache.flat_cache_bytes),
@@ -389,7 +398,7 @@ impl StateDb {
             return Ok(self.head.1);
         }
         match self.shared.reader.read(Column::Meta, &root_key(trie))? {
-            None => Ok(EMPTY_ROOT),
+            None => Ok(self.layout().empty_root()),
             Some(v) => Ok(decode_root(trie, &v)?),
         }
     }
@@ -402,15 +411,27 @@ impl StateDb {
         Ok(StoreSource { reader: &self.shared.reader, trie })
     }
 
-    /// A trie over the latest state, loading nodes from this store (for proofs and reads).
-    pub fn with_trie<T>(
-        &self,
-        trie: TrieId,
-        f: impl FnOnce(&mut Trie<StoreSource<'_>>) -> Result<T, trie::TrieError>,
-    ) -> Result<T, StoreError> {
+    /// The trie layout of every trie in the database (recorded at its creation).
+    pub fn layout(&self) -> LayoutName {
+        self.shared.reader.layout
+    }
+
+    /// A proof of `key` in `trie`'s latest state: the nodes on its path, root first (and,
+    /// in layouts with value nodes, the value node of a proven value last).
+    pub fn prove(&self, trie: TrieId, key: &[u8]) -> Result<Vec<Vec<u8>>, StoreError> {
+        self.prove_keys(trie, Keys::One(key))
+    }
+
+    /// One proof of every key of `keys` in `trie`'s latest state (the union of their
+    /// paths).
+    pub fn prove_many(&self, trie: TrieId, keys: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, StoreError> {
+        self.prove_keys(trie, Keys::Many(keys))
+    }
+
+    fn prove_keys(&self, trie: TrieId, keys: Keys<'_>) -> Result<Vec<Vec<u8>>, StoreError> {
         let root = self.trie_root(&trie)?;
-        let mut t = Trie::from_root(StoreSource { reader: &self.shared.reader, trie }, root);
-        Ok(f(&mut t)?)
+        let source = StoreSource { reader: &self.shared.reader, trie };
+        Ok(crate::layout::prove(self.layout(), source, root, keys)?)
     }
 
     pub(crate) fn check_poison(&self) -> Result<(), StoreError> {
@@ -423,8 +444,10 @@ impl StateDb {
         }
     }
 
-    /// Refuse a block with an over-long key before any work is done.
-    pub(crate) fn check_keys(changes: &ChangeSet) -> Result<(), CommitError> {
+    /// Refuse a block with an over-long key, or an empty value where an empty value is a
+    /// value, before any work is done.
+    pub(crate) fn check_keys(&self, changes: &ChangeSet) -> Result<(), CommitError> {
+        let layout = self.layout();
         for (trie, kv) in changes {
             if let Some(k) = kv.keys().find(|k| k.len() > KEY_BYTES_MAX) {
                 return Err(CommitError::KeyTooLong {
@@ -432,6 +455,13 @@ impl StateDb {
                     len: k.len(),
                     max: KEY_BYTES_MAX,
                 });
+            }
+            if !layout.allows_empty_value() {
+                continue;
+            }
+            if let Some((k, _)) = kv.iter().find(|(_, v)| v.as_ref().is_some_and(|v| v.is_empty()))
+            {
+                return Err(CommitError::EmptyValue { trie: *trie, key: k.clone(), layout });
             }
         }
         Ok(())
@@ -464,7 +494,7 @@ impl StateDb {
                 Column::Meta => {
                     if let Some(trie) = key.strip_prefix(META_ROOT).and_then(split_trie_prefix) {
                         let root = match old {
-                            None => EMPTY_ROOT,
+                            None => self.layout().empty_root(),
                             Some(v) => decode_root(&trie, v)?,
                         };
                         old_roots.insert(trie, root);
@@ -481,11 +511,8 @@ impl StateDb {
         for (trie_id, kv) in &changes {
             let source = StoreSource { reader: &self.shared.reader, trie: *trie_id };
             let current = self.trie_root(trie_id)?;
-            let mut t: Trie<StoreSource<'_>> = Trie::from_root(source, current);
-            for (k, v) in kv {
-                t.write(k, v.as_deref().filter(|v| !v.is_empty()))?;
-            }
-            let updates = t.commit()?;
+            let writes = kv.iter().map(|(k, v)| (&k[..], v.as_deref().filter(|v| !v.is_empty())));
+            let updates = crate::layout::rewrite(self.layout(), source, current, writes)?;
             // A storage trie whose root record the block did not change keeps its root.
             let expected = old_roots.get(trie_id).copied().unwrap_or(current);
             if updates.root != expected {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use rayon::prelude::*;
 use rocksdb::{DBRawIterator, DB};
-use trie::{EthLayout, Layout, NodeSource, SourceError, TrieId, H256};
+use trie::{LayoutName, NodeSource, SourceError, TrieId, H256};
 
 use crate::cache::ByteCache;
 use crate::error::{Corruption, StoreError};
@@ -36,6 +36,8 @@ const BATCH_READ_CHUNK_MIN: usize = 256;
 /// The shared read state of a store.
 pub(crate) struct Reader {
     pub(crate) db: Arc<DB>,
+    /// The layout of every trie in the database.
+    pub(crate) layout: LayoutName,
     pub(crate) layers: RwLock<Vec<Arc<Layer>>>,
     pub(crate) node_cache: ByteCache<Arc<[u8]>>,
     pub(crate) flat_cache: ByteCache<Option<Arc<[u8]>>>,
@@ -222,13 +224,29 @@ pub(crate) fn newest_in_layers(
     })
 }
 
-/// The encoding of the leaf of `key` (trie-local) holding `value`, hanging at a path of
-/// `depth` nibbles: how the store rebuilds a leaf it never stores.
-pub(crate) fn leaf_at(depth: usize, key: &[u8], value: &[u8]) -> Vec<u8> {
+/// The encoding in `layout` of the leaf of `key` (trie-local) holding `value`, hanging at
+/// a path of `depth` nibbles: how the store rebuilds a leaf it never stores.
+pub(crate) fn leaf_at(layout: LayoutName, depth: usize, key: &[u8], value: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(value.len() + key.len() + 8);
     let rest = trie::NibbleSlice::range(key, depth, key.len() * 2);
-    EthLayout::encode_leaf(rest, value, &mut out);
+    layout.encode_leaf(rest, value, &mut out);
     out
+}
+
+/// A value node (Substrate V1) asked for at `path`, the full nibble path of its key: the
+/// key's value, read by `value`, when it hashes to `hash`. `None` for any other request,
+/// and always in layouts without value nodes (no read then).
+pub(crate) fn value_node(
+    layout: LayoutName,
+    path: &[u8],
+    hash: &H256,
+    value: impl FnOnce(&[u8]) -> Result<Option<Arc<[u8]>>, StoreError>,
+) -> Result<Option<Vec<u8>>, StoreError> {
+    if !layout.has_value_nodes() || !path.len().is_multiple_of(2) {
+        return Ok(None);
+    }
+    let key: Vec<u8> = path.chunks(2).map(|p| (p[0] << 4) | p[1]).collect();
+    Ok(value(&key)?.filter(|v| layout.hash(v) == *hash).map(|v| v.to_vec()))
 }
 
 /// One trie of the store seen as a [`NodeSource`].
@@ -253,7 +271,11 @@ impl StoreSource<'_> {
     }
 
     fn leaf(&self, path: &[u8], key: &[u8], value: &[u8]) -> Vec<u8> {
-        leaf_at(path.len(), key, value)
+        leaf_at(self.reader.layout, path.len(), key, value)
+    }
+
+    fn value_node(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, StoreError> {
+        value_node(self.reader.layout, path, hash, |k| self.reader.get(&self.trie, k))
     }
 }
 
@@ -292,6 +314,9 @@ impl StoreSource<'_> {
 
 impl NodeSource for StoreSource<'_> {
     fn load(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, SourceError> {
+        if let Some(v) = self.value_node(path, hash)? {
+            return Ok(Some(v));
+        }
         if let Some(n) = self.node(path, hash)? {
             return Ok(Some(n));
         }
@@ -304,6 +329,9 @@ impl NodeSource for StoreSource<'_> {
         hash: &H256,
         key: &[u8],
     ) -> Result<Option<Vec<u8>>, SourceError> {
+        if let Some(v) = self.value_node(path, hash)? {
+            return Ok(Some(v));
+        }
         let nk = node_key(&self.trie, path);
         // The looked-up key's value, when the walk is on its path (read only if needed).
         let value = || -> Result<Option<Arc<[u8]>>, StoreError> {
@@ -323,7 +351,7 @@ impl NodeSource for StoreSource<'_> {
                 // short hash.
                 if let Some(v) = value()? {
                     let leaf = self.leaf(path, key, &v);
-                    if leaf.len() >= 32 && EthLayout::hash(&leaf) == *hash {
+                    if leaf.len() >= 32 && self.reader.layout.hash(&leaf) == *hash {
                         return Ok(Some(leaf));
                     }
                 }

@@ -6,6 +6,9 @@
 use std::fmt;
 use std::str::FromStr;
 
+use state::H256;
+
+use crate::nibbles::NibbleSlice;
 use crate::node::{EthLayout, Layout};
 use crate::substrate::{SubstrateV0, SubstrateV1};
 
@@ -45,6 +48,37 @@ impl LayoutName {
         }
     }
 
+    /// The root of the empty trie.
+    pub fn empty_root(self) -> H256 {
+        self.dispatch(EmptyRoot)
+    }
+
+    /// The hash of a node encoding (or of a value node's value).
+    pub fn hash(self, data: &[u8]) -> H256 {
+        self.dispatch(Hash(data))
+    }
+
+    /// Append the encoding of the leaf whose remaining key is `path`, holding `value` as
+    /// the layout holds a new value.
+    pub fn encode_leaf(self, path: NibbleSlice<'_>, value: &[u8], out: &mut Vec<u8>) {
+        self.dispatch(EncodeLeaf { path, value, out })
+    }
+
+    /// True when the layout keeps values of `len` bytes as separate value nodes.
+    pub fn value_node(self, len: usize) -> bool {
+        self.dispatch(ValueNode(len))
+    }
+
+    /// True when the layout keeps some values as separate value nodes (Substrate V1).
+    pub fn has_value_nodes(self) -> bool {
+        self.value_node(usize::MAX)
+    }
+
+    /// True when an empty value is a value (Substrate), false when it means absent.
+    pub fn allows_empty_value(self) -> bool {
+        self.dispatch(AllowsEmpty)
+    }
+
     /// The name as `--layout` spells it.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -74,6 +108,55 @@ impl LayoutName {
 impl fmt::Display for LayoutName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+struct EmptyRoot;
+
+impl WithLayout for EmptyRoot {
+    type Output = H256;
+    fn run<L: Layout>(self) -> H256 {
+        L::empty_root()
+    }
+}
+
+struct Hash<'a>(&'a [u8]);
+
+impl WithLayout for Hash<'_> {
+    type Output = H256;
+    fn run<L: Layout>(self) -> H256 {
+        L::hash(self.0)
+    }
+}
+
+struct EncodeLeaf<'a, 'o> {
+    path: NibbleSlice<'a>,
+    value: &'a [u8],
+    out: &'o mut Vec<u8>,
+}
+
+impl WithLayout for EncodeLeaf<'_, '_> {
+    type Output = ();
+    fn run<L: Layout>(self) {
+        L::encode_leaf(self.path, self.value, self.out)
+    }
+}
+
+struct ValueNode(usize);
+
+impl WithLayout for ValueNode {
+    type Output = bool;
+    fn run<L: Layout>(self) -> bool {
+        L::VALUE_NODE_MIN.is_some_and(|min| self.0 >= min)
+    }
+}
+
+struct AllowsEmpty;
+
+impl WithLayout for AllowsEmpty {
+    type Output = bool;
+    fn run<L: Layout>(self) -> bool {
+        L::ALLOW_EMPTY_VALUE
     }
 }
 
@@ -109,15 +192,14 @@ mod tests {
 
     #[test]
     fn dispatch_runs_the_named_layout() {
-        struct EmptyRoot;
-        impl WithLayout for EmptyRoot {
-            type Output = state::H256;
-            fn run<L: Layout>(self) -> state::H256 {
-                L::empty_root()
-            }
-        }
         assert_eq!(LayoutName::Ethereum.dispatch(EmptyRoot), crate::EMPTY_ROOT);
         assert_eq!(LayoutName::SubstrateV0.dispatch(EmptyRoot), crate::SUBSTRATE_EMPTY_ROOT);
         assert_eq!(LayoutName::SubstrateV1.dispatch(EmptyRoot), crate::SUBSTRATE_EMPTY_ROOT);
+        assert_eq!(LayoutName::SubstrateV0.empty_root(), crate::SUBSTRATE_EMPTY_ROOT);
+        assert_eq!(LayoutName::Ethereum.hash(b""), crate::keccak256(b""));
+        assert!(LayoutName::SubstrateV1.value_node(33) && !LayoutName::SubstrateV1.value_node(32));
+        assert!(!LayoutName::SubstrateV0.value_node(1000) && !LayoutName::Ethereum.value_node(99));
+        assert!(LayoutName::SubstrateV0.allows_empty_value());
+        assert!(!LayoutName::Ethereum.allows_empty_value());
     }
 }

@@ -391,6 +391,31 @@ pub trait Layout: Send + Sync + 'static {
         Self::decode(bytes).map(NodeView::from)
     }
 
+    /// Hash each of `msgs` into the matching slot of `out` (same length). The default
+    /// hashes one at a time; a layout with a multi-lane hash overrides it.
+    fn hash_many(msgs: &[&[u8]], out: &mut [[u8; 32]]) {
+        debug_assert_eq!(msgs.len(), out.len());
+        for (m, o) in msgs.iter().zip(out.iter_mut()) {
+            *o = Self::hash(m).0;
+        }
+    }
+
+    /// Where each hashed child's 32 hash bytes sit in `encoded`, a branch this layout
+    /// encoded over `children` (with any partial key and value): `offsets[i]` for every `i`
+    /// whose child is a hash; the other entries are unspecified. How a caller fills a hash
+    /// into a branch it encoded before the child's hash was known.
+    fn branch_hash_offsets(encoded: &[u8], children: &[ChildRef; 16]) -> [usize; 16] {
+        // An RLP list of the 16 children, then the value.
+        let first = encoded.first().copied().unwrap_or(0xc0);
+        let mut at = if first <= 0xf7 { 1 } else { 1 + usize::from(first - 0xf7) };
+        let mut offsets = [0; 16];
+        for (o, c) in offsets.iter_mut().zip(children) {
+            *o = at + 1;
+            at += c.encoded_len();
+        }
+        offsets
+    }
+
     /// Reference to a node by its encoding: inline when short, else its hash.
     #[inline]
     fn child_ref(encoded: &[u8]) -> ChildRef {
@@ -425,6 +450,11 @@ impl Layout for EthLayout {
     #[inline]
     fn hash(data: &[u8]) -> H256 {
         keccak256(data)
+    }
+
+    /// Eight messages at a time where the CPU has AVX-512 ([`keccak8`]).
+    fn hash_many(msgs: &[&[u8]], out: &mut [[u8; 32]]) {
+        keccak8::keccak256_many(msgs, out);
     }
 
     fn empty_root() -> H256 {

@@ -24,7 +24,7 @@ use crate::nibbles::{NibbleSlice, Nibbles};
 use crate::node::{
     ChildKind, ChildRef, DecodedNode, Layout, NodeError, NodeValue, NodeView, ProofSizeRule,
 };
-use crate::scale::{write_compact, Reader};
+use crate::scale::{compact_len, write_compact, Reader};
 
 /// Values this long or longer are value nodes in [`SubstrateV1`] (`sp-trie`'s
 /// `TRIE_VALUE_NODE_THRESHOLD`).
@@ -121,6 +121,24 @@ fn write_child(child: &ChildRef, out: &mut Vec<u8>) {
             out.extend_from_slice(h.as_bytes());
         }
     }
+}
+
+/// Where each hashed child's hash sits in a branch encoding: the children come last, each
+/// as a SCALE byte vector, so they are found from the end.
+fn child_hash_offsets(encoded: &[u8], children: &[ChildRef; 16]) -> [usize; 16] {
+    let mut offsets = [0; 16];
+    let mut end = encoded.len();
+    for (o, c) in offsets.iter_mut().zip(children).rev() {
+        match c.kind() {
+            ChildKind::Empty => {}
+            ChildKind::Inline(bytes) => end -= compact_len(bytes.len()) + bytes.len(),
+            ChildKind::Hash(_) => {
+                *o = end - 32;
+                end -= 33;
+            }
+        }
+    }
+    offsets
 }
 
 /// Where a partial key comes from: a window of packed nibbles or an unpacked path.
@@ -366,6 +384,10 @@ macro_rules! substrate_layout {
                 encode_branch(Partial::Unpacked(path), children, value, out);
             }
 
+            fn branch_hash_offsets(encoded: &[u8], children: &[ChildRef; 16]) -> [usize; 16] {
+                child_hash_offsets(encoded, children)
+            }
+
             fn decode(bytes: &[u8]) -> Result<DecodedNode<'_>, NodeError> {
                 decode_as_eth(bytes)
             }
@@ -398,6 +420,36 @@ mod tests {
         SubstrateV0::encode_leaf(NibbleSlice::new(&key), &[0xbb], &mut out);
         assert_eq!(out, [0x42, 0xaa, 0x04, 0xbb]);
         assert_eq!(leaf::<SubstrateV1>(&[0xa, 0xa], &[0xbb]), out);
+    }
+
+    /// `branch_hash_offsets` finds every hashed child's hash in both families' branches,
+    /// among inline and empty children, with and without a value and a partial key.
+    #[test]
+    fn branch_hash_offsets_find_each_hash() {
+        fn check<L: Layout>(path: &[u8], value: Option<NodeValue<'_>>) {
+            let mut children = [ChildRef::EMPTY; 16];
+            for (i, c) in children.iter_mut().enumerate() {
+                *c = match i % 3 {
+                    0 => ChildRef::hash(H256([i as u8 + 1; 32])),
+                    1 => ChildRef::inline(&[0x41, 0x00, i as u8][..(i % 4).max(2)]),
+                    _ => ChildRef::EMPTY,
+                };
+            }
+            let mut enc = Vec::new();
+            L::encode_branch_with(path, &children, value, &mut enc);
+            let offsets = L::branch_hash_offsets(&enc, &children);
+            for (i, c) in children.iter().enumerate() {
+                if let Some(h) = c.as_hash() {
+                    assert_eq!(&enc[offsets[i]..offsets[i] + 32], h.as_bytes(), "child {i}");
+                }
+            }
+        }
+        for value in [None, Some(NodeValue::Inline(&[7; 40][..])), Some(NodeValue::Inline(&[]))] {
+            check::<crate::EthLayout>(&[], value.filter(|v| v != &NodeValue::Inline(&[])));
+            check::<SubstrateV0>(&[], value);
+            check::<SubstrateV1>(&[1, 2, 3], value);
+        }
+        check::<SubstrateV1>(&[4; 70], Some(NodeValue::Node(H256([9; 32]))));
     }
 
     #[test]

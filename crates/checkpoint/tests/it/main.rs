@@ -10,6 +10,7 @@ mod mutations;
 mod parallel;
 mod roundtrip;
 mod sources;
+mod substrate;
 
 /// Property-test case count: `ARBOR_PROPTEST_CASES` (default small enough for CI).
 pub fn cases(default: u32) -> u32 {

@@ -886,6 +886,7 @@ fn a_checkpoint_claiming_the_empty_state_or_one_chunk_of_it_is_refused() {
             k.map(|(k, _)| [s.trie.prefix(), k.clone()].concat()).unwrap_or_default()
         };
         let m = Manifest {
+            layout: fx.manifest.layout,
             block,
             root,
             rule: fx.manifest.rule,

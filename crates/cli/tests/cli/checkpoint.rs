@@ -1133,3 +1133,92 @@ fn a_refused_s3_endpoint_is_not_reported_as_a_timeout() {
     assert_one_line_error(&o, "s3://bucket");
     assert!(!stderr(&o).contains("timed out"), "{}", stderr(&o));
 }
+
+/// A Substrate V1 database (a chain spec with two child tries, values of 10, 32, 33 and 100
+/// bytes): its checkpoint records the layout, verifies, and restores into a new directory
+/// created in that layout (same head, deep verify, key proofs that verify); a restore into
+/// an existing database of another layout is a usage error that writes nothing.
+#[test]
+fn a_substrate_checkpoint_restores_in_its_layout() {
+    let mut rng = ChaCha8Rng::seed_from_u64(23);
+    let hex = |b: &[u8]| format!("0x{}", hex::encode(b));
+    let mut entries = |n: usize| -> serde_json::Map<String, Value> {
+        (0..n)
+            .map(|i| {
+                let key: Vec<u8> = (0..rng.gen_range(4..40)).map(|_| rng.gen()).collect();
+                let value: Vec<u8> = (0..[10, 32, 33, 100][i % 4]).map(|_| rng.gen()).collect();
+                (hex(&key), Value::String(hex(&value)))
+            })
+            .collect()
+    };
+    let top = entries(400);
+    let (child, other) = (entries(200), entries(3));
+    let spec = serde_json::json!({"genesis": {"raw": {
+        "top": top,
+        "childrenDefault": {hex(b"child"): child, hex(b"other"): other},
+    }}});
+    let spec_file = fresh_dir("substrate-spec.json");
+    std::fs::write(&spec_file, spec.to_string()).unwrap();
+    let src = fresh_db("ckpt-substrate-src");
+    ok(&["init", "--db", &src, "--chain-spec", s(&spec_file), "--layout", "substrate-v1"]);
+    let line = ok(&["verify", "--db", &src, "--deep"]);
+    let root = line.split_whitespace().nth(2).unwrap().to_string();
+    let dir = fresh_dir("substrate");
+    let created = json(&ok(&[
+        "checkpoint",
+        "create",
+        "--db",
+        &src,
+        "--out",
+        s(&dir),
+        "--json",
+        "--target-entries",
+        "32",
+    ]));
+    assert_eq!(created["root"], root, "{created}");
+    assert!(created["chunks"].as_u64().unwrap() > 5, "{created}");
+    let verified = json(&ok(&[
+        "checkpoint",
+        "verify",
+        "--source",
+        s(&dir),
+        "--block",
+        "0",
+        "--root",
+        &root,
+        "--json",
+    ]));
+    assert_eq!(verified["valid"], true, "{verified}");
+    assert_eq!(verified["layout"], "substrate-v1", "{verified}");
+    assert_eq!(verified["storage_tries"], 2, "{verified}");
+    let restore = |db: &str| {
+        let args = ["checkpoint", "restore", "--db", db, "--block", "0", "--root", &root];
+        arbor(&[&args[..], &["--source", s(&dir)]].concat())
+    };
+    let dst = fresh_restore_db("substrate");
+    let o = restore(&dst);
+    no_panic(&o);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(ok(&["verify", "--db", &dst, "--deep"]), line);
+    assert_eq!(json(&ok(&["stats", "--db", &dst, "--json"]))["layout"], "substrate-v1");
+    for key in top.keys().take(3) {
+        let proof = ok(&["prove", "--db", &dst, key]);
+        assert_eq!(json(&proof)["layout"], "substrate-v1");
+        let file = fresh_dir("substrate-proof.json");
+        std::fs::write(&file, &proof).unwrap();
+        assert_eq!(ok(&["verify-proof", "--root", &root, s(&file)]).trim(), "valid");
+    }
+    // A restore that finds no checkpoint leaves a new, empty Ethereum database; the
+    // Substrate checkpoint is then refused for it, and nothing is written.
+    let eth = fresh_restore_db("substrate-into-eth");
+    let zero = format!("0x{}", "00".repeat(32));
+    let args = ["checkpoint", "restore", "--db", &eth, "--block", "0", "--root", &zero];
+    let o = arbor(&[&args[..], &["--source", s(&dir)]].concat());
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let o = restore(&eth);
+    no_panic(&o);
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert_one_line_error(&o, "the checkpoint holds substrate-v1 tries");
+    assert!(stderr(&o).contains("ethereum"), "{}", stderr(&o));
+    assert_eq!(ok(&["verify", "--db", &eth]), format!("{EMPTY_HEAD}\n"));
+}

@@ -62,9 +62,20 @@ pub(crate) fn apply(state: &mut State, changes: &ChangeSet) {
 
 /// The naive root of one trie of the model.
 pub(crate) fn model_root(state: &State, trie: &TrieId) -> H256 {
-    let pairs: Vec<(&Vec<u8>, &Vec<u8>)> =
-        state.get(trie).map(|t| t.iter().collect()).unwrap_or_default();
-    root_from_sorted::<EthLayout, _, _>(&pairs).unwrap().0
+    model_root_in(trie::LayoutName::Ethereum, state, trie)
+}
+
+/// The model's root of `trie` in `layout`.
+pub(crate) fn model_root_in(layout: trie::LayoutName, state: &State, trie: &TrieId) -> H256 {
+    struct Root<'a>(Vec<(&'a Vec<u8>, &'a Vec<u8>)>);
+    impl trie::WithLayout for Root<'_> {
+        type Output = H256;
+        fn run<L: trie::Layout>(self) -> H256 {
+            root_from_sorted::<L, _, _>(&self.0).unwrap().0
+        }
+    }
+    let pairs = state.get(trie).map(|t| t.iter().collect()).unwrap_or_default();
+    layout.dispatch(Root(pairs))
 }
 
 /// The model's value of `key` in `trie`.

@@ -16,10 +16,11 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use store::{AtError, StateDb, StoreConfig};
+use trie::LayoutName;
 use trie::TrieId;
 
 use crate::common::{
-    apply, check_view, env_number, indexed_key, model_get, model_root, open, proof_keys,
+    apply, check_view, env_number, indexed_key, model_get, model_root_in, open, proof_keys,
     random_block, small_config, spawn_child, test_seed, ModelBlock, State, STORAGE_A,
 };
 
@@ -27,6 +28,8 @@ const CHILD_DIR_ENV: &str = "ARBOR_CRASH_CHILD_DIR";
 const CHILD_SEED_ENV: &str = "ARBOR_CRASH_CHILD_SEED";
 /// Set (to anything) for a child that lets the trie nodes lag far behind the block.
 const CHILD_LAG_ENV: &str = "ARBOR_CRASH_CHILD_LAG";
+/// The trie layout of the child's database (absent: Ethereum).
+const CHILD_LAYOUT_ENV: &str = "ARBOR_CRASH_CHILD_LAYOUT";
 const KEYS: u32 = 5_000;
 const UPDATES: usize = 200;
 const FLUSH_EVERY: u64 = 3;
@@ -36,8 +39,9 @@ const FLUSH_EVERY: u64 = 3;
 /// ~25 blocks here), so kills find groups on disk with their nodes behind.
 const FLUSH_EVERY_LAGGING: u64 = 97;
 
-fn config(lag: bool) -> StoreConfig {
+fn config(lag: bool, layout: LayoutName) -> StoreConfig {
     let mut c = small_config();
+    c.layout = Some(layout);
     c.rocksdb.write_buffer_bytes = 1 << 20;
     if lag {
         c.layers.persist_blocks = 2;
@@ -54,8 +58,12 @@ fn crash_child() {
     let Some(dir) = std::env::var_os(CHILD_DIR_ENV) else { return };
     let seed: u64 = std::env::var(CHILD_SEED_ENV).unwrap().parse().unwrap();
     let lag = std::env::var_os(CHILD_LAG_ENV).is_some();
+    let layout = match std::env::var(CHILD_LAYOUT_ENV) {
+        Ok(name) => name.parse().unwrap(),
+        Err(_) => LayoutName::Ethereum,
+    };
     let flush_every = if lag { FLUSH_EVERY_LAGGING } else { FLUSH_EVERY };
-    let mut db = open(Path::new(&dir), &config(lag));
+    let mut db = open(Path::new(&dir), &config(lag, layout));
     let mut out = std::io::stdout();
     loop {
         let number = db.head_number() + 1;
@@ -93,12 +101,19 @@ fn parse_durable(line: &str) -> Option<(u64, String)> {
 }
 
 /// Run one child for `delay`, kill it, and return what it reported durable.
-fn run_child(dir: &Path, block_seed: u64, delay: Duration, lag: bool) -> Vec<(u64, String)> {
+fn run_child(
+    dir: &Path,
+    block_seed: u64,
+    delay: Duration,
+    lag: bool,
+    layout: LayoutName,
+) -> Vec<(u64, String)> {
     let seed = block_seed.to_string();
     let mut envs = vec![(CHILD_DIR_ENV, dir.as_os_str()), (CHILD_SEED_ENV, seed.as_ref())];
     if lag {
         envs.push((CHILD_LAG_ENV, "1".as_ref()));
     }
+    envs.push((CHILD_LAYOUT_ENV, layout.as_str().as_ref()));
     let mut child = spawn_child("crash::crash_child", &envs);
     let stdout = child.stdout.take().unwrap();
     let reader = std::thread::spawn(move || {
@@ -117,7 +132,7 @@ fn run_child(dir: &Path, block_seed: u64, delay: Duration, lag: bool) -> Vec<(u6
 
 #[test]
 fn sigkill_then_reopen() {
-    kill_and_reopen("sigkill_then_reopen", false);
+    kill_and_reopen("sigkill_then_reopen", false, LayoutName::Ethereum);
 }
 
 /// The same with the nodes far behind the block: kills land with the node buffer holding
@@ -125,10 +140,18 @@ fn sigkill_then_reopen() {
 /// reopen brings the nodes to the head (checked against the model) or refuses.
 #[test]
 fn sigkill_with_nodes_behind_then_reopen() {
-    kill_and_reopen("sigkill_with_nodes_behind_then_reopen", true);
+    kill_and_reopen("sigkill_with_nodes_behind_then_reopen", true, LayoutName::Ethereum);
 }
 
-fn kill_and_reopen(test: &str, lag: bool) {
+/// Both kinds of kill in Substrate's layouts: every reopen gives the model's root in the
+/// database's layout (V1: with value nodes, for the values of 33 bytes or more).
+#[test]
+fn sigkill_then_reopen_in_substrate_layouts() {
+    kill_and_reopen("sigkill_then_reopen_in_substrate_v0", false, LayoutName::SubstrateV0);
+    kill_and_reopen("sigkill_with_nodes_behind_in_substrate_v1", true, LayoutName::SubstrateV1);
+}
+
+fn kill_and_reopen(test: &str, lag: bool, layout: LayoutName) {
     let seed = test_seed(test);
     let iterations = env_number("ARBOR_CRASH_ITERATIONS", 3);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -140,8 +163,8 @@ fn kill_and_reopen(test: &str, lag: bool) {
     for iteration in 0..iterations {
         let ctx = format!("seed {seed}, iteration {iteration}");
         let delay = Duration::from_millis(rng.gen_range(50..=600));
-        let reports = run_child(dir.path(), block_seed, delay, lag);
-        let db = open(dir.path(), &config(lag));
+        let reports = run_child(dir.path(), block_seed, delay, lag, layout);
+        let db = open(dir.path(), &config(lag, layout));
         let head = db.head_number();
         if let Some((last, root)) = reports.last() {
             assert!(head >= *last, "{ctx}: head {head} is behind durable block {last}");
@@ -156,7 +179,7 @@ fn kill_and_reopen(test: &str, lag: bool) {
         for (number, root) in durable.range(..=head).filter(|(n, _)| **n > previous) {
             replay.advance_to(*number);
             assert_eq!(
-                model_root(&replay.state, &TrieId::Main).to_string(),
+                model_root_in(layout, &replay.state, &TrieId::Main).to_string(),
                 *root,
                 "{ctx}: durable block {number}"
             );
@@ -165,12 +188,12 @@ fn kill_and_reopen(test: &str, lag: bool) {
         blocks_total = head;
         assert_eq!(
             db.head_root(),
-            model_root(&replay.state, &TrieId::Main),
+            model_root_in(layout, &replay.state, &TrieId::Main),
             "{ctx}: head {head} root"
         );
         assert_eq!(
             db.trie_root(&STORAGE_A).unwrap(),
-            model_root(&replay.state, &STORAGE_A),
+            model_root_in(layout, &replay.state, &STORAGE_A),
             "{ctx}: storage root"
         );
         for i in (0..KEYS).step_by(97) {
@@ -252,8 +275,8 @@ fn sigkill_then_reads_at_recent_blocks() {
         // Kills alternate between nodes far behind (rare flushes: a long catch-up on open)
         // and flushes every few blocks (many durable reports to hold the head to).
         let lag = iteration % 2 == 0;
-        let reports = run_child(dir.path(), block_seed, delay, lag);
-        let mut config = config(lag);
+        let reports = run_child(dir.path(), block_seed, delay, lag, LayoutName::Ethereum);
+        let mut config = config(lag, LayoutName::Ethereum);
         config.history.recent_blocks = RECENT;
         let db = open(dir.path(), &config);
         let head = db.head_number();

@@ -239,7 +239,7 @@ fn check(db: &StateDb, model: &Model, step: usize) -> Result<(), TestCaseError> 
             prop_assert_eq!(got.as_ref(), want, "step {}: {:?} {}", step, t, hex::encode(k));
             // A proof for every fourth key, checked against the model's root.
             if i % 4 == 0 {
-                let proof = db.with_trie(t, |tr| tr.prove(k)).unwrap();
+                let proof = db.prove(t, k).unwrap();
                 let proven = verify_proof::<EthLayout>(&root, k, &proof).unwrap();
                 prop_assert_eq!(
                     proven.as_ref(),
@@ -373,7 +373,7 @@ fn revert_rewrites_a_root_leaf() {
     db.commit(&ChangeSet::new()).unwrap();
     for t in [TrieId::Main, STORAGE_A] {
         assert_eq!(db.trie_root(&t).unwrap(), model_root(&state, &t), "{t:?}");
-        let proof = db.with_trie(t, |tr| tr.prove(&[0])).unwrap();
+        let proof = db.prove(t, &[0]).unwrap();
         let root = model_root(&state, &t);
         let proven = verify_proof::<EthLayout>(&root, &[0], &proof).unwrap();
         assert_eq!(proven, Some(vec![0]), "{t:?} proof");

@@ -210,9 +210,8 @@ fn reads_through_an_unpersisted_layer() {
     assert_eq!(db.head_root(), root);
     for k in stale.iter().take(3).chain([&survivor]).chain(others.iter()) {
         assert_eq!(db.get(&TrieId::Main, k).unwrap().as_ref(), model_get(&state, &TrieId::Main, k));
-        let proof = db
-            .with_trie(TrieId::Main, |t| t.prove(k))
-            .unwrap_or_else(|e| panic!("prove {}: {e}", hex::encode(k)));
+        let proof =
+            db.prove(TrieId::Main, k).unwrap_or_else(|e| panic!("prove {}: {e}", hex::encode(k)));
         let proven = verify_proof::<EthLayout>(&root, k, &proof).unwrap();
         assert_eq!(
             proven.as_ref(),

@@ -72,7 +72,7 @@ fn check(db: &StateDb, model: &State, ctx: &str) {
             db.get(&TrieId::Main, &k).unwrap().as_ref(),
             model_get(model, &TrieId::Main, &k)
         );
-        let proof = db.with_trie(TrieId::Main, |t| t.prove(&k)).unwrap();
+        let proof = db.prove(TrieId::Main, &k).unwrap();
         let proven = verify_proof::<EthLayout>(&root, &k, &proof).unwrap();
         assert_eq!(proven.as_ref(), model_get(model, &TrieId::Main, &k), "{ctx}: proof of {i}");
     }

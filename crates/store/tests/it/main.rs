@@ -3,7 +3,7 @@
 //! creation, nodes behind the block, the recent window after a kill), creation into empty
 //! directories and mount points, back-pressure, the catch-up of lagging nodes, and reads
 //! and proofs at recent blocks (a differential property test of the window, concurrent
-//! readers while blocks commit and revert).
+//! readers while blocks commit and revert), and Substrate-layout databases against trie-db.
 //!
 //! Environment: `ARBOR_PROPTEST_CASES` (default 24), `ARBOR_CRASH_ITERATIONS` (default 3),
 //! `ARBOR_SEED` (replays a seeded test; each prints its seed).
@@ -20,3 +20,4 @@ mod differential;
 mod faults;
 mod lag;
 mod recent;
+mod substrate;
