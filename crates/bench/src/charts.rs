@@ -1,10 +1,12 @@
 //! The HTML pages of the trie, store, PoV and Block-STM benchmarks (`--html FILE`): the
 //! figures each report is read for, with the machine and the targets on the page.
 
+use trie::LayoutName;
+
 use crate::blockstm_bench::BlockStmReport;
 use crate::html::{figure_page, machine_line, Bar, Chart, Figure, LineChart};
 use crate::pov_bench::PovBenchReport;
-use crate::report::TrieBenchReport;
+use crate::report::{RootReference, TrieBenchReport};
 use crate::store_report::StoreBenchReport;
 
 fn bar(label: impl Into<String>, value: f64) -> Bar {
@@ -105,33 +107,41 @@ impl StoreBenchReport {
 }
 
 impl TrieBenchReport {
-    /// Full-root times (Arbor serial and parallel, alloy-trie, the keccak bound) and the
-    /// alloy/Arbor ratios against parity.
+    /// Full-root times (Arbor serial and parallel and the reference engine: alloy-trie and
+    /// the keccak bound in Ethereum's layout, trie-db in Substrate's) and the
+    /// reference/Arbor ratios against parity.
     pub fn html(&self) -> String {
         let r = &self.root;
+        let mut time_bars = vec![
+            bar("arbor serial", r.arbor_serial.seconds_median),
+            bar(
+                format!("arbor parallel ({} threads)", r.parallel_threads),
+                r.arbor_parallel.seconds_median,
+            ),
+        ];
+        let (engine, time_bar, ratio_bars) = reference_bars(&r.reference);
+        time_bars.push(time_bar);
+        if let Some(b) = &self.bound {
+            time_bars.push(bar("keccak bound (serial)", b.bound.seconds_median));
+        }
+        let layout = match self.options.layout {
+            LayoutName::Ethereum => String::new(),
+            other => format!(" in {other}"),
+        };
         let times = bars(
-            format!("Full root of {} keys: median of {} runs", self.input.keys, self.options.runs),
+            format!(
+                "Full root of {} keys{layout}: median of {} runs",
+                self.input.keys, self.options.runs
+            ),
             "s",
-            vec![
-                bar("arbor serial", r.arbor_serial.seconds_median),
-                bar(
-                    format!("arbor parallel ({} threads)", r.parallel_threads),
-                    r.arbor_parallel.seconds_median,
-                ),
-                bar("alloy-trie HashBuilder", r.alloy.seconds_median),
-                bar("keccak bound (serial)", self.bound.bound.seconds_median),
-            ],
+            time_bars,
             None,
         );
+        let labels = ["serial", "parallel", "serial, fastest runs", "parallel, fastest runs"];
         let ratios = bars(
-            "alloy-trie time / Arbor time (> 1: Arbor faster; line: parity)".into(),
+            format!("{engine} time / Arbor time (> 1: Arbor faster; line: parity)"),
             "x",
-            vec![
-                bar("serial", r.alloy_over_serial),
-                bar("parallel", r.alloy_over_parallel),
-                bar("serial, fastest runs", r.alloy_over_serial_fastest),
-                bar("parallel, fastest runs", r.alloy_over_parallel_fastest),
-            ],
+            labels.iter().zip(ratio_bars).map(|(l, v)| bar(*l, v)).collect(),
             Some(1.0),
         );
         let i = &self.incremental;
@@ -146,13 +156,47 @@ impl TrieBenchReport {
             ],
             None,
         );
-        let notes = vec![format!("root {} (serial, parallel and alloy-trie agree)", r.root)];
+        let mut notes = vec![format!("root {} (serial, parallel and {engine} agree)", r.root)];
+        if let Some(o) = r.oracle() {
+            notes.push(format!(
+                "layout {}; oracle: {}, Blake2-256 by blake2b_simd; no keccak bound in \
+                 Substrate's layouts",
+                self.options.layout, o.oracle_engine
+            ));
+        }
         figure_page(
             "arbor bench trie",
             &machine_line(&self.machine),
             &notes,
             &[times, ratios, incremental],
         )
+    }
+}
+
+/// The reference engine of the full-root phase: its name, its time bar and its time over
+/// Arbor's (serial, parallel, and the same of the fastest runs).
+fn reference_bars(reference: &RootReference) -> (&'static str, Bar, [f64; 4]) {
+    match reference {
+        RootReference::Alloy(a) => (
+            "alloy-trie",
+            bar("alloy-trie HashBuilder", a.alloy.seconds_median),
+            [
+                a.alloy_over_serial,
+                a.alloy_over_parallel,
+                a.alloy_over_serial_fastest,
+                a.alloy_over_parallel_fastest,
+            ],
+        ),
+        RootReference::Oracle(o) => (
+            "trie-db",
+            bar("trie-db (oracle)", o.oracle.seconds_median),
+            [
+                o.oracle_over_serial,
+                o.oracle_over_parallel,
+                o.oracle_over_serial_fastest,
+                o.oracle_over_parallel_fastest,
+            ],
+        ),
     }
 }
 

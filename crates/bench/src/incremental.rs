@@ -1,5 +1,5 @@
-//! Incremental roots: small batches of updates to a large in-memory trie, each followed by
-//! `root()`, which re-hashes only the dirty paths.
+//! Incremental roots: small batches of updates to a large in-memory trie (in the
+//! benchmark's layout), each followed by `root()`, which re-hashes only the dirty paths.
 //!
 //! The trie is built by `insert` (untimed) and hashed once. Each round then writes
 //! `updates_per_round` pairs, alternately a new value for a random existing key and a new
@@ -10,7 +10,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use rand_chacha::ChaCha8Rng;
-use trie::{EthLayout, MemoryNodeSource, Trie};
+use trie::{Layout, MemoryNodeSource, Trie};
 
 use crate::input::{random_index, random_item, random_value, sort_unique, Item};
 use crate::opts::TrieBenchOpts;
@@ -18,8 +18,8 @@ use crate::report::IncrementalReport;
 use crate::timing::{median_sorted, percentile_sorted, ratio, sorted};
 
 /// The trie after the rounds and every pair it holds (for the proof phase).
-pub(crate) struct IncrementalState {
-    pub(crate) trie: Trie<MemoryNodeSource>,
+pub(crate) struct IncrementalState<L: Layout> {
+    pub(crate) trie: Trie<MemoryNodeSource, L>,
     pub(crate) contents: Vec<Item>,
 }
 
@@ -33,11 +33,11 @@ struct Samples {
 }
 
 /// Build a trie of `n` random pairs by insertion and hash it once (untimed).
-pub(crate) fn build(
+pub(crate) fn build<L: Layout>(
     rng: &mut ChaCha8Rng,
     n: usize,
     pb: &indicatif::ProgressBar,
-) -> anyhow::Result<IncrementalState> {
+) -> anyhow::Result<IncrementalState<L>> {
     let mut trie = Trie::new(MemoryNodeSource::new());
     let mut contents = Vec::with_capacity(n);
     for i in 0..n {
@@ -70,8 +70,8 @@ fn next_batch(rng: &mut ChaCha8Rng, contents: &mut Vec<Item>, batch: &mut Vec<It
 }
 
 /// Run the rounds on `state` and check the final root against a rebuild.
-pub(crate) fn measure(
-    state: &mut IncrementalState,
+pub(crate) fn measure<L: Layout>(
+    state: &mut IncrementalState<L>,
     opts: &TrieBenchOpts,
     rng: &mut ChaCha8Rng,
     pb: &indicatif::ProgressBar,
@@ -100,10 +100,10 @@ pub(crate) fn measure(
     Ok(report(&samples, keys_initial, opts))
 }
 
-fn check_against_rebuild(state: &mut IncrementalState) -> anyhow::Result<()> {
+fn check_against_rebuild<L: Layout>(state: &mut IncrementalState<L>) -> anyhow::Result<()> {
     let mut pairs = state.contents.clone();
     sort_unique(&mut pairs)?;
-    let (expected, _) = trie::root_from_sorted::<EthLayout, _, _>(&pairs)?;
+    let (expected, _) = trie::root_from_sorted::<L, _, _>(&pairs)?;
     let actual = state.trie.root()?;
     if actual != expected {
         anyhow::bail!(

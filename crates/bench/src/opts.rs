@@ -3,7 +3,8 @@
 
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
+use trie::LayoutName;
 
 /// Options of [`crate::trie_bench`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -22,6 +23,16 @@ pub struct TrieBenchOpts {
     pub proofs: usize,
     /// Seed of every random choice.
     pub seed: u64,
+    /// Trie layout of every phase. Ethereum's compares with alloy-trie and replays the
+    /// keccak bound; Substrate's compare with trie-db (reference-trie's layouts) and have
+    /// no bound.
+    #[serde(serialize_with = "layout_name")]
+    pub layout: LayoutName,
+}
+
+/// A layout as `--layout` spells it.
+fn layout_name<S: Serializer>(layout: &LayoutName, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(layout.as_str())
 }
 
 impl Default for TrieBenchOpts {
@@ -34,6 +45,7 @@ impl Default for TrieBenchOpts {
             incremental_keys: 1_000_000,
             proofs: 10_000,
             seed: 1,
+            layout: LayoutName::Ethereum,
         }
     }
 }

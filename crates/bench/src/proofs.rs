@@ -8,7 +8,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use rand_chacha::ChaCha8Rng;
-use trie::{verify_proof, EthLayout};
+use trie::{verify_proof, Layout};
 
 use crate::incremental::IncrementalState;
 use crate::input::{hex, random_index, Item};
@@ -16,8 +16,8 @@ use crate::report::ProofReport;
 use crate::timing::ratio;
 
 /// Generate and verify `count` proofs for random keys of `state`.
-pub(crate) fn measure(
-    state: &mut IncrementalState,
+pub(crate) fn measure<L: Layout>(
+    state: &mut IncrementalState<L>,
     count: usize,
     rng: &mut ChaCha8Rng,
     pb: &indicatif::ProgressBar,
@@ -40,7 +40,7 @@ pub(crate) fn measure(
     let mut wrong = None;
     let start = Instant::now();
     for ((k, v), proof) in picks.iter().zip(&proofs) {
-        let proven = black_box(verify_proof::<EthLayout>(&root, k, proof)?);
+        let proven = black_box(verify_proof::<L>(&root, k, proof)?);
         if wrong.is_none() && proven.as_deref() != Some(&v[..]) {
             wrong = Some(k);
         }

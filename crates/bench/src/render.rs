@@ -2,8 +2,11 @@
 
 use std::fmt::Write;
 
+use trie::LayoutName;
+
 use crate::report::{
-    BoundReport, HashClass, IncrementalReport, ProofReport, RootReport, TrieBenchReport,
+    AlloyFigures, BoundReport, HashClass, IncrementalReport, OracleFigures, ProofReport,
+    RootReference, RootReport, TrieBenchReport,
 };
 use crate::timing::Timing;
 
@@ -13,7 +16,17 @@ impl TrieBenchReport {
         let mut out = String::new();
         self.render_header(&mut out);
         render_root(&self.root, &mut out);
-        render_bound(&self.bound, &mut out);
+        match &self.bound {
+            Some(b) => render_bound(b, &mut out),
+            None => {
+                let _ = writeln!(
+                    out,
+                    "\nkeccak bound: not measured in {} (it replays keccak over the lengths of \
+                     Ethereum's node encodings)",
+                    self.options.layout
+                );
+            }
+        }
         render_incremental(&self.incremental, &mut out);
         render_proofs(&self.proofs, &mut out);
         out
@@ -21,9 +34,13 @@ impl TrieBenchReport {
 
     fn render_header(&self, out: &mut String) {
         let (m, o, i) = (&self.machine, &self.options, &self.input);
+        let layout = match o.layout {
+            LayoutName::Ethereum => String::new(),
+            other => format!(", layout {other}"),
+        };
         let _ = writeln!(
             out,
-            "arbor bench trie: {} keys ({}-byte random keys, {}-byte random values), seed {}",
+            "arbor bench trie: {} keys ({}-byte random keys, {}-byte random values), seed {}{layout}",
             thousands(i.keys as u64),
             i.key_bytes,
             i.value_bytes,
@@ -52,13 +69,20 @@ fn timing(t: &Timing) -> String {
 }
 
 fn render_root(r: &RootReport, out: &mut String) {
+    match &r.reference {
+        RootReference::Alloy(a) => render_alloy(r, a, out),
+        RootReference::Oracle(o) => render_oracle(r, o, out),
+    }
+}
+
+fn render_alloy(r: &RootReport, a: &AlloyFigures, out: &mut String) {
     let _ = writeln!(out, "\nfull root {} (serial, parallel and alloy-trie agree)", r.root);
     let mut t = crate::table::table(&["engine", "median s", "min s", "max s", "note"]);
     let parallel = format!("{} threads, {:.2}x serial", r.parallel_threads, r.serial_over_parallel);
     for (name, x, note) in [
         ("arbor serial", &r.arbor_serial, String::new()),
         ("arbor parallel", &r.arbor_parallel, parallel),
-        ("alloy HashBuilder", &r.alloy, String::new()),
+        ("alloy HashBuilder", &a.alloy, String::new()),
     ] {
         t.add_row(vec![
             name.to_string(),
@@ -73,10 +97,42 @@ fn render_root(r: &RootReport, out: &mut String) {
         out,
         "  alloy/arbor serial {:.2}x, alloy/arbor parallel {:.2}x (>1: Arbor faster); \
          fastest runs {:.2}x, {:.2}x",
-        r.alloy_over_serial,
-        r.alloy_over_parallel,
-        r.alloy_over_serial_fastest,
-        r.alloy_over_parallel_fastest
+        a.alloy_over_serial,
+        a.alloy_over_parallel,
+        a.alloy_over_serial_fastest,
+        a.alloy_over_parallel_fastest
+    );
+}
+
+fn render_oracle(r: &RootReport, o: &OracleFigures, out: &mut String) {
+    let _ = writeln!(out, "\nfull root {} (serial, parallel and trie-db agree)", r.root);
+    let mut t = crate::table::table(&["engine", "median s", "min s", "max s", "keys/s", "note"]);
+    let parallel = format!("{} threads, {:.2}x serial", r.parallel_threads, r.serial_over_parallel);
+    let k = &o.keys_per_s;
+    for (name, x, per_s, note) in [
+        ("arbor serial", &r.arbor_serial, k.arbor_serial, String::new()),
+        ("arbor parallel", &r.arbor_parallel, k.arbor_parallel, parallel),
+        ("trie-db (oracle)", &o.oracle, k.oracle, String::new()),
+    ] {
+        t.add_row(vec![
+            name.to_string(),
+            format!("{:.4}", x.seconds_median),
+            format!("{:.4}", x.seconds_min),
+            format!("{:.4}", x.seconds_max),
+            thousands(per_s.round() as u64),
+            note,
+        ]);
+    }
+    out.push_str(&crate::table::text(&t));
+    let _ = writeln!(out, "  oracle: {}, Blake2-256 by blake2b_simd", o.oracle_engine);
+    let _ = writeln!(
+        out,
+        "  trie-db/arbor serial {:.2}x, trie-db/arbor parallel {:.2}x (>1: Arbor faster); \
+         fastest runs {:.2}x, {:.2}x",
+        o.oracle_over_serial,
+        o.oracle_over_parallel,
+        o.oracle_over_serial_fastest,
+        o.oracle_over_parallel_fastest
     );
 }
 

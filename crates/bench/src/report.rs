@@ -16,10 +16,12 @@ pub struct TrieBenchReport {
     pub options: TrieBenchOpts,
     /// The full-root input.
     pub input: InputReport,
-    /// Full-root builds: Arbor serial and parallel against alloy-trie.
+    /// Full-root builds: Arbor serial and parallel against alloy-trie (Ethereum's layout)
+    /// or trie-db (Substrate's).
     pub root: RootReport,
-    /// The keccak bound of the serial build.
-    pub bound: BoundReport,
+    /// The keccak bound of the serial build; `null` in Substrate's layouts (it replays
+    /// keccak over the lengths of Ethereum's node encodings).
+    pub bound: Option<BoundReport>,
     /// Incremental roots after small batches of updates.
     pub incremental: IncrementalReport,
     /// Proof generation and verification.
@@ -54,6 +56,27 @@ pub struct RootReport {
     pub arbor_parallel: Timing,
     /// Threads in the rayon pool of the parallel build.
     pub parallel_threads: usize,
+    /// The other engine on the same input: alloy-trie in Ethereum's layout, trie-db in
+    /// Substrate's (its fields sit beside these in the JSON form).
+    #[serde(flatten)]
+    pub reference: RootReference,
+    /// Arbor serial median / Arbor parallel median (the parallel speed-up).
+    pub serial_over_parallel: f64,
+}
+
+/// The engine Arbor's root builders are compared with, by layout.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum RootReference {
+    /// Ethereum's layout: alloy-trie's `HashBuilder`.
+    Alloy(AlloyFigures),
+    /// Substrate's layouts: trie-db's root computation with reference-trie's layouts.
+    Oracle(OracleFigures),
+}
+
+/// alloy-trie's `HashBuilder` on the full-root input (Ethereum's layout).
+#[derive(Debug, Clone, Serialize)]
+pub struct AlloyFigures {
     /// `alloy_trie::HashBuilder` (one thread).
     pub alloy: Timing,
     /// alloy median / Arbor serial median (> 1: Arbor faster).
@@ -64,8 +87,55 @@ pub struct RootReport {
     pub alloy_over_serial_fastest: f64,
     /// alloy fastest run / Arbor parallel fastest run.
     pub alloy_over_parallel_fastest: f64,
-    /// Arbor serial median / Arbor parallel median (the parallel speed-up).
-    pub serial_over_parallel: f64,
+}
+
+/// The oracle's root on the full-root input (Substrate's layouts): trie-db with
+/// reference-trie's `SubstrateV0`/`SubstrateV1` over Blake2-256.
+#[derive(Debug, Clone, Serialize)]
+pub struct OracleFigures {
+    /// The oracle's engine and call.
+    pub oracle_engine: String,
+    /// The oracle's root computation (one thread).
+    pub oracle: Timing,
+    /// oracle median / Arbor serial median (> 1: Arbor faster).
+    pub oracle_over_serial: f64,
+    /// oracle median / Arbor parallel median (> 1: Arbor faster).
+    pub oracle_over_parallel: f64,
+    /// oracle fastest run / Arbor serial fastest run.
+    pub oracle_over_serial_fastest: f64,
+    /// oracle fastest run / Arbor parallel fastest run.
+    pub oracle_over_parallel_fastest: f64,
+    /// Keys built into a root per second (keys / median seconds), per engine.
+    pub keys_per_s: KeysPerSecond,
+}
+
+/// Keys per second of each full-root engine, from its median run.
+#[derive(Debug, Clone, Serialize)]
+pub struct KeysPerSecond {
+    /// Arbor serial.
+    pub arbor_serial: f64,
+    /// Arbor parallel.
+    pub arbor_parallel: f64,
+    /// The oracle.
+    pub oracle: f64,
+}
+
+impl RootReport {
+    /// The alloy-trie figures (Ethereum's layout).
+    pub fn alloy(&self) -> Option<&AlloyFigures> {
+        match &self.reference {
+            RootReference::Alloy(a) => Some(a),
+            RootReference::Oracle(_) => None,
+        }
+    }
+
+    /// The oracle's figures (Substrate's layouts).
+    pub fn oracle(&self) -> Option<&OracleFigures> {
+        match &self.reference {
+            RootReference::Oracle(o) => Some(o),
+            RootReference::Alloy(_) => None,
+        }
+    }
 }
 
 /// Hash inputs of one kind of node in a full build.
@@ -127,9 +197,10 @@ pub struct IncrementalReport {
     pub root_us_p50: f64,
     /// 99th percentile of the `root()` part, microseconds.
     pub root_us_p99: f64,
-    /// Median keccak calls per round (`hash_stats` deltas).
+    /// Median hash calls per round (`hash_stats` deltas; keccak, or Blake2-256 in
+    /// Substrate's layouts).
     pub hashes_per_round_p50: f64,
-    /// Mean keccak calls per round.
+    /// Mean hash calls per round.
     pub hashes_per_round_mean: f64,
     /// Mean bytes hashed per round.
     pub hashed_bytes_per_round_mean: f64,

@@ -98,7 +98,8 @@ pub(crate) struct BenchArgs {
 
 #[derive(Debug, Subcommand)]
 enum BenchCommand {
-    /// Root builders vs alloy-trie, the keccak bound, incremental roots, proofs.
+    /// Root builders vs alloy-trie (trie-db in Substrate's layouts), the keccak bound,
+    /// incremental roots, proofs.
     Trie(TrieArgs),
     /// The RocksDB store vs plain RocksDB on the same blocks: time, size, memory, caches.
     Store(StoreArgs),
@@ -382,6 +383,16 @@ struct TrieArgs {
     /// Seed of every random choice (any 64-bit unsigned integer).
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Trie layout of every phase: ethereum (against alloy-trie, with the keccak bound),
+    /// substrate-v0 or substrate-v1 (against trie-db's root with reference-trie's layout,
+    /// no keccak bound).
+    #[arg(
+        long,
+        value_name = "LAYOUT",
+        default_value = "ethereum",
+        value_parser = crate::layout_arg::parser()
+    )]
+    layout: trie::LayoutName,
     #[command(flatten)]
     report: ReportArgs,
 }
@@ -529,6 +540,7 @@ fn trie(args: &TrieArgs) -> Result<ExitCode> {
             .unwrap_or_else(|| args.keys.min(INCREMENTAL_KEYS_DEFAULT_MAX)),
         proofs: args.proofs,
         seed: args.seed,
+        layout: args.layout,
         ..bench::TrieBenchOpts::default()
     };
     let report = bench::trie_bench(&opts, !args.report.json).context("trie benchmark failed")?;

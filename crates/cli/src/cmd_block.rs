@@ -10,12 +10,12 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use chain::{
-    build_block, decode_witness, default_author, encode_witness, funded_accounts, genesis,
-    paired_transfers, verify_block_within, Block, BlockContext, BlockLimits, BuildConfig,
-    BuildError, TransferKind, EXISTENTIAL_DEPOSIT,
+    build_block_in_layout, decode_witness_in_layout, default_author, encode_witness,
+    funded_accounts, genesis, paired_transfers, verify_block_in_layout, Block, BlockContext,
+    BlockLimits, BuildConfig, BuildError, Built, Transfer, TransferKind, EXISTENTIAL_DEPOSIT,
 };
 use clap::Args;
-use trie::{MemoryNodeSource, H256};
+use trie::{Layout, LayoutName, MemoryNodeSource, WithLayout, H256};
 
 use crate::input::read_bytes;
 use crate::limits;
@@ -53,9 +53,20 @@ pub(crate) struct BuildArgs {
     /// Overwrite existing output files.
     #[arg(long)]
     force: bool,
+    #[command(flatten)]
+    layout: LayoutArg,
     /// Print the result as JSON on stdout.
     #[arg(long)]
     json: bool,
+}
+
+/// `--layout` of `build-block` and `verify-block`.
+#[derive(Debug, Args)]
+pub(crate) struct LayoutArg {
+    /// The state's trie layout: ethereum (the default), substrate-v0 or substrate-v1 (the
+    /// witness's nodes and its size, counted by the layout's rule, are that layout's).
+    #[arg(long, value_name = "LAYOUT", default_value = "ethereum", value_parser = crate::layout_arg::parser())]
+    layout: LayoutName,
 }
 
 /// `--pov-limit` of `build-block` and `verify-block`.
@@ -93,14 +104,50 @@ pub(crate) struct VerifyBlockArgs {
     witness: PathBuf,
     #[command(flatten)]
     pov: PovLimitArg,
+    #[command(flatten)]
+    layout: LayoutArg,
     /// Print the result as JSON on stdout.
     #[arg(long)]
     json: bool,
 }
 
-/// The genesis of `accounts` funded accounts plus the author, in memory.
-pub(crate) fn chain_genesis(accounts: u64, balance: u128) -> Result<(MemoryNodeSource, H256)> {
-    Ok(MemoryNodeSource::committed(genesis(&funded_accounts(accounts), balance))?)
+/// A block built in a layout chosen at run time: the genesis of `accounts` funded
+/// accounts in memory, then the block over `pool`.
+struct BuildIn<'a> {
+    accounts: u64,
+    balance: u128,
+    pool: &'a [Transfer],
+    config: &'a BuildConfig,
+}
+
+impl WithLayout for BuildIn<'_> {
+    type Output = Result<(H256, std::result::Result<Built, BuildError>)>;
+    fn run<L: Layout>(self) -> Self::Output {
+        let entries = genesis(&funded_accounts(self.accounts), self.balance);
+        let (src, root) = MemoryNodeSource::committed_in_layout::<L, _, _>(entries)?;
+        let ctx = BlockContext { number: 1, author: default_author() };
+        Ok((root, build_block_in_layout::<L, _>(&src, root, ctx, self.pool, self.config)))
+    }
+}
+
+/// A block re-executed from its witness in a layout chosen at run time.
+struct VerifyIn<'a> {
+    parent: H256,
+    block: &'a Block,
+    witness: &'a [u8],
+    /// The witness file, named by a decoding error.
+    witness_file: &'a std::path::Path,
+    limits: &'a BlockLimits,
+}
+
+impl WithLayout for VerifyIn<'_> {
+    type Output = std::result::Result<H256, String>;
+    fn run<L: Layout>(self) -> Self::Output {
+        let witness = decode_witness_in_layout::<L>(self.witness)
+            .map_err(|e| format!("{}: {e}", self.witness_file.display()))?;
+        verify_block_in_layout::<L>(self.parent, self.block, witness, self.limits)
+            .map_err(|e| e.to_string())
+    }
 }
 
 /// Run `arbor build-block`.
@@ -111,12 +158,12 @@ pub(crate) fn build(args: &BuildArgs) -> Result<ExitCode> {
     ];
     output::check(&outputs, args.force)?;
     let balance = EXISTENTIAL_DEPOSIT * 1_000;
-    let (src, root) = chain_genesis(args.accounts, balance)?;
     let kind = if args.allow_death { TransferKind::AllowDeath } else { TransferKind::KeepAlive };
     let pool = paired_transfers(args.accounts, 0, args.transfers, kind, balance);
-    let ctx = BlockContext { number: 1, author: default_author() };
     let config = BuildConfig { pov_limit: args.pov.bytes(), ..BuildConfig::default() };
-    let built = match build_block(&src, root, ctx, &pool, &config) {
+    let job = BuildIn { accounts: args.accounts, balance, pool: &pool, config: &config };
+    let (root, built) = args.layout.layout.dispatch(job).context("cannot build the genesis")?;
+    let built = match built {
         Err(BuildError::PovLimitTooSmall { limit, min }) => {
             return Err(usage(format!(
                 "--pov-limit {limit} is below {min} bytes, the witness of an empty block on \
@@ -138,6 +185,7 @@ pub(crate) fn build(args: &BuildArgs) -> Result<ExitCode> {
             "witness_nodes": built.witness.len(),
             "witness_bytes": built.proof_size,
             "pov_limit_bytes": args.pov.pov_limit,
+            "layout": args.layout.layout.as_str(),
         });
         println!("{v}");
         return Ok(ExitCode::SUCCESS);
@@ -189,8 +237,8 @@ fn check_block(
     witness: &[u8],
 ) -> std::result::Result<H256, String> {
     let block = Block::decode(block).map_err(|e| format!("{}: {e}", args.block.display()))?;
-    let witness =
-        decode_witness(witness).map_err(|e| format!("{}: {e}", args.witness.display()))?;
     let limits = BlockLimits { pov_limit: args.pov.bytes(), ..BlockLimits::default() };
-    verify_block_within(parent, &block, witness, &limits).map_err(|e| e.to_string())
+    let job =
+        VerifyIn { parent, block: &block, witness, witness_file: &args.witness, limits: &limits };
+    args.layout.layout.dispatch(job)
 }

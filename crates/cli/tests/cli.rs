@@ -292,6 +292,47 @@ fn bench_trie_smoke() {
     assert_eq!(parse_svgs(&std::fs::read_to_string(&html).unwrap()), 3, "times, ratios, rounds");
 }
 
+/// `bench trie --layout substrate-v1`: Arbor's roots against trie-db's on the same input,
+/// the layout in the report, no alloy-trie and no keccak bound.
+#[test]
+fn bench_trie_substrate_smoke() {
+    let html = html_path("trie-substrate-v1");
+    let o = arbor(&[
+        "bench",
+        "trie",
+        "--layout",
+        "substrate-v1",
+        "--keys",
+        "2000",
+        "--runs",
+        "1",
+        "--rounds",
+        "3",
+        "--proofs",
+        "5",
+        "--json",
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    conventions::assert_json_names(&v);
+    assert_eq!(v["options"]["layout"], "substrate-v1");
+    assert_eq!(v["options"]["keys"], 2000);
+    let root = &v["root"];
+    assert_eq!(root["roots_equal"], true, "{root}");
+    assert!(root["root"].as_str().unwrap().starts_with("0x"), "{root}");
+    assert!(root["oracle_engine"].as_str().unwrap().contains("SubstrateV1"), "{root}");
+    assert_eq!(root["oracle"]["runs"], 1);
+    assert!(root["oracle_over_serial"].as_f64().unwrap() > 0.0, "{root}");
+    assert!(root["keys_per_s"]["oracle"].as_f64().unwrap() > 0.0, "{root}");
+    assert!(root.get("alloy").is_none() && v["bound"].is_null(), "{v}");
+    assert_eq!(v["incremental"]["root_matches_rebuild"], true);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert_eq!(parse_svgs(&page), 3, "times, ratios, rounds");
+    assert!(page.contains("trie-db") && !page.contains("alloy"), "{page}");
+}
+
 /// A fresh path for a bench's HTML page.
 fn html_path(bench: &str) -> PathBuf {
     let p = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-bench-{bench}.html"));

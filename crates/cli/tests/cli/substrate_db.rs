@@ -144,3 +144,36 @@ fn load_records_the_layout_and_later_commands_use_it() {
     assert_eq!(v0_head.0, head.0);
     assert_ne!(v0_head.1, head.1);
 }
+
+#[test]
+fn blocks_build_and_verify_in_each_layout() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let mut posts = Vec::new();
+    for layout in ["ethereum", "substrate-v0", "substrate-v1"] {
+        let block = dir.join(format!("layout-block-{layout}.bin"));
+        let witness = dir.join(format!("layout-witness-{layout}.bin"));
+        let (b, w) = (block.to_str().unwrap(), witness.to_str().unwrap());
+        let args = ["build-block", "--accounts", "60", "--transfers", "12", "--block", b];
+        let mut args = args.to_vec();
+        args.extend(["--witness", w, "--force", "--json", "--layout", layout]);
+        let built: Value = serde_json::from_str(&ok(&args)).unwrap();
+        assert_eq!(built["layout"], layout);
+        let parent = built["parent_root"].as_str().unwrap().to_string();
+        let verified = ok(&["verify-block", "--parent-root", &parent, b, w, "--layout", layout]);
+        assert_eq!(verified.trim(), format!("ok {}", built["root"].as_str().unwrap()));
+        // The other family's rules do not accept it.
+        let other = if layout == "ethereum" { "substrate-v1" } else { "ethereum" };
+        let o = arbor(&["verify-block", "--parent-root", &parent, b, w, "--layout", other]);
+        assert_eq!(o.status.code(), Some(1), "{layout} block verified as {other}");
+        assert!(stdout(&o).starts_with("invalid: "), "{}", stdout(&o));
+        posts.push(built["root"].as_str().unwrap().to_string());
+    }
+    assert!(posts[0] != posts[1] && posts[1] != posts[2], "{posts:?}");
+    let (b, w) = (dir.join("layout-block-ethereum.bin"), dir.join("layout-witness-ethereum.bin"));
+    let (b, w) = (b.to_str().unwrap(), w.to_str().unwrap());
+    let zero = format!("0x{}", "00".repeat(32));
+    assert_usage(
+        &["verify-block", "--parent-root", &zero, b, w, "--layout", "polkadot"],
+        "polkadot",
+    );
+}
