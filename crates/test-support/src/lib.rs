@@ -6,6 +6,8 @@
 //! - [`Mount`]: a tmpfs mounted for a test's duration (as root), for databases on a mount
 //!   point.
 //! - [`rlp_like`]: hostile bytes shaped like RLP, for the decoders' never-panic properties.
+//! - [`substrate_oracle`]: trie-db with reference-trie's Substrate layouts, the oracle of
+//!   the Substrate differential tests.
 //!
 //! A helper panics where a test would (a failure here is the test's failure).
 
@@ -16,6 +18,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use proptest::prelude::*;
+
+pub mod substrate_oracle;
 
 /// Every file directly in the directory `path` (not recursive), with its contents, sorted
 /// by name; an entry that cannot be read as a file (a subdirectory) has empty contents.

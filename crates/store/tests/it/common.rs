@@ -361,3 +361,94 @@ fn check_proofs(
         proven.iter().map(|k| model_get(&block.state, &t, k).cloned()).collect();
     same(got, want, || format!("{t:?} multiproof values at {b}"))
 }
+
+/// The states of a database's blocks since block 0, and which blocks still have history
+/// on disk (the last `depth`): what a revert may undo.
+pub(crate) struct Model {
+    pub(crate) states: Vec<State>,
+    pub(crate) history: std::collections::BTreeSet<u64>,
+    depth: u64,
+}
+
+impl Model {
+    /// Block 0, empty, with `depth` blocks of history kept.
+    pub(crate) fn new(depth: u64) -> Model {
+        Model { states: vec![State::new()], history: Default::default(), depth }
+    }
+
+    pub(crate) fn head(&self) -> u64 {
+        self.states.len() as u64 - 1
+    }
+
+    pub(crate) fn state(&self) -> &State {
+        self.states.last().unwrap()
+    }
+
+    pub(crate) fn commit(&mut self, changes: &ChangeSet) {
+        let mut next = self.state().clone();
+        apply(&mut next, changes);
+        self.states.push(next);
+        let number = self.head();
+        self.history.insert(number);
+        if let Some(pruned) = number.checked_sub(self.depth) {
+            self.history.remove(&pruned);
+        }
+    }
+
+    /// Blocks `revert` can undo: consecutive blocks from the head down with history.
+    pub(crate) fn revertable(&self) -> u64 {
+        (1..=self.head()).rev().take_while(|b| self.history.contains(b)).count() as u64
+    }
+
+    pub(crate) fn revert(&mut self, n: u64) {
+        for _ in 0..n {
+            self.history.remove(&self.head());
+            self.states.pop();
+        }
+    }
+
+    /// Revert `n` blocks of `db` and of the model: within the history it succeeds; past it
+    /// it is an error after undoing at most what was available (the model follows).
+    pub(crate) fn revert_db(
+        &mut self,
+        db: &mut StateDb,
+        n: u64,
+        step: usize,
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        let available = self.revertable();
+        let result = db.revert(n);
+        if n <= available {
+            proptest::prop_assert!(
+                result.is_ok(),
+                "step {}: revert {} of {}: {:?}",
+                step,
+                n,
+                available,
+                result
+            );
+            self.revert(n);
+            return Ok(());
+        }
+        proptest::prop_assert!(
+            matches!(
+                result,
+                Err(store::RevertError::TooFar { .. } | store::RevertError::Pruned { .. })
+            ),
+            "step {}: revert {} with {} available gave {:?}",
+            step,
+            n,
+            available,
+            result
+        );
+        let undone = self.head() - db.head_number();
+        proptest::prop_assert!(
+            undone <= available,
+            "step {}: undid {} of {}",
+            step,
+            undone,
+            available
+        );
+        self.revert(undone);
+        Ok(())
+    }
+}

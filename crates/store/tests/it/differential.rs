@@ -13,11 +13,12 @@ use proptest::sample::select;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use store::{ChangeSet, RevertError, StateDb, StoreConfig};
+use store::{ChangeSet, StateDb, StoreConfig};
 use trie::{verify_proof, EthLayout, TrieId};
 
 use crate::common::{
-    apply, env_number, model_get, model_root, open, small_config, State, STORAGE_A, STORAGE_B,
+    apply, env_number, model_get, model_root, open, small_config, Model, State, STORAGE_A,
+    STORAGE_B,
 };
 
 const TRIES: [TrieId; 3] = [TrieId::Main, STORAGE_A, STORAGE_B];
@@ -118,45 +119,6 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<bool>().prop_map(|clean| Op::Reopen { clean }),
         1 => Just(Op::Flush),
     ]
-}
-
-/// States by block number since block 0, and which blocks still have history on disk.
-struct Model {
-    states: Vec<State>,
-    history: BTreeSet<u64>,
-}
-
-impl Model {
-    fn head(&self) -> u64 {
-        self.states.len() as u64 - 1
-    }
-
-    fn state(&self) -> &State {
-        self.states.last().unwrap()
-    }
-
-    fn commit(&mut self, changes: &ChangeSet) {
-        let mut next = self.state().clone();
-        apply(&mut next, changes);
-        self.states.push(next);
-        let number = self.head();
-        self.history.insert(number);
-        if let Some(pruned) = number.checked_sub(HISTORY_DEPTH) {
-            self.history.remove(&pruned);
-        }
-    }
-
-    /// Blocks `revert` can undo: consecutive blocks from the head down with history.
-    fn revertable(&self) -> u64 {
-        (1..=self.head()).rev().take_while(|b| self.history.contains(b)).count() as u64
-    }
-
-    fn revert(&mut self, n: u64) {
-        for _ in 0..n {
-            self.history.remove(&self.head());
-            self.states.pop();
-        }
-    }
 }
 
 fn changes_of(block: &[Write]) -> ChangeSet {
@@ -265,7 +227,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
     let config = config();
     let mut db = open(dir.path(), &config);
-    let mut model = Model { states: vec![State::new()], history: BTreeSet::new() };
+    let mut model = Model::new(HISTORY_DEPTH);
     for (step, op) in ops.iter().enumerate() {
         match op {
             Op::Commit(block) => {
@@ -280,43 +242,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                 commit(&mut db, model.state(), &changes, step);
                 model.commit(&changes);
             }
-            Op::Revert(n) => {
-                let available = model.revertable();
-                let result = db.revert(*n);
-                if *n <= available {
-                    prop_assert!(
-                        result.is_ok(),
-                        "step {}: revert {} of {}: {:?}",
-                        step,
-                        n,
-                        available,
-                        result
-                    );
-                    model.revert(*n);
-                } else {
-                    // Past the history: an error, after undoing at most what was available.
-                    prop_assert!(
-                        matches!(
-                            result,
-                            Err(RevertError::TooFar { .. } | RevertError::Pruned { .. })
-                        ),
-                        "step {}: revert {} with {} available gave {:?}",
-                        step,
-                        n,
-                        available,
-                        result
-                    );
-                    let undone = model.head() - db.head_number();
-                    prop_assert!(
-                        undone <= available,
-                        "step {}: undid {} of {}",
-                        step,
-                        undone,
-                        available
-                    );
-                    model.revert(undone);
-                }
-            }
+            Op::Revert(n) => model.revert_db(&mut db, *n, step)?,
             Op::Reopen { clean } => {
                 if *clean {
                     db.close().unwrap();

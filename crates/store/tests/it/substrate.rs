@@ -1,6 +1,7 @@
 //! Substrate-layout databases (`SubstrateV0`, `SubstrateV1`) against an independent oracle:
-//! `trie-db` with `reference-trie`'s Substrate layouts over a Blake2-256 hasher written here
-//! with the RustCrypto `blake2` crate (Arbor hashes with `blake2b_simd`).
+//! `trie-db` with `reference-trie`'s Substrate layouts over a Blake2-256 hasher from the
+//! RustCrypto `blake2` crate (`test_support::substrate_oracle`; Arbor hashes with
+//! `blake2b_simd`).
 //!
 //! - A differential property test per layout: random blocks (keys that are prefixes of
 //!   each other, the empty key, 40- to 127-byte keys under long shared prefixes, values
@@ -20,44 +21,26 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
 
-use blake2::digest::consts::U32;
-use blake2::{Blake2b, Digest};
-use memory_db::{HashKey, MemoryDB};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::select;
 use rand::seq::{IteratorRandom, SliceRandom};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use store::{BulkError, ChangeSet, CommitError, OpenError, RevertError, StateDb, StoreConfig};
+use store::{BulkError, ChangeSet, CommitError, OpenError, StateDb, StoreConfig};
+use test_support::substrate_oracle::{
+    oracle_get, oracle_proof, oracle_trie, proof_db, Blake2Hasher, Db, OracleV0, OracleV1,
+};
 use trie::{LayoutName, TrieId, H256, SUBSTRATE_EMPTY_ROOT};
-use trie_db::{Trie as _, TrieDBBuilder, TrieDBMutBuilder, TrieLayout, TrieMut as _};
+use trie_db::TrieLayout;
 
 use crate::common::{
-    apply, env_number, model_get, open, small_config, test_seed, State, TrieState, STORAGE_A,
-    STORAGE_B,
+    apply, env_number, model_get, open, small_config, test_seed, Model, State, TrieState,
+    STORAGE_A, STORAGE_B,
 };
 
 // ---------------------------------------------------------------------------------------
 // The oracle.
-
-/// Blake2b with a 32-byte digest, as Substrate's `BlakeTwo256`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-struct Blake2Hasher;
-
-impl hash_db::Hasher for Blake2Hasher {
-    type Out = [u8; 32];
-    type StdHasher = hash256_std_hasher::Hash256StdHasher;
-    const LENGTH: usize = 32;
-
-    fn hash(x: &[u8]) -> [u8; 32] {
-        Blake2b::<U32>::digest(x).into()
-    }
-}
-
-type OracleV0 = reference_trie::SubstrateV0<Blake2Hasher>;
-type OracleV1 = reference_trie::SubstrateV1<Blake2Hasher>;
-type Db = MemoryDB<Blake2Hasher, HashKey<Blake2Hasher>, Vec<u8>>;
 
 /// Run a function generic over the oracle's layout in the oracle layout of `$layout`.
 macro_rules! in_oracle {
@@ -78,52 +61,8 @@ struct Oracle {
 }
 
 fn build<O: TrieLayout<Hash = Blake2Hasher>>(model: &TrieState) -> (Db, H256) {
-    let mut db = Db::default();
-    let mut root = [0u8; 32];
-    {
-        let mut t = TrieDBMutBuilder::<O>::new(&mut db, &mut root).build();
-        // Reverse order: trie-db's insertion order differs from Arbor's sorted builds.
-        for (k, v) in model.iter().rev() {
-            t.insert(k, v).unwrap();
-        }
-        t.commit();
-    }
+    let (db, root) = oracle_trie::<O>(model.iter());
     (db, H256(root))
-}
-
-/// The value of `key` as trie-db reads it from `db` under `root`.
-fn read<O: TrieLayout<Hash = Blake2Hasher>>(
-    db: &Db,
-    root: &H256,
-    key: &[u8],
-) -> Result<Option<Vec<u8>>, String> {
-    let t = TrieDBBuilder::<O>::new(db, &root.0).build();
-    t.get(key).map_err(|e| format!("{e:?}"))
-}
-
-/// The nodes trie-db records while reading `keys` (deduplicated).
-fn record<O: TrieLayout<Hash = Blake2Hasher>>(
-    db: &Db,
-    root: &H256,
-    keys: &[Vec<u8>],
-) -> HashSet<Vec<u8>> {
-    let mut recorder = trie_db::recorder::Recorder::<O>::new();
-    {
-        let t = TrieDBBuilder::<O>::new(db, &root.0).with_recorder(&mut recorder).build();
-        for k in keys {
-            t.get(k).unwrap();
-        }
-    }
-    recorder.drain().into_iter().map(|r| r.data).collect()
-}
-
-/// A proof's nodes as a trie-db database (how Substrate reads a storage proof).
-fn proof_db(proof: &[Vec<u8>]) -> Db {
-    let mut db = Db::default();
-    for node in proof {
-        hash_db::HashDB::insert(&mut db, hash_db::EMPTY_PREFIX, node);
-    }
-    db
 }
 
 impl Oracle {
@@ -144,8 +83,8 @@ impl Oracle {
     fn check_proof(&self, keys: &[Vec<u8>], proof: &[Vec<u8>]) -> Result<(), String> {
         let from_proof = proof_db(proof);
         for k in keys {
-            let want = in_oracle!(self.layout, read(&self.db, &self.root, k))?;
-            let got = in_oracle!(self.layout, read(&from_proof, &self.root, k))
+            let want = in_oracle!(self.layout, oracle_get(&self.db, &self.root.0, k))?;
+            let got = in_oracle!(self.layout, oracle_get(&from_proof, &self.root.0, k))
                 .map_err(|e| format!("key {}: the proof does not verify: {e}", hex::encode(k)))?;
             if got != want {
                 return Err(format!(
@@ -156,7 +95,8 @@ impl Oracle {
                 ));
             }
         }
-        let mut recorded = in_oracle!(self.layout, record(&self.db, &self.root, keys));
+        let recorded = in_oracle!(self.layout, oracle_proof(&self.db, &self.root.0, keys));
+        let mut recorded: HashSet<Vec<u8>> = recorded.into_iter().collect();
         recorded.remove(&vec![0u8]);
         let ours: HashSet<Vec<u8>> = proof.iter().cloned().collect();
         if ours != recorded {
@@ -349,45 +289,6 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// States by block number since block 0, and which blocks still have history on disk.
-struct Model {
-    states: Vec<State>,
-    history: BTreeSet<u64>,
-}
-
-impl Model {
-    fn head(&self) -> u64 {
-        self.states.len() as u64 - 1
-    }
-
-    fn state(&self) -> &State {
-        self.states.last().unwrap()
-    }
-
-    fn commit(&mut self, changes: &ChangeSet) {
-        let mut next = self.state().clone();
-        apply(&mut next, changes);
-        self.states.push(next);
-        let number = self.head();
-        self.history.insert(number);
-        if let Some(pruned) = number.checked_sub(HISTORY_DEPTH) {
-            self.history.remove(&pruned);
-        }
-    }
-
-    /// Blocks `revert` can undo: consecutive blocks from the head down with history.
-    fn revertable(&self) -> u64 {
-        (1..=self.head()).rev().take_while(|b| self.history.contains(b)).count() as u64
-    }
-
-    fn revert(&mut self, n: u64) {
-        for _ in 0..n {
-            self.history.remove(&self.head());
-            self.states.pop();
-        }
-    }
-}
-
 fn writes_in(writes: &[Write]) -> Vec<TrieWrite> {
     writes.iter().map(|(t, k, v)| (TRIES[*t], k.clone(), v.clone())).collect()
 }
@@ -439,7 +340,7 @@ fn run(layout: LayoutName, ops: &[Op]) -> Result<(), TestCaseError> {
     let reopen_config = StoreConfig { layout: None, ..config.clone() };
     let mut db = open(dir.path(), &config);
     prop_assert_eq!(db.layout(), layout);
-    let mut model = Model { states: vec![State::new()], history: BTreeSet::new() };
+    let mut model = Model::new(HISTORY_DEPTH);
     for (step, op) in ops.iter().enumerate() {
         match op {
             Op::Commit(writes) => {
@@ -485,42 +386,7 @@ fn run(layout: LayoutName, ops: &[Op]) -> Result<(), TestCaseError> {
                 }
                 prop_assert_eq!((db.head_number(), db.head_root()), before, "step {}", step);
             }
-            Op::Revert(n) => {
-                let available = model.revertable();
-                let result = db.revert(*n);
-                if *n <= available {
-                    prop_assert!(
-                        result.is_ok(),
-                        "step {}: revert {} of {}: {:?}",
-                        step,
-                        n,
-                        available,
-                        result
-                    );
-                    model.revert(*n);
-                } else {
-                    prop_assert!(
-                        matches!(
-                            result,
-                            Err(RevertError::TooFar { .. } | RevertError::Pruned { .. })
-                        ),
-                        "step {}: revert {} with {} available gave {:?}",
-                        step,
-                        n,
-                        available,
-                        result
-                    );
-                    let undone = model.head() - db.head_number();
-                    prop_assert!(
-                        undone <= available,
-                        "step {}: undid {} of {}",
-                        step,
-                        undone,
-                        available
-                    );
-                    model.revert(undone);
-                }
-            }
+            Op::Revert(n) => model.revert_db(&mut db, *n, step)?,
             Op::Reopen { how, name_layout } => {
                 match how {
                     Shutdown::Close => db.close().unwrap(),

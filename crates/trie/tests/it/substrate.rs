@@ -6,46 +6,20 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use blake2::digest::consts::U32;
-use blake2::{Blake2b, Digest};
-use memory_db::{HashKey, MemoryDB};
 use proptest::prelude::*;
+use test_support::substrate_oracle::{self as ts, oracle_trie};
+pub(crate) use test_support::substrate_oracle::{proof_db, Blake2Hasher, Db, OracleV0, OracleV1};
 use trie::{
     parallel_root, prove_sorted, root_from_sorted, verify_multiproof, verify_proof, Layout,
     NibbleSlice, Recorder, SubstrateV0, SubstrateV1, H256, SUBSTRATE_EMPTY_ROOT,
 };
-use trie_db::{Trie as _, TrieDBBuilder, TrieDBMutBuilder, TrieLayout, TrieMut as _};
+use trie_db::TrieLayout;
 
-/// Blake2b with a 32-byte digest, as Substrate's `BlakeTwo256`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct Blake2Hasher;
-
-impl hash_db::Hasher for Blake2Hasher {
-    type Out = [u8; 32];
-    type StdHasher = hash256_std_hasher::Hash256StdHasher;
-    const LENGTH: usize = 32;
-
-    fn hash(x: &[u8]) -> [u8; 32] {
-        Blake2b::<U32>::digest(x).into()
-    }
-}
-
-pub(crate) type OracleV0 = reference_trie::SubstrateV0<Blake2Hasher>;
-pub(crate) type OracleV1 = reference_trie::SubstrateV1<Blake2Hasher>;
-pub(crate) type Db = MemoryDB<Blake2Hasher, HashKey<Blake2Hasher>, Vec<u8>>;
 pub(crate) type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-/// The oracle's trie of `model`, inserted in reverse order through trie-db's mutable trie.
+/// The oracle's trie of `model`.
 pub(crate) fn oracle<O: TrieLayout<Hash = Blake2Hasher>>(model: &Model) -> (Db, H256) {
-    let mut db = Db::default();
-    let mut root = [0u8; 32];
-    {
-        let mut t = TrieDBMutBuilder::<O>::new(&mut db, &mut root).build();
-        for (k, v) in model.iter().rev() {
-            t.insert(k, v).unwrap();
-        }
-        t.commit();
-    }
+    let (db, root) = oracle_trie::<O>(model.iter());
     (db, H256(root))
 }
 
@@ -55,8 +29,7 @@ pub(crate) fn oracle_get<O: TrieLayout<Hash = Blake2Hasher>>(
     root: &H256,
     key: &[u8],
 ) -> Result<Option<Vec<u8>>, String> {
-    let t = TrieDBBuilder::<O>::new(db, &root.0).build();
-    t.get(key).map_err(|e| format!("{e:?}"))
+    ts::oracle_get::<O>(db, &root.0, key)
 }
 
 /// The nodes trie-db records while reading `keys` (deduplicated, in first-read order).
@@ -65,24 +38,7 @@ pub(crate) fn oracle_proof<O: TrieLayout<Hash = Blake2Hasher>>(
     root: &H256,
     keys: &[Vec<u8>],
 ) -> Vec<Vec<u8>> {
-    let mut recorder = trie_db::recorder::Recorder::<O>::new();
-    {
-        let t = TrieDBBuilder::<O>::new(db, &root.0).with_recorder(&mut recorder).build();
-        for k in keys {
-            t.get(k).unwrap();
-        }
-    }
-    let mut seen = HashSet::new();
-    recorder.drain().into_iter().filter(|r| seen.insert(r.hash)).map(|r| r.data).collect()
-}
-
-/// A proof's nodes as a trie-db database.
-pub(crate) fn proof_db(proof: &[Vec<u8>]) -> Db {
-    let mut db = Db::default();
-    for node in proof {
-        hash_db::HashDB::insert(&mut db, hash_db::EMPTY_PREFIX, node);
-    }
-    db
+    ts::oracle_proof::<O>(db, &root.0, keys)
 }
 
 fn items(model: &Model) -> Vec<(&Vec<u8>, &Vec<u8>)> {
