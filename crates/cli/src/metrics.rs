@@ -34,11 +34,15 @@ pub(crate) struct Counters {
     buckets: [AtomicU64; BUCKETS.len() + 1],
     /// Sum of the commit durations, in nanoseconds.
     sum_ns: AtomicU64,
+    /// Held while a block's counters change and while they are read for a scrape, so a
+    /// scrape never sees one block counted by some series and not by others.
+    consistent: std::sync::Mutex<()>,
 }
 
 impl Counters {
     /// One committed block.
     pub(crate) fn block(&self, number: u64, changes: u64, commit: Duration) {
+        let _consistent = self.consistent.lock().unwrap_or_else(|e| e.into_inner());
         self.blocks.fetch_add(1, Ordering::Relaxed);
         self.changes.fetch_add(changes, Ordering::Relaxed);
         self.head.store(number, Ordering::Relaxed);
@@ -116,6 +120,7 @@ pub(crate) fn serve(server: Listener, store: ReadHandle) -> Result<Endpoint> {
 
 /// The exposition text.
 fn render(c: &Counters, store: &ReadHandle) -> String {
+    let _consistent = c.consistent.lock().unwrap_or_else(|e| e.into_inner());
     let m = store.metrics();
     let mut out = String::with_capacity(4096);
     let mut one = |name: &str, kind: &str, help: &str, value: String| {
