@@ -184,16 +184,7 @@ fn handle(dir: &CheckpointDir, req: Request) {
 
 fn listing(dir: &CheckpointDir, req: Request, head: bool) {
     let list: Vec<Listed> = match dir.list_readable() {
-        Ok(l) => l
-            .into_iter()
-            .map(|(id, m)| Listed {
-                id: hex::encode(id.0),
-                block: m.block,
-                root: format!("{}", m.root),
-                chunks: m.chunks.len(),
-                bytes: m.chunk_bytes,
-            })
-            .collect(),
+        Ok(l) => l.into_iter().map(|(id, m)| Listed::new(&id, &m)).collect(),
         Err(e) => return status(req, 500, &format!("{e}\n")),
     };
     let body = serde_json::to_vec(&list).unwrap_or_default();

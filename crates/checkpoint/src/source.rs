@@ -317,6 +317,27 @@ pub struct Listed {
     pub chunks: usize,
     /// Chunk bytes.
     pub bytes: u64,
+    /// The trie layout (absent from servers of earlier versions: ethereum).
+    #[serde(default = "ethereum")]
+    pub layout: String,
+}
+
+fn ethereum() -> String {
+    trie::LayoutName::Ethereum.as_str().to_string()
+}
+
+impl Listed {
+    /// The entry of manifest `m`, whose id is `id`.
+    pub fn new(id: &H256, m: &crate::Manifest) -> Listed {
+        Listed {
+            id: hex::encode(id.0),
+            block: m.block,
+            root: m.root.to_string(),
+            chunks: m.chunks.len(),
+            bytes: m.chunk_bytes,
+            layout: m.layout.as_str().to_string(),
+        }
+    }
 }
 
 impl HttpSource {

@@ -496,13 +496,7 @@ fn list(a: &ListArgs) -> Result<ExitCode> {
             .filter(|b| trie::keccak256(b) == id)
             .and_then(|b| checkpoint::Manifest::decode(&b).ok());
         match m {
-            Some(m) => out.push(checkpoint::Listed {
-                id: hex::encode(id.0),
-                block: m.block,
-                root: format!("{}", m.root),
-                chunks: m.chunks.len(),
-                bytes: m.chunk_bytes,
-            }),
+            Some(m) => out.push(checkpoint::Listed::new(&id, &m)),
             None => eprintln!("warning: manifest {id} is unreadable or damaged; skipped"),
         }
     }
@@ -514,12 +508,13 @@ fn list(a: &ListArgs) -> Result<ExitCode> {
     } else {
         for l in &out {
             println!(
-                "{} block {} root {} {} chunks {}",
+                "{} block {} root {} {} chunks {} {}",
                 l.id,
                 l.block,
                 l.root,
                 l.chunks,
-                crate::output::human_bytes(l.bytes)
+                crate::output::human_bytes(l.bytes),
+                l.layout
             );
         }
     }

@@ -47,18 +47,8 @@ fn corrupted_copy(
 
 /// The `GET /checkpoints` body for `dir`.
 fn listing(dir: &CheckpointDir) -> Vec<u8> {
-    let list: Vec<checkpoint::Listed> = dir
-        .list()
-        .unwrap()
-        .into_iter()
-        .map(|(id, m)| checkpoint::Listed {
-            id: hex::encode(id.0),
-            block: m.block,
-            root: m.root.to_string(),
-            chunks: m.chunks.len(),
-            bytes: m.chunk_bytes,
-        })
-        .collect();
+    let list: Vec<checkpoint::Listed> =
+        dir.list().unwrap().into_iter().map(|(id, m)| checkpoint::Listed::new(&id, &m)).collect();
     serde_json::to_vec(&list).unwrap()
 }
 
@@ -243,6 +233,25 @@ fn s3_bucket() -> Option<String> {
 #[test]
 fn s3_push_then_restore() {
     let Some(bucket) = s3_bucket() else { return };
+    // The client retries a failing server for minutes: bound the whole test so a stuck
+    // server fails it with the server's log instead of hanging the suite.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let body = std::thread::spawn(move || {
+        push_then_restore(&bucket);
+        let _ = tx.send(());
+    });
+    match rx.recv_timeout(Duration::from_secs(300)) {
+        Ok(()) => body.join().unwrap(),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            std::panic::resume_unwind(body.join().unwrap_err())
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("push and restore ran past 300 s{}", s3_log_tail())
+        }
+    }
+}
+
+fn push_then_restore(bucket: &str) {
     let state = eth_state(53, 2000, 20, 80);
     let tmp = tempfile::tempdir().unwrap();
     let src = load(&tmp.path().join("src"), &state);

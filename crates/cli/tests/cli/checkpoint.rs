@@ -299,6 +299,7 @@ fn create_list_verify_restore_round_trip() {
     assert_eq!(listed[0]["block"], m.block);
     assert_eq!(listed[0]["root"], m.root.as_str());
     assert_eq!(listed[0]["chunks"], m.chunks);
+    assert_eq!(listed[0]["layout"], "ethereum");
     let text = ok(&["checkpoint", "list", "--source", dir]);
     assert!(text.starts_with(&format!("{} block {} root {}", m.id, m.block, m.root)), "{text}");
 
@@ -1191,6 +1192,10 @@ fn a_substrate_checkpoint_restores_in_its_layout() {
     assert_eq!(verified["valid"], true, "{verified}");
     assert_eq!(verified["layout"], "substrate-v1", "{verified}");
     assert_eq!(verified["storage_tries"], 2, "{verified}");
+    let listed = json(&ok(&["checkpoint", "list", "--source", s(&dir), "--json"]));
+    assert_eq!(listed[0]["layout"], "substrate-v1", "{listed}");
+    let text = ok(&["checkpoint", "list", "--source", s(&dir)]);
+    assert!(text.trim_end().ends_with(" substrate-v1"), "{text}");
     let restore = |db: &str| {
         let args = ["checkpoint", "restore", "--db", db, "--block", "0", "--root", &root];
         arbor(&[&args[..], &["--source", s(&dir)]].concat())
