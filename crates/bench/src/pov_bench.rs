@@ -3,9 +3,8 @@
 //! (Ethereum's by default, or Substrate's V0 or V1).
 //!
 //! State: `accounts` funded accounts (default 10,000) plus the block author: bulk-loaded
-//! into a RocksDB store in a temporary directory, or held in memory (a map of the entries
-//! and a hash-keyed map of the trie's nodes) with `--memory` and always in Substrate's
-//! layouts, since the store holds Ethereum's layout only so far. Senders `0..accounts/2`
+//! into a RocksDB store of the layout in a temporary directory, or held in memory (a map
+//! of the entries and a hash-keyed map of the trie's nodes) with `--memory`. Senders `0..accounts/2`
 //! pay receivers `accounts/2..`. Workloads: blocks of 544 and of 1,500
 //! `transfer_keep_alive`, and the same with `transfer_allow_death` moving a sender's whole
 //! balance (so the sender's account is deleted and branches collapse). Every block is
@@ -56,8 +55,7 @@ pub struct PovBenchOpts {
     pub dir: Option<std::path::PathBuf>,
     /// The trie layout of the parent state and the blocks.
     pub layout: LayoutName,
-    /// Hold the parent state in memory instead of a RocksDB store (implied by Substrate's
-    /// layouts: the store holds Ethereum's layout only so far).
+    /// Hold the parent state in memory instead of a RocksDB store.
     pub memory: bool,
 }
 
@@ -168,7 +166,7 @@ const MODES: [(&str, &str); 5] = [
 
 /// Where the parent state is held.
 enum Backend {
-    /// A bulk-loaded RocksDB store in a temporary directory (Ethereum's layout).
+    /// A bulk-loaded RocksDB store in a temporary directory, in the benchmark's layout.
     Store(StateDb, tempfile::TempDir),
     /// The entries in a map, the trie's nodes in a hash-keyed map (any layout).
     Memory { flat: BTreeMap<Vec<u8>, Vec<u8>>, nodes: MemoryNodeSource },
@@ -181,8 +179,8 @@ struct ParentState {
 }
 
 impl ParentState {
-    /// `accounts` funded accounts plus the author, in layout `L`: in memory, or (`store`,
-    /// Ethereum's layout only) bulk-loaded into RocksDB and compacted.
+    /// `accounts` funded accounts plus the author, in layout `L`: in memory, or (`store`)
+    /// bulk-loaded into a RocksDB store of that layout and compacted.
     fn create<L: Layout>(opts: &PovBenchOpts, store: bool, balance: u128) -> Result<Self> {
         let entries = genesis(&funded_accounts(opts.accounts), balance);
         if !store {
@@ -195,7 +193,8 @@ impl ParentState {
             None => tempfile::Builder::new().prefix("arbor-pov-").tempdir(),
         }
         .context("cannot create a temporary directory")?;
-        let mut db = StateDb::open(tmp.path(), StoreConfig::default())?;
+        let config = StoreConfig { layout: Some(opts.layout), ..StoreConfig::default() };
+        let mut db = StateDb::open(tmp.path(), config)?;
         let entries = entries.into_iter().map(|(k, v)| (TrieId::Main, k, v));
         let root = db.bulk_load("bench pov genesis", entries)?.root;
         // No background compaction from the load during the timed builds.
@@ -273,7 +272,7 @@ impl WithLayout for Bench<'_> {
     fn run<L: Layout>(self) -> Result<PovBenchReport> {
         let opts = self.opts;
         let balance = EXISTENTIAL_DEPOSIT * 1_000;
-        let store = !opts.memory && opts.layout == LayoutName::Ethereum;
+        let store = !opts.memory;
         let state = ParentState::create::<L>(opts, store, balance)?;
         let jobs: Vec<(usize, TransferKind)> = opts
             .sizes

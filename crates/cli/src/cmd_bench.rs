@@ -231,8 +231,7 @@ struct PovArgs {
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
     /// Trie layout of the parent state and the blocks: ethereum, substrate-v0 or
-    /// substrate-v1. Substrate's layouts hold the parent state in memory (the store holds
-    /// Ethereum's layout only so far).
+    /// substrate-v1 (the RocksDB store is created in it).
     #[arg(
         long,
         value_name = "LAYOUT",
@@ -241,8 +240,7 @@ struct PovArgs {
     )]
     layout: trie::LayoutName,
     /// Hold the parent state in memory (a map of the entries and a hash-keyed map of the
-    /// trie's nodes) instead of a RocksDB store, as Substrate's layouts always do: the
-    /// Ethereum figures to set beside theirs.
+    /// trie's nodes) instead of a RocksDB store.
     #[arg(long)]
     memory: bool,
     #[command(flatten)]

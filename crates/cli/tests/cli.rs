@@ -292,6 +292,38 @@ fn bench_trie_smoke() {
     assert_eq!(parse_svgs(&std::fs::read_to_string(&html).unwrap()), 3, "times, ratios, rounds");
 }
 
+/// `bench pov --layout substrate-v0`: the parent state in a RocksDB store of that layout
+/// (the store took Ethereum's layout only before), every build's witness verified
+/// statelessly; and in memory with `--memory`.
+#[test]
+fn bench_pov_substrate_in_the_store_and_in_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut roots = Vec::new();
+    for (memory, state) in [(false, "rocksdb"), (true, "memory")] {
+        let mut args = vec!["bench", "pov", "--layout", "substrate-v0", "--accounts", "6"];
+        args.extend(["--runs", "1", "--sizes", "2", "--json", "--dir"]);
+        args.push(tmp.path().to_str().unwrap());
+        if memory {
+            args.push("--memory");
+        }
+        let o = arbor(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+        conventions::assert_json_names(&v);
+        assert_eq!(
+            (v["layout"].as_str(), v["state"].as_str()),
+            (Some("substrate-v0"), Some(state))
+        );
+        let workloads = v["workloads"].as_array().unwrap();
+        assert_eq!(workloads.len(), 2, "{v}");
+        for w in workloads {
+            assert_eq!(w["witness_verified"], true, "{w}");
+        }
+        roots.push((v["parent_root"].clone(), workloads[0]["post_root"].clone()));
+    }
+    assert_eq!(roots[0], roots[1], "the store and the memory state disagree");
+}
+
 /// `bench trie --layout substrate-v1`: Arbor's roots against trie-db's on the same input,
 /// the layout in the report, no alloy-trie and no keccak bound.
 #[test]

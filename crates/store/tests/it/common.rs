@@ -83,6 +83,28 @@ pub(crate) fn model_get<'a>(state: &'a State, trie: &TrieId, key: &[u8]) -> Opti
     state.get(trie).and_then(|t| t.get(key))
 }
 
+/// Commit `changes`: on even steps with the model's prior values (as an executor gives
+/// them), on odd steps letting the store read them.
+pub(crate) fn commit_alternating(
+    db: &mut StateDb,
+    state: &State,
+    changes: &ChangeSet,
+    step: usize,
+) -> Result<store::CommitInfo, store::CommitError> {
+    if step.is_multiple_of(2) {
+        let prior: ChangeSet = changes
+            .iter()
+            .map(|(t, kv)| {
+                let old = kv.keys().map(|k| (k.clone(), model_get(state, t, k).cloned()));
+                (*t, old.collect())
+            })
+            .collect();
+        db.commit_with_prior(changes, &prior)
+    } else {
+        db.commit(changes)
+    }
+}
+
 /// The secure-style 32-byte key number `index` of a deterministic key space.
 pub(crate) fn indexed_key(index: u32) -> Vec<u8> {
     keccak256(&index.to_be_bytes()).0.to_vec()

@@ -17,8 +17,8 @@ use store::{ChangeSet, StateDb, StoreConfig};
 use trie::{verify_proof, EthLayout, TrieId};
 
 use crate::common::{
-    apply, env_number, model_get, model_root, open, small_config, Model, State, STORAGE_A,
-    STORAGE_B,
+    apply, commit_alternating, env_number, model_get, model_root, open, small_config, Model, State,
+    STORAGE_A, STORAGE_B,
 };
 
 const TRIES: [TrieId; 3] = [TrieId::Main, STORAGE_A, STORAGE_B];
@@ -84,23 +84,6 @@ fn key() -> impl Strategy<Value = Vec<u8>> {
             k
         }),
     ]
-}
-
-/// Commit `changes`: on even steps with the model's prior values (as an executor gives
-/// them), on odd steps letting the store read them.
-fn commit(db: &mut StateDb, state: &State, changes: &ChangeSet, step: usize) -> store::CommitInfo {
-    if step.is_multiple_of(2) {
-        let prior: ChangeSet = changes
-            .iter()
-            .map(|(t, kv)| {
-                let old = kv.keys().map(|k| (k.clone(), model_get(state, t, k).cloned()));
-                (*t, old.collect())
-            })
-            .collect();
-        db.commit_with_prior(changes, &prior).unwrap()
-    } else {
-        db.commit(changes).unwrap()
-    }
 }
 
 fn value() -> impl Strategy<Value = Option<Vec<u8>>> {
@@ -232,14 +215,14 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
         match op {
             Op::Commit(block) => {
                 let changes = changes_of(block);
-                let info = commit(&mut db, model.state(), &changes, step);
+                let info = commit_alternating(&mut db, model.state(), &changes, step).unwrap();
                 model.commit(&changes);
                 prop_assert_eq!(info.number, model.head());
                 prop_assert_eq!(info.root, model_root(model.state(), &TrieId::Main));
             }
             Op::Churn { seed, updates } => {
                 let changes = churn(model.state(), *seed, *updates);
-                commit(&mut db, model.state(), &changes, step);
+                commit_alternating(&mut db, model.state(), &changes, step).unwrap();
                 model.commit(&changes);
             }
             Op::Revert(n) => model.revert_db(&mut db, *n, step)?,

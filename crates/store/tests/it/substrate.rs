@@ -35,8 +35,8 @@ use trie::{LayoutName, TrieId, H256, SUBSTRATE_EMPTY_ROOT};
 use trie_db::TrieLayout;
 
 use crate::common::{
-    apply, env_number, model_get, open, small_config, test_seed, Model, State, TrieState,
-    STORAGE_A, STORAGE_B,
+    apply, commit_alternating, env_number, model_get, open, small_config, test_seed, Model, State,
+    TrieState, STORAGE_A, STORAGE_B,
 };
 
 // ---------------------------------------------------------------------------------------
@@ -311,28 +311,6 @@ fn probe_keys(model: &Model, step: usize) -> BTreeMap<TrieId, BTreeSet<Vec<u8>>>
     out
 }
 
-/// Commit `changes`: on even steps with the model's prior values, on odd steps letting
-/// the store read them.
-fn commit(
-    db: &mut StateDb,
-    state: &State,
-    changes: &ChangeSet,
-    step: usize,
-) -> Result<store::CommitInfo, CommitError> {
-    if step.is_multiple_of(2) {
-        let prior: ChangeSet = changes
-            .iter()
-            .map(|(t, kv)| {
-                let old = kv.keys().map(|k| (k.clone(), model_get(state, t, k).cloned()));
-                (*t, old.collect())
-            })
-            .collect();
-        db.commit_with_prior(changes, &prior)
-    } else {
-        db.commit(changes)
-    }
-}
-
 fn run(layout: LayoutName, ops: &[Op]) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
     let mut config = config_in(Some(layout));
@@ -345,7 +323,7 @@ fn run(layout: LayoutName, ops: &[Op]) -> Result<(), TestCaseError> {
         match op {
             Op::Commit(writes) => {
                 let changes = changes_of(&writes_in(writes));
-                let info = commit(&mut db, model.state(), &changes, step);
+                let info = commit_alternating(&mut db, model.state(), &changes, step);
                 let info = info.map_err(|e| TestCaseError::fail(format!("step {step}: {e}")))?;
                 model.commit(&changes);
                 prop_assert_eq!(info.number, model.head());
@@ -364,7 +342,7 @@ fn run(layout: LayoutName, ops: &[Op]) -> Result<(), TestCaseError> {
                 for k in all {
                     deletes.insert(k.clone(), None);
                 }
-                let info = commit(&mut db, model.state(), &changes, step);
+                let info = commit_alternating(&mut db, model.state(), &changes, step);
                 info.map_err(|e| TestCaseError::fail(format!("step {step}: {e}")))?;
                 model.commit(&changes);
                 prop_assert!(!model.state().contains_key(&t), "step {}: {:?} emptied", step, t);
@@ -374,7 +352,7 @@ fn run(layout: LayoutName, ops: &[Op]) -> Result<(), TestCaseError> {
                 let mut changes = changes_of(&writes_in(also));
                 changes.entry(t).or_default().insert(key.clone(), Some(Vec::new()));
                 let before = (db.head_number(), db.head_root());
-                match commit(&mut db, model.state(), &changes, step) {
+                match commit_alternating(&mut db, model.state(), &changes, step) {
                     Err(CommitError::EmptyValue { trie: et, key: ek, layout: el }) => {
                         prop_assert_eq!((et, &ek, el), (t, key, layout), "step {}", step);
                     }
