@@ -520,16 +520,22 @@ mod tests {
         pov_bench(&opts, false).unwrap()
     }
 
-    /// Every layout end to end on a tiny state: every mode ends at the same root (checked
-    /// by the run), the (b) witness verifies, and the reports name the layout and state.
+    /// Every layout end to end on a tiny state, in a store of the layout and in memory:
+    /// every mode ends at the same root (checked by the run), the (b) witness verifies,
+    /// the reports name the layout and state, and both states give the same roots.
     #[test]
     fn tiny_runs_in_every_layout() {
         let mut roots = Vec::new();
         for layout in LayoutName::ALL {
             let r = tiny(layout, false);
+            let in_memory = tiny(layout, true);
             assert_eq!(r.layout, layout.as_str());
-            let state = if layout == LayoutName::Ethereum { "rocksdb" } else { "memory" };
-            assert_eq!(r.state, state);
+            assert_eq!((r.state, in_memory.state), ("rocksdb", "memory"));
+            assert_eq!(r.parent_root, in_memory.parent_root);
+            let post = |r: &PovBenchReport| -> Vec<String> {
+                r.workloads.iter().map(|w| w.post_root.clone()).collect()
+            };
+            assert_eq!(post(&r), post(&in_memory));
             assert_eq!(r.workloads.len(), 2);
             for w in &r.workloads {
                 assert!(w.witness_verified);
