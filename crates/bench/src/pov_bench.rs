@@ -179,11 +179,11 @@ struct ParentState {
 }
 
 impl ParentState {
-    /// `accounts` funded accounts plus the author, in layout `L`: in memory, or (`store`)
-    /// bulk-loaded into a RocksDB store of that layout and compacted.
-    fn create<L: Layout>(opts: &PovBenchOpts, store: bool, balance: u128) -> Result<Self> {
+    /// `accounts` funded accounts plus the author, in layout `L`: in memory (`--memory`),
+    /// or bulk-loaded into a RocksDB store of that layout and compacted.
+    fn create<L: Layout>(opts: &PovBenchOpts, balance: u128) -> Result<Self> {
         let entries = genesis(&funded_accounts(opts.accounts), balance);
-        if !store {
+        if opts.memory {
             let flat: BTreeMap<Vec<u8>, Vec<u8>> = entries.into_iter().collect();
             let (nodes, root) = MemoryNodeSource::committed_in_layout::<L, _, _>(&flat)?;
             return Ok(ParentState { root, backend: Backend::Memory { flat, nodes } });
@@ -272,8 +272,7 @@ impl WithLayout for Bench<'_> {
     fn run<L: Layout>(self) -> Result<PovBenchReport> {
         let opts = self.opts;
         let balance = EXISTENTIAL_DEPOSIT * 1_000;
-        let store = !opts.memory;
-        let state = ParentState::create::<L>(opts, store, balance)?;
+        let state = ParentState::create::<L>(opts, balance)?;
         let jobs: Vec<(usize, TransferKind)> = opts
             .sizes
             .iter()

@@ -279,9 +279,9 @@ fn sort_prefix(key: &[u8]) -> u64 {
     u64::from_be_bytes(bytes)
 }
 
-/// Sort by key, prefixes first (stable: sorted runs in `writes` are merged).
-fn sort_writes(writes: &mut SortedWrites) {
-    writes.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+/// Key order on [`SortedWrites`] entries, prefixes first.
+fn by_key(a: &(u64, Key, Option<Value>), b: &(u64, Key, Option<Value>)) -> std::cmp::Ordering {
+    a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1))
 }
 
 /// What the memory keeps of a transaction's last incarnation.
@@ -753,7 +753,7 @@ impl MvMemory {
                     out.push((sort_prefix(&key), key, v));
                 }
             }
-            out.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+            out.sort_unstable_by(by_key);
             *target.lock() = out;
             if !with_deltas.is_empty() {
                 self.delta_keys.lock().append(&mut with_deltas);
@@ -786,7 +786,8 @@ impl MvMemory {
         // `collect` finds one run.
         let mut sorted: SortedWrites =
             self.finished.into_iter().flat_map(Mutex::into_inner).collect();
-        sort_writes(&mut sorted);
+        // Stable: the shards' sorted runs are merged.
+        sorted.sort_by(by_key);
         let mut writes: BTreeMap<Key, Option<Value>> =
             sorted.into_iter().map(|(_, key, value)| (key, value)).collect();
         let keys = self.delta_keys.into_inner();
@@ -848,7 +849,7 @@ mod tests {
         }
         let mut writes: SortedWrites =
             keys.iter().rev().map(|k| (sort_prefix(k), k.clone(), None)).collect();
-        sort_writes(&mut writes);
+        writes.sort_by(by_key);
         let mut expected = keys.clone();
         expected.sort();
         assert_eq!(writes.into_iter().map(|(_, k, _)| k).collect::<Vec<_>>(), expected);
