@@ -129,9 +129,43 @@ pub fn limit_glibc_arenas(arenas: usize) {
     let _ = arenas;
 }
 
+/// Turn transparent huge pages off for this process (`prctl(PR_SET_THP_DISABLE)`), so
+/// that no mapping of it is backed by 2 MiB pages, those mimalloc asks for with
+/// `MADV_HUGEPAGE` included. A huge page is faulted in by zeroing all 2 MiB at once
+/// (`clear_page_erms` under `do_huge_pmd_anonymous_page` in the profiles), which the
+/// executor's short-lived per-block buffers paid on every fresh page. Measured on 2
+/// cores, full `arbor bench blockstm`, two runs each with THP on and off: chain-transfers
+/// with 2 workers 1.00–1.01× the sequential executor (the model kept sequential) against
+/// 1.25–1.31×, its two-sequential-blocks ceiling 1.58 against 1.94; the other workloads
+/// unchanged (docs/design.md, "Transparent huge pages"). Returns whether the flag is set;
+/// a kernel without the call leaves THP as it was. Does nothing on other systems.
+pub fn disable_transparent_huge_pages() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0)` takes integers only and sets a
+        // flag of the calling process's memory map; no memory is passed or returned.
+        #[allow(unsafe_code)]
+        let rc = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
+        rc == 0
+    }
+    #[cfg(not(target_os = "linux"))]
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn huge_pages_turn_off_for_the_process() {
+        // The flag is per process and inherited; this test binary does not depend on THP.
+        assert!(disable_transparent_huge_pages());
+        // SAFETY: `PR_GET_THP_DISABLE` takes and returns integers only.
+        #[allow(unsafe_code)]
+        let flag = unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) };
+        assert_eq!(flag, 1);
+    }
 
     #[test]
     fn totals_grow_with_counted_allocations() {

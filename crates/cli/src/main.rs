@@ -127,6 +127,8 @@ fn main() -> ExitCode {
     // thread starts.
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     alloc_count::limit_glibc_arenas(cores.max(2));
+    // Short-lived per-block buffers must not fault in zeroed 2 MiB pages (see the function).
+    alloc_count::disable_transparent_huge_pages();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
