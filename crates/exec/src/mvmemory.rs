@@ -45,6 +45,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use rustc_hash::{FxBuildHasher, FxHashMap};
 use smallvec::SmallVec;
+use state::key_prefix64;
 
 use crate::{apply_delta, Base, Key, ScanBounds, StateReader, Value, Write};
 
@@ -266,18 +267,8 @@ impl Shard {
 /// A key of the ordered index.
 pub(crate) type IndexKey = std::sync::Arc<[u8]>;
 
-/// Final writes in key order, each with its [`sort_prefix`].
+/// Final writes in key order, each with its [`key_prefix64`].
 type SortedWrites = Vec<(u64, Key, Option<Value>)>;
-
-/// The first eight bytes of `key`, big-endian, zero-padded: a key with a smaller prefix
-/// is smaller, so comparing prefixes first orders keys as comparing them does, and spares
-/// the comparison a load of both keys' bytes whenever the prefixes differ.
-fn sort_prefix(key: &[u8]) -> u64 {
-    let mut bytes = [0u8; 8];
-    let n = key.len().min(8);
-    bytes[..n].copy_from_slice(&key[..n]);
-    u64::from_be_bytes(bytes)
-}
 
 /// Key order on [`SortedWrites`] entries, prefixes first.
 fn by_key(a: &(u64, Key, Option<Value>), b: &(u64, Key, Option<Value>)) -> std::cmp::Ordering {
@@ -750,7 +741,7 @@ impl MvMemory {
                 if deltas {
                     with_deltas.push((key, KeyId::new(i, slot_no as usize), last));
                 } else if let Some((_, v)) = last {
-                    out.push((sort_prefix(&key), key, v));
+                    out.push((key_prefix64(&key), key, v));
                 }
             }
             out.sort_unstable_by(by_key);
@@ -843,12 +834,12 @@ mod tests {
         for a in &keys {
             for b in &keys {
                 if a < b {
-                    assert!(sort_prefix(a) <= sort_prefix(b), "{a:?} < {b:?}");
+                    assert!(key_prefix64(a) <= key_prefix64(b), "{a:?} < {b:?}");
                 }
             }
         }
         let mut writes: SortedWrites =
-            keys.iter().rev().map(|k| (sort_prefix(k), k.clone(), None)).collect();
+            keys.iter().rev().map(|k| (key_prefix64(k), k.clone(), None)).collect();
         writes.sort_by(by_key);
         let mut expected = keys.clone();
         expected.sort();

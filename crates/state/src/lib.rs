@@ -27,6 +27,6 @@ pub use h256::{decode_hex, HexError, H256};
 pub use id::TrieId;
 pub use memory::{MapRange, MemoryRange, MemoryState};
 pub use reader::{
-    key_bounds, KeyBounds, KeyValue, RangeItem, StateReader, StateReaderMut, VecRange,
+    key_bounds, key_prefix64, KeyBounds, KeyValue, RangeItem, StateReader, StateReaderMut, VecRange,
 };
 pub use view::{apply_delta, ChangeSet, StateView, TransactionError};

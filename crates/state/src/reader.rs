@@ -81,6 +81,17 @@ impl<T: StateReader + ?Sized> StateReader for &T {
     }
 }
 
+/// The first eight bytes of `key` as a big-endian integer, zero-padded: a smaller key never
+/// has a larger prefix, so ordered keys have non-decreasing prefixes, and comparing prefixes
+/// first (integers, no load of the keys' bytes) orders keys as comparing them does whenever
+/// the prefixes differ.
+pub fn key_prefix64(key: &[u8]) -> u64 {
+    let mut bytes = [0u8; 8];
+    let n = key.len().min(8);
+    bytes[..n].copy_from_slice(&key[..n]);
+    u64::from_be_bytes(bytes)
+}
+
 /// The key bounds of `start <= key < end` for `BTreeMap::range`; `None` when the range is
 /// empty (`end <= start`), which `BTreeMap::range` would panic on.
 pub fn key_bounds<'k>(start: &'k [u8], end: Option<&'k [u8]>) -> Option<KeyBounds<'k>> {

@@ -9,7 +9,7 @@
 use std::ops::RangeInclusive;
 use std::sync::Arc;
 
-use trie::H256;
+use trie::{key_prefix64, H256};
 
 /// A key and its new value (`None` = delete).
 pub(crate) type Entry = (Vec<u8>, Option<Arc<[u8]>>);
@@ -24,15 +24,6 @@ pub(crate) struct ChangeMap {
     prefixes: Vec<u64>,
 }
 
-/// The first 8 bytes of `key` as a big-endian integer, zero-padded: keys in ascending order
-/// have non-decreasing prefixes.
-fn prefix64(key: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    let n = key.len().min(8);
-    b[..n].copy_from_slice(&key[..n]);
-    u64::from_be_bytes(b)
-}
-
 impl ChangeMap {
     /// From entries already in strictly ascending key order.
     pub(crate) fn from_sorted(entries: Vec<Entry>) -> ChangeMap {
@@ -40,7 +31,7 @@ impl ChangeMap {
             entries.windows(2).all(|w| w[0].0 < w[1].0),
             "change map entries must be strictly ascending"
         );
-        let prefixes = entries.iter().map(|(k, _)| prefix64(k)).collect();
+        let prefixes = entries.iter().map(|(k, _)| key_prefix64(k)).collect();
         ChangeMap { entries, prefixes }
     }
 
@@ -55,7 +46,7 @@ impl ChangeMap {
                 _ => out.push(e),
             }
         }
-        let prefixes = out.iter().map(|(k, _)| prefix64(k)).collect();
+        let prefixes = out.iter().map(|(k, _)| key_prefix64(k)).collect();
         ChangeMap { entries: out, prefixes }
     }
 
@@ -63,7 +54,7 @@ impl ChangeMap {
     pub(crate) fn get(&self, key: &[u8]) -> Option<Option<&Arc<[u8]>>> {
         // Searched by the 8-byte prefixes (integer compares), then the few entries that
         // share the key's prefix compared whole.
-        let p = prefix64(key);
+        let p = key_prefix64(key);
         let first = self.prefixes.partition_point(|x| *x < p);
         self.prefixes[first..]
             .iter()
@@ -76,7 +67,7 @@ impl ChangeMap {
     /// The changes with keys in `range`, ascending.
     pub(crate) fn range(&self, range: RangeInclusive<&[u8]>) -> &[Entry] {
         // A key in the range has a prefix between the bounds' prefixes.
-        let (plo, phi) = (prefix64(range.start()), prefix64(range.end()));
+        let (plo, phi) = (key_prefix64(range.start()), key_prefix64(range.end()));
         let first = self.prefixes.partition_point(|p| *p < plo);
         if self.prefixes.get(first).is_none_or(|p| *p > phi) {
             return &[];

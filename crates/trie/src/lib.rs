@@ -61,8 +61,8 @@ pub use recorder::Recorder;
 pub use rlp::{rlp_encode_list, rlp_encode_string, RlpError, RlpItem, RlpListIter};
 pub use source::{MemoryNodeSource, NodeSource, SourceError};
 pub use state::{
-    apply_delta, decode_hex, key_bounds, ChangeSet, HexError, KeyBounds, KeyValue, MapRange,
-    RangeItem, StateReader, StateView, TransactionError, TrieId, VecRange, H256,
+    apply_delta, decode_hex, key_bounds, key_prefix64, ChangeSet, HexError, KeyBounds, KeyValue,
+    MapRange, RangeItem, StateReader, StateView, TransactionError, TrieId, VecRange, H256,
 };
 pub use substrate::{SubstrateV0, SubstrateV1, SUBSTRATE_V1_VALUE_NODE_MIN};
 pub use trie::{
