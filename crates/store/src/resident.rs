@@ -28,6 +28,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 use rocksdb::{ReadOptions, DB};
 use rustc_hash::FxHashMap;
+use trie::TrieId;
 
 use crate::error::StoreError;
 use crate::keys::{cf, CF_NODES};
@@ -325,11 +326,7 @@ impl Resident {
 /// exactly `prefix ‖ p[..s] ‖ d` with `d > x` a depth that packs into `s` bytes. So the next
 /// candidate is the least such `d`, else the first key after every key under `p[..s]`.
 fn next_kept(key: &[u8], limit: u8) -> Option<Vec<u8>> {
-    let prefix = match key.first()? {
-        0x00 => 1,
-        0x01 => 33,
-        _ => return None,
-    };
+    let prefix = key.len() - TrieId::split(key)?.1.len();
     let s = usize::from(limit / 2);
     let (&x, head) = key.get(..prefix + s + 1)?.split_last()?;
     // `key` must be a node key deeper than `s` packed bytes: `x` is a path byte, not its
@@ -429,7 +426,7 @@ mod tests {
     fn seeks_over_deep_nodes_skip_no_kept_key() {
         use rand::{Rng, SeedableRng};
         use std::collections::BTreeSet;
-        use trie::{TrieId, H256};
+        use trie::H256;
 
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
         let tries =
