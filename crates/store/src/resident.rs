@@ -171,7 +171,7 @@ impl Resident {
     /// limit is known, the pass seeks over long runs of deeper nodes ([`next_kept`]) instead
     /// of stepping through them; only the nodes kept are copied, and the scan bypasses the
     /// block cache (it would evict what readers and leaf scans reuse: at 10M keys the column
-    /// is ~5x the cache) and reads ahead in large steps.
+    /// is ~3x the cache) and reads ahead in large steps.
     fn scan_nodes(&mut self, db: &DB) -> Result<(), StoreError> {
         let mut opts = ReadOptions::default();
         opts.fill_cache(false);
