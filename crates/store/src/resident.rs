@@ -328,22 +328,22 @@ impl Resident {
 fn next_kept(key: &[u8], limit: u8) -> Option<Vec<u8>> {
     let prefix = key.len() - TrieId::split(key)?.1.len();
     let s = usize::from(limit / 2);
-    let (&x, head) = key.get(..prefix + s + 1)?.split_last()?;
-    // `key` must be a node key deeper than `s` packed bytes: `x` is a path byte, not its
-    // depth byte.
+    // `key` must be a node key deeper than `s` packed bytes, so that `x` is a path byte and
+    // not its depth byte.
     if key.len() < prefix + s + 2 {
         return None;
     }
-    let depths = [2 * s as u16, (2 * s as u16).wrapping_sub(1)];
-    let next_depth = depths
+    let (head, x) = (&key[..prefix + s], key[prefix + s]);
+    // The depths that pack into `s` bytes, ascending.
+    let next_depth = [(2 * s).checked_sub(1), Some(2 * s)]
         .into_iter()
-        .filter(|d| *d < u16::from(limit) && *d > u16::from(x))
-        .min()
-        .and_then(|d| u8::try_from(d).ok());
+        .flatten()
+        .find(|&d| d > usize::from(x) && d < usize::from(limit));
     let mut target = head.to_vec();
-    match next_depth {
+    match next_depth.and_then(|d| u8::try_from(d).ok()) {
         Some(d) => target.push(d),
-        // The first key after every key that starts with `head`.
+        // The first key after every key that starts with `head` (its shortest upper bound,
+        // not a fixed-width increment: that would skip a shorter key sorting between them).
         None => loop {
             match target.pop() {
                 Some(0xff) => continue,
@@ -355,7 +355,7 @@ fn next_kept(key: &[u8], limit: u8) -> Option<Vec<u8>> {
             }
         },
     }
-    // A root key's prefix is all of `head`: never step back into this trie's shallow keys.
+    // After `key` by construction; checked so that the scan can only move forward.
     (target.as_slice() > key).then_some(target)
 }
 
@@ -440,18 +440,17 @@ mod tests {
                 (0..depth).map(|_| [0u8, 1, 2, 3, 4, 0xf][rng.gen_range(0..6)]).collect();
             keys.insert(crate::keys::node_key(trie, &path));
         }
+        let after = |k: &Vec<u8>| {
+            use std::ops::Bound::{Excluded, Unbounded};
+            keys.range::<Vec<u8>, _>((Excluded(k), Unbounded)).next()
+        };
         for limit in 0..=12u8 {
             let mut seen = Vec::new();
             let mut at = keys.iter().next();
             while let Some(k) = at {
                 if depth(k) < limit {
                     seen.push(k.clone());
-                    at = keys
-                        .range::<Vec<u8>, _>((
-                            std::ops::Bound::Excluded(k),
-                            std::ops::Bound::Unbounded,
-                        ))
-                        .next();
+                    at = after(k);
                     continue;
                 }
                 at = match next_kept(k, limit) {
@@ -459,12 +458,7 @@ mod tests {
                         assert!(target.as_slice() > k.as_slice());
                         keys.range(target..).next()
                     }
-                    None => keys
-                        .range::<Vec<u8>, _>((
-                            std::ops::Bound::Excluded(k),
-                            std::ops::Bound::Unbounded,
-                        ))
-                        .next(),
+                    None => after(k),
                 };
             }
             let want: Vec<Vec<u8>> = keys.iter().filter(|k| depth(k) < limit).cloned().collect();
