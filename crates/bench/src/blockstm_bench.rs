@@ -21,16 +21,18 @@
 //! check: the runtime has none). `--no-sig` drops the signature check.
 //!
 //! Every round runs the sequential executor, each worker count (with one worker also
-//! Block-STM forced, to show the engine's own cost) and two sequential blocks at once on
+//! Block-STM forced, to show the engine's own cost; with more, also the partitioned
+//! executor forced, to show its own speed) and two sequential blocks at once on
 //! two threads (what the machine gives two independent threads); every parallel result is
 //! checked against the sequential one.
 //!
 //! Each worker count runs through one [`AdaptiveExecutor`] kept across its blocks, as a
-//! node keeps it: its cost model picks Block-STM or the sequential executor per block and
-//! a parallel block may switch to sequential execution midway. With more than one worker
-//! it first runs [`WARMUP_BLOCKS`] untimed blocks (the model measures the sequential executor on the
-//! first and Block-STM on the second and third); each row then reports which executor ran
-//! its timed blocks and why.
+//! node keeps it: its cost model picks the sequential executor, Block-STM or the
+//! partitioned executor per block and a parallel block may switch to sequential execution
+//! midway. With more than one worker it first runs [`WARMUP_BLOCKS`] untimed blocks (the
+//! model measures the sequential executor on the first, Block-STM on the next two and the
+//! partitioned executor on the two after); each row then reports which executor ran its
+//! timed blocks and why.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -41,8 +43,9 @@ use chain::{
     BlockContext, ChainReceipt, Outcome, TransferKind, EXISTENTIAL_DEPOSIT,
 };
 use exec::{
-    execute_parallel_with, execute_sequential, AdaptiveExecutor, BlockOutput, Counters, Mode,
-    ParallelOptions, Reason, Run, StateReader, Stop, SwitchReason, Transaction, View,
+    execute_parallel_with, execute_partitioned, execute_sequential, AdaptiveExecutor, BlockOutput,
+    Counters, Mode, ParallelOptions, Reason, Run, StateReader, Stop, SwitchReason, Transaction,
+    View,
 };
 use k256::ecdsa::signature::{Signer, Verifier};
 use k256::ecdsa::{Signature, SigningKey, VerifyingKey};
@@ -250,6 +253,9 @@ pub struct BlockStmRow {
     /// Block-STM ran even with one worker (where the executor would fall back to
     /// sequential execution): the engine's own overhead.
     pub forced_engine: bool,
+    /// The partitioned executor ran every block (more than one worker): its own speed,
+    /// whatever the adaptive executor picks.
+    pub forced_partitioned: bool,
     /// Median block time, ms.
     pub median_ms: f64,
     /// Transactions per second at the median.
@@ -280,7 +286,8 @@ pub struct BlockStmRow {
 /// Blocks that ran one way.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ModeCount {
-    /// `seq` or `par`, why, and for a switched block `→seq` and why.
+    /// `seq`, `par` (Block-STM) or `part` (partitioned), why, and for a switched block
+    /// `→seq` and why.
     pub mode: String,
     /// How many timed blocks.
     pub blocks: usize,
@@ -293,14 +300,20 @@ pub struct Estimate {
     pub sequential_ns_per_tx: Option<f64>,
     /// Block-STM's.
     pub parallel_ns_per_tx: Option<f64>,
+    /// The partitioned executor's.
+    pub partitioned_ns_per_tx: Option<f64>,
 }
 
 /// Untimed blocks each adaptive executor runs before the timed ones.
-pub(crate) const WARMUP_BLOCKS: usize = 3;
+pub(crate) const WARMUP_BLOCKS: usize = 5;
 
 /// A short name of how a block ran, e.g. `par (probe) →seq (slower)`.
 fn mode_label(run: &Run) -> String {
-    let mode = |m: Mode| if m == Mode::Sequential { "seq" } else { "par" };
+    let mode = |m: Mode| match m {
+        Mode::Sequential => "seq",
+        Mode::Partitioned => "part",
+        _ => "par",
+    };
     let reason = match run.reason {
         Reason::Requested => "requested",
         Reason::OneWorker => "one worker",
@@ -316,6 +329,7 @@ fn mode_label(run: &Run) -> String {
         None => label,
         Some(SwitchReason::Reexecutions) => format!("{label} →seq (re-executions)"),
         Some(SwitchReason::Slower) => format!("{label} →seq (slower)"),
+        Some(SwitchReason::Conflict) => format!("{label} →seq (conflict)"),
         Some(_) => format!("{label} →seq (requested)"),
     }
 }
@@ -385,10 +399,9 @@ pub fn blockstm_bench(
         workloads(opts.txs).into_iter().filter(|w| selected(w.name)).collect();
     let run_chain = selected(CHAIN_TRANSFERS);
     ensure!(!loads.is_empty() || run_chain, "no workload matches --only {:?}", opts.only);
-    let forced = usize::from(opts.workers.contains(&1));
     let blocks = loads.len() + usize::from(run_chain);
     let warmups = blocks * opts.workers.iter().filter(|&&w| w > 1).count() * WARMUP_BLOCKS;
-    let total = (blocks * (opts.workers.len() + 2 + forced) * opts.runs + warmups) as u64;
+    let total = (blocks * (2 * opts.workers.len() + 2) * opts.runs + warmups) as u64;
     let pb = crate::progress::bar(progress, total, "executing blocks");
     let mut rng = ChaCha8Rng::seed_from_u64(44);
     // One key, message and signature per transaction slot, made before any timing.
@@ -403,10 +416,13 @@ pub fn blockstm_bench(
             })
         })
         .collect();
-    let variants: Vec<(usize, bool)> = opts
+    let variants: Vec<(usize, Engine)> = opts
         .workers
         .iter()
-        .flat_map(|&w| std::iter::once((w, false)).chain((w == 1).then_some((1, true))))
+        .flat_map(|&w| {
+            let forced = if w == 1 { Engine::Stm } else { Engine::Partitioned };
+            [(w, Engine::Adaptive), (w, forced)]
+        })
         .collect();
     let mut rows = Vec::new();
     let mut ceilings = Vec::new();
@@ -473,7 +489,7 @@ fn chain_transfers(m: &Measure<'_>, txs: usize) -> Result<(Vec<BlockStmRow>, f64
 struct Measure<'a> {
     name: &'static str,
     runs: usize,
-    variants: &'a [(usize, bool)],
+    variants: &'a [(usize, Engine)],
     allocs: AllocCounter,
     pb: &'a indicatif::ProgressBar,
 }
@@ -488,19 +504,30 @@ struct Sample {
     run: Run,
 }
 
+/// What a variant runs: the adaptive executor, or one executor forced on every block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Engine {
+    Adaptive,
+    /// Block-STM, even on one worker.
+    Stm,
+    /// The partitioned executor.
+    Partitioned,
+}
+
 /// What runs a variant's blocks: the adaptive executor, kept across the blocks, or
-/// Block-STM forced on every block.
+/// Block-STM or the partitioned executor forced on every block.
 enum Executor {
     Adaptive(AdaptiveExecutor),
     Forced(usize),
+    Partitioned(usize),
 }
 
 impl Executor {
-    fn new((workers, forced): (usize, bool)) -> Self {
-        if forced {
-            Executor::Forced(workers)
-        } else {
-            Executor::Adaptive(AdaptiveExecutor::new(workers))
+    fn new((workers, engine): (usize, Engine)) -> Self {
+        match engine {
+            Engine::Adaptive => Executor::Adaptive(AdaptiveExecutor::new(workers)),
+            Engine::Stm => Executor::Forced(workers),
+            Engine::Partitioned => Executor::Partitioned(workers),
         }
     }
 
@@ -515,6 +542,7 @@ impl Executor {
                 let options = ParallelOptions { always_parallel: true, ..Default::default() };
                 execute_parallel_with(txs, storage, *workers, options)?
             }
+            Executor::Partitioned(workers) => execute_partitioned(txs, storage, *workers)?,
         })
     }
 
@@ -524,6 +552,7 @@ impl Executor {
         Some(Estimate {
             sequential_ns_per_tx: e.sequential_ns_per_tx,
             parallel_ns_per_tx: e.parallel_ns_per_tx,
+            partitioned_ns_per_tx: e.partitioned_ns_per_tx,
         })
     }
 }
@@ -627,7 +656,7 @@ impl Measure<'_> {
         let n = reference.outputs.len().max(1) as f64;
         let seq_ms = median_sorted(&sorted(&seq.iter().map(|s| s.ms).collect::<Vec<_>>()));
         let row = Row { name: self.name, n, seq_ms };
-        let mut rows = vec![row.build((0, false), &mut seq, 1.0, None)];
+        let mut rows = vec![row.build((0, Engine::Adaptive), &mut seq, 1.0, None)];
         for (i, &variant) in self.variants.iter().enumerate() {
             let speedup = median_sorted(&sorted(&ratios[i]));
             rows.push(row.build(variant, &mut var[i], speedup, executors[i].estimate()));
@@ -649,7 +678,7 @@ impl Row {
     /// A row from its samples (the median run's figures, every run's mode).
     fn build(
         &self,
-        (workers, forced_engine): (usize, bool),
+        (workers, engine): (usize, Engine),
         samples: &mut [Sample],
         speedup: f64,
         estimates: Option<Estimate>,
@@ -660,7 +689,8 @@ impl Row {
         BlockStmRow {
             workload: self.name,
             workers,
-            forced_engine,
+            forced_engine: engine == Engine::Stm,
+            forced_partitioned: engine == Engine::Partitioned,
             median_ms: s.ms,
             tps: ratio(self.n, s.ms / 1e3),
             speedup,
@@ -704,10 +734,11 @@ impl BlockStmReport {
         ]);
         for (name, ceiling) in &self.ceilings {
             for r in self.rows.iter().filter(|r| r.workload == *name) {
-                let workers = match (r.workers, r.forced_engine) {
-                    (0, _) => "seq".to_string(),
-                    (_, true) => "1 (stm)".to_string(),
-                    (w, false) => w.to_string(),
+                let workers = match (r.workers, r.forced_engine, r.forced_partitioned) {
+                    (0, ..) => "seq".to_string(),
+                    (_, true, _) => "1 (stm)".to_string(),
+                    (w, _, true) => format!("{w} (part)"),
+                    (w, ..) => w.to_string(),
                 };
                 t.add_row(vec![
                     if r.workers == 0 { name.to_string() } else { String::new() },
@@ -740,11 +771,12 @@ impl BlockStmReport {
         let _ = writeln!(
             out,
             "(1 worker runs the sequential fallback; \"1 (stm)\" forces Block-STM on one worker: \
-             its time over the sequential executor's is the engine's own overhead; \"ceiling\": \
-             two sequential blocks at once on two threads over one block's throughput; \
-             \"blocks ran as\": the executor the adaptive executor picked per timed block and \
-             why, \"→seq\" a switch to sequential execution midway, after {WARMUP_BLOCKS} \
-             untimed blocks per worker count above 1)"
+             its time over the sequential executor's is the engine's own overhead; \"N (part)\" \
+             forces the partitioned executor; \"ceiling\": two sequential blocks at once on two \
+             threads over one block's throughput; \"blocks ran as\": the executor the adaptive \
+             executor picked per timed block (seq, par = Block-STM, part = partitioned) and why, \
+             \"→seq\" a switch to sequential execution midway, after {WARMUP_BLOCKS} untimed \
+             blocks per worker count above 1)"
         );
         self.render_iterate_allocations(&mut out);
         out
@@ -758,11 +790,12 @@ impl BlockStmReport {
             .iter()
             .filter(|r| r.workload.starts_with("iterate"))
             .map(|r| {
-                let who = match (r.workers, r.forced_engine) {
-                    (0, _) => "seq".to_string(),
-                    (_, true) => "1 (stm)".to_string(),
-                    (1, false) => "1 worker".to_string(),
-                    (w, false) => format!("{w} workers"),
+                let who = match (r.workers, r.forced_engine, r.forced_partitioned) {
+                    (0, ..) => "seq".to_string(),
+                    (_, true, _) => "1 (stm)".to_string(),
+                    (w, _, true) => format!("{w} (part)"),
+                    (1, ..) => "1 worker".to_string(),
+                    (w, ..) => format!("{w} workers"),
                 };
                 let per_10k = r.allocations as f64 * 10_000.0 / self.txs as f64 / 1e6;
                 format!("{who} {per_10k:.2}M")

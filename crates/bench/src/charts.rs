@@ -256,6 +256,8 @@ impl BlockStmReport {
                     rows.map(|r| {
                         let label = if r.forced_engine {
                             "1 worker (Block-STM forced)".to_string()
+                        } else if r.forced_partitioned {
+                            format!("{} workers (partitioned forced)", r.workers)
                         } else {
                             format!("{} workers", r.workers)
                         };

@@ -715,9 +715,10 @@ fn bench_blockstm_smoke() {
     conventions::assert_json_names(&v);
     assert_eq!(v["signatures"], false);
     // Six workloads (the chain runtime's on RocksDB included), each: sequential, 1 worker,
-    // 1 worker with the engine forced, 2 workers.
+    // 1 worker with the engine forced, 2 workers, 2 workers with the partitioned executor
+    // forced.
     let rows = v["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 6 * 4);
+    assert_eq!(rows.len(), 6 * 5);
     assert_eq!(v["ceilings"].as_array().unwrap().len(), 6);
     assert!(rows.iter().any(|r| r["workload"] == "chain-transfers"));
     for r in rows {
@@ -731,6 +732,8 @@ fn bench_blockstm_smoke() {
         forced.clone().count() == 6
             && forced.clone().all(|r| r["validations_per_tx"].as_f64().unwrap() >= 1.0)
     );
+    let partitioned = rows.iter().filter(|r| r["forced_partitioned"] == true);
+    assert!(partitioned.clone().count() == 6 && partitioned.clone().all(|r| r["workers"] == 2));
 }
 
 #[test]

@@ -1,9 +1,10 @@
 //! Arbor's block executors: Block-STM (optimistic parallel execution over a multi-version
-//! memory, Gelashvili et al., PPoPP'23) and the sequential reference it must agree with.
+//! memory, Gelashvili et al., PPoPP'23), a partitioned executor for cheap transactions, and
+//! the sequential reference both must agree with.
 //!
 //! A block is a slice of [`Transaction`]s over the main trie of a read-only
 //! [`StateReader`] (the state seam, defined in the `state` crate: the executors link
-//! nothing else of ours). Both executors return the same [`BlockOutput`]: every
+//! nothing else of ours). Every executor returns the same [`BlockOutput`]: every
 //! transaction's output and the block's final write set, exactly as running the
 //! transactions one after another would give; or the first storage error
 //! ([`ExecError::Storage`]), never a result built on a failed read.
@@ -13,13 +14,17 @@
 //!   `scheduler.rs`); blocks smaller than [`PARALLEL_MIN_TXS`] or one worker fall back to
 //!   the sequential executor, and a block whose re-executions pass a threshold finishes
 //!   sequentially on top of its validated prefix (`parallel.rs`).
+//! - [`execute_partitioned`]: one contiguous chunk per worker against the block's starting
+//!   state, chunks kept in order while none read what an earlier one wrote, the rest run
+//!   sequentially from the first that did (`partitioned.rs`).
 //! - [`AdaptiveExecutor`]: what a node keeps across blocks. Its cost model (`adaptive.rs`),
-//!   fed by the measured time per transaction of both executors, picks the executor per
-//!   block, and a parallel block that falls behind the sequential executor's pace switches
-//!   to sequential execution mid-block. [`BlockOutput::run`] says what ran and why.
+//!   fed by the measured time per transaction of the three executors, picks the executor
+//!   per block, and a Block-STM block that falls behind the sequential executor's pace
+//!   switches to sequential execution mid-block. [`BlockOutput::run`] says what ran and
+//!   why.
 //!
 //! Transactions read and write through a [`View`] (the seam's [`StateView`] plus scans;
-//! both executors build it from `view.rs`, their own writes over what lies below them).
+//! every executor builds it from `view.rs`, their own writes over what lies below them).
 //! A read that meets an ESTIMATE (a write of a lower transaction that is being
 //! re-executed) returns [`Stop::Blocked`], which the transaction propagates with `?`; the
 //! executor then suspends it until the blocking transaction has run again.
@@ -30,6 +35,7 @@ mod adaptive;
 mod journal;
 mod mvmemory;
 mod parallel;
+mod partitioned;
 mod scan;
 mod scheduler;
 mod sequential;
@@ -40,6 +46,7 @@ use std::fmt::Debug;
 
 pub use adaptive::{AdaptiveExecutor, Estimates};
 pub use parallel::{execute_parallel, execute_parallel_with, ParallelOptions};
+pub use partitioned::execute_partitioned;
 pub use sequential::execute_sequential;
 pub use state::{apply_delta, StateReader, StateView, TransactionError, TrieId};
 
@@ -279,6 +286,9 @@ pub enum Mode {
     Sequential,
     /// Block-STM.
     Parallel,
+    /// The partitioned executor: one contiguous chunk per worker against the block's
+    /// starting state, chunks kept in order while none read what an earlier one wrote.
+    Partitioned,
 }
 
 /// Why a block started with its executor.
@@ -303,7 +313,8 @@ pub enum Reason {
     Probe,
 }
 
-/// Why a Block-STM run stopped and finished its block sequentially.
+/// Why a parallel run (Block-STM or partitioned) stopped and finished its block
+/// sequentially.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum SwitchReason {
@@ -314,13 +325,17 @@ pub enum SwitchReason {
     Slower,
     /// [`ParallelOptions::switch_after`] (tests).
     Requested,
+    /// The partitioned executor: a chunk read a key an earlier chunk wrote (or scanned a
+    /// range one wrote into); the block went on sequentially from that chunk's start.
+    Conflict,
 }
 
-/// A switch from Block-STM to the sequential executor within a block.
+/// A switch from a parallel executor to the sequential executor within a block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Switch {
-    /// The first transaction the sequential executor ran: Block-STM's validated prefix
-    /// ends here and is kept.
+    /// The first transaction the sequential executor ran: the parallel run's validated
+    /// prefix (Block-STM's, or the partitioned executor's kept chunks) ends here and is
+    /// kept.
     pub at: usize,
     /// What triggered it.
     pub reason: SwitchReason,
@@ -333,7 +348,7 @@ pub struct Run {
     pub mode: Mode,
     /// Why that one.
     pub reason: Reason,
-    /// Where and why a Block-STM run went on sequentially, if it did.
+    /// Where and why a parallel run went on sequentially, if it did.
     pub switch: Option<Switch>,
 }
 

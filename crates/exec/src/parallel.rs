@@ -25,7 +25,7 @@ use crate::scan::SCAN_CAPACITY;
 use crate::scan::{earliest, StorageCursor};
 use crate::scheduler::{End, Scheduler, Task};
 use crate::sequential::{run_over, Under};
-use crate::view::{Below, TxView};
+use crate::view::{DeltaBelow, TxView};
 use crate::{
     apply_delta, Base, BlockOutput, Counters, ExecError, Key, Mode, Reason, Run, ScanBounds,
     StateReader, Stop, Switch, SwitchReason, Transaction, Value, Write, PARALLEL_MIN_TXS,
@@ -51,7 +51,7 @@ impl<S: StateReader> MvBelow<'_, '_, S> {
     }
 
     /// The value below this transaction (lower writes, then storage), recording the read.
-    fn read_below(&mut self, key: &[u8]) -> Result<Option<Value>, Stop> {
+    fn read_recorded(&mut self, key: &[u8]) -> Result<Option<Value>, Stop> {
         let (id, r) = self.memory.read(key, self.txn);
         let (origin, value) = match r {
             ReadResult::Blocked(blocking) => return Err(Stop::Blocked(blocking)),
@@ -68,37 +68,9 @@ impl<S: StateReader> MvBelow<'_, '_, S> {
     }
 }
 
-impl<S: StateReader> Below for MvBelow<'_, '_, S> {
-    type Write = Write;
-
-    fn get(&mut self, own: &mut Journaled<Write>, key: &[u8]) -> Result<Option<Value>, Stop> {
-        match own.get(key) {
-            Some(Write::Value(v)) => Ok(v.clone()),
-            Some(Write::Delta(d)) => {
-                let d = *d;
-                let below = self.read_below(key)?;
-                let v = apply_delta(below.as_deref(), d);
-                // From here on the transaction holds the value itself.
-                own.settle(key, Write::Value(Some(v.clone())));
-                Ok(Some(v))
-            }
-            None => self.read_below(key),
-        }
-    }
-
-    fn add_delta(
-        &mut self,
-        own: &mut Journaled<Write>,
-        key: &[u8],
-        amount: i64,
-    ) -> Result<(), Stop> {
-        let w = match own.get(key) {
-            Some(Write::Value(v)) => Write::Value(Some(apply_delta(v.as_deref(), amount))),
-            Some(Write::Delta(d)) => Write::Delta(d.wrapping_add(amount)),
-            None => Write::Delta(amount),
-        };
-        own.insert(key, w);
-        Ok(())
+impl<S: StateReader> DeltaBelow for MvBelow<'_, '_, S> {
+    fn read_below(&mut self, key: &[u8]) -> Result<Option<Value>, Stop> {
+        self.read_recorded(key)
     }
 
     /// A merge of three ordered sources, one head each: the own writes, the keys written

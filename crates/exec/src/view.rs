@@ -9,7 +9,7 @@
 use state::{StateView, TransactionError};
 
 use crate::journal::Journaled;
-use crate::{Key, Stop, Value, View};
+use crate::{apply_delta, Key, Stop, Value, View, Write};
 
 /// What lies below a transaction's own writes, and how reads combine the two.
 pub(crate) trait Below {
@@ -97,5 +97,67 @@ impl<B: Below> View for TxView<B> {
 
     fn discard_writes(&mut self) {
         self.own.clear();
+    }
+}
+
+/// What lies below own writes that keep deltas ([`Write`]: Block-STM's and the
+/// partitioned executor's): reading past them and scanning. [`Below`]'s get and add_delta
+/// follow: an own value answers a read; an own delta is added to the value below (the
+/// transaction then holds the sum as its value); a delta adds to an own write or is
+/// recorded as one, reading nothing.
+pub(crate) trait DeltaBelow {
+    /// The value of `key` below the transaction's own writes.
+    fn read_below(&mut self, key: &[u8]) -> Result<Option<Value>, Stop>;
+
+    /// [`View::scan`] through the own writes `own`.
+    fn scan(
+        &mut self,
+        own: &mut Journaled<Write>,
+        from: &[u8],
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(Key, Value)>, Stop>;
+}
+
+impl<D: DeltaBelow> Below for D {
+    type Write = Write;
+
+    fn get(&mut self, own: &mut Journaled<Write>, key: &[u8]) -> Result<Option<Value>, Stop> {
+        match own.get(key) {
+            Some(Write::Value(v)) => Ok(v.clone()),
+            Some(Write::Delta(d)) => {
+                let d = *d;
+                let v = apply_delta(self.read_below(key)?.as_deref(), d);
+                // From here on the transaction holds the value itself.
+                own.settle(key, Write::Value(Some(v.clone())));
+                Ok(Some(v))
+            }
+            None => self.read_below(key),
+        }
+    }
+
+    fn add_delta(
+        &mut self,
+        own: &mut Journaled<Write>,
+        key: &[u8],
+        amount: i64,
+    ) -> Result<(), Stop> {
+        let w = match own.get(key) {
+            Some(Write::Value(v)) => Write::Value(Some(apply_delta(v.as_deref(), amount))),
+            Some(Write::Delta(d)) => Write::Delta(d.wrapping_add(amount)),
+            None => Write::Delta(amount),
+        };
+        own.insert(key, w);
+        Ok(())
+    }
+
+    fn scan(
+        &mut self,
+        own: &mut Journaled<Write>,
+        from: &[u8],
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(Key, Value)>, Stop> {
+        DeltaBelow::scan(self, own, from, reverse, limit)
     }
 }

@@ -16,8 +16,9 @@ use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use exec::{
-    execute_parallel, execute_parallel_with, execute_sequential, AdaptiveExecutor, ExecError, Mode,
-    ParallelOptions, Reason, StateReader, Stop, SwitchReason, Transaction, TrieId, View,
+    execute_parallel, execute_parallel_with, execute_partitioned, execute_sequential,
+    AdaptiveExecutor, ExecError, Mode, ParallelOptions, Reason, StateReader, Stop, SwitchReason,
+    Transaction, TrieId, View,
 };
 use proptest::prelude::*;
 
@@ -178,13 +179,33 @@ proptest! {
         check(&txs, &storage, workers, options)?;
     }
 
+    /// The partitioned executor with 1 to 16 chunks: the sequential result, and a switch
+    /// only at a chunk's start, for a conflict.
+    #[test]
+    fn partitioned_equals_sequential((storage, txs, workers, _, _) in block()) {
+        let seq = ok(execute_sequential(&txs, &storage));
+        let part = ok(execute_partitioned(&txs, &storage, workers));
+        prop_assert_eq!(&part.outputs, &seq.outputs);
+        prop_assert_eq!(&part.writes, &seq.writes);
+        if txs.len() < exec::PARALLEL_MIN_TXS || workers == 1 {
+            prop_assert_eq!(part.run.mode, Mode::Sequential);
+        } else {
+            prop_assert_eq!(part.run.mode, Mode::Partitioned);
+            if let Some(switch) = part.run.switch {
+                prop_assert_eq!(switch.reason, SwitchReason::Conflict);
+                let size = txs.len().div_ceil(workers);
+                prop_assert!(switch.at > 0 && switch.at % size == 0, "{:?}", part.run);
+            }
+        }
+    }
+
     /// One adaptive executor runs a stream of blocks: it starts sequentially, then tries
     /// Block-STM, then picks by its measurements; every block, switched or not, gives the
     /// sequential executor's result.
     #[test]
     fn adaptive_executor_equals_sequential_on_a_stream(
         workers in 2usize..=8,
-        stream in prop::collection::vec(block(), 1..6),
+        stream in prop::collection::vec(block(), 1..9),
     ) {
         let mut executor = AdaptiveExecutor::new(workers);
         let mut modelled = 0;
@@ -200,7 +221,8 @@ proptest! {
             }
             let expected = match modelled {
                 0 => Some((Mode::Sequential, Reason::Unmeasured)),
-                1 => Some((Mode::Parallel, Reason::Unmeasured)),
+                1 | 2 => Some((Mode::Parallel, Reason::Unmeasured)),
+                3 | 4 => Some((Mode::Partitioned, Reason::Unmeasured)),
                 _ => None,
             };
             if let Some(expected) = expected {
@@ -442,9 +464,20 @@ fn a_parallel_block_behind_the_sequential_pace_switches() {
     let third = ok(executor.execute(&txs, &storage));
     assert_eq!((third.run.mode, third.run.reason), (Mode::Parallel, Reason::Unmeasured));
     assert_eq!(third.writes, seq.writes);
-    let fourth = ok(executor.execute(&txs, &storage));
-    assert_eq!((fourth.run.mode, fourth.run.reason), (Mode::Sequential, Reason::Faster));
-    assert_eq!(fourth.writes, seq.writes);
+    // The partitioned executor's two first blocks: the second chunk reads the keys the
+    // first wrote, so each goes on sequentially from the second chunk's start.
+    for _ in 0..2 {
+        let out = ok(executor.execute(&txs, &storage));
+        assert_eq!((out.run.mode, out.run.reason), (Mode::Partitioned, Reason::Unmeasured));
+        let switch = out.run.switch.map(|s| (s.at, s.reason));
+        assert_eq!(switch, Some((200, SwitchReason::Conflict)), "{:?}", out.run);
+        assert_eq!(out.writes, seq.writes);
+        assert_eq!(out.outputs, seq.outputs);
+    }
+    let sixth = ok(executor.execute(&txs, &storage));
+    assert_ne!(sixth.run.mode, Mode::Parallel, "{:?}", sixth.run);
+    assert_eq!(sixth.run.reason, Reason::Faster);
+    assert_eq!(sixth.writes, seq.writes);
     let e = executor.estimates();
     assert!(e.parallel_ns_per_tx > e.sequential_ns_per_tx, "{e:?}");
 }
@@ -486,6 +519,26 @@ fn cancellation_stops_every_worker() {
             assert!(matches!(result, Err(ExecError::Cancelled)), "{workers} workers: {result:?}");
         }
     }
+    // The partitioned executor (the adaptive executor's fourth block) stops too.
+    for workers in [2, 4] {
+        let result = within_a_minute(move || {
+            let flag = AtomicBool::new(false);
+            let storage = BTreeMap::new();
+            let mut executor = AdaptiveExecutor::new(workers);
+            let calm: Vec<Chain<'_>> =
+                (0..300).map(|index| Chain { index, trigger: None, panic_at: None }).collect();
+            for _ in 0..3 {
+                ok(executor.execute(&calm, &storage));
+            }
+            let txs: Vec<Chain<'_>> = (0..300)
+                .map(|index| Chain { index, trigger: Some((40, &flag)), panic_at: None })
+                .collect();
+            let options = ParallelOptions { cancel: Some(&flag), ..ParallelOptions::default() };
+            let out = executor.execute_with(&txs, &storage, options);
+            (out.as_ref().map(|o| o.run.mode).ok(), matches!(out, Err(ExecError::Cancelled)))
+        });
+        assert_eq!(result.unwrap(), (None, true), "{workers} workers");
+    }
     // An unset flag changes nothing.
     let flag = AtomicBool::new(false);
     let txs: Vec<Chain<'_>> =
@@ -501,12 +554,25 @@ fn cancellation_stops_every_worker() {
 #[test]
 fn a_panicking_transaction_does_not_hang_the_block() {
     for workers in [2, 4] {
-        let result = within_a_minute(move || {
-            let txs: Vec<Chain<'_>> =
-                (0..300).map(|index| Chain { index, trigger: None, panic_at: Some(150) }).collect();
-            ok(execute_parallel(&txs, &BTreeMap::new(), workers)).outputs.len()
-        });
-        assert!(result.is_err(), "{workers} workers: the panic was swallowed");
+        for partitioned in [false, true] {
+            for panic_at in [0, 150, 299] {
+                let result = within_a_minute(move || {
+                    let txs: Vec<Chain<'_>> = (0..300)
+                        .map(|index| Chain { index, trigger: None, panic_at: Some(panic_at) })
+                        .collect();
+                    let storage = BTreeMap::new();
+                    let out = match partitioned {
+                        true => execute_partitioned(&txs, &storage, workers),
+                        false => execute_parallel(&txs, &storage, workers),
+                    };
+                    ok(out).outputs.len()
+                });
+                assert!(
+                    result.is_err(),
+                    "{workers} workers at {panic_at}: the panic was swallowed"
+                );
+            }
+        }
     }
 }
 
@@ -542,7 +608,7 @@ impl StateReader for Failing {
     }
 }
 
-/// A storage error during execution fails the block with that error, in both executors
+/// A storage error during execution fails the block with that error, in every executor
 /// and whatever the worker count; the same state without the fault gives the result.
 #[test]
 fn storage_errors_fail_the_block_with_their_type() {
@@ -563,19 +629,92 @@ fn storage_errors_fail_the_block_with_their_type() {
         let state = || Failing { map: map.clone(), reads: 0.into(), fail_after };
         let seq = execute_sequential(&txs, &state());
         for workers in [1, 2, 4] {
-            let par = within_a_minute({
-                let txs = txs.clone();
-                let state = state();
-                move || execute_parallel(&txs, &state, workers).map(|o| o.writes)
-            })
-            .unwrap();
-            match (&seq, &par) {
-                (Err(Fire), Err(Fire)) => {}
-                (Ok(_), _) | (_, Ok(_)) => {
-                    // The scan fails even without point-read faults.
-                    panic!("{fail_after} reads then faults, {workers} workers: a run succeeded")
+            for partitioned in [false, true] {
+                let par = within_a_minute({
+                    let txs = txs.clone();
+                    let state = state();
+                    move || match partitioned {
+                        true => execute_partitioned(&txs, &state, workers).map(|o| o.writes),
+                        false => execute_parallel(&txs, &state, workers).map(|o| o.writes),
+                    }
+                })
+                .unwrap();
+                match (&seq, &par) {
+                    (Err(Fire), Err(Fire)) => {}
+                    (Ok(_), _) | (_, Ok(_)) => {
+                        // The scan fails even without point-read faults.
+                        panic!("{fail_after} reads then faults, {workers} workers: a run succeeded")
+                    }
                 }
             }
         }
     }
+}
+
+/// A transaction that writes its own key and bumps a shared counter through a delta.
+fn own_key_and_counter(i: u8, scans: Vec<(u8, bool, usize)>) -> Tx {
+    Tx {
+        reads: vec![i],
+        fail_if: None,
+        writes: vec![(i, 1)],
+        deletes: vec![],
+        deltas: vec![(0, 3)],
+        scans,
+        nested: None,
+        yields: false,
+    }
+}
+
+/// Chunks that touch disjoint keys and share only a delta-bumped counter are all kept:
+/// no switch, the counter summed across chunks and waves on top of its stored value.
+#[test]
+fn partitioned_keeps_chunks_that_share_only_deltas() {
+    let txs: Vec<Tx> = (1..=200u8).map(|i| own_key_and_counter(i, vec![])).collect();
+    let storage: BTreeMap<Vec<u8>, Vec<u8>> = [(key(0), 1000u64.to_be_bytes().to_vec())].into();
+    let seq = ok(execute_sequential(&txs, &storage));
+    for workers in [2, 3, 4, 8] {
+        let out = ok(execute_partitioned(&txs, &storage, workers));
+        assert_eq!(out.writes, seq.writes, "{workers} chunks");
+        assert_eq!(out.outputs, seq.outputs, "{workers} chunks");
+        assert_eq!(out.run.switch, None, "{workers} chunks");
+        assert_eq!(out.counters.executions, 200);
+    }
+}
+
+/// A chunk that reads a key an earlier chunk wrote, or scans a range an earlier chunk
+/// wrote into (a phantom: the key did not exist before the block), makes the run switch
+/// at that chunk's start. Four workers, 100 transactions: chunks of 25.
+#[test]
+fn partitioned_switches_at_the_first_conflicting_chunk() {
+    let storage = BTreeMap::new();
+    let run = |writer: usize, reader: usize, scan: bool| {
+        let mut txs: Vec<Tx> = (1..=100u8).map(|i| own_key_and_counter(i, vec![])).collect();
+        txs[writer].writes.push((150, 2));
+        match scan {
+            true => txs[reader].scans.push((140, false, 3)),
+            false => txs[reader].reads.push(150),
+        }
+        let seq = ok(execute_sequential(&txs, &storage));
+        let out = ok(execute_partitioned(&txs, &storage, 4));
+        assert_eq!(out.writes, seq.writes, "{writer} -> {reader}");
+        assert_eq!(out.outputs, seq.outputs, "{writer} -> {reader}");
+        out.run.switch.map(|s| (s.at, s.reason))
+    };
+    let conflict = |at| Some((at, SwitchReason::Conflict));
+    assert_eq!(run(10, 60, false), conflict(50));
+    assert_eq!(run(10, 80, true), conflict(75));
+    assert_eq!(run(55, 30, false), None);
+    // A chunk's own earlier transaction is not a conflict.
+    assert_eq!(run(30, 40, false), None);
+    // Two chunks write the same key (the later blindly: no conflict); the sequential part
+    // after a switch reads the later write.
+    let mut txs: Vec<Tx> = (1..=100u8).map(|i| own_key_and_counter(i, vec![])).collect();
+    txs[10].writes.push((150, 2));
+    txs[30].writes.push((150, 3));
+    txs[60].reads.push(150);
+    let seq = ok(execute_sequential(&txs, &storage));
+    let out = ok(execute_partitioned(&txs, &storage, 4));
+    assert_eq!(out.run.switch.map(|s| s.at), Some(50));
+    assert_eq!(out.outputs, seq.outputs);
+    assert_eq!(out.writes, seq.writes);
 }

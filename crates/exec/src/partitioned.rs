@@ -1,0 +1,364 @@
+//! The partitioned executor: each worker runs one contiguous chunk of the block with the
+//! sequential executor's logic against the state the block starts from, recording what it
+//! read from that state; then the calling thread checks the chunks in block order against
+//! the writes of the chunks before them and keeps every chunk whose reads those writes do
+//! not touch. At the first chunk that read a key an earlier chunk wrote (or scanned a range
+//! one wrote into), the run switches: the rest of the block, from that chunk's first
+//! transaction, runs sequentially on top of the kept chunks' writes.
+//!
+//! Why beside Block-STM: on blocks of cheap transactions (a few µs each) Block-STM's
+//! shared structures (the scheduler's indices, the multi-version memory's shards, each
+//! transaction's status) cost a cache-line round trip between the cores for nearly every
+//! step, and its bookkeeping costs more than the transactions (`bench blockstm --no-sig`:
+//! 0.4–0.7× the sequential executor with two workers). Here the workers share nothing while
+//! they run: each chunk's writes are its own map, its reads 8-byte hashes in its own
+//! vector, and a chunk costs what the sequential executor costs plus those hashes. The
+//! price is the switch: a block whose chunks conflict pays its later chunks twice (about
+//! the sequential executor's time plus the first chunk's), so the cost model
+//! ([`crate::AdaptiveExecutor`]) measures it like the other two executors and picks it only
+//! where it is faster. Tried and dropped (design.md): waves of chunks that read the earlier
+//! waves' writes, with a conflicting chunk rolled back to its first conflicting
+//! transaction; the merges and undo logs cost more than they saved.
+//!
+//! Correctness, by the argument of a sequential run: chunk 0 is one. A chunk whose
+//! transactions read from the block's starting state only keys no earlier chunk wrote saw,
+//! for each such key, the value a sequential run would show it (the earlier chunks leave
+//! the key as it was); its reads of keys written within the chunk came from its own earlier
+//! transactions, which are themselves right by induction. Deltas ([`crate::View`]'s
+//! `add_delta`) read nothing: a chunk keeps them as sums and adds them to the kept writes
+//! when the chunk is merged. A read hash that collides only makes a chunk look
+//! conflicting: the run then switches, never keeps a wrong chunk.
+
+use std::collections::BTreeMap;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
+use rustc_hash::{FxBuildHasher, FxHashSet};
+
+use crate::journal::Journaled;
+use crate::mvmemory::IndexKey;
+use crate::scan::{earliest, StorageCursor, SCAN_CAPACITY};
+use crate::sequential::{run_over, Under};
+use crate::view::{DeltaBelow, TxView};
+use crate::{
+    apply_delta, Base, BlockOutput, Counters, ExecError, Key, Mode, Reason, Run, ScanBounds,
+    StateReader, Stop, Switch, SwitchReason, Transaction, Value, Write,
+};
+
+/// What one chunk's transactions read from the state the block starts from.
+#[derive(Default)]
+struct Reads {
+    /// Hashes of the keys read, every transaction's in turn.
+    keys: Vec<u64>,
+    /// The ranges scans covered: from, where the scan stopped (`None`: the end of the key
+    /// space), descending.
+    scans: Vec<(Key, Option<Key>, bool)>,
+}
+
+/// A chunk's writes, deltas kept as sums.
+type Writes = BTreeMap<Key, Write>;
+
+/// A chunk's run: its outputs, its writes, and its reads.
+struct Chunk<O> {
+    outputs: Vec<O>,
+    writes: Writes,
+    reads: Reads,
+}
+
+/// The hash a chunk records for a key it read.
+fn key_hash(key: &[u8]) -> u64 {
+    let mut h = FxBuildHasher.build_hasher();
+    h.write(key);
+    h.finish()
+}
+
+/// Below a transaction of a chunk: the chunk's writes so far, then the block's starting
+/// state, whose reads are recorded.
+struct ChunkBelow<'a, 'b, S: StateReader> {
+    storage: &'a Base<'b, S>,
+    writes: &'a Writes,
+    reads: &'a mut Reads,
+}
+
+impl<S: StateReader> ChunkBelow<'_, '_, S> {
+    /// The value of `key` in the block's starting state, recorded.
+    fn stored(&mut self, key: &[u8]) -> Result<Option<Value>, Stop> {
+        self.reads.keys.push(key_hash(key));
+        let v = self.storage.get(key);
+        if self.storage.failed() {
+            return Err(Stop::ReadFailed);
+        }
+        Ok(v)
+    }
+}
+
+/// What a key shows through a transaction's own write and its chunk's, over `stored`.
+fn visible(own: Option<&Write>, chunk: Option<&Write>, stored: Option<Value>) -> Option<Value> {
+    let below = match chunk {
+        Some(Write::Value(v)) => v.clone(),
+        Some(Write::Delta(d)) => Some(apply_delta(stored.as_deref(), *d)),
+        None => stored,
+    };
+    match own {
+        Some(Write::Value(v)) => v.clone(),
+        Some(Write::Delta(d)) => Some(apply_delta(below.as_deref(), *d)),
+        None => below,
+    }
+}
+
+impl<S: StateReader> DeltaBelow for ChunkBelow<'_, '_, S> {
+    fn read_below(&mut self, key: &[u8]) -> Result<Option<Value>, Stop> {
+        match self.writes.get(key) {
+            Some(Write::Value(v)) => Ok(v.clone()),
+            Some(Write::Delta(d)) => {
+                let d = *d;
+                Ok(Some(apply_delta(self.stored(key)?.as_deref(), d)))
+            }
+            None => self.stored(key),
+        }
+    }
+
+    /// A merge of three ordered sources, one head each: the own writes, the chunk's writes
+    /// and the block's starting state (a cursor). The range it covered is recorded.
+    fn scan(
+        &mut self,
+        own: &mut Journaled<Write>,
+        from: &[u8],
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(Key, Value)>, Stop> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let own = &*own;
+        let start = ScanBounds { from, last: None, reverse };
+        let mut mine = start.first_in(own.map());
+        let mut chunk = start.first_in(self.writes);
+        let mut stored = StorageCursor::new(self.storage, from, reverse);
+        let mut out = Vec::with_capacity(limit.min(SCAN_CAPACITY));
+        while out.len() < limit {
+            let heads = [mine.map(|e| e.0), chunk.map(|e| e.0)].map(|k| k.map(Vec::as_slice));
+            let [in_mine, in_chunk, in_storage] =
+                earliest(reverse, [heads[0], heads[1], stored.head()]);
+            if self.storage.failed() {
+                return Err(Stop::ReadFailed);
+            }
+            let (stored_key, stored_value) = match in_storage.then(|| stored.take()).flatten() {
+                Some((k, v)) => (Some(k), Some(v)),
+                None => (None, None),
+            };
+            let key = match (stored_key, mine, chunk) {
+                (Some(k), ..) => k,
+                (None, Some((k, _)), _) if in_mine => k.clone(),
+                (None, _, Some((k, _))) if in_chunk => k.clone(),
+                _ => break,
+            };
+            let next = start.after(&key);
+            let own_write = mine.filter(|_| in_mine).map(|e| e.1);
+            let chunk_write = chunk.filter(|_| in_chunk).map(|e| e.1);
+            let value = visible(own_write, chunk_write, stored_value);
+            if in_mine {
+                mine = next.first_in(own.map());
+            }
+            if in_chunk {
+                chunk = next.first_in(self.writes);
+            }
+            if let Some(v) = value {
+                out.push((key, v));
+            }
+        }
+        // A scan that filled up covered the range up to its last entry.
+        let stop = if out.len() == limit { out.last().map(|(k, _)| k.clone()) } else { None };
+        self.reads.scans.push((from.to_vec(), stop, reverse));
+        Ok(out)
+    }
+}
+
+/// Fold a transaction's writes into its chunk's: a value replaces, a delta adds to what the
+/// chunk holds (a value stays a value).
+fn fold_into(chunk: &mut Writes, own: Writes) {
+    for (key, w) in own {
+        match (chunk.get_mut(&key), w) {
+            (Some(Write::Value(v)), Write::Delta(d)) => {
+                *v = Some(apply_delta(v.as_deref(), d));
+            }
+            (Some(Write::Delta(c)), Write::Delta(d)) => *c = c.wrapping_add(d),
+            (_, w) => {
+                chunk.insert(key, w);
+            }
+        }
+    }
+}
+
+/// Run one chunk; `None` when cancelled or when a storage read failed (`base` holds the
+/// error).
+fn run_chunk<T: Transaction, S: StateReader>(
+    txs: &[T],
+    base: &Base<'_, S>,
+    cancel: Option<&AtomicBool>,
+) -> Option<Chunk<T::Output>> {
+    let mut outputs = Vec::with_capacity(txs.len());
+    let mut writes = Writes::new();
+    let mut reads = Reads::default();
+    for tx in txs {
+        if cancel.is_some_and(|c| c.load(Relaxed)) {
+            return None;
+        }
+        let below = ChunkBelow { storage: base, writes: &writes, reads: &mut reads };
+        let mut view = TxView::new(below);
+        match tx.execute(&mut view) {
+            Ok(out) => outputs.push(out),
+            Err(Stop::ReadFailed) => {
+                assert!(
+                    base.failed(),
+                    "a transaction returned Stop::ReadFailed without a failed read"
+                );
+                return None;
+            }
+            Err(Stop::Blocked(_)) => unreachable!("a chunk's reads never block"),
+        }
+        let own = view.own.into_writes();
+        fold_into(&mut writes, own);
+    }
+    Some(Chunk { outputs, writes, reads })
+}
+
+/// The kept chunks' writes, resolved, with the hashes of their keys.
+#[derive(Default)]
+struct Kept {
+    writes: BTreeMap<Key, Option<Value>>,
+    hashes: FxHashSet<u64>,
+}
+
+impl Kept {
+    /// Whether a chunk's reads touch a key these writes hold.
+    fn conflicts(&self, reads: &Reads) -> bool {
+        reads.keys.iter().any(|h| self.hashes.contains(h))
+            || reads.scans.iter().any(|(from, stop, reverse)| {
+                ScanBounds::covered(from, stop.as_deref(), *reverse)
+                    .is_some_and(|range| self.writes.range::<[u8], _>(range).next().is_some())
+            })
+    }
+
+    /// Add a kept chunk's writes, its deltas on top of what the block held before them:
+    /// one merge of the two sorted sequences.
+    fn merge<S: StateReader>(&mut self, chunk: Writes, base: &Base<'_, S>) {
+        self.hashes.reserve(chunk.len());
+        let mut merged = Vec::with_capacity(self.writes.len() + chunk.len());
+        let mut old = std::mem::take(&mut self.writes).into_iter().peekable();
+        for (key, w) in chunk {
+            while let Some(entry) = old.next_if(|(k, _)| *k < key) {
+                merged.push(entry);
+            }
+            let before = old.next_if(|(k, _)| *k == key).map(|(_, v)| v);
+            let value = match w {
+                Write::Value(v) => v,
+                Write::Delta(d) => {
+                    let under = before.unwrap_or_else(|| base.get(&key));
+                    Some(apply_delta(under.as_deref(), d))
+                }
+            };
+            self.hashes.insert(key_hash(&key));
+            merged.push((key, value));
+        }
+        merged.extend(old);
+        self.writes = merged.into_iter().collect();
+    }
+}
+
+/// Under the sequential executor that finishes a switched block: the kept chunks.
+impl Under for Kept {
+    fn get(&self, key: &[u8]) -> Option<Option<Value>> {
+        self.writes.get(key).cloned()
+    }
+
+    fn first_key(&self, bounds: &ScanBounds<'_>) -> Option<IndexKey> {
+        bounds.first_in(&self.writes).map(|(k, _)| IndexKey::from(k.as_slice()))
+    }
+}
+
+/// Run each of `parts` on its own thread (the calling thread runs the first).
+fn run_chunks<T: Transaction, S: StateReader + Sync>(
+    parts: &[&[T]],
+    base: &Base<'_, S>,
+    cancel: Option<&AtomicBool>,
+) -> Vec<Option<Chunk<T::Output>>> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> =
+            parts[1..].iter().map(|part| s.spawn(move || run_chunk(part, base, cancel))).collect();
+        let first = parts.first().and_then(|part| run_chunk(part, base, cancel));
+        let rest = handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+        std::iter::once(first).chain(rest).collect()
+    })
+}
+
+/// Run `txs` as `workers` contiguous chunks, one per thread (the calling thread runs the
+/// first), then keep the chunks that read nothing an earlier one wrote and run the rest of
+/// the block sequentially from the first that did. `reason` is why the block runs this way.
+pub(crate) fn run<T: Transaction, S: StateReader + Sync>(
+    txs: &[T],
+    storage: &S,
+    workers: usize,
+    cancel: Option<&AtomicBool>,
+    reason: Reason,
+) -> Result<BlockOutput<T::Output>, ExecError<S::Error>> {
+    let base = Base::new(storage);
+    let size = txs.len().div_ceil(workers.max(1)).max(1);
+    let parts: Vec<&[T]> = txs.chunks(size).collect();
+    let ran = run_chunks(&parts, &base, cancel);
+    if base.failed() {
+        return Err(base.finish(()).err().unwrap_or(ExecError::Cancelled));
+    }
+    let ran: Vec<Chunk<T::Output>> =
+        ran.into_iter().collect::<Option<_>>().ok_or(ExecError::Cancelled)?;
+    let mut kept = Kept::default();
+    let mut outputs = Vec::with_capacity(txs.len());
+    let mut counters = Counters { executions: txs.len() as u64, ..Counters::default() };
+    let mut switch = None;
+    for (i, chunk) in ran.into_iter().enumerate() {
+        if i > 0 {
+            counters.validations += chunk.outputs.len() as u64;
+            if kept.conflicts(&chunk.reads) {
+                switch = Some(Switch { at: outputs.len(), reason: SwitchReason::Conflict });
+                break;
+            }
+        }
+        outputs.extend(chunk.outputs);
+        kept.merge(chunk.writes, &base);
+    }
+    if let Some(Switch { at, .. }) = switch {
+        let (tail, tail_writes) = run_over(&txs[at..], &base, &kept, cancel)?;
+        outputs.extend(tail);
+        kept.writes.extend(tail_writes);
+        counters.executions += (txs.len() - at) as u64;
+        counters.reexecutions = (txs.len() - at) as u64;
+        counters.aborts = 1;
+    }
+    let run = Run { mode: Mode::Partitioned, reason, switch };
+    base.finish(BlockOutput { outputs, writes: kept.writes, counters, run })
+}
+
+/// Run `txs` over the main trie of `storage` with the partitioned executor on `workers`
+/// threads (the calling thread is one of them): the result equals
+/// [`crate::execute_sequential`]'s (outputs and writes, or the first storage error). One
+/// worker and blocks under [`crate::PARALLEL_MIN_TXS`] run sequentially.
+pub fn execute_partitioned<T: Transaction, S: StateReader + Sync>(
+    txs: &[T],
+    storage: &S,
+    workers: usize,
+) -> Result<BlockOutput<T::Output>, S::Error> {
+    let out = if workers <= 1 {
+        crate::sequential::run(txs, storage, None, Reason::OneWorker)
+    } else if txs.len() < crate::PARALLEL_MIN_TXS {
+        crate::sequential::run(txs, storage, None, Reason::SmallBlock)
+    } else {
+        run(txs, storage, workers, None, Reason::Requested)
+    };
+    match out {
+        Ok(out) => Ok(out),
+        Err(ExecError::Storage(e)) => Err(e),
+        Err(ExecError::Cancelled) => unreachable!("nothing can cancel a run without a cancel flag"),
+    }
+}
