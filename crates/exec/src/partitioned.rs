@@ -284,8 +284,9 @@ fn run_chunks<T: Transaction, S: StateReader + Sync>(
     cancel: Option<&AtomicBool>,
 ) -> Vec<Option<Chunk<T::Output>>> {
     std::thread::scope(|s| {
-        let handles: Vec<_> =
-            parts[1..].iter().map(|part| s.spawn(move || run_chunk(part, base, cancel))).collect();
+        let handles: Vec<_> = (parts.iter().skip(1))
+            .map(|&part| s.spawn(move || run_chunk(part, base, cancel)))
+            .collect();
         let first = parts.first().and_then(|part| run_chunk(part, base, cancel));
         let rest = handles
             .into_iter()
