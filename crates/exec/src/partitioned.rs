@@ -25,8 +25,9 @@
 //! for each such key, the value a sequential run would show it (the earlier chunks leave
 //! the key as it was); its reads of keys written within the chunk came from its own earlier
 //! transactions, which are themselves right by induction. Deltas ([`crate::View`]'s
-//! `add_delta`) read nothing: a chunk keeps them as sums and adds them to the kept writes
-//! when the chunk is merged. A read hash that collides only makes a chunk look
+//! `add_delta`) read nothing: a chunk keeps them as sums, folded in block order with the kept
+//! chunks' values when the block's final values are resolved (or when the sequential part
+//! after a switch reads the key). A read hash that collides only makes a chunk look
 //! conflicting: the run then switches, never keeps a wrong chunk.
 
 use std::collections::BTreeMap;
@@ -34,6 +35,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use rustc_hash::{FxBuildHasher, FxHashSet};
+use state::key_prefix64;
 
 use crate::journal::Journaled;
 use crate::mvmemory::IndexKey;
@@ -58,10 +60,11 @@ struct Reads {
 /// A chunk's writes, deltas kept as sums.
 type Writes = BTreeMap<Key, Write>;
 
-/// A chunk's run: its outputs, its writes, and its reads.
+/// A chunk's run: its outputs, its writes, the hashes of the keys it wrote, and its reads.
 struct Chunk<O> {
     outputs: Vec<O>,
     writes: Writes,
+    hashes: FxHashSet<u64>,
     reads: Reads,
 }
 
@@ -220,60 +223,104 @@ fn run_chunk<T: Transaction, S: StateReader>(
         let own = view.own.into_writes();
         fold_into(&mut writes, own);
     }
-    Some(Chunk { outputs, writes, reads })
+    // Hashed here, on the chunk's own thread, not after the join.
+    let hashes = writes.keys().map(|k| key_hash(k)).collect();
+    Some(Chunk { outputs, writes, hashes, reads })
 }
 
-/// The kept chunks' writes, resolved, with the hashes of their keys.
+/// `value` with the deltas `sum` added, if any.
+fn plus(value: Option<Value>, sum: Option<i64>) -> Option<Value> {
+    match sum {
+        Some(sum) => Some(apply_delta(value.as_deref(), sum)),
+        None => value,
+    }
+}
+
+/// The chunks kept so far, in block order: each one's writes (deltas as sums) and the
+/// hashes of their keys.
 #[derive(Default)]
 struct Kept {
-    writes: BTreeMap<Key, Option<Value>>,
-    hashes: FxHashSet<u64>,
+    writes: Vec<Writes>,
+    hashes: Vec<FxHashSet<u64>>,
 }
 
 impl Kept {
-    /// Whether a chunk's reads touch a key these writes hold.
+    /// Whether a chunk's reads touch a key the kept chunks wrote.
     fn conflicts(&self, reads: &Reads) -> bool {
-        reads.keys.iter().any(|h| self.hashes.contains(h))
+        reads.keys.iter().any(|h| self.hashes.iter().any(|kept| kept.contains(h)))
             || reads.scans.iter().any(|(from, stop, reverse)| {
-                ScanBounds::covered(from, stop.as_deref(), *reverse)
-                    .is_some_and(|range| self.writes.range::<[u8], _>(range).next().is_some())
+                ScanBounds::covered(from, stop.as_deref(), *reverse).is_some_and(|range| {
+                    self.writes.iter().any(|w| w.range::<[u8], _>(range).next().is_some())
+                })
             })
     }
 
-    /// Add a kept chunk's writes, its deltas on top of what the block held before them:
-    /// one merge of the two sorted sequences.
-    fn merge<S: StateReader>(&mut self, chunk: Writes, base: &Base<'_, S>) {
-        self.hashes.reserve(chunk.len());
-        let mut merged = Vec::with_capacity(self.writes.len() + chunk.len());
-        let mut old = std::mem::take(&mut self.writes).into_iter().peekable();
-        for (key, w) in chunk {
-            while let Some(entry) = old.next_if(|(k, _)| *k < key) {
-                merged.push(entry);
-            }
-            let before = old.next_if(|(k, _)| *k == key).map(|(_, v)| v);
-            let value = match w {
-                Write::Value(v) => v,
-                Write::Delta(d) => {
-                    let under = before.unwrap_or_else(|| base.get(&key));
-                    Some(apply_delta(under.as_deref(), d))
-                }
-            };
-            self.hashes.insert(key_hash(&key));
-            merged.push((key, value));
+    fn keep<O>(&mut self, chunk: Chunk<O>) {
+        self.writes.push(chunk.writes);
+        self.hashes.push(chunk.hashes);
+    }
+
+    /// The block's final values: each key's writes in block order, a delta added to the
+    /// value before it (or to the key's value before the block). One sort of the chunks'
+    /// sorted runs, on an 8-byte key prefix first.
+    fn resolve<S: StateReader>(self, base: &Base<'_, S>) -> BTreeMap<Key, Option<Value>> {
+        let len = self.writes.iter().map(BTreeMap::len).sum();
+        let mut all: Vec<(u64, Key, Write)> = Vec::with_capacity(len);
+        for chunk in self.writes {
+            all.extend(chunk.into_iter().map(|(k, w)| (key_prefix64(&k), k, w)));
         }
-        merged.extend(old);
-        self.writes = merged.into_iter().collect();
+        // Stable: each key's writes stay in block order.
+        all.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+        let mut out: Vec<(Key, Option<Value>)> = Vec::with_capacity(all.len());
+        let mut current: Option<(Key, Option<Option<Value>>, Option<i64>)> = None;
+        let settle = |(key, value, sum): (Key, Option<Option<Value>>, Option<i64>)| {
+            let value = match value {
+                Some(v) => plus(v, sum),
+                None => plus(base.get(&key), sum),
+            };
+            (key, value)
+        };
+        for (_, key, w) in all {
+            if current.as_ref().is_none_or(|(k, ..)| *k != key) {
+                out.extend(current.take().map(settle));
+                current = Some((key, None, None));
+            }
+            if let Some((_, value, sum)) = current.as_mut() {
+                match w {
+                    Write::Value(v) => (*value, *sum) = (Some(v), None),
+                    Write::Delta(d) => *sum = Some(sum.unwrap_or(0).wrapping_add(d)),
+                }
+            }
+        }
+        out.extend(current.take().map(settle));
+        out.into_iter().collect()
     }
 }
 
-/// Under the sequential executor that finishes a switched block: the kept chunks.
-impl Under for Kept {
+/// Under the sequential executor that finishes a switched block: the kept chunks (newest
+/// first), then the block's starting state for their deltas.
+struct KeptUnder<'a, 'b, S: StateReader> {
+    kept: &'a Kept,
+    storage: &'a Base<'b, S>,
+}
+
+impl<S: StateReader> Under for KeptUnder<'_, '_, S> {
     fn get(&self, key: &[u8]) -> Option<Option<Value>> {
-        self.writes.get(key).cloned()
+        let mut sum: Option<i64> = None;
+        for chunk in self.kept.writes.iter().rev() {
+            match chunk.get(key) {
+                Some(Write::Value(v)) => return Some(plus(v.clone(), sum)),
+                Some(Write::Delta(d)) => sum = Some(sum.unwrap_or(0).wrapping_add(*d)),
+                None => {}
+            }
+        }
+        sum.map(|sum| plus(self.storage.get(key), Some(sum)))
     }
 
     fn first_key(&self, bounds: &ScanBounds<'_>) -> Option<IndexKey> {
-        bounds.first_in(&self.writes).map(|(k, _)| IndexKey::from(k.as_slice()))
+        let heads = self.kept.writes.iter().filter_map(|w| bounds.first_in(w).map(|(k, _)| k));
+        let first = heads.reduce(|a, b| if (b < a) != bounds.reverse { b } else { a });
+        first.map(|k| IndexKey::from(k.as_slice()))
     }
 }
 
@@ -318,7 +365,7 @@ pub(crate) fn run<T: Transaction, S: StateReader + Sync>(
     let mut outputs = Vec::with_capacity(txs.len());
     let mut counters = Counters { executions: txs.len() as u64, ..Counters::default() };
     let mut switch = None;
-    for (i, chunk) in ran.into_iter().enumerate() {
+    for (i, mut chunk) in ran.into_iter().enumerate() {
         if i > 0 {
             counters.validations += chunk.outputs.len() as u64;
             if kept.conflicts(&chunk.reads) {
@@ -326,19 +373,25 @@ pub(crate) fn run<T: Transaction, S: StateReader + Sync>(
                 break;
             }
         }
-        outputs.extend(chunk.outputs);
-        kept.merge(chunk.writes, &base);
+        outputs.append(&mut chunk.outputs);
+        kept.keep(chunk);
     }
-    if let Some(Switch { at, .. }) = switch {
-        let (tail, tail_writes) = run_over(&txs[at..], &base, &kept, cancel)?;
-        outputs.extend(tail);
-        kept.writes.extend(tail_writes);
-        counters.executions += (txs.len() - at) as u64;
-        counters.reexecutions = (txs.len() - at) as u64;
-        counters.aborts = 1;
-    }
+    let tail = match switch {
+        Some(Switch { at, .. }) => {
+            let under = KeptUnder { kept: &kept, storage: &base };
+            let (tail, tail_writes) = run_over(&txs[at..], &base, &under, cancel)?;
+            outputs.extend(tail);
+            counters.executions += (txs.len() - at) as u64;
+            counters.reexecutions = (txs.len() - at) as u64;
+            counters.aborts = 1;
+            tail_writes
+        }
+        None => BTreeMap::new(),
+    };
+    let mut writes = kept.resolve(&base);
+    writes.extend(tail);
     let run = Run { mode: Mode::Partitioned, reason, switch };
-    base.finish(BlockOutput { outputs, writes: kept.writes, counters, run })
+    base.finish(BlockOutput { outputs, writes, counters, run })
 }
 
 /// Run `txs` over the main trie of `storage` with the partitioned executor on `workers`

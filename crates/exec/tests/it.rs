@@ -681,6 +681,31 @@ fn partitioned_keeps_chunks_that_share_only_deltas() {
     }
 }
 
+/// A counter that chunks bump through deltas and one chunk sets blindly (without reading
+/// it: no conflict): its final value is the set plus the deltas after it, in block order.
+/// So is a key one chunk sets and later chunks bump.
+#[test]
+fn partitioned_resolves_values_and_deltas_across_chunks_in_block_order() {
+    let storage: BTreeMap<Vec<u8>, Vec<u8>> = [(key(0), 1000u64.to_be_bytes().to_vec())].into();
+    let mut txs: Vec<Tx> = (1..=100u8).map(|i| own_key_and_counter(i, vec![])).collect();
+    for (set_at, k) in [(30, 0u8), (10, 200), (55, 201), (80, 202)] {
+        txs[set_at].writes.push((k, 9));
+        for t in &mut txs[set_at + 1..] {
+            t.deltas.push((k, 1));
+        }
+    }
+    for t in &mut txs[..10] {
+        t.deltas.extend([(200u8, 2i8), (201, 2), (202, 2)]);
+    }
+    let seq = ok(execute_sequential(&txs, &storage));
+    for workers in [2, 4, 8] {
+        let out = ok(execute_partitioned(&txs, &storage, workers));
+        assert_eq!(out.run.switch, None, "{workers} chunks");
+        assert_eq!(out.writes, seq.writes, "{workers} chunks");
+        assert_eq!(out.outputs, seq.outputs, "{workers} chunks");
+    }
+}
+
 /// A chunk that reads a key an earlier chunk wrote, or scans a range an earlier chunk
 /// wrote into (a phantom: the key did not exist before the block), makes the run switch
 /// at that chunk's start. Four workers, 100 transactions: chunks of 25.
