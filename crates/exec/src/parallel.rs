@@ -49,9 +49,11 @@ impl<S: StateReader> MvBelow<'_, '_, S> {
         }
         Ok(())
     }
+}
 
+impl<S: StateReader> DeltaBelow for MvBelow<'_, '_, S> {
     /// The value below this transaction (lower writes, then storage), recording the read.
-    fn read_recorded(&mut self, key: &[u8]) -> Result<Option<Value>, Stop> {
+    fn read_below(&mut self, key: &[u8]) -> Result<Option<Value>, Stop> {
         let (id, r) = self.memory.read(key, self.txn);
         let (origin, value) = match r {
             ReadResult::Blocked(blocking) => return Err(Stop::Blocked(blocking)),
@@ -65,12 +67,6 @@ impl<S: StateReader> MvBelow<'_, '_, S> {
         self.check()?;
         self.reads.push((id, origin));
         Ok(value)
-    }
-}
-
-impl<S: StateReader> DeltaBelow for MvBelow<'_, '_, S> {
-    fn read_below(&mut self, key: &[u8]) -> Result<Option<Value>, Stop> {
-        self.read_recorded(key)
     }
 
     /// A merge of three ordered sources, one head each: the own writes, the keys written

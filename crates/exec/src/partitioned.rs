@@ -31,7 +31,7 @@
 //! conflicting: the run then switches, never keeps a wrong chunk.
 
 use std::collections::BTreeMap;
-use std::hash::{BuildHasher, Hasher};
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use rustc_hash::{FxBuildHasher, FxHashSet};
@@ -68,11 +68,10 @@ struct Chunk<O> {
     reads: Reads,
 }
 
-/// The hash a chunk records for a key it read.
+/// The hash a chunk records for a key it read or wrote (the hash the multi-version
+/// memory picks its shards by).
 fn key_hash(key: &[u8]) -> u64 {
-    let mut h = FxBuildHasher.build_hasher();
-    h.write(key);
-    h.finish()
+    FxBuildHasher.hash_one(key)
 }
 
 /// Below a transaction of a chunk: the chunk's writes so far, then the block's starting
