@@ -31,8 +31,10 @@
 //! partitioned executor per block and a parallel block may switch to sequential execution
 //! midway. With more than one worker it first runs [`WARMUP_BLOCKS`] untimed blocks (the
 //! model measures the sequential executor on the first, Block-STM on the next two and the
-//! partitioned executor on the two after); each row then reports which executor ran its
-//! timed blocks and why.
+//! partitioned executor on the ones after, two at the waves it settles on); each row then
+//! reports which executor ran its timed blocks and why. The forced partitioned rows run
+//! through an adaptive executor pinned to it, warmed up alike, so that its waves of chunks
+//! adapt to the workload as the model's would (`part×4`: four waves).
 
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -43,9 +45,8 @@ use chain::{
     BlockContext, ChainReceipt, Outcome, TransferKind, EXISTENTIAL_DEPOSIT,
 };
 use exec::{
-    execute_parallel_with, execute_partitioned, execute_sequential, AdaptiveExecutor, BlockOutput,
-    Counters, Mode, ParallelOptions, Reason, Run, StateReader, Stop, SwitchReason, Transaction,
-    View,
+    execute_parallel_with, execute_sequential, AdaptiveExecutor, BlockOutput, Counters, Mode,
+    ParallelOptions, Reason, Run, StateReader, Stop, SwitchReason, Transaction, View,
 };
 use k256::ecdsa::signature::{Signer, Verifier};
 use k256::ecdsa::{Signature, SigningKey, VerifyingKey};
@@ -304,8 +305,10 @@ pub struct Estimate {
     pub partitioned_ns_per_tx: Option<f64>,
 }
 
-/// Untimed blocks each adaptive executor runs before the timed ones.
-pub(crate) const WARMUP_BLOCKS: usize = 5;
+/// Untimed blocks each adaptive executor runs before the timed ones: the model's first
+/// measurements (the sequential executor once, Block-STM twice, the partitioned executor
+/// twice, and up to three blocks more while the partitioned executor's waves grow).
+pub(crate) const WARMUP_BLOCKS: usize = 8;
 
 /// A short name of how a block ran, e.g. `par (probe) →seq (slower)`.
 fn mode_label(run: &Run) -> String {
@@ -324,7 +327,10 @@ fn mode_label(run: &Run) -> String {
         Reason::Probe => "probe",
         _ => "other",
     };
-    let label = format!("{} ({reason})", mode(run.mode));
+    let label = match run.mode {
+        Mode::Partitioned if run.waves > 1 => format!("part×{} ({reason})", run.waves),
+        m => format!("{} ({reason})", mode(m)),
+    };
     match run.switch.map(|s| s.reason) {
         None => label,
         Some(SwitchReason::Reexecutions) => format!("{label} →seq (re-executions)"),
@@ -514,12 +520,12 @@ enum Engine {
     Partitioned,
 }
 
-/// What runs a variant's blocks: the adaptive executor, kept across the blocks, or
-/// Block-STM or the partitioned executor forced on every block.
+/// What runs a variant's blocks: an adaptive executor kept across the blocks (the
+/// partitioned executor's one pinned, so that it adapts its waves as the model's would),
+/// or Block-STM forced on every block.
 enum Executor {
     Adaptive(AdaptiveExecutor),
     Forced(usize),
-    Partitioned(usize),
 }
 
 impl Executor {
@@ -527,7 +533,9 @@ impl Executor {
         match engine {
             Engine::Adaptive => Executor::Adaptive(AdaptiveExecutor::new(workers)),
             Engine::Stm => Executor::Forced(workers),
-            Engine::Partitioned => Executor::Partitioned(workers),
+            Engine::Partitioned => {
+                Executor::Adaptive(AdaptiveExecutor::pinned(workers, Mode::Partitioned))
+            }
         }
     }
 
@@ -542,7 +550,6 @@ impl Executor {
                 let options = ParallelOptions { always_parallel: true, ..Default::default() };
                 execute_parallel_with(txs, storage, *workers, options)?
             }
-            Executor::Partitioned(workers) => execute_partitioned(txs, storage, *workers)?,
         })
     }
 

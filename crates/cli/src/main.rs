@@ -129,6 +129,9 @@ fn main() -> ExitCode {
     alloc_count::limit_glibc_arenas(cores.max(2));
     // Short-lived per-block buffers must not fault in zeroed 2 MiB pages (see the function).
     alloc_count::disable_transparent_huge_pages();
+    // Per-block buffers must not be given back to the system between blocks (see the
+    // function).
+    alloc_count::keep_freed_memory();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),

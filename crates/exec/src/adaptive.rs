@@ -30,13 +30,22 @@
 //!   block, not the block. A partitioned block switches at its first conflicting chunk,
 //!   so its probe costs at most about one chunk's time.
 //!
+//! - The partitioned executor starts with one wave of chunks and doubles its waves after a
+//!   block of it that switched (up to 8): a chain whose transactions depend on ones half a
+//!   block before them conflicts with one chunk per worker and runs without conflicts once
+//!   the waves are shorter than that distance. A block that changed the waves is not a
+//!   sample (the next partitioned block measures the new cut), and the waves never shrink:
+//!   each costs a thread hand-off and an index of its keys, which on cheap transactions
+//!   that never conflict is worth one wave (`bench blockstm --no-sig`, hot-fee: 1.51–1.61×
+//!   the sequential executor with one wave, 1.26–1.28× with four).
+//!
 //! Blocks under [`PARALLEL_MIN_TXS`] and one worker run sequentially and leave the model
 //! as it is.
 
 use std::time::{Duration, Instant};
 
 use crate::parallel::{run as run_parallel, Guard, Split};
-use crate::partitioned::run as run_partitioned;
+use crate::partitioned::{next_waves, run as run_partitioned};
 use crate::{
     execute_parallel_with, BlockOutput, ExecError, Mode, ParallelOptions, Reason, StateReader,
     Transaction, PARALLEL_MIN_TXS,
@@ -96,6 +105,8 @@ const MODES: [Mode; 3] = [Mode::Sequential, Mode::Parallel, Mode::Partitioned];
 /// [`crate::execute_sequential`]'s.
 #[derive(Debug, Clone)]
 pub struct AdaptiveExecutor {
+    /// The executor every block starts with, if pinned.
+    pinned: Option<Mode>,
     workers: usize,
     model: Model,
 }
@@ -112,14 +123,29 @@ struct Model {
     samples: [u32; 3],
     /// Probes so far: they take the executors the model did not pick in turn.
     probes: u32,
+    /// The partitioned executor's waves of chunks: one at first, twice as many after a
+    /// partitioned block that switched (`partitioned::next_waves`).
+    waves: usize,
 }
 
 impl AdaptiveExecutor {
     /// An executor for `workers` threads (the calling thread is one), with no
     /// measurements yet.
     pub fn new(workers: usize) -> Self {
+        Self::with_pin(workers, None)
+    }
+
+    /// An executor that starts every block with `mode`'s executor (the partitioned one
+    /// still adapts its waves, a Block-STM block still switches when it falls behind), for
+    /// measuring one executor as the adaptive one would run it.
+    pub fn pinned(workers: usize, mode: Mode) -> Self {
+        Self::with_pin(workers, Some(mode))
+    }
+
+    fn with_pin(workers: usize, pinned: Option<Mode>) -> Self {
         let estimates = Estimates::default();
         AdaptiveExecutor {
+            pinned,
             workers: workers.max(1),
             model: Model {
                 estimates,
@@ -127,6 +153,7 @@ impl AdaptiveExecutor {
                 probe_every: PROBE_EVERY_MIN,
                 samples: [0; 3],
                 probes: 0,
+                waves: 1,
             },
         }
     }
@@ -169,7 +196,10 @@ impl AdaptiveExecutor {
         if options.always_parallel || self.workers == 1 || txs.len() < PARALLEL_MIN_TXS {
             return execute_parallel_with(txs, storage, self.workers, options);
         }
-        let (mode, reason) = self.model.plan();
+        let (mode, reason) = match self.pinned {
+            Some(mode) => (mode, Reason::Requested),
+            None => self.model.plan(),
+        };
         let started = Instant::now();
         let (output, split) = match mode {
             Mode::Parallel => {
@@ -181,10 +211,21 @@ impl AdaptiveExecutor {
                 (ran.output, ran.split)
             }
             Mode::Partitioned => {
-                (run_partitioned(txs, storage, self.workers, options.cancel, reason)?, None)
+                let waves = self.model.waves;
+                let out =
+                    run_partitioned(txs, storage, self.workers, waves, options.cancel, reason)?;
+                let at = out.run.switch.map(|s| s.at);
+                self.model.waves = next_waves(self.workers, waves, txs.len(), at);
+                (out, None)
             }
             _ => (crate::sequential::run(txs, storage, options.cancel, reason)?, None),
         };
+        // A partitioned block that changed the waves measured a cut the next one will not
+        // use: it teaches the model nothing, and the next block that would have been
+        // partitioned measures the new cut (at most three times: the waves only grow).
+        if output.run.mode == Mode::Partitioned && output.run.waves != self.model.waves {
+            return Ok(output);
+        }
         let at = output.run.switch.map(|s| s.at);
         self.model.observe(mode, reason, txs.len(), started.elapsed(), split.zip(at));
         Ok(output)

@@ -16,7 +16,9 @@
 //!   sequentially on top of its validated prefix (`parallel.rs`).
 //! - [`execute_partitioned`]: one contiguous chunk per worker against the block's starting
 //!   state, chunks kept in order while none read what an earlier one wrote, the rest run
-//!   sequentially from the first that did (`partitioned.rs`).
+//!   sequentially from the first that did (`partitioned.rs`);
+//!   [`execute_partitioned_waves`] cuts the block into waves of such chunks, each wave over
+//!   the earlier ones' writes.
 //! - [`AdaptiveExecutor`]: what a node keeps across blocks. Its cost model (`adaptive.rs`),
 //!   fed by the measured time per transaction of the three executors, picks the executor
 //!   per block, and a Block-STM block that falls behind the sequential executor's pace
@@ -46,7 +48,7 @@ use std::fmt::Debug;
 
 pub use adaptive::{AdaptiveExecutor, Estimates};
 pub use parallel::{execute_parallel, execute_parallel_with, ParallelOptions};
-pub use partitioned::execute_partitioned;
+pub use partitioned::{execute_partitioned, execute_partitioned_waves};
 pub use sequential::execute_sequential;
 pub use state::{apply_delta, StateReader, StateView, TransactionError, TrieId};
 
@@ -350,12 +352,15 @@ pub struct Run {
     pub reason: Reason,
     /// Where and why a parallel run went on sequentially, if it did.
     pub switch: Option<Switch>,
+    /// The waves of chunks the partitioned executor cut the block into (1 for the other
+    /// executors).
+    pub waves: usize,
 }
 
 impl Run {
     /// A block run by the sequential executor from the start.
     pub(crate) fn sequential(reason: Reason) -> Self {
-        Run { mode: Mode::Sequential, reason, switch: None }
+        Run { mode: Mode::Sequential, reason, switch: None, waves: 1 }
     }
 }
 

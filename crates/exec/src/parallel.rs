@@ -523,7 +523,7 @@ pub(crate) fn run<T: Transaction, S: StateReader + Sync>(
         // The calling thread is a worker too.
         shared.worker(Jitter::new(options.stress_seed, 0), options.cancel, true);
     });
-    let run = Run { mode: Mode::Parallel, reason, switch: None };
+    let run = Run { mode: Mode::Parallel, reason, switch: None, waves: 1 };
     match shared.scheduler.end() {
         Some(End::Complete) => {
             let Shared { storage, memory, outputs, counters, .. } = shared;

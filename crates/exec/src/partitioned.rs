@@ -1,10 +1,13 @@
-//! The partitioned executor: each worker runs one contiguous chunk of the block with the
-//! sequential executor's logic against the state the block starts from, recording what it
-//! read from that state; then the calling thread checks the chunks in block order against
-//! the writes of the chunks before them and keeps every chunk whose reads those writes do
-//! not touch. At the first chunk that read a key an earlier chunk wrote (or scanned a range
-//! one wrote into), the run switches: the rest of the block, from that chunk's first
-//! transaction, runs sequentially on top of the kept chunks' writes.
+//! The partitioned executor: the block is cut into contiguous chunks, `workers` per wave;
+//! each worker runs one chunk of a wave with the sequential executor's logic against the
+//! state the wave starts from (the block's starting state under the chunks of the earlier
+//! waves), recording what it read from that state; then the calling thread checks the
+//! wave's chunks in block order against the writes of the wave's chunks before them and
+//! keeps every chunk whose reads those writes do not touch. At the first chunk that read a
+//! key an earlier chunk of its wave wrote (or scanned a range one wrote into), the run
+//! switches: the rest of the block runs sequentially on top of the kept chunks' writes,
+//! from that chunk's first transaction, or from its last when only the last read a stale
+//! key (a block-end hook that reads what every transaction added to: `chain-transfers`).
 //!
 //! Why beside Block-STM: on blocks of cheap transactions (a few µs each) Block-STM's
 //! shared structures (the scheduler's indices, the multi-version memory's shards, each
@@ -16,25 +19,37 @@
 //! price is the switch: a block whose chunks conflict pays its later chunks twice (about
 //! the sequential executor's time plus the first chunk's), so the cost model
 //! ([`crate::AdaptiveExecutor`]) measures it like the other two executors and picks it only
-//! where it is faster. Tried and dropped (design.md): waves of chunks that read the earlier
-//! waves' writes, with a conflicting chunk rolled back to its first conflicting
-//! transaction; the merges and undo logs cost more than they saved.
+//! where it is faster.
+//!
+//! Waves: a block whose transactions depend on ones far before them (transfer `i + 5,000`
+//! on transfer `i`) conflicts with one chunk per worker, and runs without a conflict when
+//! the chunks of a wave are shorter than that distance, since later waves read the earlier
+//! ones' writes. The cost model doubles the waves after a block that switched (up to
+//! [`MAX_WAVES`]); a wave costs a spawn and join of its threads and an index of its kept
+//! chunks' keys (each key's chunks as a bit mask, so a read below a chunk's writes costs one
+//! hash probe more, not one per kept chunk). Tried and dropped (design.md): waves whose
+//! conflicting chunk was rolled back to its first conflicting transaction by an undo log;
+//! the undo logs and per-wave merges cost more than they saved.
 //!
 //! Correctness, by the argument of a sequential run: chunk 0 is one. A chunk whose
-//! transactions read from the block's starting state only keys no earlier chunk wrote saw,
-//! for each such key, the value a sequential run would show it (the earlier chunks leave
-//! the key as it was); its reads of keys written within the chunk came from its own earlier
-//! transactions, which are themselves right by induction. Deltas ([`crate::View`]'s
-//! `add_delta`) read nothing: a chunk keeps them as sums, folded in block order with the kept
-//! chunks' values when the block's final values are resolved (or when the sequential part
-//! after a switch reads the key). A read hash that collides only makes a chunk look
-//! conflicting: the run then switches, never keeps a wrong chunk.
+//! transactions read from the state its wave starts from only keys no earlier chunk of the
+//! wave wrote saw, for each such key, the value a sequential run would show it (the
+//! earlier waves are kept whole, and the earlier chunks of its own wave leave the key as it
+//! was); its reads of keys written within the chunk came from its own earlier transactions,
+//! which are themselves right by induction. The same holds for the transactions of a chunk
+//! before its last, which is how the prefix of a chunk whose last transaction alone
+//! conflicts is kept. Deltas ([`crate::View`]'s `add_delta`) read nothing: a chunk keeps
+//! them as sums, folded in block order with the kept chunks' values when the block's final
+//! values are resolved (or when a later wave or the sequential part after a switch reads
+//! the key). A read hash that collides only makes a chunk look conflicting (the run then
+//! switches, never keeps a wrong chunk), and in the index only costs a look into a chunk
+//! that does not hold the key.
 
 use std::collections::BTreeMap;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
-use rustc_hash::{FxBuildHasher, FxHashSet};
+use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 use state::key_prefix64;
 
 use crate::journal::Journaled;
@@ -47,23 +62,59 @@ use crate::{
     StateReader, Stop, Switch, SwitchReason, Transaction, Value, Write,
 };
 
-/// What one chunk's transactions read from the state the block starts from.
+/// The most waves a block is cut into.
+pub(crate) const MAX_WAVES: usize = 8;
+/// The most chunks a block with more than one wave is cut into: the index of the kept
+/// chunks marks each key's chunks in a 64-bit mask.
+const MAX_CHUNKS: usize = 64;
+
+/// `waves` bounded to `1..=MAX_WAVES` and to at most [`MAX_CHUNKS`] chunks of `workers`.
+pub(crate) fn clamp_waves(workers: usize, waves: usize) -> usize {
+    waves.clamp(1, MAX_WAVES).min((MAX_CHUNKS / workers.max(1)).max(1))
+}
+
+/// The waves for the next partitioned block, after one of `n` transactions that ran with
+/// `waves` and switched at `at` (if it did): twice as many when the switch ran more than
+/// the block's last transaction again (a block-end hook that reads what every chunk added
+/// to is run again alone, however many waves; shorter chunks would not spare it).
+pub(crate) fn next_waves(workers: usize, waves: usize, n: usize, at: Option<usize>) -> usize {
+    match at {
+        Some(at) if n.saturating_sub(at) > 1 => clamp_waves(workers, waves * 2),
+        _ => clamp_waves(workers, waves),
+    }
+}
+
+/// A scan's record: from, where it stopped (`None`: the end of the key space), descending.
+type ScanRecord = (Key, Option<Key>, bool);
+
+/// What one chunk's transactions read from the state its wave starts from.
 #[derive(Default)]
 struct Reads {
     /// Hashes of the keys read, every transaction's in turn.
     keys: Vec<u64>,
-    /// The ranges scans covered: from, where the scan stopped (`None`: the end of the key
-    /// space), descending.
-    scans: Vec<(Key, Option<Key>, bool)>,
+    /// The ranges scans covered.
+    scans: Vec<ScanRecord>,
+    /// Where the chunk's last transaction's reads start in `keys` and in `scans`.
+    last: (usize, usize),
+}
+
+impl Reads {
+    /// The reads of the chunk's transactions before its last.
+    fn before_last(&self) -> (&[u64], &[ScanRecord]) {
+        (&self.keys[..self.last.0], &self.scans[..self.last.1])
+    }
 }
 
 /// A chunk's writes, deltas kept as sums.
 type Writes = BTreeMap<Key, Write>;
 
-/// A chunk's run: its outputs, its writes, the hashes of the keys it wrote, and its reads.
+/// A chunk's run: its outputs, the writes of its transactions before the last and the
+/// last one's own (kept apart, so that a chunk whose last transaction alone conflicts
+/// keeps the rest), the hashes of every key it wrote, and its reads.
 struct Chunk<O> {
     outputs: Vec<O>,
     writes: Writes,
+    last: Writes,
     hashes: FxHashSet<u64>,
     reads: Reads,
 }
@@ -74,23 +125,41 @@ fn key_hash(key: &[u8]) -> u64 {
     FxBuildHasher.hash_one(key)
 }
 
-/// Below a transaction of a chunk: the chunk's writes so far, then the block's starting
-/// state, whose reads are recorded.
-struct ChunkBelow<'a, 'b, S: StateReader> {
-    storage: &'a Base<'b, S>,
+/// The state a wave starts from: the kept chunks of the earlier waves over the block's
+/// starting state.
+struct Start<'a, 'b, S: StateReader> {
+    kept: &'a Kept,
+    base: &'a Base<'b, S>,
+}
+
+impl<S: StateReader> Start<'_, '_, S> {
+    /// The value of `key` (hashed: `hash`).
+    fn get(&self, key: &[u8], hash: u64) -> Result<Option<Value>, Stop> {
+        let v = match self.kept.get(key, hash, self.base) {
+            Some(v) => v,
+            None => self.base.get(key),
+        };
+        if self.base.failed() {
+            return Err(Stop::ReadFailed);
+        }
+        Ok(v)
+    }
+}
+
+/// Below a transaction of a chunk: the chunk's writes so far, then the state its wave
+/// starts from, whose reads are recorded.
+struct ChunkBelow<'a, 'b, 'c, S: StateReader> {
+    start: &'a Start<'b, 'c, S>,
     writes: &'a Writes,
     reads: &'a mut Reads,
 }
 
-impl<S: StateReader> ChunkBelow<'_, '_, S> {
-    /// The value of `key` in the block's starting state, recorded.
+impl<S: StateReader> ChunkBelow<'_, '_, '_, S> {
+    /// The value of `key` in the state the wave starts from, recorded.
     fn stored(&mut self, key: &[u8]) -> Result<Option<Value>, Stop> {
-        self.reads.keys.push(key_hash(key));
-        let v = self.storage.get(key);
-        if self.storage.failed() {
-            return Err(Stop::ReadFailed);
-        }
-        Ok(v)
+        let hash = key_hash(key);
+        self.reads.keys.push(hash);
+        self.start.get(key, hash)
     }
 }
 
@@ -108,7 +177,7 @@ fn visible(own: Option<&Write>, chunk: Option<&Write>, stored: Option<Value>) ->
     }
 }
 
-impl<S: StateReader> DeltaBelow for ChunkBelow<'_, '_, S> {
+impl<S: StateReader> DeltaBelow for ChunkBelow<'_, '_, '_, S> {
     fn read_below(&mut self, key: &[u8]) -> Result<Option<Value>, Stop> {
         match self.writes.get(key) {
             Some(Write::Value(v)) => Ok(v.clone()),
@@ -120,8 +189,9 @@ impl<S: StateReader> DeltaBelow for ChunkBelow<'_, '_, S> {
         }
     }
 
-    /// A merge of three ordered sources, one head each: the own writes, the chunk's writes
-    /// and the block's starting state (a cursor). The range it covered is recorded.
+    /// A merge of four ordered sources, one head each: the own writes, the chunk's writes,
+    /// the earlier waves' kept chunks and the block's starting state (a cursor). The range
+    /// it covered is recorded.
     fn scan(
         &mut self,
         own: &mut Journaled<Write>,
@@ -133,37 +203,51 @@ impl<S: StateReader> DeltaBelow for ChunkBelow<'_, '_, S> {
             return Ok(Vec::new());
         }
         let own = &*own;
+        let (kept, base) = (self.start.kept, self.start.base);
         let start = ScanBounds { from, last: None, reverse };
         let mut mine = start.first_in(own.map());
         let mut chunk = start.first_in(self.writes);
-        let mut stored = StorageCursor::new(self.storage, from, reverse);
+        let mut under = kept.first_key(&start);
+        let mut stored = StorageCursor::new(base, from, reverse);
         let mut out = Vec::with_capacity(limit.min(SCAN_CAPACITY));
         while out.len() < limit {
             let heads = [mine.map(|e| e.0), chunk.map(|e| e.0)].map(|k| k.map(Vec::as_slice));
-            let [in_mine, in_chunk, in_storage] =
-                earliest(reverse, [heads[0], heads[1], stored.head()]);
-            if self.storage.failed() {
+            let [in_mine, in_chunk, in_under, in_storage] =
+                earliest(reverse, [heads[0], heads[1], under.as_deref(), stored.head()]);
+            if base.failed() {
                 return Err(Stop::ReadFailed);
             }
             let (stored_key, stored_value) = match in_storage.then(|| stored.take()).flatten() {
                 Some((k, v)) => (Some(k), Some(v)),
                 None => (None, None),
             };
-            let key = match (stored_key, mine, chunk) {
+            let under_key = if in_under { under.take() } else { None };
+            let key = match (stored_key, under_key, mine, chunk) {
                 (Some(k), ..) => k,
-                (None, Some((k, _)), _) if in_mine => k.clone(),
-                (None, _, Some((k, _))) if in_chunk => k.clone(),
+                (None, Some(k), ..) => k.to_vec(),
+                (None, None, Some((k, _)), _) if in_mine => k.clone(),
+                (None, None, _, Some((k, _))) if in_chunk => k.clone(),
                 _ => break,
             };
             let next = start.after(&key);
+            let below = match in_under.then(|| kept.get(&key, key_hash(&key), base)).flatten() {
+                Some(v) => v,
+                None => stored_value,
+            };
+            if base.failed() {
+                return Err(Stop::ReadFailed);
+            }
             let own_write = mine.filter(|_| in_mine).map(|e| e.1);
             let chunk_write = chunk.filter(|_| in_chunk).map(|e| e.1);
-            let value = visible(own_write, chunk_write, stored_value);
+            let value = visible(own_write, chunk_write, below);
             if in_mine {
                 mine = next.first_in(own.map());
             }
             if in_chunk {
                 chunk = next.first_in(self.writes);
+            }
+            if in_under {
+                under = kept.first_key(&next);
             }
             if let Some(v) = value {
                 out.push((key, v));
@@ -179,15 +263,18 @@ impl<S: StateReader> DeltaBelow for ChunkBelow<'_, '_, S> {
 /// Fold a transaction's writes into its chunk's: a value replaces, a delta adds to what the
 /// chunk holds (a value stays a value).
 fn fold_into(chunk: &mut Writes, own: Writes) {
+    use std::collections::btree_map::Entry;
     for (key, w) in own {
-        match (chunk.get_mut(&key), w) {
-            (Some(Write::Value(v)), Write::Delta(d)) => {
-                *v = Some(apply_delta(v.as_deref(), d));
+        // One search per key: the entry, not a look-up and then an insert.
+        match chunk.entry(key) {
+            Entry::Vacant(e) => {
+                e.insert(w);
             }
-            (Some(Write::Delta(c)), Write::Delta(d)) => *c = c.wrapping_add(d),
-            (_, w) => {
-                chunk.insert(key, w);
-            }
+            Entry::Occupied(mut e) => match (e.get_mut(), w) {
+                (Write::Value(v), Write::Delta(d)) => *v = Some(apply_delta(v.as_deref(), d)),
+                (Write::Delta(c), Write::Delta(d)) => *c = c.wrapping_add(d),
+                (held, w) => *held = w,
+            },
         }
     }
 }
@@ -196,23 +283,28 @@ fn fold_into(chunk: &mut Writes, own: Writes) {
 /// error).
 fn run_chunk<T: Transaction, S: StateReader>(
     txs: &[T],
-    base: &Base<'_, S>,
+    start: &Start<'_, '_, S>,
     cancel: Option<&AtomicBool>,
 ) -> Option<Chunk<T::Output>> {
     let mut outputs = Vec::with_capacity(txs.len());
     let mut writes = Writes::new();
+    let mut last = Writes::new();
     let mut reads = Reads::default();
-    for tx in txs {
+    for (i, tx) in txs.iter().enumerate() {
         if cancel.is_some_and(|c| c.load(Relaxed)) {
             return None;
         }
-        let below = ChunkBelow { storage: base, writes: &writes, reads: &mut reads };
+        let is_last = i + 1 == txs.len();
+        if is_last {
+            reads.last = (reads.keys.len(), reads.scans.len());
+        }
+        let below = ChunkBelow { start, writes: &writes, reads: &mut reads };
         let mut view = TxView::new(below);
         match tx.execute(&mut view) {
             Ok(out) => outputs.push(out),
             Err(Stop::ReadFailed) => {
                 assert!(
-                    base.failed(),
+                    start.base.failed(),
                     "a transaction returned Stop::ReadFailed without a failed read"
                 );
                 return None;
@@ -220,11 +312,14 @@ fn run_chunk<T: Transaction, S: StateReader>(
             Err(Stop::Blocked(_)) => unreachable!("a chunk's reads never block"),
         }
         let own = view.own.into_writes();
-        fold_into(&mut writes, own);
+        match is_last {
+            true => last = own,
+            false => fold_into(&mut writes, own),
+        }
     }
     // Hashed here, on the chunk's own thread, not after the join.
-    let hashes = writes.keys().map(|k| key_hash(k)).collect();
-    Some(Chunk { outputs, writes, hashes, reads })
+    let hashes = writes.keys().chain(last.keys()).map(|k| key_hash(k)).collect();
+    Some(Chunk { outputs, writes, last, hashes, reads })
 }
 
 /// `value` with the deltas `sum` added, if any.
@@ -236,104 +331,195 @@ fn plus(value: Option<Value>, sum: Option<i64>) -> Option<Value> {
 }
 
 /// The chunks kept so far, in block order: each one's writes (deltas as sums) and the
-/// hashes of their keys.
+/// hashes of their keys, with an index of the keys of the earlier waves' chunks.
 #[derive(Default)]
 struct Kept {
     writes: Vec<Writes>,
     hashes: Vec<FxHashSet<u64>>,
+    /// For the chunks `writes[..indexed]`: per key hash, a bit per chunk holding the key
+    /// (or a key of the same hash).
+    index: FxHashMap<u64, u64>,
+    indexed: usize,
 }
 
 impl Kept {
-    /// Whether a chunk's reads touch a key the kept chunks wrote.
-    fn conflicts(&self, reads: &Reads) -> bool {
-        reads.keys.iter().any(|h| self.hashes.iter().any(|kept| kept.contains(h)))
-            || reads.scans.iter().any(|(from, stop, reverse)| {
+    /// Whether reads touch a key the kept chunks from `since` on wrote.
+    fn conflicts(&self, since: usize, keys: &[u64], scans: &[ScanRecord]) -> bool {
+        let (hashes, writes) = (&self.hashes[since..], &self.writes[since..]);
+        keys.iter().any(|h| hashes.iter().any(|kept| kept.contains(h)))
+            || scans.iter().any(|(from, stop, reverse)| {
                 ScanBounds::covered(from, stop.as_deref(), *reverse).is_some_and(|range| {
-                    self.writes.iter().any(|w| w.range::<[u8], _>(range).next().is_some())
+                    writes.iter().any(|w| w.range::<[u8], _>(range).next().is_some())
                 })
             })
     }
 
-    fn keep<O>(&mut self, chunk: Chunk<O>) {
-        self.writes.push(chunk.writes);
-        self.hashes.push(chunk.hashes);
+    fn keep(&mut self, writes: Writes, hashes: FxHashSet<u64>) {
+        self.writes.push(writes);
+        self.hashes.push(hashes);
     }
 
-    /// The block's final values: each key's writes in block order, a delta added to the
-    /// value before it (or to the key's value before the block). One sort of the chunks'
-    /// sorted runs, on an 8-byte key prefix first.
-    fn resolve<S: StateReader>(self, base: &Base<'_, S>) -> BTreeMap<Key, Option<Value>> {
-        let len = self.writes.iter().map(BTreeMap::len).sum();
-        let mut all: Vec<(u64, Key, Write)> = Vec::with_capacity(len);
-        for chunk in self.writes {
-            all.extend(chunk.into_iter().map(|(k, w)| (key_prefix64(&k), k, w)));
+    /// Index the chunks kept since the last call, before a wave that reads them.
+    fn index_new(&mut self) {
+        for (i, hashes) in self.hashes.iter().enumerate().skip(self.indexed) {
+            // `clamp_waves` keeps the chunks of a block with waves under 64.
+            debug_assert!(i < MAX_CHUNKS);
+            let bit = 1u64 << (i % MAX_CHUNKS);
+            self.index.reserve(hashes.len());
+            for &h in hashes {
+                *self.index.entry(h).or_default() |= bit;
+            }
         }
-        // Stable: each key's writes stay in block order.
-        all.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-        let mut out: Vec<(Key, Option<Value>)> = Vec::with_capacity(all.len());
-        let mut current: Option<(Key, Option<Option<Value>>, Option<i64>)> = None;
-        let settle = |(key, value, sum): (Key, Option<Option<Value>>, Option<i64>)| {
-            let value = match value {
-                Some(v) => plus(v, sum),
-                None => plus(base.get(&key), sum),
-            };
-            (key, value)
+        self.indexed = self.hashes.len();
+    }
+
+    /// What the kept chunks hold under `key` (hashed: `hash`), deltas added to the
+    /// value before them (read from `base` when none is kept); `None`: no kept chunk
+    /// wrote it. The unindexed chunks are looked at newest first, then the indexed ones
+    /// the key's mask names.
+    fn get<S: StateReader>(
+        &self,
+        key: &[u8],
+        hash: u64,
+        base: &Base<'_, S>,
+    ) -> Option<Option<Value>> {
+        let recent = self.writes[self.indexed..].iter().rev();
+        let mut mask = match self.indexed {
+            0 => 0,
+            _ => self.index.get(&hash).copied().unwrap_or(0),
         };
-        for (_, key, w) in all {
-            if current.as_ref().is_none_or(|(k, ..)| *k != key) {
-                out.extend(current.take().map(settle));
-                current = Some((key, None, None));
-            }
-            if let Some((_, value, sum)) = current.as_mut() {
-                match w {
-                    Write::Value(v) => (*value, *sum) = (Some(v), None),
-                    Write::Delta(d) => *sum = Some(sum.unwrap_or(0).wrapping_add(d)),
-                }
-            }
-        }
-        out.extend(current.take().map(settle));
-        out.into_iter().collect()
-    }
-}
-
-/// Under the sequential executor that finishes a switched block: the kept chunks (newest
-/// first), then the block's starting state for their deltas.
-struct KeptUnder<'a, 'b, S: StateReader> {
-    kept: &'a Kept,
-    storage: &'a Base<'b, S>,
-}
-
-impl<S: StateReader> Under for KeptUnder<'_, '_, S> {
-    fn get(&self, key: &[u8]) -> Option<Option<Value>> {
+        let marked = std::iter::from_fn(|| {
+            let i = 63usize.checked_sub(mask.leading_zeros() as usize)?;
+            mask &= !(1u64 << i);
+            Some(&self.writes[i])
+        });
         let mut sum: Option<i64> = None;
-        for chunk in self.kept.writes.iter().rev() {
+        for chunk in recent.chain(marked) {
             match chunk.get(key) {
                 Some(Write::Value(v)) => return Some(plus(v.clone(), sum)),
                 Some(Write::Delta(d)) => sum = Some(sum.unwrap_or(0).wrapping_add(*d)),
                 None => {}
             }
         }
-        sum.map(|sum| plus(self.storage.get(key), Some(sum)))
+        sum.map(|sum| plus(base.get(key), Some(sum)))
+    }
+
+    /// The kept chunks' first key within `bounds`, in scan order.
+    fn first_key(&self, bounds: &ScanBounds<'_>) -> Option<IndexKey> {
+        let heads = self.writes.iter().filter_map(|w| bounds.first_in(w).map(|(k, _)| k));
+        let first = heads.reduce(|a, b| if (b < a) != bounds.reverse { b } else { a });
+        first.map(|k| IndexKey::from(k.as_slice()))
+    }
+
+    /// The block's final values: each key's writes in block order, a delta added to the
+    /// value before it (or to the key's value before the block). The keys are cut into
+    /// `workers` ranges at quantiles of the largest chunk's keys, and each range is
+    /// resolved on its own thread ([`resolve_range`]); the ranges then join in key order.
+    fn resolve<S: StateReader + Sync>(
+        self,
+        base: &Base<'_, S>,
+        workers: usize,
+    ) -> BTreeMap<Key, Option<Value>> {
+        let len: usize = self.writes.iter().map(BTreeMap::len).sum();
+        let workers = if len < PARALLEL_RESOLVE_MIN { 1 } else { workers.max(1) };
+        let bounds = quantile_keys(&self.writes, workers);
+        let mut ranges: Vec<Vec<Writes>> = (0..=bounds.len()).map(|_| Vec::new()).collect();
+        for mut chunk in self.writes {
+            // From the highest bound down: each cut takes the keys at or above it.
+            let mut cuts: Vec<Writes> = bounds.iter().rev().map(|b| chunk.split_off(b)).collect();
+            cuts.push(chunk);
+            for (range, cut) in ranges.iter_mut().zip(cuts.into_iter().rev()) {
+                range.push(cut);
+            }
+        }
+        let resolved: Vec<Vec<(Key, Option<Value>)>> = std::thread::scope(|s| {
+            let mut ranges = ranges.into_iter();
+            let first = ranges.next().unwrap_or_default();
+            let handles: Vec<_> = ranges.map(|r| s.spawn(move || resolve_range(r, base))).collect();
+            let first = resolve_range(first, base);
+            let rest = handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+            std::iter::once(first).chain(rest).collect()
+        });
+        // Already in key order: the map's own sort finds one run.
+        resolved.into_iter().flatten().collect()
+    }
+}
+
+/// Fewer kept writes than this resolve on the calling thread alone.
+const PARALLEL_RESOLVE_MIN: usize = 4096;
+
+/// Keys that cut the largest of `chunks` into `parts` ranges of about equal size,
+/// ascending (fewer when it holds too few keys).
+fn quantile_keys(chunks: &[Writes], parts: usize) -> Vec<Key> {
+    let Some(largest) = chunks.iter().max_by_key(|c| c.len()) else { return Vec::new() };
+    let step = largest.len() / parts.max(1);
+    if parts <= 1 || step == 0 {
+        return Vec::new();
+    }
+    largest.keys().skip(step).step_by(step).take(parts - 1).cloned().collect()
+}
+
+/// One key range's final values, from its writes in every chunk (in block order). One
+/// sort of the chunks' sorted runs, on an 8-byte key prefix first.
+fn resolve_range<S: StateReader>(
+    chunks: Vec<Writes>,
+    base: &Base<'_, S>,
+) -> Vec<(Key, Option<Value>)> {
+    let len = chunks.iter().map(BTreeMap::len).sum();
+    let mut all: Vec<(u64, Key, Write)> = Vec::with_capacity(len);
+    for chunk in chunks {
+        all.extend(chunk.into_iter().map(|(k, w)| (key_prefix64(&k), k, w)));
+    }
+    // Stable: each key's writes stay in block order.
+    all.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+    let mut out: Vec<(Key, Option<Value>)> = Vec::with_capacity(all.len());
+    let mut current: Option<(Key, Option<Option<Value>>, Option<i64>)> = None;
+    let settle = |(key, value, sum): (Key, Option<Option<Value>>, Option<i64>)| {
+        let value = match value {
+            Some(v) => plus(v, sum),
+            None => plus(base.get(&key), sum),
+        };
+        (key, value)
+    };
+    for (_, key, w) in all {
+        if current.as_ref().is_none_or(|(k, ..)| *k != key) {
+            out.extend(current.take().map(settle));
+            current = Some((key, None, None));
+        }
+        if let Some((_, value, sum)) = current.as_mut() {
+            match w {
+                Write::Value(v) => (*value, *sum) = (Some(v), None),
+                Write::Delta(d) => *sum = Some(sum.unwrap_or(0).wrapping_add(d)),
+            }
+        }
+    }
+    out.extend(current.take().map(settle));
+    out
+}
+
+impl<S: StateReader> Under for Start<'_, '_, S> {
+    fn get(&self, key: &[u8]) -> Option<Option<Value>> {
+        self.kept.get(key, key_hash(key), self.base)
     }
 
     fn first_key(&self, bounds: &ScanBounds<'_>) -> Option<IndexKey> {
-        let heads = self.kept.writes.iter().filter_map(|w| bounds.first_in(w).map(|(k, _)| k));
-        let first = heads.reduce(|a, b| if (b < a) != bounds.reverse { b } else { a });
-        first.map(|k| IndexKey::from(k.as_slice()))
+        self.kept.first_key(bounds)
     }
 }
 
 /// Run each of `parts` on its own thread (the calling thread runs the first).
 fn run_chunks<T: Transaction, S: StateReader + Sync>(
     parts: &[&[T]],
-    base: &Base<'_, S>,
+    start: &Start<'_, '_, S>,
     cancel: Option<&AtomicBool>,
 ) -> Vec<Option<Chunk<T::Output>>> {
     std::thread::scope(|s| {
         let handles: Vec<_> = (parts.iter().skip(1))
-            .map(|&part| s.spawn(move || run_chunk(part, base, cancel)))
+            .map(|&part| s.spawn(move || run_chunk(part, start, cancel)))
             .collect();
-        let first = parts.first().and_then(|part| run_chunk(part, base, cancel));
+        let first = parts.first().and_then(|part| run_chunk(part, start, cancel));
         let rest = handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
@@ -341,60 +527,99 @@ fn run_chunks<T: Transaction, S: StateReader + Sync>(
     })
 }
 
-/// Run `txs` as `workers` contiguous chunks, one per thread (the calling thread runs the
-/// first), then keep the chunks that read nothing an earlier one wrote and run the rest of
-/// the block sequentially from the first that did. `reason` is why the block runs this way.
+/// What a wave's checks leave: the kept chunks, the outputs so far and the counters.
+struct Merge<O> {
+    kept: Kept,
+    outputs: Vec<O>,
+    counters: Counters,
+}
+
+impl<O> Merge<O> {
+    /// Keep a wave's chunks in block order while none read what an earlier chunk of the
+    /// wave wrote; the switch at the first that did, if one did.
+    fn wave(&mut self, ran: Vec<Chunk<O>>) -> Option<Switch> {
+        let since = self.kept.writes.len();
+        for (i, mut chunk) in ran.into_iter().enumerate() {
+            self.counters.executions += chunk.outputs.len() as u64;
+            if i > 0 {
+                self.counters.validations += chunk.outputs.len() as u64;
+            }
+            if self.kept.conflicts(since, &chunk.reads.keys, &chunk.reads.scans) {
+                let (keys, scans) = chunk.reads.before_last();
+                if !self.kept.conflicts(since, keys, scans) {
+                    // Only the last transaction read a stale key: keep the others.
+                    chunk.outputs.pop();
+                    self.outputs.append(&mut chunk.outputs);
+                    self.kept.keep(chunk.writes, FxHashSet::default());
+                }
+                return Some(Switch { at: self.outputs.len(), reason: SwitchReason::Conflict });
+            }
+            fold_into(&mut chunk.writes, chunk.last);
+            self.outputs.append(&mut chunk.outputs);
+            self.kept.keep(chunk.writes, chunk.hashes);
+        }
+        None
+    }
+}
+
+/// Run `txs` as contiguous chunks, `workers` per wave over `waves` waves (bounded by
+/// [`clamp_waves`]), one chunk of a wave per thread (the calling thread runs the first);
+/// keep the chunks that read nothing an earlier chunk of their wave wrote, and run the
+/// rest of the block sequentially from the first that did. `reason` is why the block runs
+/// this way.
 pub(crate) fn run<T: Transaction, S: StateReader + Sync>(
     txs: &[T],
     storage: &S,
     workers: usize,
+    waves: usize,
     cancel: Option<&AtomicBool>,
     reason: Reason,
 ) -> Result<BlockOutput<T::Output>, ExecError<S::Error>> {
     let base = Base::new(storage);
-    let size = txs.len().div_ceil(workers.max(1)).max(1);
+    let workers = workers.max(1);
+    let waves = clamp_waves(workers, waves);
+    let size = txs.len().div_ceil(workers * waves).max(1);
     let parts: Vec<&[T]> = txs.chunks(size).collect();
-    let ran = run_chunks(&parts, &base, cancel);
-    if base.failed() {
-        return Err(base.finish(()).err().unwrap_or(ExecError::Cancelled));
-    }
-    let ran: Vec<Chunk<T::Output>> =
-        ran.into_iter().collect::<Option<_>>().ok_or(ExecError::Cancelled)?;
-    let mut kept = Kept::default();
-    let mut outputs = Vec::with_capacity(txs.len());
-    let mut counters = Counters { executions: txs.len() as u64, ..Counters::default() };
+    let mut merge = Merge {
+        kept: Kept::default(),
+        outputs: Vec::with_capacity(txs.len()),
+        counters: Counters::default(),
+    };
     let mut switch = None;
-    for (i, mut chunk) in ran.into_iter().enumerate() {
-        if i > 0 {
-            counters.validations += chunk.outputs.len() as u64;
-            if kept.conflicts(&chunk.reads) {
-                switch = Some(Switch { at: outputs.len(), reason: SwitchReason::Conflict });
-                break;
-            }
+    for wave in parts.chunks(workers) {
+        merge.kept.index_new();
+        let ran = run_chunks(wave, &Start { kept: &merge.kept, base: &base }, cancel);
+        if base.failed() {
+            return Err(base.finish(()).err().unwrap_or(ExecError::Cancelled));
         }
-        outputs.append(&mut chunk.outputs);
-        kept.keep(chunk);
+        let ran: Vec<Chunk<T::Output>> =
+            ran.into_iter().collect::<Option<_>>().ok_or(ExecError::Cancelled)?;
+        switch = merge.wave(ran);
+        if switch.is_some() {
+            break;
+        }
     }
+    let Merge { kept, mut outputs, mut counters } = merge;
     let tail = match switch {
         Some(Switch { at, .. }) => {
-            let under = KeptUnder { kept: &kept, storage: &base };
-            let (tail, tail_writes) = run_over(&txs[at..], &base, &under, cancel)?;
+            let start = Start { kept: &kept, base: &base };
+            let (tail, tail_writes) = run_over(&txs[at..], &base, &start, cancel)?;
             outputs.extend(tail);
+            counters.reexecutions = counters.executions - at as u64;
             counters.executions += (txs.len() - at) as u64;
-            counters.reexecutions = (txs.len() - at) as u64;
             counters.aborts = 1;
             tail_writes
         }
         None => BTreeMap::new(),
     };
-    let mut writes = kept.resolve(&base);
+    let mut writes = kept.resolve(&base, workers);
     writes.extend(tail);
-    let run = Run { mode: Mode::Partitioned, reason, switch };
+    let run = Run { mode: Mode::Partitioned, reason, switch, waves };
     base.finish(BlockOutput { outputs, writes, counters, run })
 }
 
 /// Run `txs` over the main trie of `storage` with the partitioned executor on `workers`
-/// threads (the calling thread is one of them): the result equals
+/// threads (the calling thread is one of them), one wave of chunks: the result equals
 /// [`crate::execute_sequential`]'s (outputs and writes, or the first storage error). One
 /// worker and blocks under [`crate::PARALLEL_MIN_TXS`] run sequentially.
 pub fn execute_partitioned<T: Transaction, S: StateReader + Sync>(
@@ -402,12 +627,23 @@ pub fn execute_partitioned<T: Transaction, S: StateReader + Sync>(
     storage: &S,
     workers: usize,
 ) -> Result<BlockOutput<T::Output>, S::Error> {
+    execute_partitioned_waves(txs, storage, workers, 1)
+}
+
+/// [`execute_partitioned`] with the block cut into `waves` waves of `workers` chunks each
+/// (1 to 8, and at most 64 chunks; later waves read the earlier ones' writes).
+pub fn execute_partitioned_waves<T: Transaction, S: StateReader + Sync>(
+    txs: &[T],
+    storage: &S,
+    workers: usize,
+    waves: usize,
+) -> Result<BlockOutput<T::Output>, S::Error> {
     let out = if workers <= 1 {
         crate::sequential::run(txs, storage, None, Reason::OneWorker)
     } else if txs.len() < crate::PARALLEL_MIN_TXS {
         crate::sequential::run(txs, storage, None, Reason::SmallBlock)
     } else {
-        run(txs, storage, workers, None, Reason::Requested)
+        run(txs, storage, workers, waves, None, Reason::Requested)
     };
     match out {
         Ok(out) => Ok(out),

@@ -16,9 +16,9 @@ use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use exec::{
-    execute_parallel, execute_parallel_with, execute_partitioned, execute_sequential,
-    AdaptiveExecutor, ExecError, Mode, ParallelOptions, Reason, StateReader, Stop, SwitchReason,
-    Transaction, TrieId, View,
+    execute_parallel, execute_parallel_with, execute_partitioned, execute_partitioned_waves,
+    execute_sequential, AdaptiveExecutor, ExecError, Mode, ParallelOptions, Reason, StateReader,
+    Stop, SwitchReason, Transaction, TrieId, View,
 };
 use proptest::prelude::*;
 
@@ -179,12 +179,16 @@ proptest! {
         check(&txs, &storage, workers, options)?;
     }
 
-    /// The partitioned executor with 1 to 16 chunks: the sequential result, and a switch
-    /// only at a chunk's start, for a conflict.
+    /// The partitioned executor with 1 to 16 chunks per wave and 1 to 8 waves: the
+    /// sequential result, and a switch only at a chunk's start or its last transaction,
+    /// for a conflict.
     #[test]
-    fn partitioned_equals_sequential((storage, txs, workers, _, _) in block()) {
+    fn partitioned_equals_sequential(
+        (storage, txs, workers, _, _) in block(),
+        waves in 1usize..=8,
+    ) {
         let seq = ok(execute_sequential(&txs, &storage));
-        let part = ok(execute_partitioned(&txs, &storage, workers));
+        let part = ok(execute_partitioned_waves(&txs, &storage, workers, waves));
         prop_assert_eq!(&part.outputs, &seq.outputs);
         prop_assert_eq!(&part.writes, &seq.writes);
         if txs.len() < exec::PARALLEL_MIN_TXS || workers == 1 {
@@ -193,8 +197,10 @@ proptest! {
             prop_assert_eq!(part.run.mode, Mode::Partitioned);
             if let Some(switch) = part.run.switch {
                 prop_assert_eq!(switch.reason, SwitchReason::Conflict);
-                let size = txs.len().div_ceil(workers);
-                prop_assert!(switch.at > 0 && switch.at % size == 0, "{:?}", part.run);
+                let size = txs.len().div_ceil(workers * part.run.waves);
+                let chunk_start = switch.at % size == 0;
+                let chunk_last = (switch.at + 1) % size == 0 || switch.at + 1 == txs.len();
+                prop_assert!(switch.at > 0 && (chunk_start || chunk_last), "{:?}", part.run);
             }
         }
     }
@@ -442,7 +448,8 @@ impl Transaction for Slow<'_> {
 /// second, Block-STM's pace falls far behind it (its first executions are slow), so the
 /// run switches to sequential execution and keeps the result; after a second such block
 /// (Block-STM's first two blocks are measured before it is judged) the next runs
-/// sequentially, the model having measured Block-STM as slower.
+/// sequentially, the model having measured Block-STM as slower. The partitioned
+/// executor's first block conflicts, and the next, with twice the waves, do not.
 #[test]
 fn a_parallel_block_behind_the_sequential_pace_switches() {
     let slow = std::sync::atomic::AtomicUsize::new(0);
@@ -464,20 +471,23 @@ fn a_parallel_block_behind_the_sequential_pace_switches() {
     let third = ok(executor.execute(&txs, &storage));
     assert_eq!((third.run.mode, third.run.reason), (Mode::Parallel, Reason::Unmeasured));
     assert_eq!(third.writes, seq.writes);
-    // The partitioned executor's two first blocks: the second chunk reads the keys the
-    // first wrote, so each goes on sequentially from the second chunk's start.
-    for _ in 0..2 {
+    // The partitioned executor's first blocks: in the first (one wave) the second chunk
+    // reads the keys the first wrote, so it goes on sequentially from the second chunk's
+    // start; that block doubled the waves and is not a sample, so two more are measured,
+    // with two waves, where the keys' writers (transactions 0-199) are all in the first.
+    let conflict = Some((200, SwitchReason::Conflict));
+    for (waves, switch) in [(1, conflict), (2, None), (2, None)] {
         let out = ok(executor.execute(&txs, &storage));
         assert_eq!((out.run.mode, out.run.reason), (Mode::Partitioned, Reason::Unmeasured));
-        let switch = out.run.switch.map(|s| (s.at, s.reason));
-        assert_eq!(switch, Some((200, SwitchReason::Conflict)), "{:?}", out.run);
+        assert_eq!(out.run.waves, waves);
+        assert_eq!(out.run.switch.map(|s| (s.at, s.reason)), switch, "{:?}", out.run);
         assert_eq!(out.writes, seq.writes);
         assert_eq!(out.outputs, seq.outputs);
     }
-    let sixth = ok(executor.execute(&txs, &storage));
-    assert_ne!(sixth.run.mode, Mode::Parallel, "{:?}", sixth.run);
-    assert_eq!(sixth.run.reason, Reason::Faster);
-    assert_eq!(sixth.writes, seq.writes);
+    let seventh = ok(executor.execute(&txs, &storage));
+    assert_ne!(seventh.run.mode, Mode::Parallel, "{:?}", seventh.run);
+    assert_eq!(seventh.run.reason, Reason::Faster);
+    assert_eq!(seventh.writes, seq.writes);
     let e = executor.estimates();
     assert!(e.parallel_ns_per_tx > e.sequential_ns_per_tx, "{e:?}");
 }
@@ -742,4 +752,66 @@ fn partitioned_switches_at_the_first_conflicting_chunk() {
     assert_eq!(out.run.switch.map(|s| s.at), Some(50));
     assert_eq!(out.outputs, seq.outputs);
     assert_eq!(out.writes, seq.writes);
+}
+
+/// A chunk whose last transaction alone read a stale key (a block-end hook reading what
+/// every chunk added to) keeps its other transactions: the run switches at that last
+/// transaction. A stale read one transaction earlier switches at the chunk's start. Four
+/// workers, 100 transactions: chunks of 25.
+#[test]
+fn partitioned_runs_a_conflicting_last_transaction_alone() {
+    let storage: BTreeMap<Vec<u8>, Vec<u8>> = [(key(0), 1000u64.to_be_bytes().to_vec())].into();
+    let run = |reader: usize| {
+        let mut txs: Vec<Tx> = (1..=100u8).map(|i| own_key_and_counter(i, vec![])).collect();
+        // The counter every transaction bumps, read back.
+        txs[reader].reads.push(0);
+        let seq = ok(execute_sequential(&txs, &storage));
+        let out = ok(execute_partitioned(&txs, &storage, 4));
+        assert_eq!(out.writes, seq.writes, "reader {reader}");
+        assert_eq!(out.outputs, seq.outputs, "reader {reader}");
+        out.run.switch.map(|s| s.at)
+    };
+    assert_eq!(run(99), Some(99));
+    assert_eq!(run(74), Some(74));
+    assert_eq!(run(98), Some(75));
+    // The first chunk reads only its own deltas.
+    assert_eq!(run(24), None);
+}
+
+/// Later waves read the earlier waves' writes: values, deletes, deltas on top of a stored
+/// value, and scans that meet keys an earlier wave created or deleted. Two workers and
+/// four waves over 96 transactions: chunks of 12, waves of 24.
+#[test]
+fn partitioned_waves_read_the_earlier_waves() {
+    let storage: BTreeMap<Vec<u8>, Vec<u8>> =
+        [(key(0), 1000u64.to_be_bytes().to_vec()), (key(180), vec![7]), (key(190), vec![9])].into();
+    let mut txs: Vec<Tx> = (1..=96u8).map(|i| own_key_and_counter(i, vec![])).collect();
+    txs[3].writes.push((150, 2));
+    txs[5].deletes.push(180);
+    txs[40].reads.extend([150, 180, 3]);
+    txs[50].scans.push((140, false, 4));
+    txs[60].scans.push((200, true, 2));
+    txs[62].writes.push((150, 5));
+    txs[70].reads.push(0);
+    txs[90].reads.push(150);
+    let seq = ok(execute_sequential(&txs, &storage));
+    for workers in [2, 3] {
+        let out = ok(execute_partitioned_waves(&txs, &storage, workers, 4));
+        assert_eq!(out.run.waves, 4);
+        assert_eq!(out.writes, seq.writes, "{workers} workers");
+        assert_eq!(out.outputs, seq.outputs, "{workers} workers");
+    }
+    let out = ok(execute_partitioned_waves(&txs, &storage, 2, 4));
+    // Transaction 70 reads the counter its wave's first chunk bumped: a conflict, at its
+    // chunk's start. Nothing before.
+    assert_eq!(out.run.switch.map(|s| (s.at, s.reason)), Some((60, SwitchReason::Conflict)));
+    // Without that read, every wave is kept.
+    txs[70].reads.clear();
+    let seq = ok(execute_sequential(&txs, &storage));
+    let out = ok(execute_partitioned_waves(&txs, &storage, 2, 4));
+    assert_eq!(out.run.switch, None);
+    assert_eq!(out.writes, seq.writes);
+    assert_eq!(out.outputs, seq.outputs);
+    // One wave: the second chunk's first scan meets what the first chunk wrote.
+    assert_eq!(ok(execute_partitioned(&txs, &storage, 2)).run.switch.map(|s| s.at), Some(48));
 }
