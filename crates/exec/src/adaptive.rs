@@ -30,14 +30,15 @@
 //!   block, not the block. A partitioned block switches at its first conflicting chunk,
 //!   so its probe costs at most about one chunk's time.
 //!
-//! - The partitioned executor starts with one wave of chunks and doubles its waves after a
-//!   block of it that switched (up to 8): a chain whose transactions depend on ones half a
-//!   block before them conflicts with one chunk per worker and runs without conflicts once
-//!   the waves are shorter than that distance. A block that changed the waves is not a
-//!   sample (the next partitioned block measures the new cut), and the waves never shrink:
-//!   each costs a thread hand-off and an index of its keys, which on cheap transactions
-//!   that never conflict is worth one wave (`bench blockstm --no-sig`, hot-fee: 1.51–1.61×
-//!   the sequential executor with one wave, 1.26–1.28× with four).
+//! - The partitioned executor's cut of the block into waves is measured too ([`Cut`]):
+//!   one wave at first, more after a block that switched while more paid, the fastest
+//!   count measured otherwise. A chain whose transactions depend on ones half a block
+//!   before them conflicts with one chunk per worker and runs without conflicts once the
+//!   waves are shorter than that distance; cheap transactions that never conflict keep one
+//!   wave (`bench blockstm --no-sig`, hot-fee: 1.51–1.61× the sequential executor with
+//!   one wave, 1.26–1.28× with four), and so do blocks whose switched chunks are cheap to
+//!   run again (signature checks cached). A block that moved the search to a count not yet
+//!   measured is not a sample of the executor: the next partitioned block measures it.
 //!
 //! Blocks under [`PARALLEL_MIN_TXS`] and one worker run sequentially and leave the model
 //! as it is.
@@ -45,7 +46,7 @@
 use std::time::{Duration, Instant};
 
 use crate::parallel::{run as run_parallel, Guard, Split};
-use crate::partitioned::{next_waves, run as run_partitioned};
+use crate::partitioned::{clamp_waves, run as run_partitioned, MAX_WAVES};
 use crate::{
     execute_parallel_with, BlockOutput, ExecError, Mode, ParallelOptions, Reason, StateReader,
     Transaction, PARALLEL_MIN_TXS,
@@ -123,9 +124,10 @@ struct Model {
     samples: [u32; 3],
     /// Probes so far: they take the executors the model did not pick in turn.
     probes: u32,
-    /// The partitioned executor's waves of chunks: one at first, twice as many after a
-    /// partitioned block that switched (`partitioned::next_waves`).
-    waves: usize,
+    /// The partitioned executor's cut of a block into waves.
+    cut: Cut,
+    /// The worker count (it bounds the cut's waves).
+    workers: usize,
 }
 
 impl AdaptiveExecutor {
@@ -153,7 +155,8 @@ impl AdaptiveExecutor {
                 probe_every: PROBE_EVERY_MIN,
                 samples: [0; 3],
                 probes: 0,
-                waves: 1,
+                cut: Cut::default(),
+                workers: workers.max(1),
             },
         }
     }
@@ -211,23 +214,17 @@ impl AdaptiveExecutor {
                 (ran.output, ran.split)
             }
             Mode::Partitioned => {
-                let waves = self.model.waves;
+                let waves = self.model.cut.waves(self.workers);
                 let out =
                     run_partitioned(txs, storage, self.workers, waves, options.cancel, reason)?;
-                let at = out.run.switch.map(|s| s.at);
-                self.model.waves = next_waves(self.workers, waves, txs.len(), at);
                 (out, None)
             }
             _ => (crate::sequential::run(txs, storage, options.cancel, reason)?, None),
         };
-        // A partitioned block that changed the waves measured a cut the next one will not
-        // use: it teaches the model nothing, and the next block that would have been
-        // partitioned measures the new cut (at most three times: the waves only grow).
-        if output.run.mode == Mode::Partitioned && output.run.waves != self.model.waves {
-            return Ok(output);
-        }
         let at = output.run.switch.map(|s| s.at);
-        self.model.observe(mode, reason, txs.len(), started.elapsed(), split.zip(at));
+        let far = at.is_some_and(|at| txs.len() - at > 1);
+        let switched = split.zip(at);
+        self.model.observe(mode, reason, txs.len(), started.elapsed(), switched, far);
         Ok(output)
     }
 }
@@ -265,7 +262,8 @@ impl Model {
     }
 
     /// Learn from a block of `n` transactions that started with `mode` and took
-    /// `elapsed`; a switched Block-STM block brings its two parts and where it switched.
+    /// `elapsed`; a switched Block-STM block brings its two parts and where it switched,
+    /// and `far` says that a block switched before its last transaction.
     fn observe(
         &mut self,
         mode: Mode,
@@ -273,14 +271,20 @@ impl Model {
         n: usize,
         elapsed: Duration,
         switched: Option<(Split, usize)>,
+        far: bool,
     ) {
+        if mode == Mode::Partitioned && self.cut.observe(self.workers, per_tx(elapsed, n), far) {
+            // The next partitioned block tries more waves: this one is a step of the cut's
+            // search, not yet the executor's sample, and the next that would be
+            // partitioned measures them.
+            return;
+        }
         let before = self.faster();
         let slot = MODES.iter().position(|m| *m == mode).unwrap_or(0);
         let first_sample = slot > 0 && self.samples[slot] < PARALLEL_FIRST_SAMPLES;
         if slot > 0 {
             self.samples[slot] = (self.samples[slot] + 1).min(PARALLEL_FIRST_SAMPLES);
         }
-        let per_tx = |d: Duration, txs: usize| d.as_nanos() as f64 / txs.max(1) as f64;
         let e = &mut self.estimates;
         let jumped = match (mode, switched) {
             (Mode::Parallel, Some((split, at))) => {
@@ -289,6 +293,12 @@ impl Model {
                 let seq = at < n
                     && average(&mut e.sequential_ns_per_tx, per_tx(split.sequential, n - at));
                 par || seq
+            }
+            // Its cut keeps a time per wave count; the executor's is the best cut's.
+            (Mode::Partitioned, _) => {
+                let sample = per_tx(elapsed, n);
+                let old = e.partitioned_ns_per_tx.replace(self.cut.best().unwrap_or(sample));
+                old.is_some_and(|old| sample > old * JUMP || sample * JUMP < old)
             }
             // A parallel executor's first blocks: the fastest stands (the first pays first
             // touches).
@@ -311,6 +321,66 @@ impl Model {
             Reason::Faster => self.since_probe += 1,
             _ => self.since_probe = 0,
         }
+    }
+}
+
+/// A block's time per transaction, ns.
+fn per_tx(d: Duration, txs: usize) -> f64 {
+    d.as_nanos() as f64 / txs.max(1) as f64
+}
+
+/// Wave counts the partitioned executor tries: 1, 2, 4 … [`MAX_WAVES`].
+const CUTS: usize = MAX_WAVES.trailing_zeros() as usize + 1;
+
+/// The partitioned executor's cut of a block into waves, chosen by measurement. More
+/// waves let a block whose transactions depend on ones far before them run without a
+/// conflict (`chain-transfers`: transfer `i + 5,000` reads what transfer `i` wrote, one
+/// wave conflicts and four do not), but each wave costs a thread hand-off and an index of
+/// its keys, and where re-running a conflicting chunk is cheap (signature checks cached
+/// by the first run) one wave switched still beats eight. So each count has its own
+/// estimate: after a block that switched before its last transaction, the next count is
+/// tried if it has not been and the last doubling paid (or none was made yet); otherwise
+/// the fastest count measured is kept.
+#[derive(Debug, Clone, Default)]
+struct Cut {
+    /// Time per transaction at 1, 2, 4 … waves, and the samples behind each.
+    ns: [Option<f64>; CUTS],
+    samples: [u32; CUTS],
+    /// The count the next block uses, as an index into `ns`.
+    level: usize,
+}
+
+impl Cut {
+    /// The waves of the next partitioned block with `workers`.
+    fn waves(&self, workers: usize) -> usize {
+        clamp_waves(workers, 1 << self.level)
+    }
+
+    /// The fastest count's time per transaction.
+    fn best(&self) -> Option<f64> {
+        self.ns.iter().flatten().copied().reduce(f64::min)
+    }
+
+    /// Learn from a block at the current count that took `sample` ns per transaction and
+    /// switched before its last transaction (`far`), and pick the next count; true if that
+    /// one has not been measured yet (the block was a step of the search).
+    fn observe(&mut self, workers: usize, sample: f64, far: bool) -> bool {
+        let at = self.level;
+        match self.samples[at] < PARALLEL_FIRST_SAMPLES {
+            true => lowest(&mut self.ns[at], sample),
+            false => average(&mut self.ns[at], sample),
+        };
+        self.samples[at] = self.samples[at].saturating_add(1);
+        let next = at + 1;
+        let paid = at == 0 || self.ns[at] < self.ns[at - 1];
+        let fits = next < CUTS && clamp_waves(workers, 1 << next) == 1 << next;
+        if far && paid && fits && self.ns[next].is_none() {
+            self.level = next;
+            return true;
+        }
+        let measured = (0..CUTS).filter_map(|i| self.ns[i].map(|ns| (i, ns)));
+        self.level = measured.min_by(|a, b| a.1.total_cmp(&b.1)).map_or(0, |(i, _)| i);
+        false
     }
 }
 
@@ -348,7 +418,7 @@ mod tests {
     /// One block whose time per transaction depends on the executor.
     fn blocks(m: &mut Model, cost: impl Fn(Mode) -> u64) -> (Mode, Reason) {
         let (mode, reason) = m.plan();
-        m.observe(mode, reason, 1000, Duration::from_nanos(cost(mode) * 1000), None);
+        m.observe(mode, reason, 1000, Duration::from_nanos(cost(mode) * 1000), None, false);
         (mode, reason)
     }
 
@@ -446,6 +516,45 @@ mod tests {
         assert_eq!(m.estimates.partitioned_ns_per_tx, Some(800.0));
     }
 
+    /// The cut's search: more waves after a block that switched while more paid, the
+    /// fastest count otherwise; a count is tried once by the search.
+    #[test]
+    fn the_cut_tries_more_waves_while_they_pay() {
+        // Dependencies half a block away: one wave and two conflict, four do not.
+        let mut cut = Cut::default();
+        assert_eq!(cut.waves(2), 1);
+        assert!(cut.observe(2, 1200.0, true));
+        assert_eq!(cut.waves(2), 2);
+        assert!(cut.observe(2, 1000.0, true));
+        assert_eq!(cut.waves(2), 4);
+        // Only the block-end hook ran again: no further search.
+        assert!(!cut.observe(2, 600.0, false));
+        assert_eq!((cut.waves(2), cut.best()), (4, Some(600.0)));
+        // A far switch at four waves, which paid: eight are tried, lose, and four stay.
+        assert!(cut.observe(2, 650.0, true));
+        assert_eq!(cut.waves(2), 8);
+        assert!(!cut.observe(2, 900.0, false));
+        assert_eq!(cut.waves(2), 4);
+        assert!(!cut.observe(2, 640.0, true));
+        assert_eq!(cut.waves(2), 4, "each count is tried once by the search");
+        // Conflicts that cost little to run again: two waves lose to one, which stays.
+        let mut cut = Cut::default();
+        assert!(cut.observe(2, 500.0, true));
+        assert!(!cut.observe(2, 700.0, true));
+        assert_eq!(cut.waves(2), 1);
+        assert!(!cut.observe(2, 520.0, true));
+        assert_eq!((cut.waves(2), cut.best()), (1, Some(500.0)));
+        // Every doubling pays: up to eight waves, or as many as 64 chunks allow.
+        for (workers, most) in [(2, 8), (16, 4), (64, 1)] {
+            let mut cut = Cut::default();
+            let mut ns = 1000.0;
+            while cut.observe(workers, ns, true) {
+                ns -= 100.0;
+            }
+            assert_eq!(cut.waves(workers), most, "{workers} workers");
+        }
+    }
+
     /// A switched Block-STM block measures both executors: the parallel part's pace over
     /// the prefix it kept, the sequential part's over the rest.
     #[test]
@@ -456,14 +565,21 @@ mod tests {
             parallel: Duration::from_nanos(100 * 3000),
             sequential: Duration::from_nanos(900 * 800),
         };
-        m.observe(Mode::Parallel, Reason::Unmeasured, 1000, Duration::ZERO, Some((split, 100)));
+        m.observe(
+            Mode::Parallel,
+            Reason::Unmeasured,
+            1000,
+            Duration::ZERO,
+            Some((split, 100)),
+            false,
+        );
         let e = m.estimates;
         assert_eq!(e.parallel_ns_per_tx, Some(3000.0));
         assert_eq!(e.sequential_ns_per_tx, Some(850.0));
         // One Block-STM block is not enough to judge it (its first pays for first touches).
         assert_eq!(m.plan(), (Mode::Parallel, Reason::Unmeasured));
         // A switch before any transaction validated counts the whole parallel part.
-        m.observe(Mode::Parallel, Reason::Probe, 1000, Duration::ZERO, Some((split, 0)));
+        m.observe(Mode::Parallel, Reason::Probe, 1000, Duration::ZERO, Some((split, 0)), false);
         assert!(m.estimates.parallel_ns_per_tx.is_some_and(|p| p > 50_000.0));
     }
 }

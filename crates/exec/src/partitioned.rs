@@ -24,12 +24,12 @@
 //! Waves: a block whose transactions depend on ones far before them (transfer `i + 5,000`
 //! on transfer `i`) conflicts with one chunk per worker, and runs without a conflict when
 //! the chunks of a wave are shorter than that distance, since later waves read the earlier
-//! ones' writes. The cost model doubles the waves after a block that switched (up to
-//! [`MAX_WAVES`]); a wave costs a spawn and join of its threads and an index of its kept
-//! chunks' keys (each key's chunks as a bit mask, so a read below a chunk's writes costs one
-//! hash probe more, not one per kept chunk). Tried and dropped (design.md): waves whose
-//! conflicting chunk was rolled back to its first conflicting transaction by an undo log;
-//! the undo logs and per-wave merges cost more than they saved.
+//! ones' writes. The cost model picks the count (1, 2, 4 or [`MAX_WAVES`]) by measuring
+//! them (`adaptive.rs`, `Cut`); a wave costs a spawn and join of its threads and an index of
+//! its kept chunks' keys (each key's chunks as a bit mask, so a read below a chunk's writes
+//! costs one hash probe more, not one per kept chunk). Tried and dropped (design.md):
+//! waves whose conflicting chunk was rolled back to its first conflicting transaction by
+//! an undo log; the undo logs and per-wave merges cost more than they saved.
 //!
 //! Correctness, by the argument of a sequential run: chunk 0 is one. A chunk whose
 //! transactions read from the state its wave starts from only keys no earlier chunk of the
@@ -71,17 +71,6 @@ const MAX_CHUNKS: usize = 64;
 /// `waves` bounded to `1..=MAX_WAVES` and to at most [`MAX_CHUNKS`] chunks of `workers`.
 pub(crate) fn clamp_waves(workers: usize, waves: usize) -> usize {
     waves.clamp(1, MAX_WAVES).min((MAX_CHUNKS / workers.max(1)).max(1))
-}
-
-/// The waves for the next partitioned block, after one of `n` transactions that ran with
-/// `waves` and switched at `at` (if it did): twice as many when the switch ran more than
-/// the block's last transaction again (a block-end hook that reads what every chunk added
-/// to is run again alone, however many waves; shorter chunks would not spare it).
-pub(crate) fn next_waves(workers: usize, waves: usize, n: usize, at: Option<usize>) -> usize {
-    match at {
-        Some(at) if n.saturating_sub(at) > 1 => clamp_waves(workers, waves * 2),
-        _ => clamp_waves(workers, waves),
-    }
 }
 
 /// A scan's record: from, where it stopped (`None`: the end of the key space), descending.
