@@ -14,8 +14,10 @@ pub(crate) fn current_rss_bytes() -> Option<u64> {
     status_kib("VmRSS:").map(|k| k * 1024)
 }
 
-/// Reset the peak to the current RSS; false where the kernel does not allow it.
+/// Reset the peak to the current RSS, after the allocator has given back what it kept of
+/// earlier frees; false where the kernel does not allow it.
 pub(crate) fn reset_peak_rss() -> bool {
+    alloc_count::release_freed_memory();
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
