@@ -18,11 +18,11 @@
 //!   so a sample below the estimate weighs more than one above it ([`WEIGHT_DOWN`],
 //!   [`WEIGHT_UP`]): a slow first block (cold caches, a busy machine) does not hold the
 //!   estimate up.
-//! - The others are measured again now and then, in turn (a probe, after
-//!   [`PROBE_EVERY_MIN`] blocks, doubling up to [`PROBE_EVERY_MAX`] while the choice
-//!   holds, and back to the minimum when the choice changes or a sample is more than
-//!   twice off its estimate): a chain's transactions change, and a stale estimate would
-//!   keep the wrong executor.
+//! - The others are measured again now and then, in turn, the one with the lower
+//!   estimate first (a probe, after [`PROBE_EVERY_MIN`] blocks, doubling up to
+//!   [`PROBE_EVERY_MAX`] while the choice holds, and back to the minimum when the choice
+//!   changes or a sample is more than twice off its estimate): a chain's transactions
+//!   change, and a stale estimate would keep the wrong executor.
 //! - Within a Block-STM block (a probe or not), the run switches to sequential execution
 //!   when its pace falls behind the sequential executor's measured time per transaction,
 //!   or when re-executions pass first executions; the validated prefix is kept. So a
@@ -244,8 +244,14 @@ impl Model {
         if self.since_probe < self.probe_every {
             return (faster, Reason::Faster);
         }
-        let others: Vec<Mode> = MODES.into_iter().filter(|m| *m != faster).collect();
-        (others[self.probes as usize % others.len()], Reason::Probe)
+        // In turn, the most promising first: a partitioned executor whose first blocks
+        // paid for first touches is measured again before Block-STM at twice its cost.
+        let mut e = self.estimates;
+        let mut others: Vec<(Mode, f64)> = (MODES.into_iter().filter(|m| *m != faster))
+            .map(|m| (m, e.of(m).unwrap_or(f64::MAX)))
+            .collect();
+        others.sort_by(|a, b| a.1.total_cmp(&b.1));
+        (others[self.probes as usize % others.len()].0, Reason::Probe)
     }
 
     /// Which executor the estimates favour (`None` until all are measured).
@@ -467,13 +473,18 @@ mod tests {
         assert_eq!(m.probe_every, PROBE_EVERY_MIN);
     }
 
-    /// Where a parallel executor is faster, the sequential executor is probed too.
+    /// Where a parallel executor is faster, the sequential executor is probed too, after
+    /// the more promising other executor.
     #[test]
     fn probes_the_sequential_executor_too() {
         let mut m = model();
         let cost = costs(1000, 500, 700);
         measure_all(&mut m, &cost);
         for _ in 0..PROBE_EVERY_MIN {
+            assert_eq!(blocks(&mut m, &cost), (Mode::Parallel, Reason::Faster));
+        }
+        assert_eq!(blocks(&mut m, &cost), (Mode::Partitioned, Reason::Probe));
+        for _ in 0..2 * PROBE_EVERY_MIN {
             assert_eq!(blocks(&mut m, &cost), (Mode::Parallel, Reason::Faster));
         }
         assert_eq!(blocks(&mut m, &cost), (Mode::Sequential, Reason::Probe));

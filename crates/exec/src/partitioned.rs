@@ -450,41 +450,48 @@ fn quantile_keys(chunks: &[Writes], parts: usize) -> Vec<Key> {
     largest.keys().skip(step).step_by(step).take(parts - 1).cloned().collect()
 }
 
-/// One key range's final values, from its writes in every chunk (in block order). One
-/// sort of the chunks' sorted runs, on an 8-byte key prefix first.
+/// One key range's final values, from its writes in every chunk (in block order): a merge
+/// of the chunks' sorted maps, one head each, the least head found on an 8-byte key
+/// prefix first; each key's writes folded in block order.
 fn resolve_range<S: StateReader>(
     chunks: Vec<Writes>,
     base: &Base<'_, S>,
 ) -> Vec<(Key, Option<Value>)> {
     let len = chunks.iter().map(BTreeMap::len).sum();
-    let mut all: Vec<(u64, Key, Write)> = Vec::with_capacity(len);
-    for chunk in chunks {
-        all.extend(chunk.into_iter().map(|(k, w)| (key_prefix64(&k), k, w)));
-    }
-    // Stable: each key's writes stay in block order.
-    all.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-    let mut out: Vec<(Key, Option<Value>)> = Vec::with_capacity(all.len());
-    let mut current: Option<(Key, Option<Option<Value>>, Option<i64>)> = None;
-    let settle = |(key, value, sum): (Key, Option<Option<Value>>, Option<i64>)| {
+    let mut out: Vec<(Key, Option<Value>)> = Vec::with_capacity(len);
+    let mut runs: Vec<_> = chunks.into_iter().map(BTreeMap::into_iter).collect();
+    let head = |run: &mut std::collections::btree_map::IntoIter<Key, Write>| {
+        run.next().map(|(k, w)| (key_prefix64(&k), k, w))
+    };
+    let mut heads: Vec<Option<(u64, Key, Write)>> = runs.iter_mut().map(head).collect();
+    let mut holders: Vec<usize> = Vec::with_capacity(heads.len());
+    loop {
+        let least = heads.iter().flatten().map(|(p, k, _)| (*p, k)).min();
+        let Some((prefix, key)) = least else { break };
+        holders.clear();
+        holders.extend(heads.iter().enumerate().filter_map(|(i, h)| {
+            h.as_ref().filter(|(p, k, _)| *p == prefix && k == key).map(|_| i)
+        }));
+        // The key's writes in block order: a value resets, a delta adds.
+        let (mut held, mut value, mut sum): (Option<Key>, Option<Option<Value>>, Option<i64>) =
+            (None, None, None);
+        for &i in &holders {
+            if let Some((_, k, w)) = heads[i].take() {
+                match w {
+                    Write::Value(v) => (value, sum) = (Some(v), None),
+                    Write::Delta(d) => sum = Some(sum.unwrap_or(0).wrapping_add(d)),
+                }
+                held.get_or_insert(k);
+            }
+            heads[i] = head(&mut runs[i]);
+        }
+        let Some(key) = held else { break };
         let value = match value {
             Some(v) => plus(v, sum),
             None => plus(base.get(&key), sum),
         };
-        (key, value)
-    };
-    for (_, key, w) in all {
-        if current.as_ref().is_none_or(|(k, ..)| *k != key) {
-            out.extend(current.take().map(settle));
-            current = Some((key, None, None));
-        }
-        if let Some((_, value, sum)) = current.as_mut() {
-            match w {
-                Write::Value(v) => (*value, *sum) = (Some(v), None),
-                Write::Delta(d) => *sum = Some(sum.unwrap_or(0).wrapping_add(d)),
-            }
-        }
+        out.push((key, value));
     }
-    out.extend(current.take().map(settle));
     out
 }
 
