@@ -126,8 +126,6 @@ struct Model {
     probes: u32,
     /// The partitioned executor's cut of a block into waves.
     cut: Cut,
-    /// The worker count (it bounds the cut's waves).
-    workers: usize,
 }
 
 impl AdaptiveExecutor {
@@ -155,8 +153,7 @@ impl AdaptiveExecutor {
                 probe_every: PROBE_EVERY_MIN,
                 samples: [0; 3],
                 probes: 0,
-                cut: Cut::default(),
-                workers: workers.max(1),
+                cut: Cut::new(workers),
             },
         }
     }
@@ -214,7 +211,7 @@ impl AdaptiveExecutor {
                 (ran.output, ran.split)
             }
             Mode::Partitioned => {
-                let waves = self.model.cut.waves(self.workers);
+                let waves = self.model.cut.waves();
                 let out =
                     run_partitioned(txs, storage, self.workers, waves, options.cancel, reason)?;
                 (out, None)
@@ -279,7 +276,7 @@ impl Model {
         switched: Option<(Split, usize)>,
         far: bool,
     ) {
-        if mode == Mode::Partitioned && self.cut.observe(self.workers, per_tx(elapsed, n), far) {
+        if mode == Mode::Partitioned && self.cut.observe(per_tx(elapsed, n), far) {
             // The next partitioned block tries more waves: this one is a step of the cut's
             // search, not yet the executor's sample, and the next that would be
             // partitioned measures them.
@@ -304,7 +301,7 @@ impl Model {
             (Mode::Partitioned, _) => {
                 let sample = per_tx(elapsed, n);
                 let old = e.partitioned_ns_per_tx.replace(self.cut.best().unwrap_or(sample));
-                old.is_some_and(|old| sample > old * JUMP || sample * JUMP < old)
+                old.is_some_and(|old| jumped(old, sample))
             }
             // A parallel executor's first blocks: the fastest stands (the first pays first
             // touches).
@@ -347,19 +344,28 @@ const CUTS: usize = MAX_WAVES.trailing_zeros() as usize + 1;
 /// estimate: after a block that switched before its last transaction, the next count is
 /// tried if it has not been and the last doubling paid (or none was made yet); otherwise
 /// the fastest count measured is kept.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct Cut {
     /// Time per transaction at 1, 2, 4 … waves, and the samples behind each.
     ns: [Option<f64>; CUTS],
     samples: [u32; CUTS],
     /// The count the next block uses, as an index into `ns`.
     level: usize,
+    /// The highest index whose count the workers allow ([`clamp_waves`]).
+    most: usize,
 }
 
 impl Cut {
-    /// The waves of the next partitioned block with `workers`.
-    fn waves(&self, workers: usize) -> usize {
-        clamp_waves(workers, 1 << self.level)
+    /// A cut for `workers`, one wave and nothing measured.
+    fn new(workers: usize) -> Self {
+        let fits = |level: usize| clamp_waves(workers, 1 << level) == 1 << level;
+        let most = (0..CUTS).take_while(|&level| fits(level)).last().unwrap_or(0);
+        Cut { ns: [None; CUTS], samples: [0; CUTS], level: 0, most }
+    }
+
+    /// The waves of the next partitioned block.
+    fn waves(&self) -> usize {
+        1 << self.level
     }
 
     /// The fastest count's time per transaction.
@@ -370,7 +376,7 @@ impl Cut {
     /// Learn from a block at the current count that took `sample` ns per transaction and
     /// switched before its last transaction (`far`), and pick the next count; true if that
     /// one has not been measured yet (the block was a step of the search).
-    fn observe(&mut self, workers: usize, sample: f64, far: bool) -> bool {
+    fn observe(&mut self, sample: f64, far: bool) -> bool {
         let at = self.level;
         match self.samples[at] < PARALLEL_FIRST_SAMPLES {
             true => lowest(&mut self.ns[at], sample),
@@ -379,8 +385,7 @@ impl Cut {
         self.samples[at] = self.samples[at].saturating_add(1);
         let next = at + 1;
         let paid = at == 0 || self.ns[at] < self.ns[at - 1];
-        let fits = next < CUTS && clamp_waves(workers, 1 << next) == 1 << next;
-        if far && paid && fits && self.ns[next].is_none() {
+        if far && paid && next <= self.most && self.ns[next].is_none() {
             self.level = next;
             return true;
         }
@@ -405,7 +410,12 @@ fn average(estimate: &mut Option<f64>, sample: f64) -> bool {
     };
     let weight = if sample < old { WEIGHT_DOWN } else { WEIGHT_UP };
     *estimate = Some(old + weight * (sample - old));
-    sample > old * JUMP || sample * JUMP < old
+    jumped(old, sample)
+}
+
+/// Whether `sample` is more than [`JUMP`] times off `estimate`, either way.
+fn jumped(estimate: f64, sample: f64) -> bool {
+    sample > estimate * JUMP || sample * JUMP < estimate
 }
 
 #[cfg(test)]
@@ -532,37 +542,37 @@ mod tests {
     #[test]
     fn the_cut_tries_more_waves_while_they_pay() {
         // Dependencies half a block away: one wave and two conflict, four do not.
-        let mut cut = Cut::default();
-        assert_eq!(cut.waves(2), 1);
-        assert!(cut.observe(2, 1200.0, true));
-        assert_eq!(cut.waves(2), 2);
-        assert!(cut.observe(2, 1000.0, true));
-        assert_eq!(cut.waves(2), 4);
+        let mut cut = Cut::new(2);
+        assert_eq!(cut.waves(), 1);
+        assert!(cut.observe(1200.0, true));
+        assert_eq!(cut.waves(), 2);
+        assert!(cut.observe(1000.0, true));
+        assert_eq!(cut.waves(), 4);
         // Only the block-end hook ran again: no further search.
-        assert!(!cut.observe(2, 600.0, false));
-        assert_eq!((cut.waves(2), cut.best()), (4, Some(600.0)));
+        assert!(!cut.observe(600.0, false));
+        assert_eq!((cut.waves(), cut.best()), (4, Some(600.0)));
         // A far switch at four waves, which paid: eight are tried, lose, and four stay.
-        assert!(cut.observe(2, 650.0, true));
-        assert_eq!(cut.waves(2), 8);
-        assert!(!cut.observe(2, 900.0, false));
-        assert_eq!(cut.waves(2), 4);
-        assert!(!cut.observe(2, 640.0, true));
-        assert_eq!(cut.waves(2), 4, "each count is tried once by the search");
+        assert!(cut.observe(650.0, true));
+        assert_eq!(cut.waves(), 8);
+        assert!(!cut.observe(900.0, false));
+        assert_eq!(cut.waves(), 4);
+        assert!(!cut.observe(640.0, true));
+        assert_eq!(cut.waves(), 4, "each count is tried once by the search");
         // Conflicts that cost little to run again: two waves lose to one, which stays.
-        let mut cut = Cut::default();
-        assert!(cut.observe(2, 500.0, true));
-        assert!(!cut.observe(2, 700.0, true));
-        assert_eq!(cut.waves(2), 1);
-        assert!(!cut.observe(2, 520.0, true));
-        assert_eq!((cut.waves(2), cut.best()), (1, Some(500.0)));
+        let mut cut = Cut::new(2);
+        assert!(cut.observe(500.0, true));
+        assert!(!cut.observe(700.0, true));
+        assert_eq!(cut.waves(), 1);
+        assert!(!cut.observe(520.0, true));
+        assert_eq!((cut.waves(), cut.best()), (1, Some(500.0)));
         // Every doubling pays: up to eight waves, or as many as 64 chunks allow.
         for (workers, most) in [(2, 8), (16, 4), (64, 1)] {
-            let mut cut = Cut::default();
+            let mut cut = Cut::new(workers);
             let mut ns = 1000.0;
-            while cut.observe(workers, ns, true) {
+            while cut.observe(ns, true) {
                 ns -= 100.0;
             }
-            assert_eq!(cut.waves(workers), most, "{workers} workers");
+            assert_eq!(cut.waves(), most, "{workers} workers");
         }
     }
 

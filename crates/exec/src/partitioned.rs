@@ -351,9 +351,10 @@ impl Kept {
     /// Index the chunks kept since the last call, before a wave that reads them.
     fn index_new(&mut self) {
         for (i, hashes) in self.hashes.iter().enumerate().skip(self.indexed) {
-            // `clamp_waves` keeps the chunks of a block with waves under 64.
-            debug_assert!(i < MAX_CHUNKS);
-            let bit = 1u64 << (i % MAX_CHUNKS);
+            // `clamp_waves` keeps a block with more than one wave within 64 chunks; a
+            // wrapped bit would name the wrong chunk, so this is checked, not assumed.
+            assert!(i < MAX_CHUNKS, "chunk {i} of a block cut into waves: more than 64");
+            let bit = 1u64 << i;
             self.index.reserve(hashes.len());
             for &h in hashes {
                 *self.index.entry(h).or_default() |= bit;
