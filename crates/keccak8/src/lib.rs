@@ -146,6 +146,40 @@ impl<'a> Blocks<'a> {
     }
 }
 
+/// Keccak-f\[1600\]'s ρ and π over the 25 lanes `$a` of any kernel: lane (x, y) rotated
+/// by its offset into position (y, 2x + 3y), with `$rol!(lane, n)` the kernel's rotate left.
+macro_rules! rho_pi {
+    ($a:ident, $rol:ident) => {
+        [
+            $a[0],
+            $rol!($a[6], 44),
+            $rol!($a[12], 43),
+            $rol!($a[18], 21),
+            $rol!($a[24], 14),
+            $rol!($a[3], 28),
+            $rol!($a[9], 20),
+            $rol!($a[10], 3),
+            $rol!($a[16], 45),
+            $rol!($a[22], 61),
+            $rol!($a[1], 1),
+            $rol!($a[7], 6),
+            $rol!($a[13], 25),
+            $rol!($a[19], 8),
+            $rol!($a[20], 18),
+            $rol!($a[4], 27),
+            $rol!($a[5], 36),
+            $rol!($a[11], 10),
+            $rol!($a[17], 15),
+            $rol!($a[23], 56),
+            $rol!($a[2], 62),
+            $rol!($a[8], 55),
+            $rol!($a[14], 39),
+            $rol!($a[15], 41),
+            $rol!($a[21], 2),
+        ]
+    };
+}
+
 /// One batch's messages as a sponge of `N` lanes absorbs them (lanes past the messages
 /// absorb zeros).
 struct Batch<'a, const N: usize> {
@@ -251,6 +285,13 @@ mod simd {
         }
     }
 
+    /// `x` rotated left by `n` bits: `vprolq`.
+    macro_rules! rol {
+        ($x:expr, $n:literal) => {
+            _mm512_rol_epi64::<$n>($x)
+        };
+    }
+
     /// XOR, three ways: `vpternlogq` with the truth table of `a ^ b ^ c`.
     #[inline]
     #[target_feature(enable = "avx512f")]
@@ -299,33 +340,7 @@ mod simd {
                 *lane = _mm512_xor_si512(*lane, d[i % 5]);
             }
             // ρ and π: lane (x, y) rotates into position (y, 2x + 3y).
-            let b = [
-                a[0],
-                _mm512_rol_epi64::<44>(a[6]),
-                _mm512_rol_epi64::<43>(a[12]),
-                _mm512_rol_epi64::<21>(a[18]),
-                _mm512_rol_epi64::<14>(a[24]),
-                _mm512_rol_epi64::<28>(a[3]),
-                _mm512_rol_epi64::<20>(a[9]),
-                _mm512_rol_epi64::<3>(a[10]),
-                _mm512_rol_epi64::<45>(a[16]),
-                _mm512_rol_epi64::<61>(a[22]),
-                _mm512_rol_epi64::<1>(a[1]),
-                _mm512_rol_epi64::<6>(a[7]),
-                _mm512_rol_epi64::<25>(a[13]),
-                _mm512_rol_epi64::<8>(a[19]),
-                _mm512_rol_epi64::<18>(a[20]),
-                _mm512_rol_epi64::<27>(a[4]),
-                _mm512_rol_epi64::<36>(a[5]),
-                _mm512_rol_epi64::<10>(a[11]),
-                _mm512_rol_epi64::<15>(a[17]),
-                _mm512_rol_epi64::<56>(a[23]),
-                _mm512_rol_epi64::<62>(a[2]),
-                _mm512_rol_epi64::<55>(a[8]),
-                _mm512_rol_epi64::<39>(a[14]),
-                _mm512_rol_epi64::<41>(a[15]),
-                _mm512_rol_epi64::<2>(a[21]),
-            ];
+            let b = rho_pi!(a, rol);
             // χ along each row, then ι.
             for y in 0..5 {
                 let r = 5 * y;
@@ -410,33 +425,7 @@ mod avx2 {
                 }
             }
             // ρ and π: lane (x, y) rotates into position (y, 2x + 3y).
-            let b = [
-                a[0],
-                rol!(a[6], 44),
-                rol!(a[12], 43),
-                rol!(a[18], 21),
-                rol!(a[24], 14),
-                rol!(a[3], 28),
-                rol!(a[9], 20),
-                rol!(a[10], 3),
-                rol!(a[16], 45),
-                rol!(a[22], 61),
-                rol!(a[1], 1),
-                rol!(a[7], 6),
-                rol!(a[13], 25),
-                rol!(a[19], 8),
-                rol!(a[20], 18),
-                rol!(a[4], 27),
-                rol!(a[5], 36),
-                rol!(a[11], 10),
-                rol!(a[17], 15),
-                rol!(a[23], 56),
-                rol!(a[2], 62),
-                rol!(a[8], 55),
-                rol!(a[14], 39),
-                rol!(a[15], 41),
-                rol!(a[21], 2),
-            ];
+            let b = rho_pi!(a, rol);
             // χ along each row (`b ^ (!b1 & b2)`), then ι.
             for y in 0..5 {
                 let r = 5 * y;
