@@ -183,24 +183,33 @@ macro_rules! rho_pi {
 /// One batch's messages as a sponge of `N` lanes absorbs them (lanes past the messages
 /// absorb zeros).
 struct Batch<'a, const N: usize> {
-    blocks: Vec<Blocks<'a>>,
+    /// The first `len` lanes' messages (the rest unused): an array, not a `Vec`, so that a
+    /// batch costs no allocation (the update pass hashes a few thousand per block).
+    lanes: [Blocks<'a>; N],
+    len: usize,
 }
 
 impl<'a, const N: usize> Batch<'a, N> {
     fn new(msgs: &[&'a [u8]]) -> Self {
-        debug_assert!(msgs.len() <= N);
-        Batch { blocks: msgs.iter().map(|m| Blocks::new(m)).collect() }
+        assert!(msgs.len() <= N, "a batch holds at most {N} messages");
+        let lanes = std::array::from_fn(|k| Blocks::new(msgs.get(k).copied().unwrap_or_default()));
+        Batch { lanes, len: msgs.len() }
+    }
+
+    /// The lanes that carry a message.
+    fn blocks(&self) -> &[Blocks<'a>] {
+        &self.lanes[..self.len]
     }
 
     /// Permutations the longest message needs.
     fn rounds(&self) -> usize {
-        self.blocks.iter().map(Blocks::count).max().unwrap_or(0)
+        self.blocks().iter().map(Blocks::count).max().unwrap_or(0)
     }
 
     /// Each lane's block `b` (zeros past its message's end).
     fn inputs(&self, b: usize) -> [&[u8]; N] {
         let mut input: [&[u8]; N] = [&ZERO_BLOCK; N];
-        for (slot, m) in input.iter_mut().zip(&self.blocks) {
+        for (slot, m) in input.iter_mut().zip(self.blocks()) {
             *slot = m.get(b).unwrap_or(&ZERO_BLOCK);
         }
         input
@@ -208,13 +217,13 @@ impl<'a, const N: usize> Batch<'a, N> {
 
     /// True when some message's last block is block `b`.
     fn ends_at(&self, b: usize) -> bool {
-        self.blocks.iter().any(|m| m.count() == b + 1)
+        self.blocks().iter().any(|m| m.count() == b + 1)
     }
 
     /// After the permutation of block `b`: the digest of every message that ended there,
     /// from the first four words of the state (`words[w][k]`: word `w` of lane `k`).
     fn emit(&self, b: usize, words: [[u64; N]; 4], out: &mut [[u8; 32]; N]) {
-        for (k, m) in self.blocks.iter().enumerate() {
+        for (k, m) in self.blocks().iter().enumerate() {
             if m.count() == b + 1 {
                 for (w, word) in words.iter().enumerate() {
                     out[k][w * 8..w * 8 + 8].copy_from_slice(&word[k].to_le_bytes());

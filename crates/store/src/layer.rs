@@ -36,17 +36,25 @@ impl ChangeMap {
     }
 
     /// From entries in any order; of several writes to one key the last one counts.
-    pub(crate) fn from_writes(mut entries: Vec<Entry>) -> ChangeMap {
-        // A stable sort keeps each key's writes in their order; keep the last of each run.
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut out: Vec<Entry> = Vec::with_capacity(entries.len());
-        for e in entries {
+    pub(crate) fn from_writes(entries: Vec<Entry>) -> ChangeMap {
+        // Sorted by the keys' 8-byte prefixes (an integer compare; the prefix order never
+        // contradicts the key order) and by whole keys only where prefixes tie: a commit
+        // sorts its ~20k node writes and the nodes they replace this way. A stable sort
+        // keeps each key's writes in their order; the last of each run is kept.
+        let mut keyed: Vec<(u64, Entry)> =
+            entries.into_iter().map(|e| (key_prefix64(&e.0), e)).collect();
+        keyed.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1 .0.cmp(&b.1 .0)));
+        let mut out: Vec<Entry> = Vec::with_capacity(keyed.len());
+        let mut prefixes = Vec::with_capacity(keyed.len());
+        for (p, e) in keyed {
             match out.last_mut() {
                 Some(last) if last.0 == e.0 => *last = e,
-                _ => out.push(e),
+                _ => {
+                    out.push(e);
+                    prefixes.push(p);
+                }
             }
         }
-        let prefixes = out.iter().map(|(k, _)| key_prefix64(k)).collect();
         ChangeMap { entries: out, prefixes }
     }
 
@@ -185,5 +193,29 @@ mod tests {
         assert_eq!(m.get(&[1, 0]).flatten().map(|v| v[0]), Some(2));
         assert_eq!(m.get(&[1, 0, 0]).flatten().map(|v| v[0]), Some(3));
         assert_eq!(m.get(&[1, 0, 0, 0]), None);
+    }
+
+    proptest::proptest! {
+        /// Any writes (short keys sharing prefixes, repeated keys) give the map a model of
+        /// last-write-wins over sorted keys gives.
+        #[test]
+        fn from_writes_matches_a_sorted_model(
+            writes in proptest::collection::vec(
+                (proptest::collection::vec(0u8..3, 0..11), proptest::option::of(0u8..4)),
+                0..60,
+            ),
+        ) {
+            let model: std::collections::BTreeMap<Vec<u8>, Option<u8>> =
+                writes.iter().cloned().collect();
+            let entries = writes.iter().map(|(k, b)| (k.clone(), b.and_then(v))).collect();
+            let m = ChangeMap::from_writes(entries);
+            let got: Vec<(Vec<u8>, Option<u8>)> =
+                m.iter().map(|(k, val)| (k.clone(), val.as_ref().map(|x| x[0]))).collect();
+            let want: Vec<(Vec<u8>, Option<u8>)> = model.into_iter().collect();
+            proptest::prop_assert_eq!(got, want);
+            for (k, _) in &writes {
+                proptest::prop_assert_eq!(m.prefixes[m.entries.partition_point(|e| e.0 < *k)], key_prefix64(k));
+            }
+        }
     }
 }

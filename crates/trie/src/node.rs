@@ -508,46 +508,84 @@ impl Layout for EthLayout {
     }
 
     fn decode(bytes: &[u8]) -> Result<DecodedNode<'_>, NodeError> {
-        let payload = match RlpItem::decode_exact(bytes)? {
-            RlpItem::String([]) => return Ok(DecodedNode::Empty),
-            RlpItem::String(_) => return Err(NodeError::NotAList),
-            RlpItem::List(p) => p,
-        };
-        let mut items: [RlpItem<'_>; 17] = [RlpItem::String(&[]); 17];
-        let mut count = 0;
-        for item in RlpListIter::new(payload) {
-            let item = item?;
-            if count == 17 {
-                return Err(NodeError::ItemCount(18));
-            }
-            items[count] = item;
-            count += 1;
-        }
-        match count {
-            2 => {
-                let hp = items[0].string()?;
-                let (path, leaf) = Nibbles::from_hp(hp).ok_or(NodeError::BadPath)?;
-                if leaf {
-                    Ok(DecodedNode::Leaf { path, value: items[1].string()? })
-                } else {
-                    let child = decode_child(items[1])?;
-                    if path.is_empty() || child.is_empty() {
-                        return Err(NodeError::BadExtension);
-                    }
-                    Ok(DecodedNode::Extension { path, child })
-                }
-            }
-            17 => {
-                let mut children = [ChildRef::EMPTY; 16];
-                for (slot, item) in children.iter_mut().zip(items.iter()) {
-                    *slot = decode_child(*item)?;
-                }
-                let v = items[16].string()?;
-                Ok(DecodedNode::Branch { children, value: (!v.is_empty()).then_some(v) })
-            }
-            n => Err(NodeError::ItemCount(n)),
+        match hashed_branch(bytes) {
+            Some(children) => Ok(DecodedNode::Branch { children, value: None }),
+            None => decode_rlp(bytes),
         }
     }
+}
+
+/// Any Ethereum node, by the general RLP walk.
+fn decode_rlp(bytes: &[u8]) -> Result<DecodedNode<'_>, NodeError> {
+    let payload = match RlpItem::decode_exact(bytes)? {
+        RlpItem::String([]) => return Ok(DecodedNode::Empty),
+        RlpItem::String(_) => return Err(NodeError::NotAList),
+        RlpItem::List(p) => p,
+    };
+    let mut items: [RlpItem<'_>; 17] = [RlpItem::String(&[]); 17];
+    let mut count = 0;
+    for item in RlpListIter::new(payload) {
+        let item = item?;
+        if count == 17 {
+            return Err(NodeError::ItemCount(18));
+        }
+        items[count] = item;
+        count += 1;
+    }
+    match count {
+        2 => {
+            let hp = items[0].string()?;
+            let (path, leaf) = Nibbles::from_hp(hp).ok_or(NodeError::BadPath)?;
+            if leaf {
+                Ok(DecodedNode::Leaf { path, value: items[1].string()? })
+            } else {
+                let child = decode_child(items[1])?;
+                if path.is_empty() || child.is_empty() {
+                    return Err(NodeError::BadExtension);
+                }
+                Ok(DecodedNode::Extension { path, child })
+            }
+        }
+        17 => {
+            let mut children = [ChildRef::EMPTY; 16];
+            for (slot, item) in children.iter_mut().zip(items.iter()) {
+                *slot = decode_child(*item)?;
+            }
+            let v = items[16].string()?;
+            Ok(DecodedNode::Branch { children, value: (!v.is_empty()).then_some(v) })
+        }
+        n => Err(NodeError::ItemCount(n)),
+    }
+}
+
+/// The children of the most common Ethereum branch, read without the general RLP walk: a
+/// list (canonical 1- or 2-byte length) of 16 children that are each empty or a 32-byte
+/// hash, then an empty value, and nothing after it. `None` for anything else, which the
+/// general decoder then reads (or rejects); on the bytes it accepts, both give the same
+/// branch (tested).
+fn hashed_branch(bytes: &[u8]) -> Option<[ChildRef; 16]> {
+    let (header, payload) = match *bytes {
+        [0xf8, len, ..] if len >= 56 => (2, usize::from(len)),
+        [0xf9, hi, lo, ..] if hi != 0 => (3, usize::from(u16::from_be_bytes([hi, lo]))),
+        _ => return None,
+    };
+    if header + payload != bytes.len() {
+        return None;
+    }
+    let mut children = [ChildRef::EMPTY; 16];
+    let mut at = header;
+    for child in &mut children {
+        match bytes.get(at)? {
+            0x80 => at += 1,
+            0xa0 => {
+                let hash: [u8; 32] = bytes.get(at + 1..at + 33)?.try_into().ok()?;
+                *child = ChildRef::hash(H256(hash));
+                at += 33;
+            }
+            _ => return None,
+        }
+    }
+    (bytes.get(at) == Some(&0x80) && at + 1 == bytes.len()).then_some(children)
 }
 
 fn decode_child(item: RlpItem<'_>) -> Result<ChildRef, NodeError> {
@@ -618,5 +656,69 @@ mod tests {
         assert!(EthLayout::decode(&[]).is_err());
         assert!(EthLayout::decode(&[0xc3, 0x80, 0x81]).is_err());
         assert_eq!(EthLayout::decode(&[0x80]).unwrap(), DecodedNode::Empty);
+    }
+
+    /// A branch of hashed and empty children (`mask` bit `i`: child `i` is a hash) with an
+    /// optional value, encoded.
+    fn branch_bytes(mask: u16, seed: u8, value: Option<&[u8]>) -> Vec<u8> {
+        let children: [ChildRef; 16] = std::array::from_fn(|i| match mask >> i & 1 {
+            1 => ChildRef::hash(H256([seed.wrapping_add(i as u8); 32])),
+            _ => ChildRef::EMPTY,
+        });
+        let mut out = Vec::new();
+        EthLayout::encode_branch(&children, value, &mut out);
+        out
+    }
+
+    #[test]
+    fn hashed_branches_take_the_fast_path_and_decode_alike() {
+        for mask in [0b11u16, 0b1000_0000_0000_0001, 0xffff, 0x0f0f, 0b111] {
+            let bytes = branch_bytes(mask, 9, None);
+            assert!(hashed_branch(&bytes).is_some(), "mask {mask:#x}: fast path not taken");
+            assert_eq!(EthLayout::decode(&bytes), decode_rlp(&bytes), "mask {mask:#x}");
+            // A value or an inline child sends it to the general decoder.
+            assert!(hashed_branch(&branch_bytes(mask, 9, Some(b"v"))).is_none());
+        }
+        let mut inline = [ChildRef::EMPTY; 16];
+        inline[0] = ChildRef::hash(H256([1; 32]));
+        inline[1] = ChildRef::hash(H256([2; 32]));
+        inline[2] = ChildRef::inline(&[0xc2, 0x20, 0x01]);
+        let mut bytes = Vec::new();
+        EthLayout::encode_branch(&inline, None, &mut bytes);
+        assert!(hashed_branch(&bytes).is_none());
+        assert_eq!(EthLayout::decode(&bytes), decode_rlp(&bytes));
+    }
+
+    proptest::proptest! {
+        /// Wherever the fast path accepts bytes (valid branches, and the same bytes with
+        /// any byte changed, cut or extended), the general decoder reads the same branch;
+        /// where it declines, `decode` is the general decoder's answer.
+        #[test]
+        fn the_fast_branch_decoder_agrees_with_rlp(
+            mask in proptest::prelude::any::<u16>(),
+            seed in proptest::prelude::any::<u8>(),
+            at in proptest::prelude::any::<usize>(),
+            byte in proptest::prelude::any::<u8>(),
+            edit in 0u8..4,
+        ) {
+            let mut bytes = branch_bytes(mask, seed, None);
+            let i = at % bytes.len();
+            match edit {
+                0 => bytes[i] = byte,
+                1 => bytes.truncate(i),
+                2 => bytes.push(byte),
+                _ => {}
+            }
+            match hashed_branch(&bytes) {
+                Some(children) => {
+                    let general = decode_rlp(&bytes);
+                    proptest::prop_assert_eq!(
+                        general,
+                        Ok(DecodedNode::Branch { children, value: None })
+                    );
+                }
+                None => proptest::prop_assert_eq!(EthLayout::decode(&bytes), decode_rlp(&bytes)),
+            }
+        }
     }
 }
