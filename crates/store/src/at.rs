@@ -28,7 +28,7 @@ use crate::keys::{
 };
 use crate::layer::{block_layers, ChangeMap, Entry};
 use crate::layout::Keys;
-use crate::recent::{held_bytes, Recent, RecentBlock};
+use crate::recent::{held_bytes, IndexSources, Recent, RecentBlock};
 use crate::shared::Shared;
 use crate::state::{ReadHandle, StateDb};
 use crate::view::{checked_node, key_has_path, leaf_at, leaf_under_skipping, value_node};
@@ -154,25 +154,59 @@ fn window(
     nodes: bool,
 ) -> Result<(RwLockReadGuard<'_, Recent>, H256), AtError> {
     let served = |r: &Recent| r.root_at(number).filter(|_| r.serves(number, nodes));
+    let below_head = |r: &Recent| number < r.head().0 && number >= r.floor();
     {
         let r = shared.recent.read();
-        if let Some(root) = served(&r) {
+        // A read below the head wants the window's index, built lazily (`recent.rs`).
+        let sources = below_head(&r).then(|| r.index_sources()).flatten();
+        if let Some(root) = served(&r).filter(|_| sources.is_none()) {
+            r.note_read();
             return Ok((r, root));
         }
+        drop(r);
+        build_index(shared, sources);
     }
     {
         // Fill the window down to the block; for a refusal, down to its floor, so that
         // the error names the window the store serves, not what it has read back so far.
+        // The index is built by now unless another reader was building it.
         let mut w = shared.recent.write();
+        if below_head(&w) {
+            w.ensure_index();
+        }
         let inside = number <= w.head().0 && number >= w.floor();
         let down_to = if inside { number } else { w.floor() };
         extend(shared, &mut w, down_to, nodes && inside)?;
     }
+    // Lookups are right with or without the index (a commit between the two locks may
+    // have dropped it, after `INDEX_IDLE_BLOCKS` commits without a read).
     let r = shared.recent.read();
     match served(&r) {
-        Some(root) => Ok((r, root)),
+        Some(root) => {
+            r.note_read();
+            Ok((r, root))
+        }
         None => Err(outside(&r, number, nodes)),
     }
+}
+
+/// Build the window's index outside its lock, then install it (commits and other readers
+/// go on meanwhile; the install adds what they changed).
+fn build_index(shared: &Shared, sources: Option<IndexSources>) {
+    /// Lets another reader build the index if this one panics before the install.
+    struct Abandon<'a>(&'a Shared, bool);
+    impl Drop for Abandon<'_> {
+        fn drop(&mut self) {
+            if !self.1 {
+                self.0.recent.read().abandon_index_build();
+            }
+        }
+    }
+    let Some(sources) = sources else { return };
+    let mut guard = Abandon(shared, false);
+    let built = sources.build(false);
+    shared.recent.write().install_index(built);
+    guard.1 = true;
 }
 
 fn outside(r: &Recent, number: u64, nodes: bool) -> AtError {

@@ -11,6 +11,16 @@
 //! asked for the key itself, so a hash collision or an entry of a block that left the
 //! window costs a wasted map lookup, never a wrong answer.
 //!
+//! The index is lazy: a store that nobody reads below the head (a validator, an import)
+//! does not keep it, and its commits skip the per-block index update (~30k keys at 1M keys:
+//! 4-6 ms of the commit on 2 cores). The first read below the head builds it from the
+//! blocks' maps outside the window's lock and installs it with what changed meanwhile
+//! ([`Recent::index_sources`], [`Recent::install_index`]); commits then keep it up to date
+//! until [`INDEX_IDLE_BLOCKS`] commits pass without such a read, when it is dropped again.
+//! Without it a lookup asks the blocks after the read's block themselves, oldest first
+//! (the window's own fill, which reads below the head, builds the index first, under the
+//! lock: the window it starts from is small).
+//!
 //! Sources of the old values:
 //! - **Commits** (the common case): the flat and meta values come from the reverse diff the
 //!   commit encodes anyway; the old nodes from the resident trie (which still holds the
@@ -30,10 +40,11 @@
 
 use std::collections::VecDeque;
 use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use rayon::prelude::*;
-use rustc_hash::{FxBuildHasher, FxHashMap};
+use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 use trie::H256;
 
@@ -61,8 +72,12 @@ pub struct RecentStats {
     pub shrunk_blocks: u64,
 }
 
-/// Estimated index bytes per changed key (hash, block list, table slot).
+/// Estimated index bytes per changed key (hash, block list, table slot); counted whether
+/// or not the index is built, so that building it never passes the byte bound.
 const INDEX_ENTRY_BYTES: u64 = 48;
+
+/// Commits without a read below the head after which the index is dropped.
+const INDEX_IDLE_BLOCKS: u64 = 256;
 
 /// One block's old values.
 #[derive(Debug)]
@@ -72,12 +87,13 @@ pub(crate) struct RecentBlock {
     /// The state root before the block (block `number - 1`'s).
     pub(crate) parent_root: H256,
     /// Flat keys the block changed, with their values before it (`None`: absent).
-    pub(crate) flat: ChangeMap,
+    /// Shared, never changed: an index build reads the maps outside the window's lock.
+    pub(crate) flat: Arc<ChangeMap>,
     /// Meta records (per-trie roots) the block changed, with their values before it.
-    pub(crate) meta: ChangeMap,
+    pub(crate) meta: Arc<ChangeMap>,
     /// Node keys the block wrote or deleted, with the stored node before it; `None` until
     /// known (a block read back from disk, before a proof needed it).
-    pub(crate) nodes: Option<ChangeMap>,
+    pub(crate) nodes: Option<Arc<ChangeMap>>,
     bytes: u64,
 }
 
@@ -104,8 +120,8 @@ impl RecentBlock {
         let mut block = RecentBlock {
             number,
             parent_root: parent_root?,
-            flat: ChangeMap::from_writes(flat),
-            meta: ChangeMap::from_writes(meta),
+            flat: Arc::new(ChangeMap::from_writes(flat)),
+            meta: Arc::new(ChangeMap::from_writes(meta)),
             nodes: None,
             bytes: 0,
         };
@@ -115,7 +131,7 @@ impl RecentBlock {
 
     /// Set the old nodes a commit found (before the block joins the window).
     pub(crate) fn set_old_nodes(&mut self, nodes: ChangeMap) {
-        self.nodes = Some(nodes);
+        self.nodes = Some(Arc::new(nodes));
         self.measure();
     }
 
@@ -125,16 +141,22 @@ impl RecentBlock {
     }
 
     fn measure(&mut self) {
-        let maps = [Some(&self.flat), Some(&self.meta), self.nodes.as_ref()];
-        self.bytes = maps.into_iter().flatten().map(held_bytes).sum();
+        self.bytes = self.maps().map(|(_, m)| held_bytes(m)).sum();
     }
 
-    fn map(&self, column: Column) -> Option<&ChangeMap> {
+    fn map(&self, column: Column) -> Option<&Arc<ChangeMap>> {
         match column {
             Column::Flat => Some(&self.flat),
             Column::Meta => Some(&self.meta),
             Column::Nodes => self.nodes.as_ref(),
         }
+    }
+
+    /// Each map the block holds, with its column.
+    fn maps(&self) -> impl Iterator<Item = (Column, &Arc<ChangeMap>)> {
+        [Column::Flat, Column::Meta, Column::Nodes]
+            .into_iter()
+            .filter_map(|c| Some((c, self.map(c)?)))
     }
 }
 
@@ -148,7 +170,12 @@ pub(crate) struct Recent {
     /// The published head.
     head: (u64, H256),
     blocks: VecDeque<RecentBlock>,
-    index: Index,
+    /// Key hash → blocks; `None` until a read below the head wants it (module docs).
+    index: Option<Index>,
+    /// The head at the last read below the head (readers hold only the read lock).
+    last_read: AtomicU64,
+    /// A reader is building the index outside the lock ([`Recent::index_sources`]).
+    building: AtomicBool,
     bytes: u64,
     /// Blocks that left the window, or were not read back into it, because of the byte
     /// bound (this session).
@@ -182,7 +209,9 @@ impl Recent {
             limit_bytes,
             head,
             blocks: VecDeque::new(),
-            index: Index::new(),
+            index: None,
+            last_read: AtomicU64::new(0),
+            building: AtomicBool::new(false),
             bytes: 0,
             shrunk: 0,
             evicted: 0,
@@ -287,10 +316,14 @@ impl Recent {
         key: &[u8],
         number: u64,
     ) -> Option<Option<&Arc<[u8]>>> {
+        let Some(index) = &self.index else {
+            // The first block after `number` that changed the key holds its value then.
+            return self.blocks_after(number).find_map(|b| b.map(column)?.get(key));
+        };
         // The list is short and in no particular order, and may name blocks that left the
         // window (until a sweep): the first block after `number` whose own map holds the
         // key answers, so a stale or colliding entry costs a lookup, never a wrong value.
-        let blocks = self.index.get(key_hash(column, key))?;
+        let blocks = index.get(key_hash(column, key))?;
         let mut found: Option<(u64, Option<&Arc<[u8]>>)> = None;
         for &n in blocks.iter().filter(|n| **n > number) {
             if found.is_some_and(|(f, _)| f <= n) {
@@ -307,9 +340,84 @@ impl Recent {
     /// past the bounds leave from the front.
     pub(crate) fn push(&mut self, block: RecentBlock) {
         debug_assert!(block.number == self.blocks.back().map_or(self.head.0, |b| b.number) + 1);
+        let idle = self.head.0.saturating_sub(*self.last_read.get_mut()) >= INDEX_IDLE_BLOCKS;
+        if idle {
+            if let Some(index) = self.index.take() {
+                // Millions of entries at a full window: freed off the commit's path.
+                rayon::spawn(move || drop(index));
+            }
+        }
         self.index_block(&block);
         self.blocks.push_back(block);
         self.trim();
+    }
+
+    /// Whether the index is built (see the module docs).
+    #[cfg(test)]
+    fn indexed(&self) -> bool {
+        self.index.is_some()
+    }
+
+    /// Build the index from the blocks held, if it is not built (under the write lock).
+    pub(crate) fn ensure_index(&mut self) {
+        if self.index.is_none() {
+            let sources = self.sources();
+            self.index = Some(sources.build(true).index);
+            self.note_read();
+        }
+    }
+
+    /// The maps to build the index from outside the lock ([`IndexSources::build`], then
+    /// [`Recent::install_index`]), unless it is built or another reader is building it
+    /// (lookups meanwhile ask the blocks themselves). Building a full window of 1M-key
+    /// blocks takes a few hundred ms: under the lock, the committer would wait for it.
+    pub(crate) fn index_sources(&self) -> Option<IndexSources> {
+        if self.index.is_some() || self.building.swap(true, Ordering::AcqRel) {
+            return None;
+        }
+        Some(self.sources())
+    }
+
+    fn sources(&self) -> IndexSources {
+        let maps = self.blocks.iter().flat_map(|b| b.maps().map(|(c, m)| (b.number, c, m.clone())));
+        IndexSources(maps.collect())
+    }
+
+    /// Install an index built outside the lock, adding what changed meanwhile: every map
+    /// of the window it was not built from (blocks committed or read back since, old nodes
+    /// found since, blocks committed again after a revert). Entries of blocks that left
+    /// meanwhile are stale, which lookups tolerate and sweeps remove.
+    pub(crate) fn install_index(&mut self, built: BuiltIndex) {
+        *self.building.get_mut() = false;
+        if self.index.is_some() {
+            return;
+        }
+        let BuiltIndex { mut index, from } = built;
+        // The maps stay alive in `from`, so no other map can have one of their addresses.
+        let seen: FxHashSet<(u64, u8, usize)> =
+            from.iter().map(|(n, c, m)| (*n, *c as u8, Arc::as_ptr(m) as usize)).collect();
+        for block in &self.blocks {
+            for (c, map) in block.maps() {
+                if !seen.contains(&(block.number, c as u8, Arc::as_ptr(map) as usize)) {
+                    index.update(hashes([map.as_ref()], c), |list| list.push(block.number));
+                }
+            }
+        }
+        self.index = Some(index);
+        self.note_read();
+    }
+
+    /// A build given up before its install (its thread panicked): another may start.
+    pub(crate) fn abandon_index_build(&self) {
+        self.building.store(false, Ordering::Release);
+    }
+
+    /// Note a read below the head (keeps the index from being dropped as idle).
+    pub(crate) fn note_read(&self) {
+        // Loaded first: readers on many threads would otherwise all write one cache line.
+        if self.last_read.load(Ordering::Relaxed) != self.head.0 {
+            self.last_read.store(self.head.0, Ordering::Relaxed);
+        }
     }
 
     /// Add the block just below the window (read back from disk).
@@ -331,11 +439,11 @@ impl Recent {
         if block.nodes.is_some() {
             return;
         }
-        self.index.update(hashes([&nodes], Column::Nodes), |list| {
-            list.push(number);
-        });
+        if let Some(index) = &mut self.index {
+            index.update(hashes([&nodes], Column::Nodes), |list| list.push(number));
+        }
         self.bytes -= block.bytes;
-        block.nodes = Some(nodes);
+        block.nodes = Some(Arc::new(nodes));
         block.measure();
         self.bytes += block.bytes;
     }
@@ -400,14 +508,18 @@ impl Recent {
     /// Drop the index entries of the blocks evicted since the last sweep.
     fn sweep_evicted(&mut self) {
         let first = self.blocks.front().map_or(self.head.0 + 1, |b| b.number);
-        self.index.sweep(first);
+        if let Some(index) = &mut self.index {
+            index.sweep(first);
+        }
         self.evicted = 0;
     }
 
-    /// Add `block` to the index and the byte count.
+    /// Add `block` to the index (when built) and the byte count.
     fn index_block(&mut self, block: &RecentBlock) {
         let n = block.number;
-        self.index.update(block_hashes(block), |list| list.push(n));
+        if let Some(index) = &mut self.index {
+            index.update(block_hashes(block), |list| list.push(n));
+        }
         self.bytes += block.bytes;
     }
 
@@ -415,6 +527,10 @@ impl Recent {
     /// the block itself is dropped on the rayon pool beside the index work.
     fn unindex(&mut self, block: RecentBlock) {
         self.bytes -= block.bytes;
+        let Some(index) = &mut self.index else {
+            rayon::spawn(move || drop(block));
+            return;
+        };
         let n = block.number;
         let hashes = block_hashes(&block);
         let remove = |list: &mut Blocks| {
@@ -422,7 +538,7 @@ impl Recent {
                 list.swap_remove(at);
             }
         };
-        rayon::join(|| self.index.update(hashes, remove), || drop(block));
+        rayon::join(|| index.update(hashes, remove), || drop(block));
     }
 }
 
@@ -448,6 +564,27 @@ fn shard_of(hash: u64) -> usize {
 impl Index {
     fn new() -> Index {
         Index { shards: (0..INDEX_SHARDS).map(|_| FxHashMap::default()).collect() }
+    }
+
+    /// The index of each block number's key hashes: each shard filled on the rayon pool
+    /// from every block's hashes, sized once (a full window of 1M-key blocks holds millions
+    /// of entries).
+    fn from_hashed(hashed: &[(u64, Vec<u64>)], parallel: bool) -> Index {
+        let total: usize = hashed.iter().map(|h| h.1.len()).sum();
+        let fill = |(i, shard): (usize, &mut FxHashMap<u64, Blocks>)| {
+            shard.reserve(total / INDEX_SHARDS + total / (8 * INDEX_SHARDS));
+            for (n, hashes) in hashed {
+                for &h in hashes.iter().filter(|h| shard_of(**h) == i) {
+                    shard.entry(h).or_default().push(*n);
+                }
+            }
+        };
+        let mut index = Index::new();
+        match parallel {
+            true => index.shards.par_iter_mut().enumerate().for_each(fill),
+            false => index.shards.iter_mut().enumerate().for_each(fill),
+        }
+        index
     }
 
     fn get(&self, hash: u64) -> Option<&Blocks> {
@@ -485,10 +622,30 @@ impl Index {
 
 /// The index hashes of every key a block's maps hold.
 fn block_hashes(block: &RecentBlock) -> Vec<u64> {
-    let mut out = hashes(block.map(Column::Flat), Column::Flat);
-    out.extend(hashes(block.map(Column::Meta), Column::Meta));
-    out.extend(hashes(block.map(Column::Nodes), Column::Nodes));
-    out
+    block.maps().flat_map(|(column, map)| hashes([map.as_ref()], column)).collect()
+}
+
+/// The window's maps as an index build reads them: block number, column, map.
+pub(crate) struct IndexSources(Vec<(u64, Column, Arc<ChangeMap>)>);
+
+/// An index and the maps it was built from.
+pub(crate) struct BuiltIndex {
+    index: Index,
+    from: Vec<(u64, Column, Arc<ChangeMap>)>,
+}
+
+impl IndexSources {
+    /// Hash every key, then fill the index: on the rayon pool if `parallel`, else on the
+    /// calling thread alone (a reader's build outside the lock, which would otherwise queue
+    /// the committer's walk behind its tasks).
+    pub(crate) fn build(self, parallel: bool) -> BuiltIndex {
+        let hash = |(n, c, m): &(u64, Column, Arc<ChangeMap>)| (*n, hashes([m.as_ref()], *c));
+        let hashed: Vec<(u64, Vec<u64>)> = match parallel {
+            true => self.0.par_iter().map(hash).collect(),
+            false => self.0.iter().map(hash).collect(),
+        };
+        BuiltIndex { index: Index::from_hashed(&hashed, parallel), from: self.0 }
+    }
 }
 
 fn hashes<'a>(maps: impl IntoIterator<Item = &'a ChangeMap>, column: Column) -> Vec<u64> {
@@ -508,9 +665,9 @@ mod tests {
         let mut b = RecentBlock {
             number,
             parent_root: H256([number as u8; 32]),
-            flat: ChangeMap::from_writes(flat),
-            meta: ChangeMap::default(),
-            nodes: Some(ChangeMap::default()),
+            flat: Arc::new(ChangeMap::from_writes(flat)),
+            meta: Arc::default(),
+            nodes: Some(Arc::default()),
             bytes: 0,
         };
         b.measure();
@@ -519,7 +676,15 @@ mod tests {
 
     #[test]
     fn values_at_each_block() {
+        values_at_each_block_with(false);
+        values_at_each_block_with(true);
+    }
+
+    fn values_at_each_block_with(indexed: bool) {
         let mut r = Recent::new(3, u64::MAX, (10, H256([10; 32])));
+        if indexed {
+            r.ensure_index();
+        }
         // Block 11 changes a (was 1) and b (was absent); block 12 changes a (was 2).
         r.push(block(11, vec![(b"a".to_vec(), v(1)), (b"b".to_vec(), None)]));
         r.set_head((11, H256([11; 32])));
@@ -559,6 +724,7 @@ mod tests {
     #[test]
     fn stale_index_entries_never_answer() {
         let mut r = Recent::new(3, u64::MAX, (0, H256([0; 32])));
+        r.ensure_index();
         let commit = |r: &mut Recent, n: u64, tag: u8| {
             r.push(block(n, vec![(b"a".to_vec(), v(tag)), (vec![tag, n as u8], None)]));
             r.set_head((n, H256([n as u8; 32])));
@@ -582,6 +748,118 @@ mod tests {
             commit(&mut r, n, n as u8);
         }
         assert_eq!(r.changed_after(Column::Flat, b"a", 118), Some(v(119).as_ref()));
-        assert!(r.index.shards.iter().map(|s| s.len()).sum::<usize>() < 3 * 40);
+        let index = r.index.as_ref().expect("no idle drop yet: 120 < INDEX_IDLE_BLOCKS");
+        assert!(index.shards.iter().map(|s| s.len()).sum::<usize>() < 3 * 40);
+    }
+
+    /// The same window answered with and without the index, built late, dropped when idle
+    /// and built again, with reverts and evictions on the way: every key at every block.
+    #[test]
+    fn the_lazy_index_answers_as_the_blocks_do() {
+        let (mut plain, mut lazy) = (window(), window());
+        let keys: Vec<Vec<u8>> = (0u8..24).map(|k| vec![k]).collect();
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let mut head = 0u64;
+        for step in 0..(2 * INDEX_IDLE_BLOCKS + 200) {
+            if next() % 13 == 0 && head > 2 {
+                // A revert of one or two blocks.
+                head -= 1 + next() % 2;
+                for r in [&mut plain, &mut lazy] {
+                    r.set_head((head, H256([head as u8; 32])));
+                }
+            }
+            head += 1;
+            let writes: Vec<Entry> = (0..1 + next() % 5)
+                .map(|_| (keys[(next() % 24) as usize].clone(), v((next() % 200) as u8)))
+                .collect();
+            for r in [&mut plain, &mut lazy] {
+                r.push(block(head, writes.clone()));
+                r.set_head((head, H256([head as u8; 32])));
+            }
+            // Reads below the head for a while (the index is built), then none for longer
+            // than the idle bound (dropped), then reads again (built again).
+            let reading = step < 40 || (step > 40 + 2 * INDEX_IDLE_BLOCKS && step % 3 == 0);
+            if reading {
+                lazy.ensure_index();
+                lazy.note_read();
+            }
+            if step == 40 + 2 * INDEX_IDLE_BLOCKS {
+                // The head moved more than the idle bound since the last read (reverts take
+                // back at most two blocks in 13 steps).
+                assert!(!lazy.indexed(), "dropped after {INDEX_IDLE_BLOCKS} idle blocks");
+            }
+            assert!(plain.index.is_none());
+            for n in plain.oldest()..=head {
+                for k in &keys {
+                    let want = plain.changed_after(Column::Flat, k, n);
+                    assert_eq!(lazy.changed_after(Column::Flat, k, n), want, "{k:?} at {n}");
+                }
+            }
+        }
+        assert!(lazy.indexed());
+    }
+
+    fn window() -> Recent {
+        Recent::new(8, u64::MAX, (0, H256([0; 32])))
+    }
+
+    /// An index built from the maps of one moment and installed later must answer as the
+    /// blocks do after whatever happened in between: commits, a revert and blocks committed
+    /// again under the same numbers, evictions, old nodes found for a block.
+    #[test]
+    fn an_index_built_outside_the_lock_covers_what_changed_meanwhile() {
+        let (mut plain, mut lazy) = (window(), window());
+        let commit = |r: &mut Recent, n: u64, tag: u8, nodes: bool| {
+            let mut b = block(n, vec![(b"a".to_vec(), v(tag)), (vec![tag], None)]);
+            if !nodes {
+                b.nodes = None;
+                b.measure();
+            }
+            r.push(b);
+            r.set_head((n, H256([n as u8; 32])));
+        };
+        for n in 1..=6 {
+            commit(&mut plain, n, n as u8, n != 6);
+            commit(&mut lazy, n, n as u8, n != 6);
+        }
+        let sources = lazy.index_sources().expect("not built and nobody building");
+        assert!(lazy.index_sources().is_none(), "one build at a time");
+        // Meanwhile: back to 4, then 5 to 12 again with other values (5 and 6 reuse their
+        // numbers; the bound of 8 evicts the oldest), and block 5's old nodes are found.
+        for r in [&mut plain, &mut lazy] {
+            r.set_head((4, H256([4; 32])));
+            for n in 5..=12 {
+                commit(r, n, 100 + n as u8, n != 5);
+            }
+            let found = ChangeMap::from_writes(vec![(b"node".to_vec(), v(55))]);
+            r.set_nodes(5, found);
+        }
+        lazy.install_index(sources.build(false));
+        assert!(lazy.indexed() && plain.index.is_none());
+        let keys: Vec<Vec<u8>> = [b"a".to_vec(), b"node".to_vec()]
+            .into_iter()
+            .chain((0u8..=255).map(|t| vec![t]))
+            .collect();
+        for n in plain.oldest()..=12 {
+            for k in &keys {
+                for column in [Column::Flat, Column::Nodes] {
+                    let want = plain.changed_after(column, k, n);
+                    assert_eq!(lazy.changed_after(column, k, n), want, "{k:?} at {n}");
+                }
+            }
+        }
+        assert_eq!(lazy.changed_after(Column::Nodes, b"node", 4), Some(v(55).as_ref()));
+        // A build given up lets the next one start.
+        let mut r = window();
+        commit(&mut r, 1, 1, true);
+        assert!(r.index_sources().is_some());
+        r.abandon_index_build();
+        assert!(r.index_sources().is_some());
     }
 }
