@@ -164,7 +164,9 @@ fn window(
             return Ok((r, root));
         }
         drop(r);
-        build_index(shared, sources);
+        if let Some(sources) = sources {
+            build_index(shared, sources);
+        }
     }
     {
         // Fill the window down to the block; for a refusal, down to its floor, so that
@@ -192,7 +194,7 @@ fn window(
 
 /// Build the window's index outside its lock, then install it (commits and other readers
 /// go on meanwhile; the install adds what they changed).
-fn build_index(shared: &Shared, sources: Option<IndexSources>) {
+fn build_index(shared: &Shared, sources: IndexSources) {
     /// Lets another reader build the index if this one panics before the install.
     struct Abandon<'a>(&'a Shared, bool);
     impl Drop for Abandon<'_> {
@@ -202,7 +204,6 @@ fn build_index(shared: &Shared, sources: Option<IndexSources>) {
             }
         }
     }
-    let Some(sources) = sources else { return };
     let mut guard = Abandon(shared, false);
     let built = sources.build(false);
     shared.recent.write().install_index(built);

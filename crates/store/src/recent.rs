@@ -399,7 +399,7 @@ impl Recent {
         for block in &self.blocks {
             for (c, map) in block.maps() {
                 if !seen.contains(&(block.number, c as u8, Arc::as_ptr(map) as usize)) {
-                    index.update(hashes([map.as_ref()], c), |list| list.push(block.number));
+                    index.update(hashes(map, c), |list| list.push(block.number));
                 }
             }
         }
@@ -440,7 +440,7 @@ impl Recent {
             return;
         }
         if let Some(index) = &mut self.index {
-            index.update(hashes([&nodes], Column::Nodes), |list| list.push(number));
+            index.update(hashes(&nodes, Column::Nodes), |list| list.push(number));
         }
         self.bytes -= block.bytes;
         block.nodes = Some(Arc::new(nodes));
@@ -566,9 +566,9 @@ impl Index {
         Index { shards: (0..INDEX_SHARDS).map(|_| FxHashMap::default()).collect() }
     }
 
-    /// The index of each block number's key hashes: each shard filled on the rayon pool
-    /// from every block's hashes, sized once (a full window of 1M-key blocks holds millions
-    /// of entries).
+    /// The index of each block number's key hashes: each shard filled from every block's
+    /// hashes (one rayon task per shard if `parallel`, else on the calling thread), sized
+    /// once (a full window of 1M-key blocks holds millions of entries).
     fn from_hashed(hashed: &[(u64, Vec<u64>)], parallel: bool) -> Index {
         let total: usize = hashed.iter().map(|h| h.1.len()).sum();
         let fill = |(i, shard): (usize, &mut FxHashMap<u64, Blocks>)| {
@@ -622,7 +622,7 @@ impl Index {
 
 /// The index hashes of every key a block's maps hold.
 fn block_hashes(block: &RecentBlock) -> Vec<u64> {
-    block.maps().flat_map(|(column, map)| hashes([map.as_ref()], column)).collect()
+    block.maps().flat_map(|(column, map)| hashes(map, column)).collect()
 }
 
 /// The window's maps as an index build reads them: block number, column, map.
@@ -639,7 +639,7 @@ impl IndexSources {
     /// calling thread alone (a reader's build outside the lock, which would otherwise queue
     /// the committer's walk behind its tasks).
     pub(crate) fn build(self, parallel: bool) -> BuiltIndex {
-        let hash = |(n, c, m): &(u64, Column, Arc<ChangeMap>)| (*n, hashes([m.as_ref()], *c));
+        let hash = |(n, c, m): &(u64, Column, Arc<ChangeMap>)| (*n, hashes(m, *c));
         let hashed: Vec<(u64, Vec<u64>)> = match parallel {
             true => self.0.par_iter().map(hash).collect(),
             false => self.0.iter().map(hash).collect(),
@@ -648,8 +648,9 @@ impl IndexSources {
     }
 }
 
-fn hashes<'a>(maps: impl IntoIterator<Item = &'a ChangeMap>, column: Column) -> Vec<u64> {
-    maps.into_iter().flat_map(ChangeMap::iter).map(|(k, _)| key_hash(column, k)).collect()
+/// The index hashes of every key of one column's map.
+fn hashes(map: &ChangeMap, column: Column) -> Vec<u64> {
+    map.iter().map(|(k, _)| key_hash(column, k)).collect()
 }
 
 #[cfg(test)]
