@@ -29,13 +29,24 @@ use crate::keys::{cf, CF_FLAT};
 use crate::keys::{encode_head, flat_key, node_key, node_key_into, root_key, Column, META_HEAD};
 use crate::layer::{ChangeMap, Entry, Layer};
 use crate::recent::RecentBlock;
-use crate::resident::Resident;
+use crate::resident::{OldNode, Resident};
 use crate::state::{ChangeSet, CommitInfo, CommitTimings, StateDb};
 use crate::update::{Change, KeyValue, PreState};
 use crate::view::{leaf_under_in, Reader};
 
-/// Nodes a walk loaded from below the resident trie: node key and stored value.
+/// Nodes a walk loaded for the resident trie to admit: node key and stored value.
 type LoadedNodes = Vec<(Vec<u8>, Arc<[u8]>)>;
+
+/// Nodes below the resident trie that a walk read or prefetched, by node key, with their
+/// values before the block (`None`: no node there). The recent window's capture of the
+/// nodes a block replaces takes them from here before it reads any from the store.
+type ReadBelow = FxHashMap<Vec<u8>, Option<Arc<[u8]>>>;
+
+/// What the walks of a block read, for the resident trie and the recent window.
+pub(crate) struct Walked {
+    loaded: LoadedNodes,
+    below: ReadBelow,
+}
 
 /// Every changed key's flat key, in the change set's order.
 pub(crate) fn flat_keys(changes: &ChangeSet) -> Result<Vec<Vec<u8>>, StoreError> {
@@ -54,6 +65,7 @@ pub(crate) struct TrieCommit {
     /// Node writes by node key.
     pub(crate) nodes: Vec<Entry>,
     pub(crate) loaded: LoadedNodes,
+    below: ReadBelow,
     hashes: u64,
     leaf_scans: u64,
     resident_hits: u64,
@@ -71,7 +83,9 @@ struct StorePre<'a> {
     iters: Mutex<Vec<DBRawIterator<'a>>>,
     loaded: Mutex<LoadedNodes>,
     /// Nodes below the resident trie read in one batch before the walk ([`prefetch_keys`]).
-    prefetched: FxHashMap<Vec<u8>, Option<Arc<[u8]>>>,
+    prefetched: ReadBelow,
+    /// Nodes below the resident trie the walk read one by one (not prefetched).
+    read: Mutex<Vec<OldNode>>,
 }
 
 /// The node keys below the resident trie that the walk will most likely read: each changed
@@ -121,14 +135,16 @@ impl PreState for StorePre<'_> {
         if let Some(v) = self.resident.get(&key) {
             return Ok(Some(v.clone()));
         }
-        let v = match self.prefetched.get(&key) {
-            Some(v) => v.clone(),
-            None => self.reader.read(Column::Nodes, &key)?,
+        let (v, fresh) = match self.prefetched.get(&key) {
+            Some(v) => (v.clone(), false),
+            None => (self.reader.read(Column::Nodes, &key)?, true),
         };
-        if let Some(v) = &v {
-            if self.resident.keeps(&key) {
+        if self.resident.keeps(&key) {
+            if let Some(v) = &v {
                 self.loaded.lock().push((key, v.clone()));
             }
+        } else if fresh {
+            self.read.lock().push((key, v.clone()));
         }
         Ok(v)
     }
@@ -295,7 +311,7 @@ impl StateDb {
         timings.trie_updates = start.elapsed();
 
         let start = Instant::now();
-        let (layer, loaded, info) = self.assemble(number, head_root, tries)?;
+        let (layer, walked, info) = self.assemble(number, head_root, tries)?;
         timings.assemble = start.elapsed();
         if let Some(expected) = expected.filter(|e| *e != info.root) {
             return Err(CommitError::RootMismatch { expected, computed: info.root });
@@ -304,7 +320,7 @@ impl StateDb {
         let start = Instant::now();
         // The resident trie takes the block before it is published: only the committer
         // reads it, and a failed publish poisons the store.
-        self.apply_resident(&layer, loaded)?;
+        self.apply_resident(&layer, walked)?;
         let layer = self.push_layer(layer).inspect_err(|_| {
             self.shared().recent.write().truncate_above(head_number);
         })?;
@@ -367,6 +383,7 @@ impl StateDb {
             iters: Mutex::new(Vec::new()),
             loaded: Mutex::new(Vec::new()),
             prefetched: wanted.into_iter().zip(values).collect(),
+            read: Mutex::new(Vec::new()),
         };
         let updated =
             crate::layout::update(self.reader().layout, &pre, old_root, &list, verify_old)?;
@@ -385,6 +402,11 @@ impl StateDb {
             undo,
             nodes,
             loaded: pre.loaded.into_inner(),
+            below: {
+                let mut below = pre.prefetched;
+                below.extend(pre.read.into_inner());
+                below
+            },
             hashes: updated.hashes,
             leaf_scans: updated.leaf_scans,
             resident_hits: updated.known,
@@ -398,20 +420,25 @@ impl StateDb {
         number: u64,
         head_root: H256,
         tries: Vec<TrieCommit>,
-    ) -> Result<(Layer, LoadedNodes, CommitInfo), StoreError> {
+    ) -> Result<(Layer, Walked, CommitInfo), StoreError> {
         let mut rev = ReverseDiff::new();
         let mut flat = Vec::new();
         let mut nodes = Vec::new();
         let mut meta = Vec::new();
         let mut loaded = Vec::new();
+        let mut below = ReadBelow::default();
         let mut roots = Vec::with_capacity(tries.len());
         let (mut hashes, mut leaf_scans, mut hits, mut misses) = (0, 0, 0, 0);
         let mut main_root = head_root;
-        for t in tries {
+        for mut t in tries {
             rev.append(t.undo);
             flat.extend(t.flat);
             nodes.extend(t.nodes);
             loaded.extend(t.loaded);
+            if below.len() < t.below.len() {
+                std::mem::swap(&mut below, &mut t.below);
+            }
+            below.extend(t.below);
             if t.trie == TrieId::Main {
                 main_root = t.root;
             } else if t.root != t.old_root {
@@ -451,30 +478,35 @@ impl StateDb {
             leaf_scans,
             timings: CommitTimings::default(),
         };
-        Ok((layer, loaded, info))
+        Ok((layer, Walked { loaded, below }, info))
     }
 
     /// The resident trie takes the block's node writes and the nodes its walk loaded; with
     /// the recent window on, the nodes the writes replace go to the window with the block's
     /// old values, before the block is published (see `recent.rs`): flat and meta from the
-    /// reverse diff, nodes from what the resident trie held and, below its levels, one
-    /// batched read (the resident update beside the diff and the read).
-    fn apply_resident(&mut self, layer: &Layer, loaded: LoadedNodes) -> Result<(), StoreError> {
+    /// reverse diff, nodes from what the resident trie held and, below its levels, what the
+    /// walk read (every node it rewrote or deleted) and one batched read of the rest (nodes
+    /// written where the walk read nothing, most of them new). The resident update runs
+    /// beside the diff and the read.
+    fn apply_resident(&mut self, layer: &Layer, walked: Walked) -> Result<(), StoreError> {
+        let Walked { loaded, mut below } = walked;
         let writes = layer.nodes.iter().map(|(k, v)| (k.as_slice(), v.as_ref()));
         if !self.shared().recent.read().enabled() {
             self.resident.apply(loaded, writes);
             return Ok(());
         }
-        let unknown: Vec<Vec<u8>> = layer
-            .nodes
-            .iter()
-            .map(|(k, _)| k)
-            .filter(|k| !self.resident.keeps(k))
-            .cloned()
-            .collect();
+        let mut known = Vec::new();
+        let mut unknown = Vec::new();
+        for (k, _) in layer.nodes.iter().filter(|(k, _)| !self.resident.keeps(k)) {
+            match below.remove_entry(k) {
+                Some(entry) => known.push(entry),
+                None => unknown.push(k.clone()),
+            }
+        }
         let (resident, shared) = self.resident_and_shared();
         let number = layer.number;
         let rest = || -> Result<(RecentBlock, Vec<Entry>), StoreError> {
+            drop(below);
             let entries = ReverseDiff::decode(&layer.history)
                 .map_err(|source| Corruption::History { number, source })?;
             let block = RecentBlock::from_reverse(number, entries)
@@ -487,6 +519,7 @@ impl StateDb {
         };
         let (captured, rest) = rayon::join(|| resident.apply_capturing(loaded, writes), rest);
         let (mut block, mut old) = rest?;
+        old.extend(known);
         old.extend(captured);
         block.set_old_nodes(ChangeMap::from_writes(old));
         shared.recent.write().push(block);

@@ -24,7 +24,8 @@
 //! Sources of the old values:
 //! - **Commits** (the common case): the flat and meta values come from the reverse diff the
 //!   commit encodes anyway; the old nodes from the resident trie (which still holds the
-//!   pre-state when the layer is built) and, below it, one batched read of the rest.
+//!   pre-state when the layer is built) and, below it, the nodes the commit's walk read
+//!   (it reads every node it rewrites or deletes) and one batched read of the rest.
 //! - **After an open** (or a revert or restore that reset the window), the window is filled
 //!   lazily, on the first read below what it holds: flat and meta from the reverse diffs
 //!   on disk, and the old nodes, only when a proof needs them, by undoing the blocks one by

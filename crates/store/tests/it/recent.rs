@@ -534,6 +534,44 @@ fn reads_and_proofs_at_every_block_of_the_window() {
     check(&db, &model, &(5..=17).rev().collect::<Vec<_>>(), "reopened");
 }
 
+/// With a resident trie too small for the state, a commit's old nodes below it come from
+/// the nodes its walk read (and, for the rest, one read of the store): every block of the
+/// window must still read and prove as the model's block, before and after a revert.
+#[test]
+fn reads_and_proofs_below_a_shallow_resident_trie() {
+    let seed = test_seed("reads_and_proofs_below_a_shallow_resident_trie");
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = small_config();
+    config.history.recent_blocks = 12;
+    config.cache.resident_bytes = 1 << 10;
+    let mut model = Model::new(config.layers.history_depth);
+    let mut db = open(dir.path(), &config);
+    for n in 1..=24 {
+        let changes = random_block(seed, n, KEYS, 40);
+        db.commit(&changes).unwrap();
+        let block = Arc::new(model.top().next(&changes));
+        model.push(block);
+    }
+    let resident = db.stats().resident;
+    assert!(resident.complete && resident.depth_limit <= 2, "{resident:?}");
+    let check = |db: &StateDb, model: &Model, blocks: &[u64], ctx: &str| {
+        for b in blocks {
+            let view = db.at(*b).unwrap_or_else(|e| panic!("{ctx}: at({b}): {e}"));
+            check_block(&view, model, *b, seed).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+        }
+    };
+    check(&db, &model, &(12..=24).rev().collect::<Vec<_>>(), "live");
+    db.revert(2).unwrap();
+    model.revert(2);
+    for n in 23..=26 {
+        let changes = random_block(seed ^ 1, n, KEYS, 40);
+        db.commit(&changes).unwrap();
+        let block = Arc::new(model.top().next(&changes));
+        model.push(block);
+    }
+    check(&db, &model, &(14..=26).collect::<Vec<_>>(), "after a revert");
+}
+
 /// Commit `blocks` random blocks of `seed` to `db` and the model.
 fn commit_blocks(db: &mut StateDb, model: &mut Model, seed: u64, blocks: u64) {
     for _ in 0..blocks {
