@@ -102,7 +102,8 @@ pub fn keccak256_many(msgs: &[&[u8]], out: &mut [[u8; 32]]) {
         let mut digests = [[0u8; 32]; 8];
         match backend {
             Backend::Avx512x8 => digests = simd::hash8(batch),
-            _ => digests[..4].copy_from_slice(&avx2::hash4(batch)),
+            Backend::Avx2x4 => digests[..4].copy_from_slice(&avx2::hash4(batch)),
+            Backend::Scalar => unreachable!("the scalar backend (width 1) returned above"),
         }
         for (d, &i) in digests.iter().zip(chunk) {
             out[i as usize] = *d;
