@@ -509,29 +509,18 @@ fn reads_and_proofs_at_every_block_of_the_window() {
     config.history.recent_blocks = 12;
     let mut model = Model::new(config.layers.history_depth);
     let mut db = open(dir.path(), &config);
-    for n in 1..=20 {
-        let changes = random_block(seed, n, KEYS, 40);
-        db.commit(&changes).unwrap();
-        let block = Arc::new(model.top().next(&changes));
-        model.push(block);
-    }
-    let check = |db: &StateDb, model: &Model, blocks: &[u64], ctx: &str| {
-        for b in blocks {
-            let view = db.at(*b).unwrap_or_else(|e| panic!("{ctx}: at({b}): {e}"));
-            check_block(&view, model, *b, seed).unwrap_or_else(|e| panic!("{ctx}: {e}"));
-        }
-    };
-    check(&db, &model, &(8..=20).collect::<Vec<_>>(), "live");
+    commit_sized(&mut db, &mut model, seed, 20, 40);
+    check_blocks(&db, &model, 8..=20, seed, "live");
     let e = db.at(7).unwrap_err();
     assert!(matches!(e, AtError::Outside { block: 7, oldest: 8, head: 20, recent: 12 }), "{e}");
     assert!(matches!(db.at(21).unwrap_err(), AtError::Outside { block: 21, .. }));
     db.revert(3).unwrap();
     model.revert(3);
-    check(&db, &model, &[8, 12, 17], "reverted");
+    check_blocks(&db, &model, [8, 12, 17], seed, "reverted");
     db.close().unwrap();
     // Reopened: the window is read back from the reverse diffs, nodes by undoing blocks.
     let db = open(dir.path(), &config);
-    check(&db, &model, &(5..=17).rev().collect::<Vec<_>>(), "reopened");
+    check_blocks(&db, &model, (5..=17).rev(), seed, "reopened");
 }
 
 /// With a resident trie too small for the state, a commit's old nodes below it come from
@@ -546,36 +535,39 @@ fn reads_and_proofs_below_a_shallow_resident_trie() {
     config.cache.resident_bytes = 1 << 10;
     let mut model = Model::new(config.layers.history_depth);
     let mut db = open(dir.path(), &config);
-    for n in 1..=24 {
-        let changes = random_block(seed, n, KEYS, 40);
-        db.commit(&changes).unwrap();
-        let block = Arc::new(model.top().next(&changes));
-        model.push(block);
-    }
+    commit_sized(&mut db, &mut model, seed, 24, 40);
     let resident = db.stats().resident;
     assert!(resident.complete && resident.depth_limit <= 2, "{resident:?}");
-    let check = |db: &StateDb, model: &Model, blocks: &[u64], ctx: &str| {
-        for b in blocks {
-            let view = db.at(*b).unwrap_or_else(|e| panic!("{ctx}: at({b}): {e}"));
-            check_block(&view, model, *b, seed).unwrap_or_else(|e| panic!("{ctx}: {e}"));
-        }
-    };
-    check(&db, &model, &(12..=24).rev().collect::<Vec<_>>(), "live");
+    check_blocks(&db, &model, (12..=24).rev(), seed, "live");
     db.revert(2).unwrap();
     model.revert(2);
-    for n in 23..=26 {
-        let changes = random_block(seed ^ 1, n, KEYS, 40);
-        db.commit(&changes).unwrap();
-        let block = Arc::new(model.top().next(&changes));
-        model.push(block);
+    commit_sized(&mut db, &mut model, seed ^ 1, 4, 40);
+    check_blocks(&db, &model, 14..=26, seed, "after a revert");
+}
+
+/// Read and prove each of `blocks` at `db` against the model, panicking with `ctx`.
+fn check_blocks(
+    db: &StateDb,
+    model: &Model,
+    blocks: impl IntoIterator<Item = u64>,
+    seed: u64,
+    ctx: &str,
+) {
+    for b in blocks {
+        let view = db.at(b).unwrap_or_else(|e| panic!("{ctx}: at({b}): {e}"));
+        check_block(&view, model, b, seed).unwrap_or_else(|e| panic!("{ctx}: {e}"));
     }
-    check(&db, &model, &(14..=26).collect::<Vec<_>>(), "after a revert");
 }
 
 /// Commit `blocks` random blocks of `seed` to `db` and the model.
 fn commit_blocks(db: &mut StateDb, model: &mut Model, seed: u64, blocks: u64) {
+    commit_sized(db, model, seed, blocks, 20);
+}
+
+/// Commit `blocks` random blocks of `seed`, `updates` writes each, to `db` and the model.
+fn commit_sized(db: &mut StateDb, model: &mut Model, seed: u64, blocks: u64, updates: usize) {
     for _ in 0..blocks {
-        let changes = random_block(seed, model.head() + 1, KEYS, 20);
+        let changes = random_block(seed, model.head() + 1, KEYS, updates);
         let block = Arc::new(model.top().next(&changes));
         let info = db.commit(&changes).unwrap();
         assert_eq!(info.root, block.root);
