@@ -65,6 +65,7 @@ pub(crate) struct TrieCommit {
     /// Node writes by node key.
     pub(crate) nodes: Vec<Entry>,
     pub(crate) loaded: LoadedNodes,
+    /// The nodes its walk read below the resident trie (empty unless asked for).
     below: ReadBelow,
     hashes: u64,
     leaf_scans: u64,
@@ -84,8 +85,12 @@ struct StorePre<'a> {
     loaded: Mutex<LoadedNodes>,
     /// Nodes below the resident trie read in one batch before the walk ([`prefetch_keys`]).
     prefetched: ReadBelow,
-    /// Nodes below the resident trie the walk read one by one (not prefetched).
+    /// Nodes below the resident trie the walk read one by one (not prefetched), kept only
+    /// when `keep_reads`.
     read: Mutex<Vec<OldNode>>,
+    /// Whether the commit wants the nodes read below the resident trie (the recent window's
+    /// old nodes); without it they are dropped with the walk.
+    keep_reads: bool,
 }
 
 /// The node keys below the resident trie that the walk will most likely read: each changed
@@ -143,7 +148,7 @@ impl PreState for StorePre<'_> {
             if let Some(v) = &v {
                 self.loaded.lock().push((key, v.clone()));
             }
-        } else if fresh {
+        } else if fresh && self.keep_reads {
             self.read.lock().push((key, v.clone()));
         }
         Ok(v)
@@ -307,7 +312,8 @@ impl StateDb {
         let mut timings = CommitTimings::default();
 
         let start = Instant::now();
-        let tries = self.update_tries(changes, keys, olds, verify_old)?;
+        let keep_reads = self.shared().recent.read().enabled();
+        let tries = self.update_tries(changes, keys, olds, verify_old, keep_reads)?;
         timings.trie_updates = start.elapsed();
 
         let start = Instant::now();
@@ -329,13 +335,15 @@ impl StateDb {
         Ok(CommitInfo { timings, ..info })
     }
 
-    /// Update every touched trie in parallel.
+    /// Update every touched trie in parallel. With `keep_reads`, each trie's result holds
+    /// the nodes its walk read below the resident trie ([`TrieCommit`]'s `below`).
     pub(crate) fn update_tries(
         &self,
         changes: &ChangeSet,
         keys: Vec<Vec<u8>>,
         olds: &[Option<&[u8]>],
         verify_old: bool,
+        keep_reads: bool,
     ) -> Result<Vec<TrieCommit>, StoreError> {
         let mut jobs = Vec::with_capacity(changes.len());
         let mut at = 0;
@@ -359,7 +367,7 @@ impl StateDb {
                         (old != new).then_some((Change { key: k, old, new }, fk))
                     })
                     .collect();
-                self.update_one(trie, &layers, changes, verify_old)
+                self.update_one(trie, &layers, changes, verify_old, keep_reads)
             })
             .collect()
     }
@@ -370,6 +378,7 @@ impl StateDb {
         layers: &[Arc<Layer>],
         changes: Vec<(Change<'_>, Vec<u8>)>,
         verify_old: bool,
+        keep_reads: bool,
     ) -> Result<TrieCommit, StoreError> {
         let old_root = self.stored_root(&trie)?;
         let list: Vec<Change<'_>> = changes.iter().map(|(c, _)| *c).collect();
@@ -384,6 +393,7 @@ impl StateDb {
             loaded: Mutex::new(Vec::new()),
             prefetched: wanted.into_iter().zip(values).collect(),
             read: Mutex::new(Vec::new()),
+            keep_reads,
         };
         let updated =
             crate::layout::update(self.reader().layout, &pre, old_root, &list, verify_old)?;
@@ -402,10 +412,13 @@ impl StateDb {
             undo,
             nodes,
             loaded: pre.loaded.into_inner(),
-            below: {
-                let mut below = pre.prefetched;
-                below.extend(pre.read.into_inner());
-                below
+            below: match keep_reads {
+                true => {
+                    let mut below = pre.prefetched;
+                    below.extend(pre.read.into_inner());
+                    below
+                }
+                false => ReadBelow::default(),
             },
             hashes: updated.hashes,
             leaf_scans: updated.leaf_scans,

@@ -196,7 +196,7 @@ impl StateDb {
         let olds: Vec<Option<&[u8]>> =
             olds.iter().map(|v| v.as_deref().filter(|v| !v.is_empty())).collect();
         let count = keys.len() as u64;
-        let tries = self.update_tries(&changes, keys, &olds, true)?;
+        let tries = self.update_tries(&changes, keys, &olds, true, false)?;
         let mut nodes = Vec::new();
         let mut loaded = Vec::new();
         for t in tries {
