@@ -634,8 +634,9 @@ fn write_caches(out: &mut impl Write, s: &StoreStats) -> std::io::Result<()> {
     let r = &s.resident;
     writeln!(
         out,
-        "resident trie  {} nodes, {} of {} bytes, depth limit {}, {} hits, {} misses",
-        r.entries, r.bytes, r.bytes_max, r.depth_limit, r.hits, r.misses
+        "resident trie  {} nodes, {} of {} bytes (filter of deeper nodes {}), depth limit {}, \
+         {} hits, {} misses",
+        r.entries, r.bytes, r.bytes_max, r.deep_filter_bytes, r.depth_limit, r.hits, r.misses
     )?;
     let t = &s.cache_totals;
     writeln!(

@@ -96,8 +96,9 @@ struct StorePre<'a> {
 /// The node keys below the resident trie that the walk will most likely read: each changed
 /// key's paths at the resident depth limit and one nibble deeper (with every level above
 /// the limit resident, a block of random keys reaches a stored node at the limit on nearly
-/// every path, and one a level deeper on about half). Sorted, without repeats. Empty when
-/// the resident trie keeps every level.
+/// every path, and one a level deeper on about half), less those the resident trie's filter
+/// of deeper keys rules out (the walk takes a leaf there without a read). Sorted, without
+/// repeats. Empty when the resident trie keeps every level.
 fn prefetch_keys(trie: &TrieId, resident: &Resident, changes: &[Change<'_>]) -> Vec<Vec<u8>> {
     let Some(limit) = resident.floor() else {
         return Vec::new();
@@ -109,7 +110,10 @@ fn prefetch_keys(trie: &TrieId, resident: &Resident, changes: &[Change<'_>]) -> 
         nibbles.extend(c.key.iter().flat_map(|b| [b >> 4, b & 0x0f]));
         for depth in [usize::from(limit), usize::from(limit) + 1] {
             if depth < nibbles.len() {
-                keys.push(node_key(trie, &nibbles[..depth]));
+                let key = node_key(trie, &nibbles[..depth]);
+                if resident.may_hold_deep(&key) {
+                    keys.push(key);
+                }
             }
         }
     }

@@ -29,6 +29,7 @@ mod cache;
 mod commit;
 mod config;
 mod db;
+mod deep;
 mod error;
 mod history;
 mod keys;

@@ -22,6 +22,14 @@
 //! when the resident bytes pass the budget, the limit drops by one level and the deepest
 //! level is evicted (the upper levels, which every block rewrites, stay), which keeps it
 //! complete above the new limit.
+//!
+//! Below the limit: from the first time the limit drops, a Bloom filter of every stored node
+//! key deeper than the limit (`deep.rs`, at most an eighth of the budget, counted in it)
+//! rules out most paths where nothing is stored, so the walk takes a leaf there without a
+//! read. It learns the same events the entries do: the nodes evicted when the limit drops,
+//! the fill's scan (which then steps over every deeper node instead of seeking past them),
+//! and every commit's node writes; it never forgets a key, and once it fills up it is
+//! dropped until the next fill, the walk then reading as it did without it.
 
 use std::sync::Arc;
 
@@ -30,6 +38,7 @@ use rocksdb::{ReadOptions, DB};
 use rustc_hash::FxHashMap;
 use trie::TrieId;
 
+use crate::deep::{key_hash, DeepFilter};
 use crate::error::StoreError;
 use crate::keys::{cf, CF_NODES};
 use crate::layer::Layer;
@@ -49,6 +58,10 @@ const SCAN_READAHEAD_BYTES: usize = 4 << 20;
 const SEEK_AFTER_DEEP: u32 = 16;
 /// Below this many entries to apply, one thread applies them all.
 const PARALLEL_APPLY_MIN: usize = 2048;
+/// The filter of deeper node keys takes at most the budget over this.
+const DEEP_FILTER_SHARE: u64 = 8;
+/// The fill adds deeper node keys to the filter in batches of this many.
+const DEEP_BATCH: usize = 4096;
 
 /// The map that holds node key `key`.
 fn shard(key: &[u8]) -> usize {
@@ -75,6 +88,11 @@ pub(crate) struct Resident {
     depth_limit: u8,
     /// Every stored node above the depth limit is an entry (see the module docs).
     complete: bool,
+    /// Every stored node key at or below the depth limit is a "maybe" here (see the module
+    /// docs); `None` before the limit first drops, and after the filter filled up.
+    deep: Option<DeepFilter>,
+    /// The filter filled up since the last fill (it is not started again until the next).
+    deep_full: bool,
     hits: u64,
     misses: u64,
 }
@@ -92,6 +110,8 @@ pub struct ResidentStats {
     pub depth_limit: u8,
     /// True when every stored node above the depth limit is held.
     pub complete: bool,
+    /// Bytes of the filter of deeper node keys (0: none), part of `bytes`.
+    pub deep_filter_bytes: u64,
     /// Lookups answered since open.
     pub hits: u64,
     /// Lookups that went on to the layers and RocksDB.
@@ -120,6 +140,8 @@ impl Resident {
             bytes_max,
             depth_limit: if bytes_max == 0 { 0 } else { DEPTH_LIMIT_MAX },
             complete: false,
+            deep: None,
+            deep_full: false,
             hits: 0,
             misses: 0,
         }
@@ -131,13 +153,20 @@ impl Resident {
     }
 
     /// What the resident trie knows of node key `key`: `Some(Some(node))` stored,
-    /// `Some(None)` known not stored (complete above the depth limit), `None` unknown.
+    /// `Some(None)` known not stored (complete above the depth limit, or ruled out by the
+    /// filter below it), `None` unknown.
     pub(crate) fn lookup(&self, key: &[u8]) -> Option<Option<&Arc<[u8]>>> {
         match self.get(key) {
             Some(v) => Some(Some(v)),
-            None if self.complete && self.keeps(key) => Some(None),
+            None if self.complete && (self.keeps(key) || !self.may_hold_deep(key)) => Some(None),
             None => None,
         }
+    }
+
+    /// False when the filter rules out a stored node at `key`, a key below the depth limit
+    /// of a complete resident trie; true when it may hold one or there is no filter.
+    pub(crate) fn may_hold_deep(&self, key: &[u8]) -> bool {
+        self.deep.as_ref().is_none_or(|f| f.may_hold(key))
     }
 
     /// True once filled (and until emptied).
@@ -157,6 +186,9 @@ impl Resident {
     pub(crate) fn fill(&mut self, db: &DB, layers: &[Arc<Layer>]) -> Result<(), StoreError> {
         self.clear();
         if self.bytes_max > 0 {
+            if self.depth_limit < DEPTH_LIMIT_MAX {
+                self.start_deep();
+            }
             self.scan_nodes(db)?;
         }
         for layer in layers {
@@ -179,7 +211,17 @@ impl Resident {
         let mut iter = db.raw_iterator_cf_opt(cf(db, CF_NODES)?, opts);
         iter.seek_to_first();
         let (mut since_check, mut deep_run) = (0u32, 0u32);
+        let mut deep_keys = Vec::with_capacity(DEEP_BATCH);
         while let (Some(k), Some(v)) = (iter.key(), iter.value()) {
+            if let (false, Some(deep)) = (self.keeps(k), &mut self.deep) {
+                deep_keys.push(key_hash(k));
+                if deep_keys.len() == DEEP_BATCH {
+                    deep.add_hashes(&deep_keys);
+                    deep_keys.clear();
+                }
+                iter.next();
+                continue;
+            }
             if !self.keeps(k) {
                 deep_run += 1;
                 match next_kept(k, self.depth_limit).filter(|_| deep_run >= SEEK_AFTER_DEEP) {
@@ -200,6 +242,9 @@ impl Resident {
                 since_check = 0;
             }
             iter.next();
+        }
+        if let Some(deep) = &mut self.deep {
+            deep.add_hashes(&deep_keys);
         }
         Ok(iter.status()?)
     }
@@ -244,6 +289,7 @@ impl Resident {
         // Invariant: within each map the writes come last, so a loaded node the block
         // replaced or deleted never survives (a key's entries all go to one map).
         let mut parts: Vec<Vec<Op<'_>>> = (0..SHARDS).map(|_| Vec::new()).collect();
+        let mut deep_keys = Vec::new();
         for (k, v) in &loaded {
             if self.keeps(k) {
                 parts[shard(k)].push((k, Some(v.clone()), false));
@@ -251,8 +297,14 @@ impl Resident {
         }
         for (k, v) in writes {
             let keeps = self.keeps(k);
+            if let (false, Some(_), Some(_)) = (keeps, &self.deep, v) {
+                deep_keys.push(key_hash(k));
+            }
             let v = v.filter(|_| keeps).cloned();
             parts[shard(k)].push((k, v, capture && keeps));
+        }
+        if let Some(deep) = &mut self.deep {
+            deep.add_hashes(&deep_keys);
         }
         let total: usize = parts.iter().map(Vec::len).sum();
         let results: Vec<(i64, Vec<OldNode>)> = if total >= PARALLEL_APPLY_MIN {
@@ -262,8 +314,25 @@ impl Resident {
         };
         let delta: i64 = results.iter().map(|r| r.0).sum();
         self.bytes = self.bytes.saturating_add_signed(delta);
+        if self.deep.as_ref().is_some_and(DeepFilter::is_full) {
+            self.drop_deep();
+        }
         self.enforce_budget();
         results.into_iter().flat_map(|r| r.1).collect()
+    }
+
+    /// Start the filter of deeper node keys (its bytes count in the budget).
+    fn start_deep(&mut self) {
+        self.deep = DeepFilter::within(self.bytes_max / DEEP_FILTER_SHARE);
+        self.bytes += self.deep.as_ref().map_or(0, DeepFilter::bytes);
+    }
+
+    /// Drop the filter of deeper node keys until the next fill (it filled up).
+    fn drop_deep(&mut self) {
+        if let Some(deep) = self.deep.take() {
+            self.bytes -= deep.bytes();
+            self.deep_full = true;
+        }
     }
 
     /// Drop the deepest kept levels until the bytes fit: the new limit is chosen from one
@@ -272,6 +341,9 @@ impl Resident {
     fn enforce_budget(&mut self) {
         if self.bytes <= self.bytes_max {
             return;
+        }
+        if self.deep.is_none() && !self.deep_full && self.depth_limit == DEPTH_LIMIT_MAX {
+            self.start_deep();
         }
         let mut per_depth = [0u64; DEPTH_LIMIT_MAX as usize + 1];
         for (k, v) in self.maps.iter().flat_map(|m| m.iter()) {
@@ -282,14 +354,19 @@ impl Resident {
         };
         self.depth_limit = limit;
         let mut freed = 0;
+        let mut deep_keys = Vec::new();
         for map in &mut self.maps {
             map.retain(|k, v| {
                 let keep = depth(k) < limit;
                 if !keep {
                     freed += entry_bytes(k, v);
+                    deep_keys.push(key_hash(k));
                 }
                 keep
             });
+        }
+        if let Some(deep) = &mut self.deep {
+            deep.add_hashes(&deep_keys);
         }
         self.bytes -= freed;
     }
@@ -300,6 +377,8 @@ impl Resident {
         self.maps = (0..SHARDS).map(|_| FxHashMap::default()).collect();
         self.bytes = 0;
         self.complete = false;
+        self.deep = None;
+        self.deep_full = false;
     }
 
     /// Counters.
@@ -310,6 +389,7 @@ impl Resident {
             bytes_max: self.bytes_max,
             depth_limit: self.depth_limit,
             complete: self.complete,
+            deep_filter_bytes: self.deep.as_ref().map_or(0, DeepFilter::bytes),
             hits: self.hits,
             misses: self.misses,
         }
@@ -487,14 +567,18 @@ mod tests {
             .map(|k| (k, Some(value.clone())))
             .collect();
         r.apply(Vec::new(), writes.iter().map(|(k, v)| (k.as_slice(), v.as_ref())));
-        // 16 nodes do not fit 10: levels 3 and 2 go.
+        // 16 nodes do not fit 10: levels 3 and 2 go, into the filter of deeper keys (an
+        // eighth of the budget, in whole words: 16 of them).
         assert_eq!(r.stats().depth_limit, 2);
         assert_eq!(r.stats().entries, 8);
+        assert_eq!(r.stats().deep_filter_bytes, 128);
         assert!(r.get(&key(1, 3)).is_some() && r.get(&key(2, 0)).is_none());
-        // Deeper nodes are no longer admitted; deletions remove.
+        assert!((2..4).all(|d| (0..4).all(|i| r.may_hold_deep(&key(d, i)))));
+        // Deeper nodes are no longer admitted, but the filter learns them; deletions remove.
         r.apply(Vec::new(), [(key(3, 9).as_slice(), Some(&value)), (key(0, 0).as_slice(), None)]);
         assert!(r.get(&key(3, 9)).is_none() && r.get(&key(0, 0)).is_none());
+        assert!(r.may_hold_deep(&key(3, 9)));
         assert_eq!(r.stats().entries, 7);
-        assert_eq!(r.stats().bytes, 7 * (3 + 100 + ENTRY_OVERHEAD_BYTES));
+        assert_eq!(r.stats().bytes, 7 * (3 + 100 + ENTRY_OVERHEAD_BYTES) + 128);
     }
 }

@@ -210,7 +210,8 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
 
     /// The leaf at `path` (no node is stored there; `hash` is its reference, when hashed):
     /// the key of the one existing change under it (its old value must give that hash), or
-    /// else the one live key a scan finds (which no change may claim absent).
+    /// else the one live key a scan finds (which no change may claim absent, and whose leaf
+    /// must give that hash).
     fn leaf_for<'a>(
         &self,
         path: &[u8],
@@ -240,6 +241,15 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
         };
         if changes.iter().any(|c| c.key == key.as_slice()) {
             return Err(self.old_value_error(&key));
+        }
+        // The key a scan finds must be the leaf its parent refers to: a branch stored there
+        // that memory took for a leaf, or `flat` out of step with `nodes`, is reported
+        // instead of building a wrong trie.
+        if let Some(expected) = hash {
+            if self.leaf_hash(path, &key, &value, out) != Some(expected) {
+                let (trie, path) = (self.pre.trie(), path.to_vec());
+                return Err(self.corrupt(Corruption::NodeHash { trie, path, expected }));
+            }
         }
         Ok(Loaded::Leaf { key: Cow::Owned(key), value: Some(Cow::Owned(value)) })
     }
