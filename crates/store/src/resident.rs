@@ -89,10 +89,9 @@ pub(crate) struct Resident {
     /// Every stored node above the depth limit is an entry (see the module docs).
     complete: bool,
     /// Every stored node key at or below the depth limit is a "maybe" here (see the module
-    /// docs); `None` before the limit first drops, and after the filter filled up.
+    /// docs); `None` before the limit first drops, and after the filter filled up (it is
+    /// started again only by a fill: the limit never rises back to none).
     deep: Option<DeepFilter>,
-    /// The filter filled up since the last fill (it is not started again until the next).
-    deep_full: bool,
     hits: u64,
     misses: u64,
 }
@@ -141,7 +140,6 @@ impl Resident {
             depth_limit: if bytes_max == 0 { 0 } else { DEPTH_LIMIT_MAX },
             complete: false,
             deep: None,
-            deep_full: false,
             hits: 0,
             misses: 0,
         }
@@ -331,7 +329,6 @@ impl Resident {
     fn drop_deep(&mut self) {
         if let Some(deep) = self.deep.take() {
             self.bytes -= deep.bytes();
-            self.deep_full = true;
         }
     }
 
@@ -342,7 +339,7 @@ impl Resident {
         if self.bytes <= self.bytes_max {
             return;
         }
-        if self.deep.is_none() && !self.deep_full && self.depth_limit == DEPTH_LIMIT_MAX {
+        if self.deep.is_none() && self.depth_limit == DEPTH_LIMIT_MAX {
             self.start_deep();
         }
         let mut per_depth = [0u64; DEPTH_LIMIT_MAX as usize + 1];
@@ -355,12 +352,15 @@ impl Resident {
         self.depth_limit = limit;
         let mut freed = 0;
         let mut deep_keys = Vec::new();
+        let learn = self.deep.is_some();
         for map in &mut self.maps {
             map.retain(|k, v| {
                 let keep = depth(k) < limit;
                 if !keep {
                     freed += entry_bytes(k, v);
-                    deep_keys.push(key_hash(k));
+                    if learn {
+                        deep_keys.push(key_hash(k));
+                    }
                 }
                 keep
             });
@@ -378,7 +378,6 @@ impl Resident {
         self.bytes = 0;
         self.complete = false;
         self.deep = None;
-        self.deep_full = false;
     }
 
     /// Counters.
