@@ -27,7 +27,7 @@ use crate::error::{CommitError, Corruption, StoreError};
 use crate::history::ReverseDiff;
 use crate::keys::{cf, CF_FLAT};
 use crate::keys::{encode_head, flat_key, node_key, node_key_into, root_key, Column, META_HEAD};
-use crate::layer::{ChangeMap, Entry, Layer};
+use crate::layer::{touch_counts, ChangeMap, Entry, Layer};
 use crate::recent::RecentBlock;
 use crate::resident::{OldNode, Resident};
 use crate::state::{ChangeSet, CommitInfo, CommitTimings, StateDb};
@@ -507,6 +507,8 @@ impl StateDb {
     /// beside the diff and the read.
     fn apply_resident(&mut self, layer: &Layer, walked: Walked) -> Result<(), StoreError> {
         let Walked { loaded, mut below } = walked;
+        // The apply clones every written node's `Arc`.
+        touch_counts(layer.nodes.iter());
         let writes = layer.nodes.iter().map(|(k, v)| (k.as_slice(), v.as_ref()));
         if !self.shared().recent.read().enabled() {
             self.resident.apply(loaded, writes);

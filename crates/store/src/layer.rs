@@ -95,6 +95,11 @@ impl ChangeMap {
         self.entries.iter()
     }
 
+    /// Every change, ascending, with its key's 8-byte prefix.
+    pub(crate) fn iter_prefixed(&self) -> impl Iterator<Item = (u64, &Entry)> {
+        self.prefixes.iter().copied().zip(&self.entries)
+    }
+
     /// Approximate heap bytes held.
     pub(crate) fn bytes(&self) -> u64 {
         self.entries
@@ -137,6 +142,15 @@ pub(crate) fn node_buffer_of(stack: &[Arc<Layer>]) -> Option<&Arc<Layer>> {
 /// The layers of a stack that are blocks (all but the node buffer), oldest first.
 pub(crate) fn block_layers(stack: &[Arc<Layer>]) -> impl Iterator<Item = &Arc<Layer>> + Clone {
     stack.iter().filter(|l| l.lag_base.is_none())
+}
+
+/// Load the reference count of every value of `entries`, ahead of cloning them. A clone
+/// increments a count somewhere else in memory each time, and atomic increments do not
+/// overlap, so each one waits for its own cache miss; plain loads of the counts do overlap,
+/// so this brings those lines in many at a time and the clones that follow find them.
+pub(crate) fn touch_counts<'a>(entries: impl Iterator<Item = &'a Entry>) {
+    let counts: usize = entries.filter_map(|(_, v)| v.as_ref()).map(Arc::strong_count).sum();
+    std::hint::black_box(counts);
 }
 
 impl Layer {

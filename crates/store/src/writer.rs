@@ -39,7 +39,7 @@ use rocksdb::{WriteBatch, WriteOptions};
 
 use crate::error::StoreError;
 use crate::keys::{cf, history_key, CF_FLAT, CF_HISTORY, CF_META, CF_NODES, META_NODES_AT};
-use crate::layer::{node_buffer_of, ChangeMap, Entry, Layer};
+use crate::layer::{node_buffer_of, touch_counts, ChangeMap, Entry, Layer};
 use crate::shared::{Poison, Shared};
 
 /// One column's change map inside a layer.
@@ -181,23 +181,30 @@ pub(crate) fn stage_write(
     }
 }
 
+/// The next key of one map in [`merged`]'s heap: its 8-byte prefix, the key, and the map's
+/// index reversed (of equal keys, the newest map first).
+type Head<'a> = (u64, &'a [u8], Reverse<usize>);
+
 /// Every key of `maps` (oldest first) once, in ascending order, with its value in the
-/// newest map that has it: a k-way merge of the sorted maps.
+/// newest map that has it: a k-way merge of the sorted maps. The heap orders keys by their
+/// 8-byte prefixes first (an integer compare, which the key order never contradicts) and
+/// compares whole keys only where prefixes tie.
 fn merged<'a>(maps: &[&'a ChangeMap]) -> impl Iterator<Item = &'a Entry> {
-    let mut iters: Vec<_> = maps.iter().map(|m| m.iter().peekable()).collect();
+    let mut iters: Vec<_> = maps.iter().map(|m| m.iter_prefixed().peekable()).collect();
     // Smallest key first; of equal keys, the newest map (highest index) first.
-    let mut heap: BinaryHeap<Reverse<(&'a [u8], Reverse<usize>)>> = BinaryHeap::new();
+    let mut heap: BinaryHeap<Reverse<Head<'a>>> = BinaryHeap::new();
     for (i, it) in iters.iter_mut().enumerate() {
-        if let Some((k, _)) = it.peek() {
-            heap.push(Reverse((k.as_slice(), Reverse(i))));
+        if let Some((p, (k, _))) = it.peek() {
+            heap.push(Reverse((*p, k.as_slice(), Reverse(i))));
         }
     }
     let mut last: Option<&'a [u8]> = None;
     std::iter::from_fn(move || loop {
-        let Reverse((key, Reverse(i))) = heap.pop()?;
-        let entry = iters[i].next().unwrap_or_else(|| unreachable!("a queued map has an entry"));
-        if let Some((k, _)) = iters[i].peek() {
-            heap.push(Reverse((k.as_slice(), Reverse(i))));
+        let Reverse((_, key, Reverse(i))) = heap.pop()?;
+        let (_, entry) =
+            iters[i].next().unwrap_or_else(|| unreachable!("a queued map has an entry"));
+        if let Some((p, (k, _))) = iters[i].peek() {
+            heap.push(Reverse((*p, k.as_slice(), Reverse(i))));
         }
         if last != Some(key) {
             last = Some(key);
@@ -297,7 +304,11 @@ fn write_group(
 /// The node buffer holding `maps` merged (each path once, its newest write), for the
 /// blocks `base + 1..=last.number`.
 fn node_buffer(maps: &[&ChangeMap], last: &Layer, base: u64) -> Layer {
-    let nodes = ChangeMap::from_sorted(merged(maps).cloned().collect());
+    let entries: Vec<&Entry> = merged(maps).collect();
+    // The merges of a 1M-key store's buffer over 100 blocks: 758-788 ms without this,
+    // 562-611 ms with it (the heap's prefix compares then took it to ~500 ms).
+    touch_counts(entries.iter().copied());
+    let nodes = ChangeMap::from_sorted(entries.into_iter().cloned().collect());
     let mut layer = Layer {
         number: last.number,
         root: last.root,
@@ -340,5 +351,40 @@ mod tests {
         let got: Vec<_> = merged(&[&old, &del]).map(|(k, v)| (k.clone(), v.is_some())).collect();
         assert_eq!(got, vec![(b"a".to_vec(), true), (b"c".to_vec(), true), (b"e".to_vec(), false)]);
         assert_eq!(merged(&[]).count(), 0);
+    }
+
+    proptest::proptest! {
+        /// Keys over a small alphabet and of 6 to 11 bytes share their 8-byte prefixes
+        /// often, and some are proper prefixes of others (the same zero-padded prefix):
+        /// the heap's prefix order must fall back to the whole keys there.
+        #[test]
+        fn merge_matches_a_model_where_prefixes_tie(
+            maps in proptest::collection::vec(
+                proptest::collection::vec(
+                    (proptest::collection::vec(0u8..2, 6..11), 0u8..3),
+                    0..30,
+                ),
+                0..5,
+            ),
+        ) {
+            let built: Vec<ChangeMap> = maps
+                .iter()
+                .map(|m| {
+                    let v = |b: u8| (b != 0).then(|| Arc::<[u8]>::from(vec![b]));
+                    ChangeMap::from_writes(m.iter().map(|(k, b)| (k.clone(), v(*b))).collect())
+                })
+                .collect();
+            let mut model = std::collections::BTreeMap::new();
+            for m in &built {
+                for (k, v) in m.iter() {
+                    model.insert(k.clone(), v.as_ref().map(|v| v[0]));
+                }
+            }
+            let refs: Vec<&ChangeMap> = built.iter().collect();
+            let got: Vec<(Vec<u8>, Option<u8>)> =
+                merged(&refs).map(|(k, v)| (k.clone(), v.as_ref().map(|v| v[0]))).collect();
+            let want: Vec<(Vec<u8>, Option<u8>)> = model.into_iter().collect();
+            proptest::prop_assert_eq!(got, want);
+        }
     }
 }
