@@ -9,7 +9,7 @@
 //! [`CheckpointDir`] is that layout in a local directory.
 
 use std::fs;
-use std::io::Write;
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use trie::{keccak256, H256};
@@ -65,6 +65,53 @@ pub enum DirError {
     },
 }
 
+/// What [`open_regular`] found at a path.
+pub(crate) enum Opened {
+    /// A regular file (symlinks followed), open for reading, and its length.
+    File(fs::File, u64),
+    /// Nothing.
+    Absent,
+    /// Something else (a directory, a FIFO, a socket, a device), not read.
+    Other(fs::FileType),
+}
+
+/// Open `path` for reading if it is a regular file. It is opened without blocking and its
+/// type checked on the open file: a FIFO put where a file belongs would otherwise hold
+/// `open` until a writer came, past every timeout and signal (a type checked before
+/// opening leaves a window for one to be swapped in). Every reader of a checkpoint's files
+/// goes through here.
+pub(crate) fn open_regular(path: &Path) -> io::Result<Opened> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path);
+    let f = match opened {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Opened::Absent),
+        Err(e) => return Err(e),
+    };
+    let meta = f.metadata()?;
+    Ok(match meta.is_file() {
+        true => Opened::File(f, meta.len()),
+        false => Opened::Other(meta.file_type()),
+    })
+}
+
+/// "not a regular file (a FIFO)": what an [`Opened::Other`] is, for an error message.
+pub(crate) fn not_regular(t: fs::FileType) -> String {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_block_device() || t.is_char_device() {
+        "a device"
+    } else {
+        "of another kind"
+    };
+    format!("not a regular file ({kind})")
+}
+
 /// A file written under a temporary name: not yet durable, not yet under its name.
 pub(crate) struct Unsynced {
     file: fs::File,
@@ -80,7 +127,11 @@ impl Unsynced {
             self.file.sync_data().map_err(CheckpointDir::io(&self.tmp))?;
         }
         drop(self.file);
-        fs::rename(&self.tmp, &self.path).map_err(CheckpointDir::io(&self.path))
+        let renamed = fs::rename(&self.tmp, &self.path);
+        if renamed.is_err() {
+            let _ = fs::remove_file(&self.tmp);
+        }
+        renamed.map_err(CheckpointDir::io(&self.path))
     }
 }
 
@@ -115,7 +166,7 @@ impl CheckpointDir {
     }
 
     /// Write `bytes` at `rel` atomically (a temporary file renamed into place); a file
-    /// already there is kept (names are digests of the contents).
+    /// already there that holds exactly `bytes` is kept ([`CheckpointDir::holds`]).
     fn put(&self, rel: &str, bytes: &[u8]) -> Result<bool, DirError> {
         match self.write_unsynced(rel, bytes)? {
             Some(u) => {
@@ -127,10 +178,11 @@ impl CheckpointDir {
     }
 
     /// Write `bytes` to a temporary file for `rel`; [`Unsynced::finish`] makes it durable
-    /// and renames it into place. `None` when `rel` exists.
+    /// and renames it into place (over whatever was there). `None` when `rel` holds
+    /// `bytes` already.
     fn write_unsynced(&self, rel: &str, bytes: &[u8]) -> Result<Option<Unsynced>, DirError> {
         let path = self.root.join(rel);
-        if path.exists() {
+        if Self::holds(&path, bytes)? {
             return Ok(None);
         }
         let parent = path.parent().unwrap_or(&self.root);
@@ -143,6 +195,26 @@ impl CheckpointDir {
         let mut file = fs::File::create(&tmp).map_err(Self::io(&tmp))?;
         file.write_all(bytes).map_err(Self::io(&tmp))?;
         Ok(Some(Unsynced { file, tmp, path, sync: self.sync }))
+    }
+
+    /// Whether `path` holds exactly `bytes` (then it is kept). Files are named by the
+    /// digests of their contents, but a file is not trusted by its name: one damaged,
+    /// truncated or replaced by something else (a FIFO, which is never read) is to be
+    /// written again. A directory in the way cannot be replaced: an error.
+    fn holds(path: &Path, bytes: &[u8]) -> Result<bool, DirError> {
+        let f = match open_regular(path).map_err(Self::io(path))? {
+            Opened::File(f, len) if len == bytes.len() as u64 => f,
+            Opened::File(..) | Opened::Absent => return Ok(false),
+            Opened::Other(t) if t.is_dir() => {
+                let what = format!("{}; remove it", not_regular(t));
+                return Err(DirError::Corrupt { path: path.to_path_buf(), what });
+            }
+            Opened::Other(_) => return Ok(false),
+        };
+        // Equal bytes are the digest's bytes: the name is their keccak256.
+        let mut held = Vec::with_capacity(bytes.len());
+        f.take(bytes.len() as u64 + 1).read_to_end(&mut held).map_err(Self::io(path))?;
+        Ok(held == bytes)
     }
 
     /// A chunk written under a temporary name, for another thread to make durable and
@@ -173,15 +245,14 @@ impl CheckpointDir {
 
     fn read(&self, rel: &str, max: u64) -> Result<Option<Vec<u8>>, DirError> {
         let path = self.root.join(rel);
-        let f = match fs::File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Self::io(&path)(e)),
+        let (f, len) = match open_regular(&path).map_err(Self::io(&path))? {
+            Opened::File(f, len) => (f, len),
+            Opened::Absent => return Ok(None),
+            Opened::Other(t) => return Err(DirError::Corrupt { path, what: not_regular(t) }),
         };
-        use std::io::Read;
         // Sized from the file's length: growing a megabyte buffer by doubling costs copies
         // and page faults on every chunk served.
-        let hint = f.metadata().map_or(0, |m| m.len().min(max + 1));
+        let hint = len.min(max + 1);
         let mut out = Vec::with_capacity(hint as usize);
         f.take(max + 1).read_to_end(&mut out).map_err(Self::io(&path))?;
         if out.len() as u64 > max {

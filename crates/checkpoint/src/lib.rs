@@ -45,7 +45,7 @@ pub use format::{
 pub use open::open_source;
 pub use restore::{
     ChunkError, Offered, RestoreError, RestoreOptions, Restorer, Trusted, STAGING_BYTES_DEFAULT,
-    STAGING_DIR_NAME,
+    STAGING_DIR_NAME, STAGING_MARKER,
 };
 pub use s3::{PushError, PushReport, S3Store};
 pub use serve::{HttpServer, ServeError};

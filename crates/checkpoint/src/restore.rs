@@ -51,7 +51,9 @@ pub const STAGING_BYTES_DEFAULT: u64 = 256 << 20;
 /// How a restore runs.
 #[derive(Debug, Clone)]
 pub struct RestoreOptions {
-    /// Where chunks wait for their accounts (created if absent).
+    /// Where chunks wait for their accounts: a new or empty directory, or one a restore
+    /// staged in before ([`STAGING_MARKER`]); anything else is refused
+    /// ([`RestoreError::StagingForeign`]).
     pub staging_dir: PathBuf,
     /// Most bytes staged at once.
     pub staging_bytes_max: u64,
@@ -60,6 +62,12 @@ pub struct RestoreOptions {
 /// The staging directory's name inside the database directory
 /// ([`RestoreOptions::in_database`]).
 pub const STAGING_DIR_NAME: &str = "restore-staging";
+
+/// The file that marks a directory as a restore's staging directory: written when a
+/// restore creates the directory or adopts an empty one. A restore stages in a marked
+/// directory only, removes nothing there but its staged chunks (and their temporary
+/// files), and at the end the marker and the directory if it is then empty.
+pub const STAGING_MARKER: &str = "ARBOR-RESTORE-STAGING";
 
 impl RestoreOptions {
     /// Staging in `dir`, with the default bound.
@@ -211,6 +219,13 @@ pub enum RestoreError {
         /// The error.
         source: std::io::Error,
     },
+    /// The staging directory holds files a restore did not put there (it would remove
+    /// what it stages there, and must never remove anything else).
+    #[error("staging directory {path} is not empty and was not created by a restore; name an empty or new directory")]
+    StagingForeign {
+        /// The directory.
+        path: PathBuf,
+    },
 }
 
 /// What happened to an offered chunk.
@@ -336,6 +351,8 @@ impl<'db> Restorer<'db> {
                 checkpoint: manifest.layout,
             });
         }
+        // Before the database is touched: a refused directory leaves it as it was.
+        claim(&opts.staging_dir)?;
         let restore = db.begin_restore(&format!("checkpoint {}", hex::encode(id.0)))?;
         let done: Vec<AtomicBool> =
             manifest.chunks.iter().map(|_| AtomicBool::new(false)).collect();
@@ -522,10 +539,8 @@ impl<'db> Restorer<'db> {
         }
         check_ends(&self.manifest, &self.bytes.lock()).map_err(RestoreError::Misstated)?;
         let (block, root) = (self.manifest.block, self.manifest.root);
-        let dir = self.staging.lock().dir.clone();
         self.restore.finish(block, root)?;
-        // Staging holds nothing once every chunk is in.
-        let _ = std::fs::remove_dir_all(&dir);
+        self.staging.into_inner().close();
         Ok(Trusted { block, root })
     }
 
@@ -786,6 +801,8 @@ pub(crate) fn check_fit(
 }
 
 impl Staging {
+    /// Take up the chunks staged in the ([`claim`]ed) directory before that are still
+    /// wanted; the other staged chunks and temporary files are removed.
     fn open(
         opts: &RestoreOptions,
         manifest: &Manifest,
@@ -793,7 +810,6 @@ impl Staging {
     ) -> Result<Staging, RestoreError> {
         let dir = opts.staging_dir.clone();
         let io = |source| RestoreError::Staging { path: dir.clone(), source };
-        std::fs::create_dir_all(&dir).map_err(io)?;
         let mut s = Staging {
             dir: dir.clone(),
             max: opts.staging_bytes_max,
@@ -803,12 +819,19 @@ impl Staging {
         for e in std::fs::read_dir(&dir).map_err(io)? {
             let e = e.map_err(io)?;
             let path = e.path();
-            let keep = staged_index(&path).filter(|(i, d)| {
-                manifest.chunks.get(*i).is_some_and(|c| c.digest == *d)
-                    && !done[*i].load(Ordering::Relaxed)
-            });
+            // Invariant: only regular files named as staged chunks are ever removed.
+            let Some(name) = staged_name(&path) else { continue };
+            if !e.file_type().map_err(io)?.is_file() {
+                continue;
+            }
+            let keep = match name {
+                StagedName::Chunk(i, d) => (manifest.chunks.get(i).is_some_and(|c| c.digest == d)
+                    && !done[i].load(Ordering::Relaxed))
+                .then_some(i),
+                StagedName::Tmp => None,
+            };
             match keep {
-                Some((i, _)) => {
+                Some(i) => {
                     let len = e.metadata().map_err(io)?.len();
                     s.bytes += len;
                     s.files.insert(i, Staged { path, len, waits_for: Vec::new(), claimed: false });
@@ -817,6 +840,22 @@ impl Staging {
             }
         }
         Ok(s)
+    }
+
+    /// Remove what the restore staged (nothing is left once every chunk is in, but for a
+    /// temporary file of a failed write), then the marker, then the directory if it is
+    /// empty: anything else in it stays. Best effort: the restore is complete.
+    fn close(self) {
+        if let Ok(entries) = std::fs::read_dir(&self.dir) {
+            for e in entries.flatten() {
+                let file = e.file_type().is_ok_and(|t| t.is_file());
+                if file && staged_name(&e.path()).is_some() {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+        let _ = std::fs::remove_file(self.dir.join(STAGING_MARKER));
+        let _ = std::fs::remove_dir(&self.dir);
     }
 
     fn put(&mut self, index: usize, bytes: &[u8], waits_for: Vec<usize>) -> Result<(), ChunkError> {
@@ -845,9 +884,46 @@ impl Staging {
     }
 }
 
-/// `<index>-<digest hex>` → (index, digest).
-fn staged_index(path: &Path) -> Option<(usize, H256)> {
+/// A file name a restore gives what it stages.
+enum StagedName {
+    /// `<index>-<digest hex>`: a staged chunk.
+    Chunk(usize, H256),
+    /// `<index>-<digest hex>.tmp`: one being written.
+    Tmp,
+}
+
+/// What the file at `path` is, when its name is one [`Staging::put`] gives.
+fn staged_name(path: &Path) -> Option<StagedName> {
     let name = path.file_name()?.to_str()?;
-    let (i, d) = name.split_once('-')?;
-    Some((i.parse().ok()?, crate::dir::parse_id(d)?))
+    let (stem, tmp) = name.strip_suffix(".tmp").map_or((name, false), |stem| (stem, true));
+    let (i, d) = stem.split_once('-')?;
+    // Exactly as `put` spells them: a decimal index, 64 hex digits.
+    if d.len() != 64 || i.is_empty() || !i.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let (i, d) = (i.parse().ok()?, crate::dir::parse_id(d)?);
+    Some(if tmp { StagedName::Tmp } else { StagedName::Chunk(i, d) })
+}
+
+/// Make `dir` a restore's staging directory, or refuse it. A marked one ([`STAGING_MARKER`])
+/// is used as it is (a restore resumed). A new or empty one is marked. So is one holding
+/// nothing but staged chunks (a restore resumed from one by a version that wrote no
+/// marker): nothing else is there to lose. Anything else is someone's directory
+/// ([`RestoreError::StagingForeign`]). A database directory is never empty, so staging
+/// in it (or around it) is refused unless marked, and then only staged files are removed.
+fn claim(dir: &Path) -> Result<(), RestoreError> {
+    let io = |source| RestoreError::Staging { path: dir.to_path_buf(), source };
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let marker = dir.join(STAGING_MARKER);
+    if std::fs::symlink_metadata(&marker).is_ok_and(|m| m.is_file()) {
+        return Ok(());
+    }
+    for e in std::fs::read_dir(dir).map_err(io)? {
+        let e = e.map_err(io)?;
+        let staged = e.file_type().is_ok_and(|t| t.is_file()) && staged_name(&e.path()).is_some();
+        if !staged {
+            return Err(RestoreError::StagingForeign { path: dir.to_path_buf() });
+        }
+    }
+    std::fs::write(&marker, b"staging directory of an Arbor checkpoint restore\n").map_err(io)
 }

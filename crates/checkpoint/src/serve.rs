@@ -17,7 +17,7 @@ use std::time::Duration;
 use tiny_http::{Header, Method, Request, Response, StatusCode};
 use trie::H256;
 
-use crate::dir::{chunk_path, parse_id, CheckpointDir};
+use crate::dir::{chunk_path, open_regular, parse_id, CheckpointDir, Opened};
 use crate::format::CHUNK_BYTES_MAX;
 use crate::source::Listed;
 
@@ -205,9 +205,11 @@ enum Body {
 
 impl Body {
     fn file(path: &std::path::Path) -> Option<Body> {
-        let f = std::fs::File::open(path).ok()?;
-        let len = f.metadata().ok()?.len();
-        (len <= CHUNK_BYTES_MAX).then_some(Body::File(f, len))
+        // Only a regular file: a FIFO would hold the request in `open`.
+        match open_regular(path).ok()? {
+            Opened::File(f, len) => (len <= CHUNK_BYTES_MAX).then_some(Body::File(f, len)),
+            Opened::Absent | Opened::Other(_) => None,
+        }
     }
 
     fn len(&self) -> u64 {

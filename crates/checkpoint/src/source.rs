@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use trie::H256;
 
-use crate::dir::{chunk_path, manifest_path, parse_id, CheckpointDir, DirError};
+use crate::dir::{
+    chunk_path, manifest_path, not_regular, open_regular, parse_id, CheckpointDir, DirError, Opened,
+};
 use crate::format::MANIFEST_BYTES_MAX;
 
 /// Why a source could not serve a request.
@@ -156,24 +158,18 @@ impl Source for DirSource {
     }
 }
 
-/// A file of a directory source, read whole up to `max`. Only regular files are read: the
-/// file is opened without blocking (a FIFO put in a chunk's place would otherwise hold the
-/// restore in `open` until a writer came, past every timeout and signal) and refused when
-/// it is anything else.
+/// A file of a directory source, read whole up to `max`. Only regular files are read
+/// ([`open_regular`]: a FIFO in a chunk's place is refused at once instead of holding the
+/// restore).
 fn read_capped(path: &Path, max: u64) -> Result<Vec<u8>, SourceError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let opened = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path);
-    let f = match opened {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(SourceError::NotFound),
-        Err(e) => return Err(SourceError::Io(e)),
-    };
-    let meta = f.metadata().map_err(SourceError::Io)?;
-    if !meta.is_file() {
-        let what = format!("{} is not a regular file", path.display());
-        return Err(SourceError::Io(io::Error::new(io::ErrorKind::InvalidInput, what)));
+    match open_regular(path).map_err(SourceError::Io)? {
+        Opened::File(f, len) => capped(f, max, len),
+        Opened::Absent => Err(SourceError::NotFound),
+        Opened::Other(t) => {
+            let what = format!("{} is {}", path.display(), not_regular(t));
+            Err(SourceError::Io(io::Error::new(io::ErrorKind::InvalidInput, what)))
+        }
     }
-    capped(f, max, meta.len())
 }
 
 /// Read at most `max` bytes; more is [`SourceError::TooLarge`] (reading stops there, and

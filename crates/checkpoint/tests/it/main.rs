@@ -6,6 +6,7 @@
 mod common;
 mod determinism;
 mod fields;
+mod hostile;
 mod mutations;
 mod parallel;
 mod roundtrip;
