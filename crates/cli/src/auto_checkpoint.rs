@@ -67,7 +67,7 @@ impl AutoCheckpoint {
     pub(crate) fn finish_running(&mut self) -> Result<()> {
         if let Some(t) = self.running.take() {
             let line = t.join().unwrap_or_else(|p| std::panic::resume_unwind(p))?;
-            eprintln!("{line}");
+            errln!("{line}");
         }
         Ok(())
     }

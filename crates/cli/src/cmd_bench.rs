@@ -76,13 +76,13 @@ impl ReportArgs {
             write(path, &html(report))?;
         }
         if self.json {
-            println!("{json}");
+            outln!("{json}")?;
             return Ok(ExitCode::SUCCESS);
         }
-        print!("{}", human(report));
+        out!("{}", human(report))?;
         for (what, path) in [("JSON report", &self.out), ("HTML report", &self.html)] {
             if let Some(path) = path {
-                println!("{what} written to {}", path.display());
+                outln!("{what} written to {}", path.display())?;
             }
         }
         Ok(ExitCode::SUCCESS)
@@ -524,7 +524,7 @@ fn history(args: &HistoryArgs) -> Result<ExitCode> {
 
 fn warn_if_debug() {
     if cfg!(debug_assertions) {
-        eprintln!("warning: this is a debug build; use `cargo run --release` for real timings");
+        errln!("warning: this is a debug build; use `cargo run --release` for real timings");
     }
 }
 

@@ -187,12 +187,12 @@ pub(crate) fn build(args: &BuildArgs) -> Result<ExitCode> {
             "pov_limit_bytes": args.pov.pov_limit,
             "layout": args.layout.layout.as_str(),
         });
-        println!("{v}");
+        outln!("{v}")?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!("parent {root}");
-    println!("post   {}", built.block.state_root);
-    eprintln!(
+    outln!("parent {root}")?;
+    outln!("post   {}", built.block.state_root)?;
+    errln!(
         "{} of {} transfers included ({:?}), witness {} nodes, {} bytes (limit {})",
         built.block.transfers.len(),
         pool.len(),
@@ -221,10 +221,10 @@ pub(crate) fn verify(args: &VerifyBlockArgs) -> Result<ExitCode> {
                 "parent_root": parent.to_string(),
                 "root": root,
             });
-            println!("{v}");
+            outln!("{v}")?;
         }
-        (Ok(root), false) => println!("ok {root}"),
-        (Err(reason), false) => println!("invalid: {reason}"),
+        (Ok(root), false) => outln!("ok {root}")?,
+        (Err(reason), false) => outln!("invalid: {reason}")?,
     }
     Ok(if verdict.is_ok() { ExitCode::SUCCESS } else { crate::negative() })
 }

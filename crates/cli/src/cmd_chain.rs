@@ -122,9 +122,9 @@ pub(crate) fn gen_chain(args: &GenChainArgs) -> Result<ExitCode> {
             "root": root.to_string(),
             "elapsed_s": start.elapsed().as_secs_f64(),
         });
-        println!("{v}");
+        outln!("{v}")?;
     }
-    eprintln!(
+    errln!(
         "wrote {}: genesis of {} accounts ({}), {} blocks, {txs} transfers in {:.2} s; head {head} {root}",
         args.out.display(),
         args.accounts,
@@ -271,7 +271,7 @@ pub(crate) fn import(args: &ImportArgs) -> Result<ExitCode> {
         failure.get_or_insert(anyhow::Error::new(e).context("cannot close the database"));
     }
     let error = failure.as_ref().map(crate::error_line);
-    report(args, &config, &stats, (seconds, cpu), (head, &root), error.as_deref());
+    report(args, &config, &stats, (seconds, cpu), (head, &root), error.as_deref())?;
     match failure {
         None => Ok(ExitCode::SUCCESS),
         Some(e) => Err(e),
@@ -287,7 +287,7 @@ fn report(
     (seconds, cpu): (f64, f64),
     (head, root): (u64, &trie::H256),
     error: Option<&str>,
-) {
+) -> Result<()> {
     let per = |n: u64| if seconds > 0.0 { n as f64 / seconds } else { 0.0 };
     if args.json {
         let v = serde_json::json!({
@@ -310,9 +310,9 @@ fn report(
             "root": root.to_string(),
             "error": error,
         });
-        println!("{v}");
+        outln!("{v}")?;
     } else {
-        println!(
+        outln!(
             "imported {} blocks ({} transactions, {} skipped) in {seconds:.2} s: {:.1} blocks/s, {:.0} tx/s; \
              execute {:.2} s, commit {:.2} s, stalled {:.2} s, flush {:.2} s; {}head {head} {root}",
             stats.blocks,
@@ -325,7 +325,7 @@ fn report(
             stats.stalled.as_secs_f64(),
             stats.flush.as_secs_f64(),
             if stats.stopped { "stopped by signal; " } else { "" },
-        );
+        )?;
     }
-    let _ = std::io::stdout().flush();
+    std::io::stdout().flush().map_err(crate::stdout_failed)
 }

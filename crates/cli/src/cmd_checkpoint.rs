@@ -202,7 +202,7 @@ pub(crate) fn run(args: &CheckpointArgs) -> Result<ExitCode> {
 }
 
 fn print_json(v: &impl serde::Serialize) -> Result<()> {
-    println!("{}", serde_json::to_string_pretty(v)?);
+    outln!("{}", serde_json::to_string_pretty(v)?)?;
     Ok(())
 }
 
@@ -267,8 +267,8 @@ fn create(a: &CreateArgs) -> Result<ExitCode> {
     if a.json {
         print_json(&summary)?;
     } else {
-        println!("checkpoint {}", summary.id);
-        println!(
+        outln!("checkpoint {}", summary.id)?;
+        outln!(
             "  block {} root {}\n  {} chunks ({} new), {} entries, {} ({} of flat state)\n  {:.2} s with {} threads, in {}",
             summary.block,
             summary.root,
@@ -280,7 +280,7 @@ fn create(a: &CreateArgs) -> Result<ExitCode> {
             summary.elapsed_s,
             summary.threads,
             summary.dir
-        );
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -333,7 +333,7 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode> {
                     "elapsed_s": elapsed_s,
                 }))?;
             } else {
-                println!(
+                outln!(
                     "valid {} block {} root {}: {} chunks, {} entries, {} storage tries, {} in {:.2} s",
                     hex::encode(id.0),
                     s.block,
@@ -343,7 +343,7 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode> {
                     s.storage_tries,
                     crate::output::human_bytes(s.bytes),
                     elapsed_s
-                );
+                )?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -359,7 +359,7 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode> {
             Ok(crate::negative())
         }
         Err(e) => {
-            println!("invalid {}: {e}", hex::encode(id.0));
+            outln!("invalid {}: {e}", hex::encode(id.0))?;
             Ok(crate::negative())
         }
     }
@@ -421,9 +421,9 @@ fn serve(a: &ServeArgs) -> Result<ExitCode> {
     let server = checkpoint::HttpServer::start(CheckpointDir::new(&a.dir), &listen, a.threads)?;
     let url = format!("http://{}", server.addr());
     if a.json {
-        println!("{}", serde_json::json!({ "url": url, "dir": a.dir.display().to_string() }));
+        outln!("{}", serde_json::json!({ "url": url, "dir": a.dir.display().to_string() }))?;
     } else {
-        println!("serving {} on {url}", a.dir.display());
+        outln!("serving {} on {url}", a.dir.display())?;
     }
     // Scripts wait for that line: it must not sit in a pipe's buffer.
     std::io::Write::flush(&mut std::io::stdout())?;
@@ -439,9 +439,9 @@ fn serve(a: &ServeArgs) -> Result<ExitCode> {
         anyhow::bail!("the listener on {url} failed after {n} requests; stopped");
     }
     if a.json {
-        println!("{}", serde_json::json!({ "requests": n }));
+        outln!("{}", serde_json::json!({ "requests": n }))?;
     } else {
-        eprintln!("stopped after {n} requests");
+        errln!("stopped after {n} requests");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -472,7 +472,7 @@ fn push(a: &PushArgs) -> Result<ExitCode> {
     if a.json {
         print_json(&report)?;
     } else {
-        println!(
+        outln!(
             "pushed {} to {}: {} of {} chunks uploaded, manifest {}, {} in {:.2} s",
             hex::encode(id.0),
             a.to,
@@ -481,7 +481,7 @@ fn push(a: &PushArgs) -> Result<ExitCode> {
             if report.manifest_uploaded { "uploaded" } else { "already there" },
             crate::output::human_bytes(report.uploaded_bytes),
             t0.elapsed().as_secs_f64()
-        );
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -497,17 +497,17 @@ fn list(a: &ListArgs) -> Result<ExitCode> {
             .and_then(|b| checkpoint::Manifest::decode(&b).ok());
         match m {
             Some(m) => out.push(checkpoint::Listed::new(&id, &m)),
-            None => eprintln!("warning: manifest {id} is unreadable or damaged; skipped"),
+            None => errln!("warning: manifest {id} is unreadable or damaged; skipped"),
         }
     }
     out.sort_by_key(|l| l.block);
     if a.json {
         print_json(&out)?;
     } else if out.is_empty() {
-        println!("no checkpoints");
+        outln!("no checkpoints")?;
     } else {
         for l in &out {
-            println!(
+            outln!(
                 "{} block {} root {} {} chunks {} {}",
                 l.id,
                 l.block,
@@ -515,7 +515,7 @@ fn list(a: &ListArgs) -> Result<ExitCode> {
                 l.chunks,
                 crate::output::human_bytes(l.bytes),
                 l.layout
-            );
+            )?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -571,14 +571,14 @@ fn restore(a: &RestoreArgs) -> Result<ExitCode> {
     if a.json {
         print_json(&report)?;
     } else {
-        print_restore(&report);
+        print_restore(&report)?;
     }
     let head = (db.head_number(), db.head_root());
     db.close().context("cannot close the database")?;
     match result {
         Ok(t) => {
             if !a.json {
-                println!("restored block {} root {} (head {} {})", t.block, t.root, head.0, head.1);
+                outln!("restored block {} root {} (head {} {})", t.block, t.root, head.0, head.1)?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -601,8 +601,8 @@ fn restore(a: &RestoreArgs) -> Result<ExitCode> {
     }
 }
 
-fn print_restore(r: &checkpoint::RestoreReport) {
-    println!(
+fn print_restore(r: &checkpoint::RestoreReport) -> Result<()> {
+    outln!(
         "checkpoint {} block {}: {} chunks, {} already restored, {} fetched ({}), {} entries written, {:.2} s: {}",
         if r.checkpoint.is_empty() { "-" } else { &r.checkpoint },
         r.block,
@@ -613,12 +613,12 @@ fn print_restore(r: &checkpoint::RestoreReport) {
         r.entries_restored,
         r.elapsed_s,
         r.outcome
-    );
+    )?;
     for a in &r.abandoned {
-        println!("  abandoned checkpoint {a}");
+        outln!("  abandoned checkpoint {a}")?;
     }
     for s in &r.sources {
-        println!(
+        outln!(
             "  {}: {} chunks served, {} bad, {} timeouts, {} errors{}{}{}",
             s.source,
             s.chunks_served,
@@ -634,6 +634,7 @@ fn print_restore(r: &checkpoint::RestoreReport) {
                 [] => String::new(),
                 ids => format!(" — offered bad checkpoint {}", ids.join(", ")),
             }
-        );
+        )?;
     }
+    Ok(())
 }

@@ -77,9 +77,9 @@ pub(crate) struct ConfigArgs {
 pub(crate) fn config(args: &ConfigArgs) -> Result<ExitCode> {
     debug_assert_eq!(args.what, "defaults");
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&store::StoreConfig::default())?);
+        outln!("{}", serde_json::to_string_pretty(&store::StoreConfig::default())?)?;
     } else {
-        print!("{}", store::DEFAULT_CONFIG_TOML);
+        out!("{}", store::DEFAULT_CONFIG_TOML)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -177,9 +177,9 @@ fn print_init(json: bool, root: H256, count: (&str, usize), layout: LayoutName) 
             count.0: count.1,
             "layout": layout.as_str(),
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?)?;
     } else {
-        println!("{root}");
+        outln!("{root}")?;
     }
     Ok(())
 }
@@ -335,20 +335,20 @@ pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
             nodes_checked: deep.as_ref().map(|d| d.nodes_checked),
             bad_nodes,
         };
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(code);
     }
     if ok {
         match &deep {
             Some(d) => {
-                println!("ok {} {} ({} nodes checked)", r.number, r.stored_root, d.nodes_checked)
+                outln!("ok {} {} ({} nodes checked)", r.number, r.stored_root, d.nodes_checked)?
             }
-            None => println!("ok {} {}", r.number, r.stored_root),
+            None => outln!("ok {} {}", r.number, r.stored_root)?,
         }
         return Ok(code);
     }
     for line in verify_lines(&r, &bad_nodes) {
-        println!("{line}");
+        outln!("{line}")?;
     }
     Ok(code)
 }
@@ -416,13 +416,13 @@ pub(crate) fn repair(args: &RepairArgs) -> Result<ExitCode> {
             "root": db.head_root().to_string(),
             "nodes_rebuilt": nodes,
         });
-        println!("{v}");
+        outln!("{v}")?;
     } else {
-        println!(
+        outln!(
             "repaired {} {}: {nodes} nodes rebuilt from flat state",
             db.head_number(),
             db.head_root()
-        );
+        )?;
     }
     db.close().context("cannot close the database")?;
     Ok(ExitCode::SUCCESS)
@@ -468,9 +468,9 @@ pub(crate) fn get(args: &GetArgs) -> Result<ExitCode> {
             "key": format!("0x{}", hex::encode(key)),
             "value": hex_value,
         });
-        println!("{v}");
+        outln!("{v}")?;
     } else {
-        println!("{}", hex_value.as_deref().unwrap_or("absent"));
+        outln!("{}", hex_value.as_deref().unwrap_or("absent"))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -505,7 +505,7 @@ pub(crate) fn revert(args: &RevertArgs) -> Result<ExitCode> {
     db.close().context("cannot close the database")?;
     let stopped = reverted < args.blocks;
     if stopped {
-        eprintln!("stopped by signal after reverting {reverted} of {} blocks", args.blocks);
+        errln!("stopped by signal after reverting {reverted} of {} blocks", args.blocks);
     }
     if args.json {
         let v = serde_json::json!({
@@ -514,9 +514,9 @@ pub(crate) fn revert(args: &RevertArgs) -> Result<ExitCode> {
             "reverted": reverted,
             "stopped": stopped,
         });
-        println!("{v}");
+        outln!("{v}")?;
     } else {
-        println!("{number} {root}");
+        outln!("{number} {root}")?;
     }
     Ok(ExitCode::SUCCESS)
 }

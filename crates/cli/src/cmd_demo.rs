@@ -130,9 +130,9 @@ pub(crate) fn run(args: &DemoArgs) -> Result<ExitCode> {
     report.checks = outcomes.len();
     report.failures = outcomes.iter().filter(|ok| !**ok).count();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        print_report(&report);
+        print_report(&report)?;
     }
     if !report.mainnet.root_matches {
         let m = &report.mainnet;
@@ -325,75 +325,83 @@ fn verdict(ok: bool) -> &'static str {
     }
 }
 
-fn print_report(r: &DemoReport) {
+fn print_report(r: &DemoReport) -> Result<()> {
     let m = &r.mainnet;
-    println!("Arbor demo (testdata: {})", r.testdata);
-    println!();
-    println!("mainnet genesis: {} accounts, parsed in {:.1} ms", m.accounts, m.parse_ms);
-    println!("  streaming builder  {}  {:>7.1} ms  {}", m.root, m.root_ms, verdict(m.root_matches));
-    println!(
+    outln!("Arbor demo (testdata: {})", r.testdata)?;
+    outln!()?;
+    outln!("mainnet genesis: {} accounts, parsed in {:.1} ms", m.accounts, m.parse_ms)?;
+    outln!("  streaming builder  {}  {:>7.1} ms  {}", m.root, m.root_ms, verdict(m.root_matches))?;
+    outln!(
         "  mutable trie       {}  {:>7.1} ms  {}",
         m.state_root,
         m.state_build_ms,
         verdict(m.state_root_matches)
-    );
-    println!("  known root         {}", m.root_expected);
-    println!();
-    println!("eth_getProof proofs against the mainnet root (built, sent through JSON, verified):");
+    )?;
+    outln!("  known root         {}", m.root_expected)?;
+    outln!()?;
+    outln!("eth_getProof proofs against the mainnet root (built, sent through JSON, verified):")?;
     for p in &r.proofs {
         let status = match &p.reason {
             None => "valid".to_string(),
             Some(why) => format!("INVALID: {why}"),
         };
-        println!(
+        outln!(
             "  {}  {:<9}  {} nodes  {:>5} bytes  prove {:.3} ms  verify {:.3} ms  {status}",
-            p.address, p.kind, p.nodes, p.bytes, p.prove_ms, p.verify_ms
-        );
+            p.address,
+            p.kind,
+            p.nodes,
+            p.bytes,
+            p.prove_ms,
+            p.verify_ms
+        )?;
     }
     let t = &r.tampered;
     match &t.reason {
-        Some(why) => println!("  {}  tampered ({}): rejected: {why}", t.address, t.change),
-        None => println!("  {}  tampered ({}): ACCEPTED (bug)", t.address, t.change),
+        Some(why) => outln!("  {}  tampered ({}): rejected: {why}", t.address, t.change)?,
+        None => outln!("  {}  tampered ({}): ACCEPTED (bug)", t.address, t.change)?,
     }
-    println!();
-    println!("other genesis files:");
+    outln!()?;
+    outln!("other genesis files:")?;
     for g in &r.genesis_roots {
         let status = g.matches.map_or("no known root", verdict);
-        println!(
+        outln!(
             "  {:<13} {:>5} accounts  {}  {:>6.1} ms  {status}",
-            g.file, g.accounts, g.root, g.ms
-        );
+            g.file,
+            g.accounts,
+            g.root,
+            g.ms
+        )?;
     }
-    print_store(&r.store);
-    print_chain(&r.chain);
-    println!();
+    print_store(&r.store)?;
+    print_chain(&r.chain)?;
+    outln!()?;
     if r.failures == 0 {
-        println!("all {} checks passed", r.checks);
+        outln!("all {} checks passed", r.checks)
     } else {
-        println!("{} of {} checks FAILED", r.failures, r.checks);
+        outln!("{} of {} checks FAILED", r.failures, r.checks)
     }
 }
 
-fn print_store(s: &StoreDemo) {
+fn print_store(s: &StoreDemo) -> Result<()> {
     let ok = |b: bool| if b { "ok" } else { "FAILED" };
-    println!();
-    println!("database (temporary directory, removed at the end):");
-    println!(
+    outln!()?;
+    outln!("database (temporary directory, removed at the end):")?;
+    outln!(
         "  init from mainnet genesis  {}  {:>7.1} ms  {}",
         s.genesis_root,
         s.init_ms,
         verdict(s.genesis_root_matches)
-    );
-    println!("  verify from flat state     {}", ok(s.genesis_verified));
-    println!(
+    )?;
+    outln!("  verify from flat state     {}", ok(s.genesis_verified))?;
+    outln!(
         "  {} blocks x {} account writes in {:.1} ms, head {}; verify {}",
         s.blocks,
         s.updates_per_block,
         s.load_ms,
         s.loaded_root,
         ok(s.loaded_verified)
-    );
-    println!(
+    )?;
+    outln!(
         "  revert {} blocks in {:.1} ms: root {} equals block {}'s: {}; verify {}",
         s.reverted,
         s.revert_ms,
@@ -401,24 +409,24 @@ fn print_store(s: &StoreDemo) {
         s.blocks - s.reverted,
         ok(s.revert_matches),
         ok(s.reverted_verified)
-    );
-    println!(
+    )?;
+    outln!(
         "  checkpoint: {} chunks in {:.1} ms; restored from them in {:.1} ms: root {} {}",
         s.checkpoint_chunks,
         s.checkpoint_ms,
         s.restore_ms,
         s.restored_root,
         verdict(s.restored_matches)
-    );
-    println!("  (3 verifies: {:.1} ms in all)", s.verify_ms);
+    )?;
+    outln!("  (3 verifies: {:.1} ms in all)", s.verify_ms)
 }
 
-fn print_chain(c: &crate::demo_chain::ChainDemo) {
+fn print_chain(c: &crate::demo_chain::ChainDemo) -> Result<()> {
     let ok = |b: bool| if b { "ok" } else { "FAILED" };
-    println!();
-    println!("transfer blocks with proofs of validity (in-memory chain of 2,000 accounts):");
+    outln!()?;
+    outln!("transfer blocks with proofs of validity (in-memory chain of 2,000 accounts):")?;
     for b in &c.blocks {
-        println!(
+        outln!(
             "  {:<30} {:>3}/{:<3} txs ({}), witness {} nodes {:>7} bytes, built {:.1} ms, \
              verified statelessly in {:.1} ms: {}",
             b.label,
@@ -430,16 +438,16 @@ fn print_chain(c: &crate::demo_chain::ChainDemo) {
             b.build_ms,
             b.verify_ms,
             b.reason.as_deref().unwrap_or(ok(b.verified))
-        );
+        )?;
     }
-    println!(
+    outln!(
         "  witness with one node dropped: {} ({})",
         ok(c.dropped_node_refused),
         c.dropped_node_reason
-    );
-    println!("  PoV limit respected and filled: {}", ok(c.limit_respected));
+    )?;
+    outln!("  PoV limit respected and filled: {}", ok(c.limit_respected))?;
     let b = &c.block_stm;
-    println!(
+    outln!(
         "  block 1 by Block-STM on {} workers ({} txs, {} executions, {} validations, {:.1} ms): \
          same post-state root: {}",
         b.workers,
@@ -448,5 +456,5 @@ fn print_chain(c: &crate::demo_chain::ChainDemo) {
         b.validations,
         b.ms,
         ok(b.same_root)
-    );
+    )
 }

@@ -159,7 +159,7 @@ pub(crate) fn run(args: &LoadArgs) -> Result<ExitCode> {
     let summary = Summary { bulk_seconds, committed, stopped, seconds, number, root };
     summary.print_line(args);
     if args.json {
-        summary.print_json(args);
+        summary.print_json(args)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -257,11 +257,11 @@ impl Summary {
             self.per_second(*committed as f64),
             self.per_second(committed.saturating_mul(args.updates_per_block) as f64),
         ));
-        eprintln!("{line}");
+        errln!("{line}");
     }
 
     /// The summary as one JSON object on stdout (`--json`).
-    fn print_json(&self, args: &LoadArgs) {
+    fn print_json(&self, args: &LoadArgs) -> Result<()> {
         let updates = self.committed.saturating_mul(args.updates_per_block);
         let v = serde_json::json!({
             "block": self.number,
@@ -275,7 +275,7 @@ impl Summary {
             "updates_per_s": self.per_second(updates as f64),
             "stopped": self.stopped,
         });
-        println!("{v}");
+        outln!("{v}")
     }
 }
 

@@ -134,7 +134,7 @@ fn prove_db(args: &ProveArgs, db: &Path, key: &[u8]) -> Result<ExitCode> {
         proof: p.proof.iter().map(|n| format!("0x{}", hex::encode(n))).collect(),
         layout: Some(db.layout().as_str().to_string()),
     };
-    println!("{}", serde_json::to_string_pretty(&out)?);
+    outln!("{}", serde_json::to_string_pretty(&out)?)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -175,7 +175,7 @@ fn prove_genesis(genesis: &Path, address: &eth::Address, slots: &[H256]) -> Resu
     let genesis = read_genesis(genesis)?;
     let mut state = EthState::from_genesis(&genesis).context("cannot build the genesis state")?;
     let proof = state.prove(address, slots).context("cannot build the proof")?;
-    println!("{}", serde_json::to_string_pretty(&proof.to_json())?);
+    outln!("{}", serde_json::to_string_pretty(&proof.to_json())?)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -202,11 +202,11 @@ pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
         .map_err(|e| crate::rejected(&e))?;
     if args.json {
         let reason = verdict.as_ref().err().map(ToString::to_string);
-        println!("{}", serde_json::json!({ "valid": verdict.is_ok(), "reason": reason }));
+        outln!("{}", serde_json::json!({ "valid": verdict.is_ok(), "reason": reason }))?;
     } else {
         match &verdict {
-            Ok(()) => println!("valid"),
-            Err(e) => println!("invalid: {e}"),
+            Ok(()) => outln!("valid")?,
+            Err(e) => outln!("invalid: {e}")?,
         }
     }
     Ok(if verdict.is_ok() { ExitCode::SUCCESS } else { crate::negative() })

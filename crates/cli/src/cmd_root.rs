@@ -95,9 +95,9 @@ pub(crate) fn run(args: &RootArgs) -> Result<ExitCode> {
     };
     if args.json {
         let out = serde_json::json!({ "root": root.to_string(), "layout": layout.as_str() });
-        println!("{out}");
+        outln!("{out}")?;
     } else {
-        println!("{root}");
+        outln!("{root}")?;
     }
     Ok(ExitCode::SUCCESS)
 }

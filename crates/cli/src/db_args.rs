@@ -60,14 +60,26 @@ pub(crate) fn open_reading(args: &DbArgs) -> Result<StateDb> {
     open_reading_as(args, None)
 }
 
-/// [`open_reading`], refusing a database of another layout than `layout` (when given).
+/// [`open_reading`], refusing a database of another layout than `layout` or the
+/// configuration file's (when given).
 pub(crate) fn open_reading_as(args: &DbArgs, layout: Option<LayoutName>) -> Result<StateDb> {
     let mut config = load_config(args.config.as_deref())?;
-    config.layout = layout;
+    config.layout = layout_of(&config, layout)?;
     check_exists(&args.db)?;
     StateDb::open_read_only(&args.db, config)
         .map_err(layout_usage)
         .with_context(|| format!("cannot open {} read-only", args.db.display()))
+}
+
+/// The layout a database must have: the command's (`--layout`, or what its input implies)
+/// or the configuration file's `layout`; both, when they differ, are a usage error.
+fn layout_of(config: &StoreConfig, command: Option<LayoutName>) -> Result<Option<LayoutName>> {
+    match (config.layout, command) {
+        (Some(file), Some(command)) if file != command => Err(crate::usage(format!(
+            "the configuration file's layout = \"{file}\" conflicts with this command's layout {command}"
+        ))),
+        (file, command) => Ok(command.or(file)),
+    }
 }
 
 /// A database of another layout than the command line names is a usage error (exit 2).
@@ -79,11 +91,11 @@ fn layout_usage(e: OpenError) -> anyhow::Error {
 }
 
 /// Open a database, creating it when the directory is absent or empty (a mount point, say),
-/// or finishing its interrupted creation; a new database gets `layout` (Ethereum when
-/// `None`), an existing one must have it.
+/// or finishing its interrupted creation; a new database gets `layout` (else the
+/// configuration file's, else Ethereum), an existing one must have it.
 pub(crate) fn open_or_create(args: &DbArgs, layout: Option<LayoutName>) -> Result<StateDb> {
     let mut config = load_config(args.config.as_deref())?;
-    config.layout = layout;
+    config.layout = layout_of(&config, layout)?;
     let dir = &args.db;
     if dir.exists() && !dir.join("CURRENT").is_file() && !store::creation_unfinished(dir) {
         let mut entries = std::fs::read_dir(dir)

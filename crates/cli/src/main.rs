@@ -17,6 +17,32 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// `println!` that returns a failed write (stdout closed or full) as an error instead of
+/// panicking.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*).map_err(crate::stdout_failed)
+    }};
+}
+
+/// `print!` that returns a failed write as an error instead of panicking.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout().lock(), $($arg)*).map_err(crate::stdout_failed)
+    }};
+}
+
+/// `eprintln!` that drops a failed write (stderr closed or full: nowhere left to report it)
+/// instead of panicking.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 mod auto_checkpoint;
 mod cmd_bench;
 mod cmd_block;
@@ -166,7 +192,7 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             tracing::error!(error = %error_line(&e), "arbor failed");
-            eprintln!("error: {}", error_line(&e));
+            errln!("error: {}", error_line(&e));
             ExitCode::from(exit_class(&e))
         }
     }
@@ -227,6 +253,11 @@ impl std::fmt::Display for UsageError {
 impl std::error::Error for UsageError {}
 
 /// A usage error with this message.
+/// The error of a failed write to stdout: the command's result could not be printed.
+pub(crate) fn stdout_failed(e: std::io::Error) -> anyhow::Error {
+    anyhow::Error::new(e).context("cannot write to stdout")
+}
+
 pub(crate) fn usage(message: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(message.into()))
 }
@@ -253,7 +284,7 @@ fn usage_error(e: &clap::Error) -> ExitCode {
         .collect();
     let message = message.join(" ");
     let message = message.strip_prefix("error: ").unwrap_or(&message);
-    eprintln!("error: {message} (see `arbor --help`)");
+    errln!("error: {message} (see `arbor --help`)");
     ExitCode::from(EXIT_USAGE)
 }
 

@@ -88,7 +88,7 @@ pub(crate) fn bind(addr: Option<&SocketAddr>) -> Result<Option<Listener>> {
 pub(crate) fn serve(server: Listener, store: ReadHandle) -> Result<Endpoint> {
     let Listener(server) = server;
     if let Some(a) = server.server_addr().to_ip() {
-        eprintln!("metrics on http://{a}/metrics");
+        errln!("metrics on http://{a}/metrics");
     }
     let counters = Arc::new(Counters::default());
     let stop = Arc::new(AtomicBool::new(false));

@@ -284,3 +284,106 @@ fn exit_classes_of_restore_listen_and_proof_files() {
         assert!(stderr(&o).starts_with("error: "), "{}", stderr(&o));
     }
 }
+
+/// A command whose stdout is full (`/dev/full`) or closed (a pipe whose reader has gone)
+/// cannot print its result: exit 3 with one error line, never a panic; a full stderr
+/// loses the error line but keeps the exit code.
+#[test]
+fn unwritable_stdout_or_stderr_is_an_error_not_a_panic() {
+    let db = fresh_db("conv-full-stdout");
+    ok(&[
+        "load",
+        "--db",
+        &db,
+        "--keys",
+        "300",
+        "--blocks",
+        "2",
+        "--updates-per-block",
+        "20",
+        "--seed",
+        "1",
+    ]);
+    let key = format!("0x{}", "00".repeat(32));
+    let commands: [&[&str]; 5] = [
+        &["config", "defaults"],
+        &["config", "defaults", "--json"],
+        &["verify", "--db", &db],
+        &["get", "--db", &db, &key],
+        &["stats", "--db", &db, "--json"],
+    ];
+    for args in commands {
+        let full = std::fs::File::create("/dev/full").unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_arbor")).args(args).stdout(full).output().unwrap();
+        assert_eq!(o.status.code(), Some(3), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).starts_with("error: "), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{args:?}: {}", stderr(&o));
+    }
+    // A reader that closes at once: the writes fail with a broken pipe.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .args(["config", "defaults"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert_ne!(o.status.code(), Some(101), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    // Nowhere to print the error: the exit code still says what happened.
+    for (args, code) in
+        [(&["get", "--db", "/nonexistent-arbor-db", "00"][..], 3), (&["get"][..], 2)]
+    {
+        let full = std::fs::File::create("/dev/full").unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_arbor")).args(args).stderr(full).output().unwrap();
+        assert_eq!(o.status.code(), Some(code), "{args:?}");
+    }
+}
+
+/// The configuration file's `layout` is the database's when the command names none, and a
+/// command that names another one is refused (exit 2).
+#[test]
+fn the_configuration_files_layout_is_checked() {
+    let db = fresh_db("conv-config-layout");
+    ok(&[
+        "load",
+        "--db",
+        &db,
+        "--keys",
+        "300",
+        "--blocks",
+        "1",
+        "--updates-per-block",
+        "20",
+        "--seed",
+        "1",
+    ]);
+    let substrate = tmp("conv-layout-substrate.toml");
+    std::fs::write(&substrate, "layout = \"substrate-v0\"\n").unwrap();
+    let s = substrate.to_str().unwrap();
+    for args in
+        [&["get", "--db", &db, "--config", s, "00"][..], &["verify", "--db", &db, "--config", s]]
+    {
+        let o = arbor(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    }
+    let new = fresh_db("conv-config-layout-new");
+    let load = [
+        "load",
+        "--db",
+        &new,
+        "--keys",
+        "300",
+        "--blocks",
+        "1",
+        "--updates-per-block",
+        "20",
+        "--seed",
+        "1",
+    ];
+    let o = arbor(&[&load[..], &["--config", s, "--layout", "ethereum"]].concat());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    ok(&[&load[..], &["--config", s]].concat());
+    let stats = ok(&["stats", "--db", &new, "--json"]);
+    assert!(stats.contains("substrate-v0"), "{stats}");
+}
