@@ -291,19 +291,7 @@ fn exit_classes_of_restore_listen_and_proof_files() {
 #[test]
 fn unwritable_stdout_or_stderr_is_an_error_not_a_panic() {
     let db = fresh_db("conv-full-stdout");
-    ok(&[
-        "load",
-        "--db",
-        &db,
-        "--keys",
-        "300",
-        "--blocks",
-        "2",
-        "--updates-per-block",
-        "20",
-        "--seed",
-        "1",
-    ]);
+    ok(&small_load(&db));
     let key = format!("0x{}", "00".repeat(32));
     let commands: [&[&str]; 5] = [
         &["config", "defaults"],
@@ -345,19 +333,7 @@ fn unwritable_stdout_or_stderr_is_an_error_not_a_panic() {
 #[test]
 fn the_configuration_files_layout_is_checked() {
     let db = fresh_db("conv-config-layout");
-    ok(&[
-        "load",
-        "--db",
-        &db,
-        "--keys",
-        "300",
-        "--blocks",
-        "1",
-        "--updates-per-block",
-        "20",
-        "--seed",
-        "1",
-    ]);
+    ok(&small_load(&db));
     let substrate = tmp("conv-layout-substrate.toml");
     std::fs::write(&substrate, "layout = \"substrate-v0\"\n").unwrap();
     let s = substrate.to_str().unwrap();
@@ -368,10 +344,20 @@ fn the_configuration_files_layout_is_checked() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
     }
     let new = fresh_db("conv-config-layout-new");
-    let load = [
+    let load = small_load(&new);
+    let o = arbor(&[&load[..], &["--config", s, "--layout", "ethereum"]].concat());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    ok(&[&load[..], &["--config", s]].concat());
+    let stats = ok(&["stats", "--db", &new, "--json"]);
+    assert!(stats.contains("substrate-v0"), "{stats}");
+}
+
+/// `arbor load` of a small database at `db`: 300 keys, one block of 20 changes.
+fn small_load(db: &str) -> [&str; 11] {
+    [
         "load",
         "--db",
-        &new,
+        db,
         "--keys",
         "300",
         "--blocks",
@@ -380,10 +366,5 @@ fn the_configuration_files_layout_is_checked() {
         "20",
         "--seed",
         "1",
-    ];
-    let o = arbor(&[&load[..], &["--config", s, "--layout", "ethereum"]].concat());
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    ok(&[&load[..], &["--config", s]].concat());
-    let stats = ok(&["stats", "--db", &new, "--json"]);
-    assert!(stats.contains("substrate-v0"), "{stats}");
+    ]
 }
