@@ -202,8 +202,7 @@ pub(crate) fn run(args: &CheckpointArgs) -> Result<ExitCode> {
 }
 
 fn print_json(v: &impl serde::Serialize) -> Result<()> {
-    outln!("{}", serde_json::to_string_pretty(v)?)?;
-    Ok(())
+    outln!("{}", serde_json::to_string_pretty(v)?)
 }
 
 #[derive(serde::Serialize)]
@@ -426,7 +425,7 @@ fn serve(a: &ServeArgs) -> Result<ExitCode> {
         outln!("serving {} on {url}", a.dir.display())?;
     }
     // Scripts wait for that line: it must not sit in a pipe's buffer.
-    std::io::Write::flush(&mut std::io::stdout())?;
+    std::io::Write::flush(&mut std::io::stdout()).map_err(crate::stdout_failed)?;
     while !stop.load(Ordering::SeqCst) && !server.failed() {
         std::thread::sleep(Duration::from_millis(100));
     }

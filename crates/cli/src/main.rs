@@ -252,12 +252,12 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
-/// A usage error with this message.
 /// The error of a failed write to stdout: the command's result could not be printed.
 pub(crate) fn stdout_failed(e: std::io::Error) -> anyhow::Error {
     anyhow::Error::new(e).context("cannot write to stdout")
 }
 
+/// A usage error with this message.
 pub(crate) fn usage(message: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(message.into()))
 }
