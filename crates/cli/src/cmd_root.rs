@@ -115,6 +115,9 @@ fn kv_root(path: &Path, secure: bool, layout: LayoutName) -> Result<H256> {
 /// The key under which Substrate's top trie holds a default child trie's root.
 pub(crate) const CHILD_STORAGE_DEFAULT_PREFIX: &[u8] = b":child_storage:default:";
 
+/// The prefix of every child trie's key in Substrate's top trie (default or other kinds).
+const CHILD_STORAGE_PREFIX: &[u8] = b":child_storage:";
+
 /// The genesis root of a raw chain spec. Its content's problems are usage errors.
 fn chain_spec_root(path: &Path, layout: LayoutName) -> Result<H256> {
     let spec = read_chain_spec(path, layout)?;
@@ -157,6 +160,15 @@ fn chain_spec_entries(text: &str, layout: LayoutName) -> Result<SpecStorage> {
     };
     let keep_empty = layout != LayoutName::Ethereum;
     let mut entries = decode_pairs(&storage.top.0, false, keep_empty).context("genesis.top")?;
+    // Child tries' roots are derived from `childrenDefault`, never given: Substrate refuses a
+    // genesis whose top trie holds a child storage key (`InvalidState`).
+    if let Some((key, _)) = entries.iter().find(|(k, _)| k.starts_with(CHILD_STORAGE_PREFIX)) {
+        bail!(
+            "genesis.top: key 0x{} is a child trie's key (`:child_storage:`); a child trie's \
+             entries belong under \"childrenDefault\"",
+            hex::encode(key)
+        );
+    }
     let mut children = Vec::new();
     for (child_key, child) in storage.children_default.map(|c| c.0).unwrap_or_default() {
         let key =

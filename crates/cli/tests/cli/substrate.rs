@@ -96,6 +96,17 @@ fn bad_chain_specs_are_usage_errors() {
         ("literal-dup", r#"{"genesis": {"top": {"0x0a": "0x02", "0x0a": "0x03"}}}"#, "same key"),
         ("not-raw", r#"{"genesis": {"runtimeGenesis": {}}}"#, "not a raw chain spec"),
         ("number", r#"{"genesis": {"top": {"0x0a": 5}}}"#, "hex string"),
+        // `:child_storage:default:x` and `:child_storage:other`, given in the top trie.
+        (
+            "child-in-top",
+            r#"{"genesis": {"raw": {"top": {"0x3a6368696c645f73746f726167653a64656661756c743a78": "0x01"}}}}"#,
+            "childrenDefault",
+        ),
+        (
+            "other-child-in-top",
+            r#"{"genesis": {"top": {"0x3a6368696c645f73746f726167653a6f74686572": "0x01"}}}"#,
+            "child trie's key",
+        ),
         (
             "child-dup",
             r#"{"genesis": {"top": {}, "childrenDefault":
