@@ -16,7 +16,7 @@ use checkpoint::{
 use clap::{Args, Subcommand};
 use trie::H256;
 
-use crate::db_args::{open_or_create, open_reading, DbArgs};
+use crate::db_args::{open_or_create_with, open_reading, DbArgs};
 use crate::limits;
 
 /// `arbor checkpoint …`.
@@ -530,6 +530,8 @@ fn restore(a: &RestoreArgs) -> Result<ExitCode> {
     let opts = source_opts(a.timeout_ms);
     let sources = a.sources.iter().map(|s| open_source(s, &opts)).collect::<Result<Vec<_>>>()?;
     let trusted = Trusted { block: a.trusted.block, root: a.trusted.root };
+    // Read before the handler is installed, so that Ctrl-C still ends a read that blocks.
+    let config = crate::db_args::load_config(a.db.config.as_deref())?;
     let stop = crate::signals::stop_flag()?;
     // An existing database keeps its layout (a checkpoint of another one is refused); a new
     // one is created in the layout of the checkpoint the restore takes, so the sources are
@@ -537,11 +539,11 @@ fn restore(a: &RestoreArgs) -> Result<ExitCode> {
     let dir = &a.db.db;
     let exists = dir.join("CURRENT").is_file() && !store::creation_unfinished(dir);
     let (mut db, candidates) = if exists {
-        let db = open_or_create(&a.db, None)?;
+        let db = open_or_create_with(&a.db, config, None)?;
         (db, checkpoint::find_candidates(trusted, &sources, &stop))
     } else {
         let candidates = checkpoint::find_candidates(trusted, &sources, &stop);
-        (open_or_create(&a.db, candidates.layout())?, candidates)
+        (open_or_create_with(&a.db, config, candidates.layout())?, candidates)
     };
     let staging = match &a.staging {
         Some(dir) => RestoreOptions::new(dir),

@@ -478,10 +478,13 @@ pub(crate) fn get(args: &GetArgs) -> Result<ExitCode> {
 /// Run `arbor revert`: undo the last N blocks, print the new head. Ctrl-C or SIGTERM
 /// stops after the block being undone (each block is one synced batch), with the summary.
 pub(crate) fn revert(args: &RevertArgs) -> Result<ExitCode> {
-    // The handler first: a signal while the database opens stops the revert after its
-    // first block too, instead of killing the process (which a slow open made likely).
+    // The configuration file is read before the handler is installed: a stream that never
+    // ends (a FIFO) is then still interrupted by Ctrl-C.
+    let config = crate::db_args::load_config(args.db.config.as_deref())?;
+    // The handler before the open: a signal while the database opens stops the revert after
+    // its first block too, instead of killing the process (which a slow open made likely).
     let stop = crate::signals::stop_flag()?;
-    let mut db = open_existing(&args.db)?;
+    let mut db = crate::db_args::open_existing_with(&args.db, config)?;
     let head = db.head_number();
     let pb = crate::progress::counter(!args.json, Some(args.blocks), "reverting", "blocks");
     let reverted = db

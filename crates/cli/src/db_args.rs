@@ -48,7 +48,11 @@ fn check_exists(dir: &Path) -> Result<()> {
 
 /// Open an existing database; a directory without one is an error, not a new database.
 pub(crate) fn open_existing(args: &DbArgs) -> Result<StateDb> {
-    let config = load_config(args.config.as_deref())?;
+    open_existing_with(args, load_config(args.config.as_deref())?)
+}
+
+/// [`open_existing`] with the configuration already read from `args.config`.
+pub(crate) fn open_existing_with(args: &DbArgs, config: StoreConfig) -> Result<StateDb> {
     check_exists(&args.db)?;
     StateDb::open(&args.db, config).with_context(|| format!("cannot open {}", args.db.display()))
 }
@@ -94,7 +98,15 @@ fn layout_usage(e: OpenError) -> anyhow::Error {
 /// or finishing its interrupted creation; a new database gets `layout` (else the
 /// configuration file's, else Ethereum), an existing one must have it.
 pub(crate) fn open_or_create(args: &DbArgs, layout: Option<LayoutName>) -> Result<StateDb> {
-    let mut config = load_config(args.config.as_deref())?;
+    open_or_create_with(args, load_config(args.config.as_deref())?, layout)
+}
+
+/// [`open_or_create`] with the configuration already read from `args.config`.
+pub(crate) fn open_or_create_with(
+    args: &DbArgs,
+    mut config: StoreConfig,
+    layout: Option<LayoutName>,
+) -> Result<StateDb> {
     config.layout = layout_of(&config, layout)?;
     let dir = &args.db;
     if dir.exists() && !dir.join("CURRENT").is_file() && !store::creation_unfinished(dir) {

@@ -352,6 +352,61 @@ fn the_configuration_files_layout_is_checked() {
     assert!(stats.contains("substrate-v0"), "{stats}");
 }
 
+/// A configuration file that never ends (a FIFO no one writes) does not make Ctrl-C
+/// powerless: the commands that catch signals to stop at a clean boundary (`revert`,
+/// `checkpoint restore`) read it before they install their handler, so SIGINT still ends
+/// them while they wait on it.
+#[test]
+fn ctrl_c_ends_a_command_blocked_on_its_configuration_file() {
+    let db = fresh_db("conv-fifo-config");
+    ok(&small_load(&db));
+    let fifo = tmp("conv-config.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let f = fifo.to_str().unwrap();
+    let root = format!("0x{}", "00".repeat(32));
+    let restore_db = tmp("conv-fifo-restore-db");
+    let restore = [
+        "checkpoint",
+        "restore",
+        "--db",
+        restore_db.to_str().unwrap(),
+        "--block",
+        "1",
+        "--root",
+        &root,
+        "--source",
+        &db,
+    ];
+    for args in [&["revert", "--db", &db, "1"][..], &restore[..]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_arbor"))
+            .args(args)
+            .args(["--config", f])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let pid = child.id().to_string();
+        assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if std::time::Instant::now() > deadline {
+                break None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let _ = child.kill();
+        let status = status.unwrap_or_else(|| panic!("{args:?} ignored SIGINT"));
+        assert!(!status.success(), "{args:?}: {status}");
+    }
+    // Nothing was reverted.
+    assert!(ok(&["verify", "--db", &db]).starts_with("ok 1 "));
+}
+
 /// `arbor load` of a small database at `db`: 300 keys, one block of 20 changes.
 fn small_load(db: &str) -> [&str; 11] {
     [
