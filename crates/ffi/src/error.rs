@@ -73,7 +73,8 @@ impl From<OpenError> for FfiError {
             OpenError::Config(_) => ArborCode::InvalidArgument,
             OpenError::NotArbor { .. }
             | OpenError::SchemaMismatch { .. }
-            | OpenError::MissingColumnFamily { .. } => ArborCode::Corrupt,
+            | OpenError::MissingColumnFamily { .. }
+            | OpenError::OrphanedTables { .. } => ArborCode::Corrupt,
             // A directory that holds something else than a database.
             OpenError::CreateDir { source, .. }
                 if source.kind() == std::io::ErrorKind::DirectoryNotEmpty =>

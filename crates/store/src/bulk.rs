@@ -191,6 +191,8 @@ impl BulkLoad<'_> {
         state.reader().clear_caches();
         state.bulk = None;
         state.set_head(0, root);
+        // The batch above was synced.
+        state.record_durable()?;
         Ok(BulkSummary { root, entries, roots })
     }
 }
@@ -217,7 +219,7 @@ pub struct VerifyReport {
 pub struct TrieMismatch {
     /// The trie.
     pub trie: TrieId,
-    /// Its root record ([`EMPTY_ROOT`] when there is none).
+    /// Its root record ([`trie::EMPTY_ROOT`] when there is none).
     pub stored: H256,
     /// The root of its flat entries.
     pub computed: H256,

@@ -11,10 +11,11 @@ use rocksdb::{
 use trie::LayoutName;
 
 use crate::config::{Compression, StoreConfig};
+use crate::durable::{self, Head};
 use crate::error::{Corruption, OpenError, StoreError};
 use crate::keys::{
-    encode_head, CF_META, CF_NODES, COLUMN_FAMILIES, META_HEAD, META_LAYOUT, META_SCHEMA,
-    SCHEMA_VERSION,
+    decode_head, encode_head, CF_META, CF_NODES, COLUMN_FAMILIES, META_HEAD, META_LAYOUT,
+    META_SCHEMA, SCHEMA_VERSION,
 };
 
 /// The configured LRU block cache, or `None` when `block_cache_bytes` is 0.
@@ -126,9 +127,18 @@ fn compression(c: Compression) -> DBCompressionType {
 /// created otherwise (by older builds) may still lack the schema record after a kill: one
 /// whose every column family is empty is an interrupted creation and is finished here,
 /// while one that holds any data without it is refused.
-pub(crate) fn open_db(path: &Path, config: &StoreConfig) -> Result<DB, OpenError> {
+///
+/// Returns the durable record the database was checked against (`None`: it has none; see
+/// `durable.rs`). The check runs before anything is created, cleared or opened for writing:
+/// RocksDB's writable open deletes every table file its MANIFEST does not name, which would
+/// destroy what a rolled-back MANIFEST left behind.
+pub(crate) fn open_db(path: &Path, config: &StoreConfig) -> Result<(DB, Option<Head>), OpenError> {
     config.validate()?;
-    if !path.join("CURRENT").exists() || creation_unfinished(path) {
+    let recorded = check_durable(path)?;
+    if recorded.is_none() {
+        check_orphaned_tables(path)?;
+    }
+    if no_database(path) {
         create_db(path, config)?;
     }
     // RocksDB tells a second open in this process by comparing its lock file's path as a
@@ -155,14 +165,82 @@ pub(crate) fn open_db(path: &Path, config: &StoreConfig) -> Result<DB, OpenError
         }
         false => return Err(OpenError::NotArbor { path: path.to_path_buf() }),
     }
-    Ok(db)
+    Ok((db, recorded))
+}
+
+/// True when the directory `path` holds no database to open: no RocksDB `CURRENT` file, or
+/// the marker of an unfinished creation.
+fn no_database(path: &Path) -> bool {
+    !path.join("CURRENT").exists() || creation_unfinished(path)
+}
+
+/// Check the database at `path` against its durable record, if it has one, before the
+/// writable open: the head is read by a read-only open (nothing is written). A directory
+/// with a record but no database is one whose database was lost, never a new one.
+fn check_durable(path: &Path) -> Result<Option<Head>, OpenError> {
+    let Some(recorded) = durable::read(path)? else { return Ok(None) };
+    let head = match no_database(path) {
+        true => None,
+        false => head_read_only(path)?,
+    };
+    durable::check(path, recorded, head)
+}
+
+/// Refuse a database without a durable record whose table files hold no Arbor schema as
+/// its MANIFEST reads: a new database has no table file, and an interrupted creation none
+/// either (its records stay in the WAL), so these are tables the MANIFEST lost (or a foreign
+/// database). Checked by a read-only open before the writable one, which would delete them
+/// and create the database again.
+fn check_orphaned_tables(path: &Path) -> Result<(), OpenError> {
+    if no_database(path) {
+        return Ok(());
+    }
+    let tables = std::fs::read_dir(path)
+        .map_err(|source| OpenError::CreateDir { path: path.to_path_buf(), source })?
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".sst"))
+        .count();
+    if tables == 0 || head_read_only(path)?.is_some() {
+        return Ok(());
+    }
+    Err(OpenError::OrphanedTables { path: path.to_path_buf(), tables })
+}
+
+/// The head of the database at `path`, read through a read-only open that opens no table
+/// file ahead and gathers no statistics (only `meta` is read).
+fn head_read_only(path: &Path) -> Result<Option<Head>, OpenError> {
+    let mut opts = Options::default();
+    opts.set_max_open_files(64);
+    opts.set_skip_stats_update_on_db_open(true);
+    let families = DB::list_cf(&opts, path)?;
+    let db = retry_vanished(|| DB::open_cf_for_read_only(&opts, path, &families, false))?;
+    stored_head(&db)
+}
+
+/// The head record of `db` (`None` when it has no `meta` family or no schema record).
+fn stored_head(db: &DB) -> Result<Option<Head>, OpenError> {
+    let Some(meta) = db.cf_handle(CF_META) else { return Ok(None) };
+    if !has_schema(db, meta)? {
+        return Ok(None);
+    }
+    match db.get_cf(meta, META_HEAD)? {
+        Some(v) => Ok(Some(decode_head(&v)?)),
+        None => Err(Corruption::NoHead.into()),
+    }
 }
 
 /// Open the existing database at `path` read-only: no lock is taken (a writer may run in
 /// another process; this instance sees the state as of its opening), nothing is written,
 /// and a missing database is an error rather than a new one.
+///
+/// A database with a durable record is checked against it (see `durable.rs`); the record is
+/// read before the database is opened, since a writer may advance it after.
 pub(crate) fn open_db_read_only(path: &Path, config: &StoreConfig) -> Result<DB, OpenError> {
     config.validate()?;
+    let recorded = durable::read(path)?;
+    if let Some(recorded) = recorded.filter(|_| no_database(path)) {
+        durable::check(path, recorded, None)?;
+    }
     if !path.join("CURRENT").exists() {
         return Err(OpenError::NotArbor { path: path.to_path_buf() });
     }
@@ -174,24 +252,43 @@ pub(crate) fn open_db_read_only(path: &Path, config: &StoreConfig) -> Result<DB,
     // Every table file is opened now: a writer's flushes and compactions delete files, and
     // an instance that holds them open keeps reading its state.
     opts.set_max_open_files(-1);
-    let mut attempt = 0;
-    let db = loop {
+    let opened = retry_vanished(|| {
         let families = family_descriptors(config, cache.as_ref());
-        match DB::open_cf_descriptors_read_only(&opts, path, families, false) {
-            Ok(db) => break db,
-            // The writer deleted a file between our reading of the MANIFEST and opening
-            // it: the next MANIFEST names its replacement.
-            Err(e) if attempt < READ_ONLY_OPEN_ATTEMPTS && vanished_file(&e) => {
-                attempt += 1;
-                std::thread::sleep(std::time::Duration::from_millis(10 * attempt));
-            }
-            Err(e) => return Err(e.into()),
+        DB::open_cf_descriptors_read_only(&opts, path, families, false)
+    });
+    let db = match (opened, recorded) {
+        (Ok(db), _) => db,
+        // Arbor's families are missing (a MANIFEST cut before them, say): with a record,
+        // that is a database rolled back, and said so.
+        (Err(e), Some(recorded)) => {
+            durable::check(path, recorded, head_read_only(path)?)?;
+            return Err(e.into());
         }
+        (Err(e), None) => return Err(e.into()),
     };
+    if let Some(recorded) = recorded {
+        durable::check(path, recorded, stored_head(&db)?)?;
+    }
     let meta = meta_family(&db, path)?;
     match has_schema(&db, meta)? {
         true => Ok(db),
         false => Err(OpenError::NotArbor { path: path.to_path_buf() }),
+    }
+}
+
+/// `open`, a read-only open, retried while it fails on a table file that vanished: a writer
+/// in another process deleted it between our reading of the MANIFEST and opening it, and
+/// the next MANIFEST names its replacement.
+fn retry_vanished(open: impl Fn() -> Result<DB, rocksdb::Error>) -> Result<DB, rocksdb::Error> {
+    let mut attempt = 0;
+    loop {
+        match open() {
+            Err(e) if attempt < READ_ONLY_OPEN_ATTEMPTS && vanished_file(&e) => {
+                attempt += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10 * attempt));
+            }
+            result => return result,
+        }
     }
 }
 
@@ -548,7 +645,7 @@ mod tests {
     fn insert_hints_are_set_on_every_family() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db");
-        drop(open_db(&path, &StoreConfig::default()).unwrap());
+        drop(open_db(&path, &StoreConfig::default()).unwrap().0);
         let options = std::fs::read_dir(&path)
             .unwrap()
             .map(|e| e.unwrap().path())

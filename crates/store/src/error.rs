@@ -21,6 +21,14 @@ fn path_text(path: &[u8]) -> String {
     format!("0x{digits}")
 }
 
+/// A head as people read it: `block N (root R)`, or that there is none.
+fn head_text(head: &Option<(u64, H256)>) -> String {
+    match head {
+        Some((number, root)) => format!("block {number} (root {root})"),
+        None => "no head (no schema or head record)".to_owned(),
+    }
+}
+
 /// An error RocksDB reported. Its `Display` is RocksDB's message, which starts with the
 /// status kind (`Corruption: …`, `IO error: …`); [`RocksError::is_corruption`] tells the
 /// kind that matters to callers without naming RocksDB's types.
@@ -260,6 +268,35 @@ pub enum Corruption {
         /// The block.
         number: u64,
     },
+    /// The database holds an earlier state than the block Arbor recorded as durable in
+    /// `ARBOR-DURABLE` (an older block, the same block with another root, or no head at
+    /// all): RocksDB reopened at a state it had left behind, which it cannot tell from the
+    /// real one (a torn or truncated MANIFEST ends where it is cut).
+    #[error(
+        "the database holds {} but {} records block {number} (root {root}) as durable: \
+         RocksDB's MANIFEST or table files are damaged or rolled back",
+        head_text(.head), .path.display()
+    )]
+    RolledBack {
+        /// The record's path.
+        path: PathBuf,
+        /// The database's head (`None`: no schema or head record).
+        head: Option<(u64, H256)>,
+        /// The block the record names.
+        number: u64,
+        /// Its root.
+        root: H256,
+    },
+    /// The durable-block record does not decode. It is replaced by a rename, never
+    /// rewritten in place, so a crash leaves the old or the new one whole: a garbled one
+    /// was damaged after it was written.
+    #[error("{} does not decode: {reason}", .path.display())]
+    DurableRecord {
+        /// The record's path.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: DurableRecordError,
+    },
     /// Applying a reverse diff does not give the roots it promises.
     #[error(
         "reverting block {number}: restoring {trie:?} gives root {computed}, the diff restores {expected}"
@@ -334,6 +371,15 @@ pub enum StoreError {
     /// A trie operation over the store failed; a store failure inside it is its source.
     #[error("trie: {0}")]
     Trie(#[source] Box<TrieError>),
+    /// The durable-block record could not be written (see `docs/design.md`, "The durable
+    /// record"); the database itself is as the operation left it.
+    #[error("cannot write {}: {source}", path.display())]
+    DurableRecord {
+        /// The record's path.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
 }
 
 impl StoreError {
@@ -422,6 +468,15 @@ pub enum OpenError {
         /// Database directory.
         path: PathBuf,
     },
+    /// The directory holds table files but its MANIFEST names no Arbor schema (a MANIFEST
+    /// cut short, say): refused before anything is written or deleted.
+    #[error("database at {} holds {tables} table files but no Arbor schema record: its MANIFEST is damaged, or it is not an Arbor database; nothing was changed", path.display())]
+    OrphanedTables {
+        /// Database directory.
+        path: PathBuf,
+        /// The `*.sst` files in it.
+        tables: usize,
+    },
     /// The directory holds a database creation that has not finished: under way in another
     /// opener, or interrupted by a crash. Opening it for writing finishes it (read-only
     /// opens refuse it).
@@ -452,6 +507,15 @@ pub enum OpenError {
     /// The background writer thread could not be started.
     #[error("cannot start the writer thread: {0}")]
     SpawnWriter(#[source] std::io::Error),
+    /// The durable-block record could not be read (a decodable one that contradicts the
+    /// database, or a garbled one, is [`OpenError::Corrupt`]).
+    #[error("cannot read {}: {source}", path.display())]
+    DurableRecord {
+        /// The record's path.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
     /// The trie nodes lag the head and could not be brought to it (see
     /// `docs/design.md`, "Nodes behind the block"): nothing is served.
     #[error("cannot bring the trie nodes to the head: {0}")]
@@ -661,6 +725,32 @@ pub enum BulkError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// Why the durable-block record (`ARBOR-DURABLE`) does not decode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DurableRecordError {
+    /// It is not a regular file (a directory, a symbolic link, a FIFO).
+    #[error("not a regular file")]
+    NotAFile,
+    /// It has the wrong size.
+    #[error("{len} bytes (expected {expected})")]
+    Length {
+        /// Its size (or the first bytes read past the expected size).
+        len: usize,
+        /// The size of a record.
+        expected: usize,
+    },
+    /// It does not start with the record's magic bytes.
+    #[error("bad magic bytes")]
+    Magic,
+    /// Its checksum does not match its contents.
+    #[error("checksum mismatch")]
+    Checksum,
+    /// An unknown format version.
+    #[error("unknown version {0}")]
+    Version(u32),
 }
 
 /// Why a reverse diff does not decode.

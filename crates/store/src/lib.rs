@@ -14,6 +14,8 @@
 //! - [`StateDb::revert`] undoes blocks from reverse diffs; [`StateDb::verify`] and bulk
 //!   loads ([`StateDb::begin_bulk_load`], crash-safe) rebuild roots bottom-up from `flat`
 //!   in parallel.
+//! - A file beside RocksDB's, `ARBOR-DURABLE`, names a block known durable; a database
+//!   that opens below it (a MANIFEST cut short) is refused ([`Corruption::RolledBack`]).
 //!
 //! Errors come in one enum per operation family ([`OpenError`], [`CommitError`],
 //! [`RevertError`], [`BulkError`]) over [`StoreError`] and its typed [`Corruption`].
@@ -30,6 +32,7 @@ mod commit;
 mod config;
 mod db;
 mod deep;
+mod durable;
 mod error;
 mod history;
 mod keys;
@@ -60,8 +63,8 @@ pub use config::{
 };
 pub use db::{creation_unfinished, rocksdb_options};
 pub use error::{
-    AtError, BulkError, CommitError, Corruption, HistoryError, OpenError, RevertError, RocksError,
-    StoreError,
+    AtError, BulkError, CommitError, Corruption, DurableRecordError, HistoryError, OpenError,
+    RevertError, RocksError, StoreError,
 };
 pub use history::ReverseDiff;
 pub use keys::{Column, KEY_BYTES_MAX};

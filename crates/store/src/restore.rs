@@ -137,6 +137,8 @@ impl Restore<'_> {
         state.reader().clear_caches();
         state.bulk = None;
         state.set_head(number, root);
+        // `end_load` synced its batch.
+        state.record_durable()?;
         Ok(())
     }
 }

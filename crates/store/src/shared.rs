@@ -13,6 +13,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use crate::cache::CacheTotals;
 use crate::config::StoreConfig;
 use crate::db::FaultInjector;
+use crate::durable::DurableRecord;
 use crate::error::StoreError;
 use crate::keys::{cf, COLUMN_FAMILIES};
 use crate::recent::Recent;
@@ -76,6 +77,8 @@ pub(crate) struct Shared {
     pub(crate) unflushed: AtomicBool,
     /// The recent blocks' old values (see `recent.rs`); lock order: before the layers.
     pub(crate) recent: RwLock<Recent>,
+    /// The durable record (see `durable.rs`).
+    pub(crate) durable: DurableRecord,
 }
 
 impl Shared {

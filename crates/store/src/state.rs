@@ -26,6 +26,7 @@ use crate::layout::Keys;
 use crate::cache::{ByteCache, CacheTotals};
 use crate::config::StoreConfig;
 use crate::db::{open_db, FaultInjector};
+use crate::durable::{self, DurableRecord};
 use crate::error::{CommitError, Corruption, OpenError, RevertError, StoreError};
 use crate::history::{ReverseDiff, ReverseEntry};
 use crate::keys::{
@@ -231,8 +232,8 @@ impl StateDb {
     /// the load finished); [`StateDb::unfinished_bulk_load`] names it, and reads, commits
     /// and reverts refuse it with [`StoreError::UnfinishedBulkLoad`].
     pub fn open(path: &Path, config: StoreConfig) -> Result<StateDb, OpenError> {
-        let db = open_db(path, &config).map_err(|e| in_use(path, e))?;
-        Self::with_db(db, config, false)
+        let (db, recorded) = open_db(path, &config).map_err(|e| in_use(path, e))?;
+        Self::with_db(db, recorded, config, false)
     }
 
     /// Open the existing database at `path` read-only, for inspection while a writer may
@@ -241,10 +242,17 @@ impl StateDb {
     /// reverts, bulk loads, restores and repairs are refused ([`StoreError::ReadOnly`]).
     pub fn open_read_only(path: &Path, config: StoreConfig) -> Result<StateDb, OpenError> {
         let db = crate::db::open_db_read_only(path, &config)?;
-        Self::with_db(db, config, true)
+        Self::with_db(db, None, config, true)
     }
 
-    fn with_db(db: DB, config: StoreConfig, read_only: bool) -> Result<StateDb, OpenError> {
+    /// The store over `db`, whose durable record holds `recorded` (read-only: never written).
+    fn with_db(
+        db: DB,
+        recorded: Option<durable::Head>,
+        config: StoreConfig,
+        read_only: bool,
+    ) -> Result<StateDb, OpenError> {
+        let durable = DurableRecord::new(db.path().to_path_buf(), recorded);
         let db = Arc::new(db);
         let head = read_head(&db)?;
         let bulk = read_bulk_marker(&db)?;
@@ -276,6 +284,7 @@ impl StateDb {
             scanned: AtomicU64::new(0),
             unflushed: AtomicBool::new(false),
             recent,
+            durable,
         });
         let resident = Resident::new(shared.config.cache.resident_bytes);
         let mut state =
@@ -589,8 +598,19 @@ impl StateDb {
         if !self.shared.read_only {
             self.shared.make_durable()?;
             self.shared.reader.db.flush_wal(true)?;
+            self.record_durable()?;
         }
         Ok(())
+    }
+
+    /// Record the head in the durable record (see `durable.rs`) once the caller has made
+    /// it durable: nothing when the writer has not persisted it (a failed or stopped
+    /// writer), or on a read-only handle.
+    pub(crate) fn record_durable(&self) -> Result<(), StoreError> {
+        if self.shared.read_only || self.shared.progress.lock().persisted != self.head.0 {
+            return Ok(());
+        }
+        self.shared.durable.set(self.head)
     }
 
     /// Undo the last `n` blocks from their reverse diffs, restoring the exact earlier roots
@@ -627,13 +647,24 @@ impl StateDb {
                 return Err(RevertError::Pruned { number });
             }
         }
-        for done in 1..=n {
+        // Invariant: the durable record is lowered to the target before the head moves, so
+        // that a crash anywhere in between leaves it at or below the head (durable.rs).
+        let target = head - n;
+        let handle = ReadHandle { shared: self.shared.clone() };
+        let root =
+            handle.recorded_root(target)?.ok_or(RevertError::Pruned { number: target + 1 })?;
+        self.shared.durable.set((target, root))?;
+        let mut done = 0;
+        while done < n {
             self.revert_head(&db)?;
+            done += 1;
             if !progress(done) {
-                return Ok(done);
+                break;
             }
         }
-        Ok(n)
+        // Each block's batch was synced.
+        self.record_durable()?;
+        Ok(done)
     }
 
     /// Undo the head block (which has a parent: the caller checked `n <= head`).
@@ -778,7 +809,8 @@ impl StateDb {
         if let Some(e) = &self.shared.progress.lock().poisoned {
             return Err(e.poisoned());
         }
-        self.shared.make_durable()
+        self.shared.make_durable()?;
+        self.record_durable()
     }
 
     /// Stop the writer after it persisted every queued layer (a clean shutdown).
@@ -802,7 +834,7 @@ impl StateDb {
         let db = &self.shared.reader.db;
         db.put_cf(cf(db, CF_META)?, META_CACHE_TOTALS, self.cache_totals().encode())?;
         db.flush_wal(true)?;
-        Ok(())
+        self.record_durable()
     }
 }
 

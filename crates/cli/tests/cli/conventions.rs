@@ -1,6 +1,6 @@
 //! The command-line conventions the README documents: `--json` on every command, one set
 //! of field names, and the four exit code classes (0 ok, 1 negative verdict, 2 usage
-//! error, 3 could not run).
+//! error, 3 could not run), also for a damaged database (a MANIFEST cut short).
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -422,4 +422,59 @@ fn small_load(db: &str) -> [&str; 11] {
         "--seed",
         "1",
     ]
+}
+
+/// A database RocksDB would reopen at an older state (its MANIFEST cut short, found by a
+/// hostile sweep: the cut database read as empty, `verify --deep` said ok, and the next
+/// `load` deleted its table files) is refused by the read commands and the writing ones
+/// alike: exit 3, one line naming the durable record, and the table files are still there.
+#[test]
+fn a_truncated_manifest_is_reported_not_served() {
+    let source = PathBuf::from(fresh_db("manifest-cut"));
+    let load = |db: &std::path::Path| {
+        let db = db.to_str().unwrap();
+        arbor(
+            &["load", "--db", db, "--keys", "3000", "--blocks", "4"]
+                .into_iter()
+                .chain(["--updates-per-block", "100", "--seed", "9", "--quiet"])
+                .collect::<Vec<_>>(),
+        )
+    };
+    assert!(load(&source).status.success());
+    let verified = ok(&["verify", "--db", source.to_str().unwrap(), "--deep"]);
+    let name = std::fs::read_to_string(source.join("CURRENT")).unwrap();
+    let manifest = std::fs::read(source.join(name.trim())).unwrap();
+    let cut = source.with_extension("cut");
+    let mut refused = 0;
+    for len in (0..manifest.len()).step_by(32) {
+        let _ = std::fs::remove_dir_all(&cut);
+        std::fs::create_dir(&cut).unwrap();
+        for e in std::fs::read_dir(&source).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), cut.join(e.file_name())).unwrap();
+        }
+        std::fs::write(cut.join(name.trim()), &manifest[..len]).unwrap();
+        let tables = |dir: &std::path::Path| {
+            let names = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name());
+            names.filter(|n| n.to_string_lossy().ends_with(".sst")).count()
+        };
+        let before = tables(&cut);
+        let o = arbor(&["verify", "--db", cut.to_str().unwrap(), "--deep"]);
+        if o.status.success() {
+            assert_eq!(stdout(&o), verified, "cut at {len}: verified another state");
+            continue;
+        }
+        let err = stderr(&o);
+        assert!(err.starts_with("error: ") && err.lines().count() == 1, "{err}");
+        if !err.contains("ARBOR-DURABLE") {
+            continue;
+        }
+        refused += 1;
+        assert_eq!(o.status.code(), Some(3), "{err}");
+        let o = load(&cut);
+        assert!(o.status.code() == Some(3) && stderr(&o).contains("ARBOR-DURABLE"), "{o:?}");
+        assert_eq!(tables(&cut), before, "cut at {len}: table files deleted");
+    }
+    assert!(refused > 0, "no cut of the MANIFEST made RocksDB open an older state");
+    let _ = std::fs::remove_dir_all(&cut);
 }

@@ -161,7 +161,11 @@ fn garbage_in_meta() {
             (_, Some(v)) => {
                 matches!(e.corruption(), Some(Corruption::SchemaRecord { len }) if *len == v.len())
             }
-            (_, None) => matches!(e, OpenError::NotArbor { .. }),
+            // Without its schema record the database has no head, below the block its
+            // durable record names.
+            (_, None) => {
+                matches!(e.corruption(), Some(Corruption::RolledBack { head: None, number: 3, .. }))
+            }
         };
         assert!(expected, "{key:?} = {value:?}: got {e:?}");
     }
@@ -369,6 +373,15 @@ fn stray_records_and_a_moved_head_fail_verify() {
         let mut head = number.to_be_bytes().to_vec();
         head.extend_from_slice(&root.0);
         poke_meta(dir.path(), b"head", Some(&head));
+        if number < 3 {
+            // Below the durable record: refused at open. Without the record (a database of
+            // an older build), `verify` still finds the moved head.
+            let e = open_err(dir.path());
+            let found = e.corruption();
+            let rolled = matches!(found, Some(Corruption::RolledBack { number: 3, root: r, .. }) if *r == root);
+            assert!(rolled, "{e:?}");
+            std::fs::remove_file(dir.path().join("ARBOR-DURABLE")).unwrap();
+        }
         let e = open(dir.path(), &small_config()).verify().unwrap_err();
         let want = Corruption::HistoryNewest { head: number, newest: 3 };
         assert_eq!(corruption(e).to_string(), want.to_string());
