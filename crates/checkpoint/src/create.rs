@@ -17,7 +17,9 @@ use store::{PersistedState, StoreError};
 use trie::{keccak256, Layout, NodeSource, TrieError, TrieId, WithLayout, H256};
 
 use crate::dir::{CheckpointDir, DirError, Unsynced};
-use crate::format::{BoundaryRule, ChunkInfo, ChunkWriter, Manifest, CHUNK_BYTES_MAX};
+use crate::format::{
+    BoundaryRule, ChunkInfo, ChunkWriter, Manifest, CHUNK_BYTES_MAX, VALUE_BYTES_MAX,
+};
 use crate::keys::{binding, binding_place, successor, Place};
 
 /// Most threads a creation uses.
@@ -44,13 +46,29 @@ pub enum CreateError {
     /// A `flat` key is not a trie prefix and key.
     #[error("malformed flat key 0x{0}")]
     FlatKey(String),
-    /// One entry is too large for any chunk.
-    #[error("entry 0x{key} of {bytes} bytes is too large for a chunk")]
+    /// A value is longer than any checkpoint holds ([`crate::VALUE_BYTES_MAX`], the
+    /// store's value limit): only a store written past that limit holds one.
+    #[error("entry 0x{key} holds a value of {bytes} bytes, over the {max}-byte limit of values a checkpoint holds")]
     EntryTooLarge {
         /// Its flat key, hex.
         key: String,
-        /// Key and value bytes.
+        /// Its value's bytes.
         bytes: u64,
+        /// The limit.
+        max: u64,
+    },
+    /// A chunk would be larger than any reader accepts ([`crate::CHUNK_BYTES_MAX`]): its
+    /// boundary proof passes several nodes that each hold a large value (keys that are
+    /// prefixes of one another, each with megabytes of value). Nothing names the chunks
+    /// written so far.
+    #[error("the chunk from entry 0x{first} would be {bytes} bytes, over the {max}-byte chunk limit (its boundary proof holds several large values)")]
+    ChunkTooLarge {
+        /// Its first entry's flat key, hex.
+        first: String,
+        /// Its encoded size.
+        bytes: u64,
+        /// The limit.
+        max: u64,
     },
     /// A storage trie whose root no entry of the main trie commits to (an Ethereum
     /// account's `storage_root`, a Substrate `:child_storage:default:` entry): a restore
@@ -116,7 +134,8 @@ pub fn create(
 }
 
 /// [`create`] that stops with [`CreateError::Cancelled`] once `stop` is set (checked
-/// before every chunk).
+/// before every chunk). Both first remove the stale temporary files of writers killed
+/// mid-write from `out` ([`CheckpointDir::remove_stale_temps`]).
 pub fn create_cancellable(
     state: &PersistedState<'_>,
     opts: &CreateOptions,
@@ -129,6 +148,8 @@ pub fn create_cancellable(
         return Err(CreateError::Options("threads must be 1..=256"));
     }
     let t0 = Instant::now();
+    // What an earlier creation killed mid-write left behind.
+    out.remove_stale_temps();
     let units = units(opts.threads);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.threads)
@@ -329,10 +350,15 @@ impl Ctx<'_, '_> {
             p.clear();
             let mut content_cut = false;
             while let Some((k, v)) = cur.entry() {
-                let size = (k.len() + v.len()) as u64;
-                if size > CHUNK_BYTES_MAX / 4 {
-                    return Err(CreateError::EntryTooLarge { key: hex::encode(k), bytes: size });
+                if v.len() > VALUE_BYTES_MAX {
+                    return Err(CreateError::EntryTooLarge {
+                        key: hex::encode(k),
+                        bytes: v.len() as u64,
+                        max: VALUE_BYTES_MAX as u64,
+                    });
                 }
+                let size = (k.len() + v.len()) as u64;
+                // An entry past `max_bytes` goes alone into a chunk of its own.
                 if !p.spans.is_empty() && p.bytes + size > u64::from(self.rule.max_bytes) {
                     break;
                 }
@@ -404,6 +430,11 @@ impl Ctx<'_, '_> {
             ends_trie = open;
         }
         let bytes = w.finish();
+        if bytes.len() as u64 > CHUNK_BYTES_MAX {
+            let first = p.spans.first().map(|_| hex::encode(p.get(0).0)).unwrap_or_default();
+            let len = bytes.len() as u64;
+            return Err(CreateError::ChunkTooLarge { first, bytes: len, max: CHUNK_BYTES_MAX });
+        }
         let digest = keccak256(&bytes);
         if let Some(file) = self.out.put_chunk_unsynced(&digest, &bytes)? {
             self.written.fetch_add(1, Ordering::Relaxed);

@@ -6,11 +6,15 @@
 //! ```
 //!
 //! A manifest is written after every chunk it names, so a listed checkpoint is whole.
-//! [`CheckpointDir`] is that layout in a local directory.
+//! [`CheckpointDir`] is that layout in a local directory. Each file is written under a
+//! temporary name beside it (`<name>.tmp<pid>-<n>`: the writer's process id and a
+//! counter) and renamed into place; a writer killed in between leaves that file, which
+//! the next creation or pruning removes ([`CheckpointDir::remove_stale_temps`]).
 
 use std::fs;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use trie::{keccak256, H256};
 
@@ -191,9 +195,12 @@ impl CheckpointDir {
         // created at once into one directory) must not truncate each other's file.
         static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let tmp = path.with_extension(format!("tmp{}-{n}", std::process::id()));
+        let tmp = path.with_extension(format!("{TEMP_TAG}{}-{n}", std::process::id()));
         let mut file = fs::File::create(&tmp).map_err(Self::io(&tmp))?;
-        file.write_all(bytes).map_err(Self::io(&tmp))?;
+        if let Err(e) = file.write_all(bytes) {
+            let _ = fs::remove_file(&tmp);
+            return Err(Self::io(&tmp)(e));
+        }
         Ok(Some(Unsynced { file, tmp, path, sync: self.sync }))
     }
 
@@ -332,8 +339,10 @@ impl CheckpointDir {
     }
 
     /// Keep the `keep` newest checkpoints (by block): delete the others' manifests, then
-    /// every chunk no kept manifest names. Returns the ids removed.
+    /// every chunk no kept manifest names, and the temporary files of writers that are
+    /// gone ([`CheckpointDir::remove_stale_temps`]). Returns the ids removed.
     pub fn prune(&self, keep: usize) -> Result<Vec<H256>, DirError> {
+        self.remove_stale_temps();
         let all = self.list()?;
         let cut = all.len().saturating_sub(keep);
         let (old, kept) = all.split_at(cut);
@@ -361,9 +370,182 @@ impl CheckpointDir {
     }
 }
 
+/// What a temporary file's extension starts with (then `<pid>-<n>`).
+const TEMP_TAG: &str = "tmp";
+
+/// A temporary file whose writer may still be at work (it was modified this recently) is
+/// kept even when its process id names no running process here: a writer in another
+/// PID namespace (a container) sharing the directory has an id this process cannot see.
+const TEMP_FRESH: Duration = Duration::from_secs(60);
+
+/// A temporary file untouched this long is stale even when its process id names a
+/// running process (an id reused since): a write and its fsync take seconds.
+const TEMP_STALE: Duration = Duration::from_secs(3600);
+
+/// The process id in `name` when it is `<stem>.tmp<pid>-<n>` (both decimal) with a stem
+/// that `stem_ok` accepts: the names [`CheckpointDir`] writes under, and nothing else.
+fn temp_pid(name: &str, stem_ok: impl Fn(&str) -> bool) -> Option<u32> {
+    let (stem, ext) = name.rsplit_once('.')?;
+    let (pid, n) = ext.strip_prefix(TEMP_TAG)?.split_once('-')?;
+    let digits = |s: &str| !s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit());
+    (stem_ok(stem) && digits(pid) && digits(n)).then(|| pid.parse().ok())?
+}
+
+/// Whether process `pid` runs on this machine (in this PID namespace), as `/proc` shows;
+/// without `/proc`, every process counts as running (then only age makes a file stale).
+fn process_running(pid: u32) -> bool {
+    let proc = Path::new("/proc");
+    !proc.join("self").exists() || proc.join(pid.to_string()).exists()
+}
+
+/// Whether the temporary file at `path`, written by process `pid`, belongs to no writer:
+/// not this process's, untouched for [`TEMP_FRESH`], and its process gone (or the file
+/// untouched for [`TEMP_STALE`]).
+fn temp_is_stale(path: &Path, pid: u32) -> bool {
+    if pid == std::process::id() {
+        return false;
+    }
+    let Ok(meta) = fs::symlink_metadata(path) else { return false };
+    if !meta.is_file() {
+        return false;
+    }
+    let age = meta.modified().ok().and_then(|m| m.elapsed().ok()).unwrap_or_default();
+    age >= TEMP_FRESH && (age >= TEMP_STALE || !process_running(pid))
+}
+
+impl CheckpointDir {
+    /// Remove what writers killed mid-write left (best effort; returns how many files):
+    /// `chunks/<digest>.tmp<pid>-<n>` and `checkpoints/<id>/manifest.tmp<pid>-<n>` files
+    /// (then the checkpoint's directory if nothing else is in it), only those of these
+    /// exact names, only regular files, and only stale ones: not this process's, untouched
+    /// for a minute, and whose process is gone (or untouched for an hour, its id since
+    /// reused). A creation in another process is at work on its files, so they are kept.
+    /// Every other file is left alone, whatever its name.
+    pub fn remove_stale_temps(&self) -> usize {
+        let is_id = |s: &str| s.len() == 64 && parse_id(s).is_some();
+        let mut removed = 0;
+        let mut remove = |path: &Path, pid: u32| {
+            if temp_is_stale(path, pid) && fs::remove_file(path).is_ok() {
+                removed += 1;
+            }
+        };
+        for e in fs::read_dir(self.root.join("chunks")).into_iter().flatten().flatten() {
+            if let Some(pid) = e.file_name().to_str().and_then(|n| temp_pid(n, is_id)) {
+                remove(&e.path(), pid);
+            }
+        }
+        for e in fs::read_dir(self.root.join("checkpoints")).into_iter().flatten().flatten() {
+            if !e.file_name().to_str().is_some_and(is_id) {
+                continue;
+            }
+            let dir = e.path();
+            let mut found = false;
+            for f in fs::read_dir(&dir).into_iter().flatten().flatten() {
+                if let Some(pid) =
+                    f.file_name().to_str().and_then(|n| temp_pid(n, |s| s == "manifest"))
+                {
+                    found = true;
+                    remove(&f.path(), pid);
+                }
+            }
+            if found {
+                // Only when empty: a manifest, or anything else, keeps the directory.
+                let _ = fs::remove_dir(&dir);
+            }
+        }
+        removed
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A process id no process has (above Linux's largest `pid_max`).
+    const DEAD_PID: u32 = 4_000_000_000;
+
+    fn backdate(path: &Path, by: Duration) {
+        let f = fs::File::options().write(true).open(path).unwrap();
+        f.set_modified(std::time::SystemTime::now() - by).unwrap();
+    }
+
+    /// Only stale temporary files of Arbor's own names go: a killed writer's (its process
+    /// gone, the file a minute old) or an hour-old one; a fresh one, this process's, one of
+    /// a running process, and every other name or kind of file stay.
+    #[test]
+    fn stale_temporary_files_go_and_nothing_else() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = CheckpointDir::new(root.path()).without_sync();
+        let (chunks, ckpts) = (root.path().join("chunks"), root.path().join("checkpoints"));
+        let (a, b) = ("ab".repeat(32), "cd".repeat(32));
+        fs::create_dir_all(ckpts.join(&a)).unwrap();
+        fs::create_dir_all(ckpts.join(&b)).unwrap();
+        fs::create_dir_all(&chunks).unwrap();
+        let me = std::process::id();
+        let minutes = Duration::from_secs(300);
+        let hours = Duration::from_secs(2 * 3600);
+        let stale = [
+            (chunks.join(format!("{a}.tmp{DEAD_PID}-0")), minutes),
+            (chunks.join(format!("{b}.tmp1-7")), hours),
+            (ckpts.join(&a).join(format!("manifest.tmp{DEAD_PID}-3")), minutes),
+            (ckpts.join(&b).join(format!("manifest.tmp{DEAD_PID}-4")), minutes),
+        ];
+        let kept = [
+            (chunks.join(format!("{a}.tmp{DEAD_PID}-1")), Duration::ZERO),
+            (chunks.join(format!("{a}.tmp1-2")), minutes),
+            (chunks.join(format!("{a}.tmp{me}-5")), hours),
+            (chunks.join(format!("{a}.tmp{DEAD_PID}-6.bak")), hours),
+            (chunks.join(format!("notes.tmp{DEAD_PID}-6")), hours),
+            (chunks.join(&a), hours),
+            (ckpts.join(&b).join("notes.txt"), hours),
+            (ckpts.join(&b).join(format!("other.tmp{DEAD_PID}-4")), hours),
+            (root.path().join(format!("manifest.tmp{DEAD_PID}-4")), hours),
+        ];
+        for (path, age) in stale.iter().chain(&kept) {
+            fs::write(path, b"x").unwrap();
+            backdate(path, *age);
+        }
+        // A directory of a temporary name is not a file Arbor wrote.
+        let odd = chunks.join(format!("{b}.tmp{DEAD_PID}-9"));
+        fs::create_dir(&odd).unwrap();
+        assert_eq!(dir.remove_stale_temps(), stale.len());
+        for (path, _) in &stale {
+            assert!(!path.exists(), "{} stayed", path.display());
+        }
+        for (path, _) in &kept {
+            assert!(path.exists(), "{} removed", path.display());
+        }
+        assert!(odd.is_dir());
+        // The checkpoint directory left empty goes; the one with a user's file stays.
+        assert!(!ckpts.join(&a).exists());
+        assert!(ckpts.join(&b).is_dir());
+        assert_eq!(dir.remove_stale_temps(), 0);
+    }
+
+    #[test]
+    fn only_our_temporary_names_parse() {
+        let id = "ab".repeat(32);
+        let is_id = |s: &str| s.len() == 64 && parse_id(s).is_some();
+        assert_eq!(temp_pid(&format!("{id}.tmp123-0"), is_id), Some(123));
+        assert_eq!(temp_pid("manifest.tmp9-77", |s| s == "manifest"), Some(9));
+        for other in [
+            id.clone(),
+            format!("{id}.tmp"),
+            format!("{id}.tmp12"),
+            format!("{id}.tmp12-"),
+            format!("{id}.tmp-3"),
+            format!("{id}.tmp1x-3"),
+            format!("{id}.tmp1-3.bak"),
+            format!("{id}.TMP1-3"),
+            format!("{id}x.tmp1-3"),
+            format!("0x{id}.tmp1-3"),
+            "notes.tmp1-3".to_string(),
+            "manifest.old.tmp1-3".to_string(),
+        ] {
+            let either = |s: &str| is_id(s) || s == "manifest";
+            assert_eq!(temp_pid(&other, either), None, "{other}");
+        }
+    }
 
     /// Writers of one process putting the same chunk at once (checkpoints created into one
     /// directory together) never see each other's temporary file.

@@ -6,10 +6,11 @@
 //! [`find_candidates`], then [`Candidates::restore`]). Workers then take the missing
 //! chunks in index order (main-trie chunks first, so storage chunks rarely wait), each
 //! fetched from a source not yet tried for it, and offer them to the [`Restorer`]:
-//! - a chunk whose bytes do not hash to the manifest's digest proves its source bad: the
-//!   source is excluded and the chunk fetched elsewhere;
-//! - a timeout, an oversized body (cut off at the manifest's length) or another fetch
-//!   error counts against the source, which is excluded after a few in a row;
+//! - a chunk whose bytes do not hash to the manifest's digest, or a body longer than the
+//!   manifest's length for it (cut off there), proves its source bad: the source is
+//!   excluded for this checkpoint and the chunk fetched elsewhere;
+//! - a timeout or another fetch error counts against the source, which is excluded after
+//!   a few in a row;
 //! - a chunk that matches its digest but does not verify, a chunk no source has, or
 //!   chunks that all verify but do not add up to the manifest (its flat bytes, its rule,
 //!   the storage tries, the root) prove the checkpoint itself bad: it is abandoned (what it
@@ -86,9 +87,10 @@ pub enum FetchError {
     /// A chunk failed behind its digest (the checkpoint is bad) or the database failed.
     #[error(transparent)]
     Chunk(Box<ChunkError>),
-    /// Every source asked for a chunk answered that it does not have it: the manifest names
-    /// a chunk nobody serves (a forged or broken checkpoint).
-    #[error("every source answered that chunk {index} is not there: the checkpoint names a chunk nobody serves")]
+    /// Every source asked for a chunk answered that it does not have it, or served bytes
+    /// that are not it (a digest mismatch, a body longer than the manifest's length): the
+    /// manifest names a chunk nobody serves (a forged or broken checkpoint).
+    #[error("no source serves chunk {index} (each answered that it is not there or served other bytes): the checkpoint names a chunk nobody serves")]
     MissingChunk {
         /// The chunk.
         index: usize,
@@ -135,7 +137,8 @@ pub struct SourceReport {
     pub offered_checkpoint: bool,
     /// Chunks it served that verified.
     pub chunks_served: u64,
-    /// Chunks it served that did not hash to their names.
+    /// Chunks it served that did not hash to their names or were longer than the manifest
+    /// says.
     pub bad_chunks: u64,
     /// Requests that timed out.
     pub timeouts: u64,
@@ -173,7 +176,8 @@ pub struct RestoreReport {
     pub staged_chunks: u64,
     /// Wall time in seconds.
     pub elapsed_s: f64,
-    /// `restored`, or the error.
+    /// `restored`; [`ALREADY_RESTORED`] when the database already held the trusted
+    /// block and root (nothing fetched, no checkpoint chosen); or the error.
     pub outcome: String,
     /// Checkpoints given up (each `id (offered by …): why`): one whose chunk nobody
     /// serves, whose chunk does not verify behind its digest, or whose verified chunks do
@@ -196,10 +200,15 @@ pub struct FetchProgress {
     pub bytes: u64,
 }
 
+/// The [`RestoreReport::outcome`] of a restore that found the work done.
+pub const ALREADY_RESTORED: &str = "already restored";
+
 /// Restore the checkpoint of `trusted` into `db` from `sources`; see the module docs.
 /// Returns the report whatever happens, and the outcome. Only checkpoints of `db`'s trie
 /// layout are restored ([`RestoreError::Layout`] when the sources offer others only); a
-/// caller creating the database asks [`find_candidates`] first, for the layout.
+/// caller creating the database asks [`find_candidates`] first, for the layout. A
+/// database that already holds `trusted` ([`already_restored`]) is left as it is, and
+/// no source is asked.
 pub fn restore_from_sources(
     db: &mut StateDb,
     trusted: Trusted,
@@ -209,7 +218,38 @@ pub fn restore_from_sources(
     stop: &AtomicBool,
     progress: &(dyn Fn(FetchProgress) + Sync),
 ) -> (RestoreReport, Result<Trusted, FetchError>) {
+    if let Some(report) = already_restored(db, trusted, sources) {
+        return (report, Ok(trusted));
+    }
     find_candidates(trusted, sources, stop).restore(db, restore, opts, stop, progress)
+}
+
+/// The report of a restore with nothing to do, when `db` already holds `trusted`: its
+/// head is the trusted block and root, no restore or bulk load is unfinished, and it is
+/// not empty (an empty database is filled as usual). So a completed restore run again
+/// (say, after a kill that landed after its last batch) succeeds without asking
+/// `sources` (named in the report, which has no checkpoint and no chunks) instead of
+/// being refused as not empty. A database at another block or root is not restored into
+/// (the restore refuses it).
+pub fn already_restored(
+    db: &StateDb,
+    trusted: Trusted,
+    sources: &[Box<dyn Source>],
+) -> Option<RestoreReport> {
+    let holds = db.unfinished_bulk_load().is_none()
+        && db.head_number() == trusted.block
+        && db.head_root() == trusted.root
+        && db.is_empty().ok() == Some(false);
+    holds.then(|| RestoreReport {
+        block: trusted.block,
+        root: format!("{}", trusted.root),
+        outcome: ALREADY_RESTORED.to_string(),
+        sources: sources
+            .iter()
+            .map(|s| SourceReport { source: s.name().to_string(), ..Default::default() })
+            .collect(),
+        ..RestoreReport::default()
+    })
 }
 
 /// The first half of [`restore_from_sources`]: the checkpoints of `trusted` that `sources`
@@ -276,6 +316,10 @@ impl Candidates<'_> {
         progress: &(dyn Fn(FetchProgress) + Sync),
     ) -> (RestoreReport, Result<Trusted, FetchError>) {
         let Candidates { trusted, sources, t0, mut report, found } = self;
+        if let Some(mut done) = already_restored(db, trusted, sources) {
+            done.elapsed_s = t0.elapsed().as_secs_f64();
+            return (done, Ok(trusted));
+        }
         let job = Job { trusted, sources, restore, opts, stop, progress };
         let outcome = found.and_then(|found| run(db, &job, found, &mut report));
         report.elapsed_s = t0.elapsed().as_secs_f64();
@@ -786,6 +830,12 @@ impl<'a, 'r> Pool<'a, 'r> {
         let info = &self.r.manifest().chunks[index];
         let bytes = match self.sources[si].chunk(&info.digest, info.len) {
             Ok(b) => b,
+            // More bytes than the manifest gives the chunk: as sure a sign as a digest
+            // mismatch that the source serves something else under that digest.
+            Err(e @ SourceError::TooLarge { .. }) => {
+                self.proven_bad(si, index, &format!("a body larger than chunk {index} ({e})"));
+                return Ok(Some(true));
+            }
             Err(e) => {
                 self.failed(si, index, &e);
                 return Ok(Some(true));
@@ -814,15 +864,7 @@ impl<'a, 'r> Pool<'a, 'r> {
                 Ok(None)
             }
             Err(e) if e.blames_source() => {
-                let mut st = self.states.lock();
-                st[si].proven_bad = true;
-                st[si].out = true;
-                st[si].report.bad_chunks += 1;
-                st[si].report.excluded.get_or_insert_with(|| {
-                    format!("served bytes that are not chunk {index} ({e})")
-                });
-                drop(st);
-                self.tried(index, si);
+                self.proven_bad(si, index, &format!("bytes that are not chunk {index} ({e})"));
                 Ok(Some(true))
             }
             Err(ChunkError::StagingFull { .. }) => {
@@ -879,6 +921,19 @@ impl<'a, 'r> Pool<'a, 'r> {
             std::thread::sleep(pause);
         }
         None
+    }
+
+    /// Source `si` served `what` for chunk `index`: not the chunk the manifest names, so
+    /// it is excluded for this checkpoint. When every source is, the chunk is one nobody
+    /// serves and the checkpoint is bad (unless some source failed for another reason).
+    fn proven_bad(&self, si: usize, index: usize, what: &str) {
+        let mut st = self.states.lock();
+        st[si].proven_bad = true;
+        st[si].out = true;
+        st[si].report.bad_chunks += 1;
+        st[si].report.excluded.get_or_insert_with(|| format!("served {what}"));
+        drop(st);
+        self.tried(index, si);
     }
 
     fn tried(&self, index: usize, si: usize) {

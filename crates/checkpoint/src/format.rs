@@ -18,17 +18,58 @@ pub const FORMAT_VERSION: u8 = 1;
 pub const MANIFEST_LAYOUT_VERSION: u8 = 2;
 /// Longest layout name a manifest holds.
 const LAYOUT_NAME_BYTES_MAX: usize = 32;
-/// Largest chunk a decoder accepts (the byte rule's maximum is at most a quarter of it,
-/// the rest is room for boundary proofs and framing).
+/// Largest chunk, the hard bound every reader and verifier checks before it allocates (a
+/// manifest's chunk lengths, a served body, a chunk file, the decoder), whatever the
+/// manifest's rule says. It holds the largest chunk of any state the store takes
+/// (checked below at compile time): either entries within the rule's largest
+/// `max_bytes` ([`BoundaryRule::MAX_BYTES_MAX`]) or one entry of any size up to
+/// [`ENTRY_BYTES_MAX`] alone, with their framing, plus the boundary proof, whose nodes
+/// may hold a value inline (an Ethereum leaf, a Substrate V0 node): the leaf of the key
+/// before the chunk and the leaf of its last entry, each up to [`NODE_BYTES_MAX`], and
+/// the branch nodes of two boundary paths. Only a state whose boundary paths also pass
+/// several branches that hold large values (keys that are prefixes of one another, each
+/// with megabytes of value) can need more; `create` refuses it
+/// (`CreateError::ChunkTooLarge`) rather than write a chunk no reader takes.
 pub const CHUNK_BYTES_MAX: u64 = 64 << 20;
 /// Largest manifest a decoder accepts.
 pub const MANIFEST_BYTES_MAX: u64 = 256 << 20;
 /// Longest trie key (the store's limit).
 pub(crate) const KEY_BYTES_MAX: usize = store::KEY_BYTES_MAX;
+/// Longest value a checkpoint holds: the store's value limit (16 MiB, `ARBOR_VALUE_MAX`
+/// of the C ABI, which every committing front end enforces).
+pub const VALUE_BYTES_MAX: usize = 16 << 20;
 /// Longest full flat key (trie prefix of up to 33 bytes, then the key).
 pub(crate) const FLAT_KEY_BYTES_MAX: usize = 33 + KEY_BYTES_MAX;
-/// Longest proof node.
-pub(crate) const NODE_BYTES_MAX: usize = 1 << 20;
+/// Largest entry (full flat key and value), as the boundary rule counts it.
+pub const ENTRY_BYTES_MAX: u64 = (FLAT_KEY_BYTES_MAX + VALUE_BYTES_MAX) as u64;
+/// Longest proof node: a node holding a value of [`VALUE_BYTES_MAX`] inline, with its
+/// headers, partial path (at most 128 bytes) and 16 child references of 33 bytes each
+/// (Ethereum's RLP and Substrate's codec alike stay well within 4 KiB of the value).
+pub(crate) const NODE_BYTES_MAX: usize = VALUE_BYTES_MAX + 4096;
+/// Bytes of a chunk's header (magic, version, block, root, segment count).
+const CHUNK_HEADER_BYTES_MAX: u64 = 8 + 1 + 8 + 32 + 10;
+/// Bytes of the branch nodes (holding no value) on one boundary path: at most one per
+/// nibble of the longest key and the root, each with 16 references and a partial path.
+const PATH_BRANCHES_BYTES_MAX: u64 = (2 * KEY_BYTES_MAX as u64 + 1) * (16 * 33 + 256);
+
+// Invariant: the largest chunk `create` cuts fits the hard bound (see CHUNK_BYTES_MAX).
+// A proof holds at most two boundary paths (the first segment's left one, the last
+// segment's right one), so at most two nodes with values: the leaf of the key before the
+// chunk and the leaf of its last entry.
+const _: () = {
+    let paths = CHUNK_HEADER_BYTES_MAX + 2 * PATH_BRANCHES_BYTES_MAX;
+    // One entry alone (any size): its framing (a storage segment's fields, two length
+    // varints) and the two leaves.
+    let alone = ENTRY_BYTES_MAX + 64 + 2 * NODE_BYTES_MAX as u64;
+    assert!(paths + alone <= CHUNK_BYTES_MAX, "one largest entry must fit a chunk");
+    // Entries within `max_bytes`: an entry of flat bytes f takes at most 1.5 f in the
+    // chunk (the worst: a 1-byte flat key with a 1-byte value, framed by two 1-byte
+    // lengths; a storage segment's fields are paid by its entries' 33-byte trie prefix),
+    // and the last entry's leaf repeats at most `max_bytes` of them.
+    let max = BoundaryRule::MAX_BYTES_MAX as u64;
+    let packed = max * 3 / 2 + (max + 4096) + NODE_BYTES_MAX as u64;
+    assert!(paths + packed <= CHUNK_BYTES_MAX, "a full chunk must fit the bound");
+};
 
 /// Why bytes are not a chunk or a manifest.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -348,7 +389,7 @@ fn read_segment<'a>(r: &mut Reader<'a>) -> Result<Segment<'a>, DecodeError> {
     let mut entries: Vec<(&[u8], &[u8])> = Vec::with_capacity(n);
     for _ in 0..n {
         let k = r.var_bytes(KEY_BYTES_MAX)?;
-        let v = r.var_bytes(CHUNK_BYTES_MAX as usize)?;
+        let v = r.var_bytes(VALUE_BYTES_MAX)?;
         if v.is_empty() {
             return Err(r.field("empty value"));
         }
@@ -396,7 +437,8 @@ impl Default for BoundaryRule {
 impl BoundaryRule {
     /// Smallest `max_bytes`: room for one entry of the longest key and a modest value.
     pub const MAX_BYTES_MIN: u32 = 4096;
-    /// Largest `max_bytes` (a quarter of [`CHUNK_BYTES_MAX`]).
+    /// Largest `max_bytes` (a quarter of [`CHUNK_BYTES_MAX`]; an entry larger than
+    /// `max_bytes` is cut into a chunk of its own).
     pub const MAX_BYTES_MAX: u32 = (CHUNK_BYTES_MAX / 4) as u32;
     /// Largest `target_entries`.
     pub const TARGET_ENTRIES_MAX: u32 = 1 << 24;
@@ -627,6 +669,37 @@ mod tests {
                 digest: H256([1; 32]),
                 ends_trie: true,
             }],
+        }
+    }
+
+    /// The hard bounds hold whatever a manifest's rule says: a chunk length past
+    /// [`CHUNK_BYTES_MAX`] in a manifest, a chunk past it, and a value past
+    /// [`VALUE_BYTES_MAX`] in a chunk are refused; a value of that size is taken.
+    #[test]
+    fn hard_bounds_are_refused_past_and_taken_at() {
+        let mut m = manifest(LayoutName::Ethereum);
+        for (len, ok) in [(CHUNK_BYTES_MAX, true), (CHUNK_BYTES_MAX + 1, false)] {
+            m.chunks[0].len = len;
+            m.chunk_bytes = len;
+            assert_eq!(Manifest::decode(&m.encode()).is_ok(), ok, "{len}");
+        }
+        let big = vec![0u8; CHUNK_BYTES_MAX as usize + 1];
+        assert!(matches!(Chunk::decode(&big), Err(DecodeError::TooLarge { .. })));
+        for (n, ok) in [(VALUE_BYTES_MAX, true), (VALUE_BYTES_MAX + 1, false)] {
+            let value = vec![1u8; n];
+            let chunk = Chunk {
+                block: 1,
+                root: H256([2; 32]),
+                segments: vec![Segment {
+                    trie: TrieId::Main,
+                    start: &[],
+                    open: true,
+                    entries: vec![(b"k", &value)],
+                    proof: vec![],
+                }],
+            };
+            let bytes = chunk.encode();
+            assert_eq!(Chunk::decode(&bytes).is_ok(), ok, "{n}");
         }
     }
 

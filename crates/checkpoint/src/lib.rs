@@ -35,12 +35,14 @@ pub use boundary::boundary_hash;
 pub use create::{create, create_cancellable, CreateError, CreateOptions, Created, THREADS_MAX};
 pub use dir::{chunk_path, manifest_path, parse_id, CheckpointDir, DirError};
 pub use fetch::{
-    find_candidates, find_manifests, restore_from_sources, Candidates, FetchError, FetchOptions,
-    FetchProgress, OfferedManifest, RestoreReport, SourceReport, WORKERS_MAX,
+    already_restored, find_candidates, find_manifests, restore_from_sources, Candidates,
+    FetchError, FetchOptions, FetchProgress, OfferedManifest, RestoreReport, SourceReport,
+    ALREADY_RESTORED, WORKERS_MAX,
 };
 pub use format::{
     BoundaryRule, Chunk, ChunkInfo, DecodeError, Manifest, Segment, CHUNK_BYTES_MAX, CHUNK_MAGIC,
-    FORMAT_VERSION, MANIFEST_BYTES_MAX, MANIFEST_LAYOUT_VERSION, MANIFEST_MAGIC,
+    ENTRY_BYTES_MAX, FORMAT_VERSION, MANIFEST_BYTES_MAX, MANIFEST_LAYOUT_VERSION, MANIFEST_MAGIC,
+    VALUE_BYTES_MAX,
 };
 pub use open::open_source;
 pub use restore::{

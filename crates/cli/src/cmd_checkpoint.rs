@@ -55,7 +55,8 @@ struct CreateArgs {
     /// Expected entries per chunk; 1 to 16,777,216.
     #[arg(long, value_name = "N", default_value_t = 8192, value_parser = limits::u64_in(1, u64::from(BoundaryRule::TARGET_ENTRIES_MAX)))]
     target_entries: u64,
-    /// Entry bytes after which a chunk is cut; 4096 to 16,777,216 (units allowed: 4MiB).
+    /// Entry bytes after which a chunk is cut; 4096 to 16,777,216 (units allowed: 4MiB). A
+    /// larger entry (values go up to 16 MiB) gets a chunk of its own.
     #[arg(long, value_name = "BYTES", default_value_t = 4 << 20, value_parser = limits::size_in(u64::from(BoundaryRule::MAX_BYTES_MIN), u64::from(BoundaryRule::MAX_BYTES_MAX)))]
     max_chunk_bytes: u64,
     /// Print the summary as JSON.
@@ -533,18 +534,7 @@ fn restore(a: &RestoreArgs) -> Result<ExitCode> {
     // Read before the handler is installed, so that Ctrl-C still ends a read that blocks.
     let config = crate::db_args::load_config(a.db.config.as_deref())?;
     let stop = crate::signals::stop_flag()?;
-    // An existing database keeps its layout (a checkpoint of another one is refused); a new
-    // one is created in the layout of the checkpoint the restore takes, so the sources are
-    // asked for their manifests first.
-    let dir = &a.db.db;
-    let exists = dir.join("CURRENT").is_file() && !store::creation_unfinished(dir);
-    let (mut db, candidates) = if exists {
-        let db = open_or_create_with(&a.db, config, None)?;
-        (db, checkpoint::find_candidates(trusted, &sources, &stop))
-    } else {
-        let candidates = checkpoint::find_candidates(trusted, &sources, &stop);
-        (open_or_create_with(&a.db, config, candidates.layout())?, candidates)
-    };
+    let (mut db, candidates) = open_for_restore(&a.db, config, trusted, &sources, &stop)?;
     let staging = match &a.staging {
         Some(dir) => RestoreOptions::new(dir),
         None => RestoreOptions::in_database(&a.db.db),
@@ -552,18 +542,20 @@ fn restore(a: &RestoreArgs) -> Result<ExitCode> {
     // The chunk count is known once the manifest is: the length is set from the progress.
     let pb = crate::progress::counter(!a.json, Some(0), "restoring", "chunks");
     let t0 = Instant::now();
-    let (report, result) = candidates.restore(
-        &mut db,
-        &staging,
-        &FetchOptions { workers: a.workers, ..FetchOptions::default() },
-        &stop,
-        &|p| {
-            pb.set_length(p.total as u64);
-            pb.set_position(p.restored as u64);
-            let rate = p.bytes as f64 / t0.elapsed().as_secs_f64().max(1e-9);
-            pb.set_message(format!("· {}/s", crate::output::human_bytes(rate as u64)));
-        },
-    );
+    let fetch = FetchOptions { workers: a.workers, ..FetchOptions::default() };
+    let progress = |p: checkpoint::FetchProgress| {
+        pb.set_length(p.total as u64);
+        pb.set_position(p.restored as u64);
+        let rate = p.bytes as f64 / t0.elapsed().as_secs_f64().max(1e-9);
+        pb.set_message(format!("· {}/s", crate::output::human_bytes(rate as u64)));
+    };
+    let (report, result) = match candidates {
+        Some(c) => c.restore(&mut db, &staging, &fetch, &stop, &progress),
+        // `restore_from_sources` finds the database restored before it asks a source.
+        None => checkpoint::restore_from_sources(
+            &mut db, trusted, &sources, &staging, &fetch, &stop, &progress,
+        ),
+    };
     pb.finish_and_clear();
     if let Some(path) = &a.report {
         let bytes = serde_json::to_vec_pretty(&report)?;
@@ -571,14 +563,52 @@ fn restore(a: &RestoreArgs) -> Result<ExitCode> {
     }
     if a.json {
         print_json(&report)?;
-    } else {
+    } else if report.outcome != checkpoint::ALREADY_RESTORED {
         print_restore(&report)?;
     }
     let head = (db.head_number(), db.head_root());
     db.close().context("cannot close the database")?;
+    restore_exit(a.json, &report, result, head)
+}
+
+/// The database to restore into, and the checkpoints the sources offer (`None`: a completed
+/// restore run again, which asks no source). An existing database keeps its layout (a
+/// checkpoint of another one is refused); a new one is created in the layout of the
+/// checkpoint the restore takes, so the sources are asked for their manifests first.
+fn open_for_restore<'s>(
+    args: &DbArgs,
+    config: store::StoreConfig,
+    trusted: Trusted,
+    sources: &'s [Box<dyn checkpoint::Source>],
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<(store::StateDb, Option<checkpoint::Candidates<'s>>)> {
+    let dir = &args.db;
+    if dir.join("CURRENT").is_file() && !store::creation_unfinished(dir) {
+        let db = open_or_create_with(args, config, None)?;
+        if checkpoint::already_restored(&db, trusted, sources).is_some() {
+            return Ok((db, None));
+        }
+        let candidates = checkpoint::find_candidates(trusted, sources, stop);
+        return Ok((db, Some(candidates)));
+    }
+    let candidates = checkpoint::find_candidates(trusted, sources, stop);
+    Ok((open_or_create_with(args, config, candidates.layout())?, Some(candidates)))
+}
+
+/// The exit of a restore that ended with `result` at `head`: its last line, or the error in
+/// its class.
+fn restore_exit(
+    json: bool,
+    report: &checkpoint::RestoreReport,
+    result: Result<Trusted, checkpoint::FetchError>,
+    head: (u64, H256),
+) -> Result<ExitCode> {
     match result {
         Ok(t) => {
-            if !a.json {
+            let already = report.outcome == checkpoint::ALREADY_RESTORED;
+            if !json && already {
+                outln!("already restored: block {} root {}; nothing to do", t.block, t.root)?;
+            } else if !json {
                 outln!("restored block {} root {} (head {} {})", t.block, t.root, head.0, head.1)?;
             }
             Ok(ExitCode::SUCCESS)

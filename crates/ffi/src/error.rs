@@ -123,7 +123,9 @@ impl From<checkpoint::CreateError> for FfiError {
         let code = match &e {
             checkpoint::CreateError::Store(s) => store_code(s),
             checkpoint::CreateError::Options(_)
-            | checkpoint::CreateError::UnboundStorage { .. } => ArborCode::InvalidArgument,
+            | checkpoint::CreateError::UnboundStorage { .. }
+            | checkpoint::CreateError::EntryTooLarge { .. }
+            | checkpoint::CreateError::ChunkTooLarge { .. } => ArborCode::InvalidArgument,
             checkpoint::CreateError::FlatKey(_) | checkpoint::CreateError::Proof { .. } => {
                 ArborCode::Corrupt
             }

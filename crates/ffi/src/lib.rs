@@ -49,6 +49,9 @@ pub const ARBOR_CONFIG_MAX: usize = 1 << 20;
 pub const ARBOR_KEY_MAX: usize = 127;
 /// Longest value in a change set.
 pub const ARBOR_VALUE_MAX: usize = 16 << 20;
+
+// Every value the package takes can be checkpointed.
+const _: () = assert!(ARBOR_VALUE_MAX as u64 == checkpoint::VALUE_BYTES_MAX as u64);
 /// Largest encoded change set or proof.
 pub const ARBOR_INPUT_MAX: usize = 1 << 30;
 

@@ -7,6 +7,7 @@ mod common;
 mod determinism;
 mod fields;
 mod hostile;
+mod limits;
 mod mutations;
 mod parallel;
 mod roundtrip;

@@ -212,7 +212,7 @@ fn a_dripped_body_times_out_as_a_whole() {
 
 /// The S3 test server's bucket, once a listing of it answers, or `None` (then the test is
 /// skipped; under `CI=true` that is a failure).
-fn s3_bucket() -> Option<String> {
+pub(crate) fn s3_bucket() -> Option<String> {
     let bucket = std::env::var("ARBOR_S3_BUCKET").ok();
     let endpoint = std::env::var("AWS_ENDPOINT_URL").ok();
     match (bucket, endpoint) {
@@ -338,7 +338,7 @@ fn s3_log_tail() -> String {
     )
 }
 
-fn rand_suffix() -> u128 {
+pub(crate) fn rand_suffix() -> u128 {
     let mut b = [0u8; 8];
     std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b)).unwrap();
     u128::from(u64::from_le_bytes(b))

@@ -19,6 +19,10 @@ use test_support::Mount;
 use super::crash::{kill_after, seed};
 use super::{arbor, assert_one_line_error, fresh_db, ok, stderr, stdout, testdata, MAINNET_ROOT};
 
+/// Damaged checkpoints and what killed creations leave behind.
+#[path = "checkpoint/damage.rs"]
+mod damage;
+
 /// `arbor verify`'s line for a database created but holding no state yet.
 const EMPTY_HEAD: &str = "ok 0 0x56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421";
 
@@ -367,9 +371,30 @@ fn create_list_verify_restore_round_trip() {
     );
     assert!(stats["unfinished_bulk_load"].is_null(), "{stats}");
 
-    // Restoring again into the now complete database is refused; it stays as it was.
-    let o = arbor(&strs(&restore_args(&db, &m, &[dir], &[])));
-    assert_one_line_error(&o, "not empty");
+    // Restoring again into the now complete database (a rerun after a kill that landed
+    // after the last batch) succeeds at once, asking no source (the only one named is
+    // gone), and the database stays as it was; the JSON keeps the report's shape.
+    let gone =
+        format!("http://{}", TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap());
+    let gone = gone.as_str();
+    let out = ok(&strs(&restore_args(&db, &m, &[gone], &[])));
+    assert_eq!(
+        out,
+        format!("already restored: block {} root {}; nothing to do\n", m.block, m.root)
+    );
+    let again = json(&ok(&strs(&restore_args(&db, &m, &[gone], &["--json"]))));
+    assert_eq!(again["outcome"], "already restored", "{again}");
+    assert_eq!((again["block"].as_u64(), again["root"].as_str()), (Some(m.block), Some(&*m.root)));
+    assert_eq!((again["chunks"].as_u64(), again["fetched_chunks"].as_u64()), (Some(0), Some(0)));
+    let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&again), keys(&printed), "{again}");
+    assert_eq!(again["sources"][0]["source"], gone, "{again}");
+    assert_eq!(ok(&["verify", "--db", &db]), m.verified_line());
+    // The trusted root of another state: refused (no source offers it), nothing changes.
+    let other = format!("0x{}", "11".repeat(32));
+    let args = ["checkpoint", "restore", "--db", &db, "--block", &b, "--root", &other];
+    let o = arbor(&[&args[..], &["--source", dir]].concat());
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert_eq!(ok(&["verify", "--db", &db]), m.verified_line());
 }
 
@@ -573,11 +598,14 @@ fn hostile_command_lines() {
     let dir = s(&m.dir);
     let b = m.block();
 
-    // Restore into the non-empty database the checkpoint came from: refused, unchanged.
+    // Restore into the database the checkpoint came from: it holds the trusted block and
+    // root already, so there is nothing to do (exit 0), and it is left unchanged. (A
+    // database at another root is refused: see
+    // `a_chunk_longer_than_its_manifest_says_proves_the_checkpoint_bad`.)
     let before = ok(&["stats", "--db", &m.db, "--json"]);
     let o = arbor(&strs(&restore_args(&m.db, &m, &[dir], &[])));
-    assert_one_line_error(&o, "not empty");
-    assert_eq!(o.status.code(), Some(3));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("already restored: "), "{}", stdout(&o));
     let after = ok(&["stats", "--db", &m.db, "--json"]);
     assert_eq!(json(&before)["root"], json(&after)["root"]);
     assert_eq!(json(&before)["block"], json(&after)["block"]);
