@@ -89,15 +89,7 @@ fn largest_values_round_trip(layout: LayoutName) {
         c.layout = Some(layout);
         let mut dst = store::StateDb::open(&dst_dir, c).unwrap();
         let sources = vec![open_source(&addrs[0], &SourceOptions::default()).unwrap()];
-        let (report, outcome) = restore_from_sources(
-            &mut dst,
-            trusted,
-            &sources,
-            &RestoreOptions::in_database(&dst_dir),
-            &FetchOptions::default(),
-            &AtomicBool::new(false),
-            &|_| {},
-        );
+        let (report, outcome) = restore_in_place(&mut dst, &dst_dir, trusted, &sources);
         outcome.unwrap_or_else(|e| panic!("{e}: {report:#?}"));
         assert_eq!((dst.head_number(), dst.head_root()), (trusted.block, trusted.root));
         assert_eq!(dump(&dst), dump(&src));
@@ -213,15 +205,7 @@ fn a_completed_restore_run_again_is_a_no_op() {
     assert_eq!(t, trusted);
     // A source that serves nothing (nothing listens there): the rerun must not need it.
     let sources = vec![open_source("http://127.0.0.1:9", &SourceOptions::default()).unwrap()];
-    let (report, outcome) = restore_from_sources(
-        &mut dst,
-        trusted,
-        &sources,
-        &RestoreOptions::in_database(&dst_dir),
-        &FetchOptions::default(),
-        &AtomicBool::new(false),
-        &|_| {},
-    );
+    let (report, outcome) = restore_in_place(&mut dst, &dst_dir, trusted, &sources);
     assert_eq!(outcome.unwrap(), trusted);
     assert_eq!(report.outcome, checkpoint::ALREADY_RESTORED);
     assert_eq!((report.block, report.fetched_chunks, report.sources[0].errors), (0, 0, 0));
@@ -250,4 +234,17 @@ fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
             std::fs::copy(e.path(), dst).unwrap();
         }
     }
+}
+
+/// Restore `trusted` from `sources` into `db` at `dir`, staging in the database, with the
+/// default fetch options and no stop.
+fn restore_in_place(
+    db: &mut store::StateDb,
+    dir: &std::path::Path,
+    trusted: Trusted,
+    sources: &[Box<dyn checkpoint::Source>],
+) -> (checkpoint::RestoreReport, Result<Trusted, checkpoint::FetchError>) {
+    let staging = RestoreOptions::in_database(dir);
+    let stop = AtomicBool::new(false);
+    restore_from_sources(db, trusted, sources, &staging, &FetchOptions::default(), &stop, &|_| {})
 }

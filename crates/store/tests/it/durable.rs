@@ -55,6 +55,25 @@ fn current_manifest(path: &Path) -> PathBuf {
     path.join(name.trim())
 }
 
+/// Each cut of `source`'s MANIFEST (every 24 bytes), in a copy under `tmp`: how many of
+/// them `refused(len, copy)` says were refused.
+fn refusals_over_cuts(
+    tmp: &Path,
+    source: &Path,
+    mut refused: impl FnMut(usize, &Path) -> bool,
+) -> usize {
+    let manifest_bytes = std::fs::read(current_manifest(source)).unwrap();
+    let mut count = 0;
+    for len in (0..manifest_bytes.len()).step_by(24) {
+        let dir = tmp.join(format!("cut-{len}"));
+        copy_dir(source, &dir);
+        std::fs::write(current_manifest(&dir), &manifest_bytes[..len]).unwrap();
+        count += usize::from(refused(len, &dir));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    count
+}
+
 /// What both opens of the database at `path` give: `Ok(head)` or the error.
 fn open_both(path: &Path) -> [Result<(u64, H256), OpenError>; 2] {
     let head = |db: StateDb| (db.head_number(), db.head_root());
@@ -77,14 +96,10 @@ fn a_truncated_manifest_is_refused_not_served_older() {
     let head = build(&source, 5);
     assert_eq!(recorded_block(&source), 5);
     let manifest_bytes = std::fs::read(current_manifest(&source)).unwrap();
-    let mut refused = 0;
-    for len in (0..manifest_bytes.len()).step_by(24) {
-        let dir = tmp.path().join(format!("cut-{len}"));
-        copy_dir(&source, &dir);
-        let manifest = current_manifest(&dir);
-        std::fs::write(&manifest, &manifest_bytes[..len]).unwrap();
-        let before = dir_snapshot(&dir);
-        let [read_only, writable] = open_both(&dir);
+    let refused = refusals_over_cuts(tmp.path(), &source, |len, dir| {
+        let manifest = current_manifest(dir);
+        let before = dir_snapshot(dir);
+        let [read_only, writable] = open_both(dir);
         let rolled_back = |r: &Result<(u64, H256), OpenError>| match r {
             Ok(found) => {
                 assert_eq!(*found, head, "cut at {len}: opened an older state");
@@ -104,15 +119,14 @@ fn a_truncated_manifest_is_refused_not_served_older() {
         let refused_here = rolled_back(&read_only);
         assert_eq!(rolled_back(&writable), refused_here, "cut at {len}: {writable:?}");
         if refused_here {
-            refused += 1;
-            assert!(dir_snapshot(&dir) == before, "cut at {len}: the refusal changed files");
+            assert!(dir_snapshot(dir) == before, "cut at {len}: the refusal changed files");
             // The refused database is whole again with its MANIFEST back.
             std::fs::write(&manifest, &manifest_bytes).unwrap();
-            let db = open(&dir, &small_config());
+            let db = open(dir, &small_config());
             assert_eq!((db.head_number(), db.head_root()), head);
         }
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
+        refused_here
+    });
     assert!(refused >= 2, "no cut of the MANIFEST made RocksDB open an older state");
 }
 
@@ -127,29 +141,22 @@ fn orphaned_table_files_without_a_record_are_refused() {
     let source = tmp.path().join("source");
     build(&source, 5);
     std::fs::remove_file(source.join(RECORD)).unwrap();
-    let manifest_bytes = std::fs::read(current_manifest(&source)).unwrap();
-    let mut refused = 0;
-    for len in (0..manifest_bytes.len()).step_by(24) {
-        let dir = tmp.path().join(format!("cut-{len}"));
-        copy_dir(&source, &dir);
-        std::fs::write(current_manifest(&dir), &manifest_bytes[..len]).unwrap();
-        let before = dir_snapshot(&dir);
+    let refused = refusals_over_cuts(tmp.path(), &source, |len, dir| {
         // A cut that keeps the schema but loses later tables opens an older state: only the
         // record catches that. A cut before the schema reads as no Arbor database at all.
-        if StateDb::open_read_only(&dir, small_config()).is_err() {
-            match StateDb::open(&dir, small_config()) {
-                Err(OpenError::OrphanedTables { tables, .. }) => {
-                    assert!(tables > 0);
-                    refused += 1;
-                }
-                // RocksDB itself finds the cut.
-                Err(_) => {}
-                Ok(_) => panic!("cut at {len}: opened as a new database"),
-            }
-            assert!(dir_snapshot(&dir) == before, "cut at {len}: the refusal changed files");
+        if StateDb::open_read_only(dir, small_config()).is_ok() {
+            return false;
         }
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
+        let before = dir_snapshot(dir);
+        let refused = match StateDb::open(dir, small_config()) {
+            Err(OpenError::OrphanedTables { tables, .. }) => tables > 0,
+            // RocksDB itself finds the cut.
+            Err(_) => false,
+            Ok(_) => panic!("cut at {len}: opened as a new database"),
+        };
+        assert!(dir_snapshot(dir) == before, "cut at {len}: the refusal changed files");
+        refused
+    });
     assert!(refused >= 1, "no cut of the MANIFEST lost Arbor's schema");
 }
 
