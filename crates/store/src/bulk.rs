@@ -16,9 +16,11 @@ use rocksdb::{IteratorMode, WriteBatch, WriteOptions, DB};
 use trie::{TrieId, H256};
 
 use crate::error::{BulkError, Corruption, StoreError};
+use crate::history::ReverseDiff;
 use crate::keys::{
-    cf, decode_root, encode_head, flat_key, root_key, split_trie_prefix, CF_FLAT, CF_HISTORY,
-    CF_META, CF_NODES, KEY_BYTES_MAX, META_BULK, META_HEAD, META_NODES_AT, META_ROOT,
+    cf, decode_head, decode_root, encode_head, flat_key, root_key, split_trie_prefix, Column,
+    CF_FLAT, CF_HISTORY, CF_META, CF_NODES, KEY_BYTES_MAX, META_BULK, META_HEAD, META_NODES_AT,
+    META_ROOT,
 };
 use crate::layer::ChangeMap;
 use crate::rebuild::{rebuild, Mode, Rebuilt};
@@ -335,6 +337,7 @@ impl StateDb {
         // One scan per trie gives both its root and the check of its stored nodes.
         let (roots, rebuilt) = self.recompute(Mode::Check)?;
         let db = &self.reader().db;
+        check_history(db)?;
         let buffer = self.node_buffer();
         let overlay = buffer.as_ref().map(|b| &b.nodes);
         let mut stored = stored_nodes(db, rebuilt.iter().map(|(t, _)| *t).collect(), overlay)?;
@@ -440,6 +443,30 @@ fn check_history_newest(db: &DB, head: u64) -> Result<(), StoreError> {
         if newest != head {
             return Err(Corruption::HistoryNewest { head, newest }.into());
         }
+    }
+    it.status()?;
+    Ok(())
+}
+
+/// Every reverse diff reads back (RocksDB checks its blocks' checksums), decodes, and holds
+/// its parent's head record: what a revert or a read at an earlier block will need.
+fn check_history(db: &DB) -> Result<(), StoreError> {
+    let mut it = db.raw_iterator_cf(cf(db, CF_HISTORY)?);
+    it.seek_to_first();
+    while let (Some(key), Some(value)) = (it.key(), it.value()) {
+        let bytes =
+            <[u8; 8]>::try_from(key).map_err(|_| Corruption::HistoryKey { key: key.to_vec() })?;
+        let number = u64::from_be_bytes(bytes);
+        let entries =
+            ReverseDiff::decode(value).map_err(|source| Corruption::History { number, source })?;
+        let parent = entries
+            .iter()
+            .find(|(col, key, _)| *col == Column::Meta && key.as_slice() == META_HEAD)
+            .and_then(|(_, _, old)| decode_head(old.as_deref()?).ok());
+        if parent.and_then(|p| p.0.checked_add(1)) != Some(number) {
+            return Err(Corruption::HistoryHead { number }.into());
+        }
+        it.next();
     }
     it.status()?;
     Ok(())

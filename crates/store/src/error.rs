@@ -268,6 +268,12 @@ pub enum Corruption {
         /// The block.
         number: u64,
     },
+    /// A key in the history column that is not a block number (8 bytes).
+    #[error("history key 0x{} is not a block number", hex::encode(key))]
+    HistoryKey {
+        /// The key.
+        key: Vec<u8>,
+    },
     /// The database holds an earlier state than the block Arbor recorded as durable in
     /// `ARBOR-DURABLE` (an older block, the same block with another root, or no head at
     /// all): RocksDB reopened at a state it had left behind, which it cannot tell from the

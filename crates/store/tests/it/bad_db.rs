@@ -227,6 +227,41 @@ fn corrupt_history_fails_revert() {
     assert!(db.verify().unwrap().ok());
 }
 
+/// `verify --deep` reads every reverse diff (the sweep found a damaged one passed it, to
+/// fail only at a revert): one that does not decode, one without its parent's head record,
+/// and a key that is not a block number are each reported, where `verify` stays ok.
+#[test]
+fn deep_verify_reads_every_reverse_diff() {
+    let head_record_only = {
+        let mut d = store::test_hooks::ReverseDiff::new();
+        d.record(store::test_hooks::Column::Flat, vec![1], None);
+        d.encode()
+    };
+    let cases: [(&[u8], Vec<u8>); 3] = [
+        (&2u64.to_be_bytes(), vec![1, 0, 0, 0, 9, 0]),
+        (&1u64.to_be_bytes(), head_record_only),
+        (&[0u8], vec![]),
+    ];
+    for (i, (key, value)) in cases.into_iter().enumerate() {
+        let dir = tempfile::tempdir().unwrap();
+        healthy(dir.path());
+        {
+            let db = raw(dir.path(), &FAMILIES);
+            db.put_cf(db.cf_handle("history").unwrap(), key, value).unwrap();
+        }
+        let db = open(dir.path(), &small_config());
+        assert!(db.verify().unwrap().ok());
+        let e = db.verify_deep().unwrap_err();
+        let found = e.corruption();
+        let expected = match i {
+            0 => matches!(found, Some(Corruption::History { number: 2, .. })),
+            1 => matches!(found, Some(Corruption::HistoryHead { number: 1 })),
+            _ => matches!(found, Some(Corruption::HistoryKey { .. })),
+        };
+        assert!(expected, "case {i}: {e:?}");
+    }
+}
+
 #[test]
 fn not_a_database() {
     // A plain file where the directory should be.
