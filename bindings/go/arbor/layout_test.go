@@ -71,10 +71,12 @@ func TestLayouts(t *testing.T) {
 			if layout == LayoutSubstrateV0 {
 				other = LayoutEthereum
 			}
-			if db, err := Open(dir, WithLayout(other)); err == nil {
-				db.Close(context.Background())
+			wrong, err := Open(dir, WithLayout(other))
+			if err == nil {
+				wrong.Close(context.Background())
 				t.Fatalf("a %s database opened as %s", layout, other)
 			}
+			wantKind(t, "opened with another layout", err, ErrInvalidArgument)
 		})
 	}
 	if roots[LayoutEthereum] == roots[LayoutSubstrateV0] || roots[LayoutSubstrateV0] == roots[LayoutSubstrateV1] {

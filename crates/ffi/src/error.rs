@@ -70,7 +70,8 @@ impl From<StoreError> for FfiError {
 impl From<OpenError> for FfiError {
     fn from(e: OpenError) -> Self {
         let code = match &e {
-            OpenError::Config(_) => ArborCode::InvalidArgument,
+            // The caller asked for another layout than the database's.
+            OpenError::Config(_) | OpenError::LayoutMismatch { .. } => ArborCode::InvalidArgument,
             OpenError::NotArbor { .. }
             | OpenError::SchemaMismatch { .. }
             | OpenError::MissingColumnFamily { .. }
