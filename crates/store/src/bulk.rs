@@ -16,11 +16,10 @@ use rocksdb::{IteratorMode, WriteBatch, WriteOptions, DB};
 use trie::{TrieId, H256};
 
 use crate::error::{BulkError, Corruption, StoreError};
-use crate::history::ReverseDiff;
+use crate::history::{parent_root, ReverseDiff};
 use crate::keys::{
-    cf, decode_head, decode_root, encode_head, flat_key, root_key, split_trie_prefix, Column,
-    CF_FLAT, CF_HISTORY, CF_META, CF_NODES, KEY_BYTES_MAX, META_BULK, META_HEAD, META_NODES_AT,
-    META_ROOT,
+    cf, decode_root, encode_head, flat_key, root_key, split_trie_prefix, CF_FLAT, CF_HISTORY,
+    CF_META, CF_NODES, KEY_BYTES_MAX, META_BULK, META_HEAD, META_NODES_AT, META_ROOT,
 };
 use crate::layer::ChangeMap;
 use crate::rebuild::{rebuild, Mode, Rebuilt};
@@ -459,13 +458,7 @@ fn check_history(db: &DB) -> Result<(), StoreError> {
         let number = u64::from_be_bytes(bytes);
         let entries =
             ReverseDiff::decode(value).map_err(|source| Corruption::History { number, source })?;
-        let parent = entries
-            .iter()
-            .find(|(col, key, _)| *col == Column::Meta && key.as_slice() == META_HEAD)
-            .and_then(|(_, _, old)| decode_head(old.as_deref()?).ok());
-        if parent.and_then(|p| p.0.checked_add(1)) != Some(number) {
-            return Err(Corruption::HistoryHead { number }.into());
-        }
+        parent_root(number, &entries)?;
         it.next();
     }
     it.status()?;

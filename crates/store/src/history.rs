@@ -8,14 +8,27 @@
 // Public for the `test-hooks` re-export only.
 #![cfg_attr(not(feature = "test-hooks"), allow(unreachable_pub))]
 
-use crate::error::HistoryError;
-use crate::keys::Column;
+use trie::H256;
+
+use crate::error::{Corruption, HistoryError};
+use crate::keys::{decode_head, Column, META_HEAD};
 
 /// Format version of reverse diffs.
 pub(crate) const HISTORY_VERSION: u8 = 1;
 
 /// One restored value: `None` means the key did not exist before the block.
 pub type ReverseEntry = (Column, Vec<u8>, Option<Vec<u8>>);
+
+/// The root of block `number - 1`, from the parent's head record that the reverse diff of
+/// block `number` (`entries`) holds; [`Corruption::HistoryHead`] when it holds none, or one
+/// of another block.
+pub(crate) fn parent_root(number: u64, entries: &[ReverseEntry]) -> Result<H256, Corruption> {
+    let head = entries.iter().find(|(c, k, _)| *c == Column::Meta && k.as_slice() == META_HEAD);
+    match head.and_then(|(_, _, old)| old.as_deref()).map(decode_head).transpose()? {
+        Some((n, root)) if n.checked_add(1) == Some(number) => Ok(root),
+        _ => Err(Corruption::HistoryHead { number }),
+    }
+}
 
 /// Builds a reverse diff, encoding each entry as it is recorded.
 #[derive(Debug, Clone, Default)]

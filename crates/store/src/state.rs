@@ -28,7 +28,7 @@ use crate::config::StoreConfig;
 use crate::db::{open_db, FaultInjector};
 use crate::durable::{self, DurableRecord};
 use crate::error::{CommitError, Corruption, OpenError, RevertError, StoreError};
-use crate::history::{ReverseDiff, ReverseEntry};
+use crate::history::{parent_root, ReverseDiff, ReverseEntry};
 use crate::keys::{
     cf, decode_head, decode_root, encode_node_value, history_key, node_key, root_key,
     split_trie_prefix, Column, CF_HISTORY, CF_META, CF_NODES, COLUMN_FAMILIES, KEY_BYTES_MAX,
@@ -149,11 +149,7 @@ impl ReadHandle {
         };
         let entries = ReverseDiff::decode(&raw)
             .map_err(|source| Corruption::History { number: next, source })?;
-        let head = entries.iter().find(|(c, k, _)| *c == Column::Meta && k.as_slice() == META_HEAD);
-        match head.and_then(|(_, _, old)| old.as_deref()).map(decode_head).transpose()? {
-            Some((n, root)) if n == number => Ok(Some(root)),
-            _ => Err(Corruption::HistoryHead { number: next }.into()),
-        }
+        Ok(Some(parent_root(next, &entries)?))
     }
 }
 
