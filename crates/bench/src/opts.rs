@@ -68,6 +68,10 @@ pub struct StoreBenchOpts {
     pub arbor_reading: bool,
     /// Also run NOMT on the same blocks.
     pub nomt: bool,
+    /// The executable that runs the engines' workers (`arbor bench store-worker`); `None`:
+    /// this process's own executable.
+    #[serde(skip)]
+    pub worker: Option<PathBuf>,
 }
 
 impl Default for StoreBenchOpts {
@@ -80,6 +84,7 @@ impl Default for StoreBenchOpts {
             dir: None,
             arbor_reading: true,
             nomt: true,
+            worker: None,
         }
     }
 }

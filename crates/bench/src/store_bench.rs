@@ -1,6 +1,6 @@
 //! The `store_bench` driver: the Arbor store and its baselines receive the same workload
-//! ([`crate::workload`]) one after the other, in one process, in fresh directories under
-//! one temporary directory. The engines:
+//! ([`crate::workload`]), each in its own worker process ([`crate::store_worker`]) and its
+//! own fresh directory under one temporary directory. The engines:
 //! - **arbor**: `StateDb::commit` per block (roots, reverse diffs, background writer);
 //! - **plain+undo**: plain RocksDB that reads each block's old values (batched MultiGets on
 //!   every thread) and writes the new values with a history record of the old ones — what
@@ -13,14 +13,16 @@
 //! groups without it and makes them durable by flushing memtables (`docs/design.md`,
 //! "Durability"). Every engine's blocks are durable when its timed final flush returns.
 //!
-//! Each engine: bulk-load the initial keys (timed), write the blocks (each commit timed
-//! alone; generating a block is not timed), flush (timed, part of the total: sustained
-//! blocks/s counts every block until it is durable), then compact and measure the files.
-//! Each engine's peak RSS is its own (the peak is reset between engines). Engines run one
-//! after the other rather than interleaved, because each one's background writes
-//! (compaction, Arbor's writer) would otherwise run during the others' timed blocks. At the
-//! end Arbor's root is verified from flat state and sampled keys are compared between the
-//! databases.
+//! Each engine: bulk-load the initial keys (timed, one engine after the other), write the
+//! blocks (each commit timed alone; generating a block is not timed), flush (timed, part
+//! of the total: sustained blocks/s counts every block until it is durable), then compact
+//! and measure the files. The blocks come in interleaved rounds (a twentieth of them per
+//! round, engine after engine, the order reversed every other round), and an engine runs
+//! only during its own rounds: its worker is stopped otherwise, background threads
+//! included, so no engine's compactions or writer run during another's timed blocks, and
+//! the ratios compare engines that met the same drifts of the machine. Each engine's peak
+//! RSS and disk writes are its own process's. At the end Arbor's root is verified from flat
+//! state and sampled keys are compared between the databases.
 
 use std::path::Path;
 
@@ -37,11 +39,12 @@ use crate::plain_db::PlainDb;
 use crate::progress::bar;
 use crate::rss::load_average;
 use crate::store_catch_up::measure_catch_up;
-use crate::store_engines::{run_arbor, run_nomt, run_plain, ArborMode, PlainMode};
+use crate::store_engines::{ArborExtras, EngineOutcome};
 use crate::store_report::{
     EngineReport, RatioReport, StoreBenchReport, COMMIT_P50_TARGET_MS, MERKLE_OVERHEAD_TARGET,
     MERKLE_OVERHEAD_TARGET_10M, OVER_UNDO_TARGET, SIZE_RATIO_TARGET,
 };
+use crate::store_worker::{EngineKind, Worker, WorkerSpec};
 use crate::timing::ratio;
 use crate::workload::Workload;
 
@@ -63,42 +66,18 @@ pub fn store_bench(
     let load_average_start = load_average();
     let workload = Workload::new(opts.seed, opts.keys, opts.updates_per_block);
     let base = bench_dir(opts)?;
-    let (arbor_dir, undo_dir, plain_dir) =
-        (base.path().join("arbor"), base.path().join("undo"), base.path().join("plain"));
-
-    let run = run_arbor(opts, config, &workload, &arbor_dir, ArborMode::Prior, progress)?;
-    let (mut arbor, caches, keys_final, root) = (run.report, run.caches, run.keys_final, run.root);
-    let mut arbor_reading = match opts.arbor_reading {
-        true => {
-            let dir = base.path().join("arbor-reading");
-            let run = run_arbor(opts, config, &workload, &dir, ArborMode::Read, progress)?;
-            ensure!(
-                run.root == root,
-                "Arbor reading old values reached root {}, not {root}",
-                run.root
-            );
-            std::fs::remove_dir_all(&dir).ok();
-            Some(run.report)
-        }
-        false => None,
-    };
-    let mut plain_undo = run_plain(opts, config, &workload, &undo_dir, PlainMode::Undo, progress)?;
-    let mut plain = run_plain(opts, config, &workload, &plain_dir, PlainMode::Blind, progress)?;
-    let nomt = match opts.nomt {
-        true => {
-            let dir = base.path().join("nomt");
-            let report = run_nomt(opts, config, &workload, &dir, progress)?;
-            std::fs::remove_dir_all(&dir).ok();
-            Some(report)
-        }
-        false => None,
-    };
+    let workers = start_workers(opts, config, base.path(), progress)?;
+    let Runs { mut arbor, arbor_extras, mut arbor_reading, mut plain_undo, mut plain, nomt } =
+        finish_workers(workers, opts.blocks, base.path(), progress)?;
+    let ArborExtras { caches, keys_final, root } = arbor_extras;
     let engines =
         [Some(&mut arbor), arbor_reading.as_mut(), Some(&mut plain_undo), Some(&mut plain)];
     for e in engines.into_iter().flatten() {
         e.sst_bytes_per_key = ratio(e.sst_bytes as f64, keys_final as f64);
     }
 
+    let (arbor_dir, undo_dir, plain_dir) =
+        (base.path().join("arbor"), base.path().join("undo"), base.path().join("plain"));
     let pb = bar(progress, 2, "checking: verify, cross-check");
     let (root_verified, values_cross_checked) =
         check(opts, config, &workload, &arbor_dir, &[&plain_dir, &undo_dir], &pb)?;
@@ -126,6 +105,159 @@ pub fn store_bench(
         arbor_catch_up,
         ratios,
     })
+}
+
+/// Start a worker per engine (each bulk-loads, one after the other, then waits).
+fn start_workers(
+    opts: &StoreBenchOpts,
+    config: &StoreConfig,
+    base: &Path,
+    progress: bool,
+) -> Result<Vec<Worker>> {
+    let exe = match &opts.worker {
+        Some(exe) => exe.clone(),
+        None => std::env::current_exe().context("cannot find this executable for the workers")?,
+    };
+    let mut workers = Vec::new();
+    for kind in engines(opts) {
+        let spec = WorkerSpec {
+            engine: kind,
+            dir: base.join(dir_name(kind)),
+            keys: opts.keys,
+            blocks: opts.blocks,
+            updates_per_block: opts.updates_per_block,
+            seed: opts.seed,
+            config: config.clone(),
+        };
+        let pb = bar(progress, opts.keys, format!("{}: bulk load", kind.label()));
+        let spec_path = base.join(format!("{}.json", dir_name(kind)));
+        workers.push(Worker::start(&exe, &spec, &spec_path, &pb)?);
+        pb.finish();
+    }
+    Ok(workers)
+}
+
+/// Every engine's report (and Arbor's extras).
+struct Runs {
+    arbor: EngineReport,
+    arbor_extras: ArborExtras,
+    arbor_reading: Option<EngineReport>,
+    plain_undo: EngineReport,
+    plain: EngineReport,
+    nomt: Option<EngineReport>,
+}
+
+/// Interleave the workers' blocks, then finish each one (flush, compaction, report); the
+/// databases no later step reads are removed.
+fn finish_workers(
+    mut workers: Vec<Worker>,
+    blocks: u64,
+    base: &Path,
+    progress: bool,
+) -> Result<Runs> {
+    run_rounds(&mut workers, blocks, progress)?;
+    let mut outcomes = Outcomes::default();
+    for worker in workers {
+        let kind = worker.kind;
+        let pb = bar(progress, 1, format!("{}: flush, compaction", kind.label()));
+        outcomes.put(kind, worker.finish()?);
+        pb.finish();
+        if matches!(kind, EngineKind::ArborReading | EngineKind::Nomt) {
+            std::fs::remove_dir_all(base.join(dir_name(kind))).ok();
+        }
+    }
+    let (arbor, arbor_extras) = outcomes.arbor()?;
+    let arbor_reading = match outcomes.take(EngineKind::ArborReading) {
+        Ok(run) => {
+            let root = run.arbor.map(|a| a.root).unwrap_or_default();
+            ensure!(
+                root == arbor_extras.root,
+                "Arbor reading old values reached root {root}, not {}",
+                arbor_extras.root
+            );
+            Some(run.report)
+        }
+        Err(_) => None,
+    };
+    Ok(Runs {
+        arbor,
+        arbor_extras,
+        arbor_reading,
+        plain_undo: outcomes.take(EngineKind::PlainUndo)?.report,
+        plain: outcomes.take(EngineKind::Blind)?.report,
+        nomt: outcomes.take(EngineKind::Nomt).ok().map(|o| o.report),
+    })
+}
+
+/// The engines of a run, in the order of the first round.
+fn engines(opts: &StoreBenchOpts) -> Vec<EngineKind> {
+    let mut kinds = vec![EngineKind::Arbor];
+    if opts.arbor_reading {
+        kinds.push(EngineKind::ArborReading);
+    }
+    kinds.extend([EngineKind::PlainUndo, EngineKind::Blind]);
+    if opts.nomt {
+        kinds.push(EngineKind::Nomt);
+    }
+    kinds
+}
+
+/// An engine's database directory under the run's directory.
+fn dir_name(kind: EngineKind) -> &'static str {
+    match kind {
+        EngineKind::Arbor => "arbor",
+        EngineKind::ArborReading => "arbor-reading",
+        EngineKind::PlainUndo => "undo",
+        EngineKind::Blind => "plain",
+        EngineKind::Nomt => "nomt",
+    }
+}
+
+/// Rounds per run: every engine's blocks come in this many rounds (fewer when there are
+/// fewer blocks), engine after engine, the order reversed every other round.
+const ROUNDS: u64 = 20;
+
+/// Commit every engine's blocks in interleaved rounds (see the module docs).
+fn run_rounds(workers: &mut [Worker], blocks: u64, progress: bool) -> Result<()> {
+    let per_round = blocks.div_ceil(ROUNDS).max(1);
+    let pb = bar(progress, blocks * workers.len() as u64, "blocks, engines interleaved");
+    let mut from = 1;
+    let mut round = 0;
+    while from <= blocks {
+        let to = (from + per_round - 1).min(blocks);
+        for i in 0..workers.len() {
+            let i = if round % 2 == 0 { i } else { workers.len() - 1 - i };
+            pb.set_message(format!("blocks, engines interleaved ({})", workers[i].kind.label()));
+            workers[i].blocks(from, to)?;
+            pb.inc(to - from + 1);
+        }
+        from = to + 1;
+        round += 1;
+    }
+    pb.finish();
+    Ok(())
+}
+
+/// The finished engines' outcomes.
+#[derive(Default)]
+struct Outcomes(Vec<(EngineKind, EngineOutcome)>);
+
+impl Outcomes {
+    fn put(&mut self, kind: EngineKind, outcome: EngineOutcome) {
+        self.0.push((kind, outcome));
+    }
+
+    fn take(&mut self, kind: EngineKind) -> Result<EngineOutcome> {
+        let at = self.0.iter().position(|(k, _)| *k == kind);
+        let at = at.with_context(|| format!("no {} run", kind.label()))?;
+        Ok(self.0.swap_remove(at).1)
+    }
+
+    fn arbor(&mut self) -> Result<(EngineReport, ArborExtras)> {
+        let run = self.take(EngineKind::Arbor)?;
+        let extras = run.arbor.context("the Arbor worker sent no caches")?;
+        Ok((run.report, extras))
+    }
 }
 
 /// The run's temporary directory (under `--dir` when given).
@@ -225,51 +357,4 @@ fn check(
 
 fn hex(bytes: &[u8]) -> String {
     crate::input::hex(bytes)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn small_run_end_to_end() {
-        let dir = tempfile::tempdir().unwrap();
-        let opts = StoreBenchOpts {
-            keys: 3_000,
-            blocks: 6,
-            updates_per_block: 200,
-            seed: 3,
-            dir: Some(dir.path().to_path_buf()),
-            arbor_reading: true,
-            nomt: true,
-        };
-        let report = store_bench(&opts, &StoreConfig::default(), false).unwrap();
-        assert!(report.root_verified);
-        assert_eq!(report.values_cross_checked, 1_000);
-        assert_eq!(report.arbor.bulk_keys, 3_000);
-        assert_eq!(report.plain.bulk_keys, 3_000);
-        assert_eq!(report.arbor.writes, report.plain.writes);
-        assert_eq!(report.plain_undo.writes, report.plain.writes);
-        assert!(report.plain_undo.bytes_written_per_block > report.plain.bytes_written_per_block);
-        assert!(report.arbor.bytes_written_per_block > 0.0);
-        assert_eq!(report.arbor_reading.as_ref().unwrap().writes, report.arbor.writes);
-        assert_eq!(report.nomt.as_ref().unwrap().writes, report.arbor.writes);
-        assert!(report.ratios.over_nomt.unwrap() > 0.0);
-        assert!(report.arbor.writes > 6 * 150, "{}", report.arbor.writes);
-        assert!((2_700..3_100).contains(&report.keys_final), "{}", report.keys_final);
-        assert!(report.arbor.sst_bytes > 0 && report.plain.sst_bytes > 0);
-        assert!(
-            report.arbor.column_sst_bytes.contains_key("flat"),
-            "{:?}",
-            report.arbor.column_sst_bytes
-        );
-        assert!(report.ratios.merkle_overhead > 0.0);
-        let text = report.render();
-        assert!(text.contains("Arbor/blind"), "{text}");
-        let json = serde_json::to_value(&report).unwrap();
-        assert_eq!(json["options"]["keys"], 3_000);
-        assert!(json["ratios"]["size"].as_f64().unwrap() > 0.0);
-        // The temporary databases are gone.
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
-    }
 }

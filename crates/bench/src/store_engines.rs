@@ -3,18 +3,16 @@
 //! (timed: sustained throughput counts every block until it is durable), compacts and
 //! measures its files. See [`crate::store_bench`] for what each engine stands for.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
-use indicatif::ProgressBar;
+use serde::{Deserialize, Serialize};
 use store::{StateDb, StoreConfig, StoreStats};
 use trie::TrieId;
 
 use crate::nomt_engine::NomtEngine;
-use crate::opts::StoreBenchOpts;
 use crate::plain_db::{column_sst_bytes, dir_bytes, PlainDb};
-use crate::progress::bar;
 use crate::rss::{io_write_bytes, peak_rss_bytes, reset_peak_rss};
 use crate::store_report::{CacheReport, EngineReport, PhaseReport, RSS_OVER_BUDGET_TARGET};
 use crate::timing::{percentile_sorted, ratio, sorted};
@@ -30,21 +28,169 @@ pub(crate) enum ArborMode {
     Read,
 }
 
-impl ArborMode {
-    fn label(self) -> &'static str {
-        match self {
-            ArborMode::Prior => "arbor",
-            ArborMode::Read => "arbor (reads)",
-        }
-    }
-}
-
 /// What the Arbor engine reports beside its engine report.
-pub(crate) struct ArborRun {
-    pub(crate) report: EngineReport,
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ArborExtras {
     pub(crate) caches: CacheReport,
     pub(crate) keys_final: u64,
     pub(crate) root: String,
+}
+
+/// An engine's outcome: its report and, for Arbor, its caches, key count and root.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct EngineOutcome {
+    pub(crate) report: EngineReport,
+    pub(crate) arbor: Option<ArborExtras>,
+}
+
+/// One engine of the benchmark after its bulk load: it commits blocks in rounds, then
+/// finishes (flush, compaction, measurements).
+pub(crate) trait Engine {
+    /// Commit blocks `from..=to`, the next ones in order (each commit timed alone).
+    fn blocks(&mut self, from: u64, to: u64) -> Result<()>;
+    /// Flush (timed), compact and measure.
+    fn finish(self: Box<Self>) -> Result<EngineOutcome>;
+}
+
+/// What every engine keeps of its bulk load and its process's measurements.
+struct Started {
+    bulk_keys: u64,
+    bulk_seconds: f64,
+    peak_rss_reset: bool,
+    rss: RssPhases,
+    commit_seconds: Vec<f64>,
+    writes: u64,
+}
+
+impl Started {
+    /// After a bulk load of `bulk_keys` that began at `start`.
+    fn after_bulk(bulk_keys: u64, start: Instant, peak_rss_reset: bool) -> Started {
+        Started {
+            bulk_keys,
+            bulk_seconds: start.elapsed().as_secs_f64(),
+            peak_rss_reset,
+            rss: RssPhases::start_blocks(),
+            commit_seconds: Vec::new(),
+            writes: 0,
+        }
+    }
+
+    /// The engine report of the block phase (blocks, flush, peaks and disk writes so far).
+    fn report(&self, blocks: u64, hashes: u64, bytes_written: u64, flush: f64) -> EngineReport {
+        let phase = BlockPhase {
+            commit_seconds: self.commit_seconds.clone(),
+            writes: self.writes,
+            hashes,
+            bytes_written,
+            flush_seconds: flush,
+        };
+        let mut report = phase.engine_report(blocks, self.bulk_keys, self.bulk_seconds);
+        report.peak_rss_blocks_bytes = self.rss.blocks_peak();
+        report.disk_bytes_per_block = self.rss.disk_per_block(blocks);
+        report.peak_rss_reset = self.peak_rss_reset;
+        report
+    }
+}
+
+/// Arbor: bulk-loaded, committing blocks with its old values given (`Prior`) or read.
+pub(crate) struct ArborEngine {
+    db: StateDb,
+    config: StoreConfig,
+    workload: Workload,
+    dir: PathBuf,
+    mode: ArborMode,
+    started: Started,
+    live: LiveKeys,
+    last: LastWrites,
+    timings: Vec<store::CommitTimings>,
+    hashes: u64,
+    leaf_scans: u64,
+}
+
+impl ArborEngine {
+    /// Open a new store at `dir` and bulk-load the workload's initial keys; `tick` hears
+    /// the entries loaded so far.
+    pub(crate) fn start(
+        config: &StoreConfig,
+        workload: &Workload,
+        dir: &Path,
+        mode: ArborMode,
+        tick: &dyn Fn(u64),
+    ) -> Result<ArborEngine> {
+        let peak_rss_reset = reset_peak_rss();
+        let mut db = StateDb::open(dir, config.clone()).context("cannot open the Arbor store")?;
+        let start = Instant::now();
+        let mut load = db.begin_bulk_load("bench store").context("Arbor bulk load refused")?;
+        for (i, (k, v)) in workload.initial_entries().enumerate() {
+            every_65536(tick, i);
+            load.put(&TrieId::Main, &k, &v).context("Arbor bulk load failed")?;
+        }
+        let bulk_keys = load.finish().context("Arbor bulk load failed")?.entries;
+        Ok(ArborEngine {
+            db,
+            config: config.clone(),
+            workload: workload.clone(),
+            dir: dir.to_path_buf(),
+            mode,
+            started: Started::after_bulk(bulk_keys, start, peak_rss_reset),
+            live: LiveKeys::initial(workload.keys_initial),
+            last: LastWrites::default(),
+            timings: Vec::new(),
+            hashes: 0,
+            leaf_scans: 0,
+        })
+    }
+}
+
+impl Engine for ArborEngine {
+    fn blocks(&mut self, from: u64, to: u64) -> Result<()> {
+        for b in from..=to {
+            let ops = self.workload.block_ops(b);
+            self.live.apply(&ops);
+            let changes = self.workload.change_set_of(&ops);
+            let prior =
+                (self.mode == ArborMode::Prior).then(|| self.last.prior_set(&self.workload, &ops));
+            self.last.apply(b, &ops);
+            self.started.writes += changes.values().map(|m| m.len() as u64).sum::<u64>();
+            let start = Instant::now();
+            let info = match &prior {
+                Some(prior) => self.db.commit_with_prior(&changes, prior),
+                None => self.db.commit(&changes),
+            }
+            .with_context(|| format!("Arbor commit of block {b} failed"))?;
+            self.started.commit_seconds.push(start.elapsed().as_secs_f64());
+            ensure!(info.number == b, "Arbor committed block {} as number {}", b, info.number);
+            self.hashes += info.hashes;
+            self.leaf_scans += info.leaf_scans;
+            self.timings.push(info.timings);
+        }
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> Result<EngineOutcome> {
+        let ArborEngine { db, config, dir, started, live, timings, hashes, leaf_scans, .. } = *self;
+        let blocks = started.commit_seconds.len() as u64;
+        let start = Instant::now();
+        db.flush().context("Arbor flush failed")?;
+        let flush_seconds = start.elapsed().as_secs_f64();
+        let stats = db.stats();
+        let mut report = started.report(blocks, hashes, stats.bytes_written, flush_seconds);
+        report.phases = Some(PhaseReport::of(&timings));
+        report.leaf_scans_per_block_mean = ratio(leaf_scans as f64, blocks as f64);
+        let root = db.head_root();
+        let start = Instant::now();
+        db.compact().context("Arbor compaction failed")?;
+        report.compact_seconds = start.elapsed().as_secs_f64();
+        report.end_to_end_seconds = report.total_seconds + report.compact_seconds;
+        report.sst_bytes = db.stats().sst_bytes;
+        report.peak_rss_bytes = started.rss.whole_peak();
+        db.close().context("Arbor close failed")?;
+        report.column_sst_bytes = column_sst_bytes(&dir)?;
+        report.dir_bytes = dir_bytes(&dir)?;
+        let caches = cache_report(&stats, &config, report.peak_rss_blocks_bytes);
+        let arbor = ArborExtras { caches, keys_final: live.count(), root: root.to_string() };
+        Ok(EngineOutcome { report, arbor: Some(arbor) })
+    }
 }
 
 /// Per-block timings and counts of one engine's block phase.
@@ -102,120 +248,6 @@ impl BlockPhase {
     }
 }
 
-/// Arbor: bulk load, blocks, flush, caches, compaction.
-pub(crate) fn run_arbor(
-    opts: &StoreBenchOpts,
-    config: &StoreConfig,
-    workload: &Workload,
-    dir: &Path,
-    mode: ArborMode,
-    progress: bool,
-) -> Result<ArborRun> {
-    let label = mode.label();
-    let peak_rss_reset = reset_peak_rss();
-    let mut db = StateDb::open(dir, config.clone()).context("cannot open the Arbor store")?;
-    let pb = bar(progress, opts.keys, format!("{label}: bulk load"));
-    let start = Instant::now();
-    let mut load = db.begin_bulk_load("bench store").context("Arbor bulk load refused")?;
-    for (i, (k, v)) in workload.initial_entries().enumerate() {
-        tick(&pb, i);
-        load.put(&TrieId::Main, &k, &v).context("Arbor bulk load failed")?;
-    }
-    pb.set_message(format!("{label}: bulk load, node rebuild"));
-    let bulk_keys = load.finish().context("Arbor bulk load failed")?.entries;
-    let bulk_seconds = start.elapsed().as_secs_f64();
-    pb.finish();
-    let rss = RssPhases::start_blocks();
-
-    let pb = bar(progress, opts.blocks, format!("{label}: blocks"));
-    let blocks = ArborBlocks::commit(&mut db, opts, workload, mode, &pb)?;
-    pb.finish();
-    let ArborBlocks { commit_seconds, writes, hashes, leaf_scans, timings, flush_seconds, live } =
-        blocks;
-    let peak_rss_blocks_bytes = rss.blocks_peak();
-    let disk_bytes_per_block = rss.disk_per_block(opts.blocks);
-    let bytes_written = db.stats().bytes_written;
-    let phase = BlockPhase { commit_seconds, writes, hashes, bytes_written, flush_seconds };
-    let mut report = phase.engine_report(opts.blocks, bulk_keys, bulk_seconds);
-    report.peak_rss_blocks_bytes = peak_rss_blocks_bytes;
-    report.disk_bytes_per_block = disk_bytes_per_block;
-    report.phases = Some(PhaseReport::of(&timings));
-    report.leaf_scans_per_block_mean = ratio(leaf_scans as f64, opts.blocks as f64);
-    let stats = db.stats();
-    let root = db.head_root();
-
-    let pb = bar(progress, 1, format!("{label}: compaction"));
-    let start = Instant::now();
-    db.compact().context("Arbor compaction failed")?;
-    report.compact_seconds = start.elapsed().as_secs_f64();
-    report.end_to_end_seconds = report.total_seconds + report.compact_seconds;
-    report.sst_bytes = db.stats().sst_bytes;
-    report.peak_rss_bytes = rss.whole_peak();
-    report.peak_rss_reset = peak_rss_reset;
-    db.close().context("Arbor close failed")?;
-    report.column_sst_bytes = column_sst_bytes(dir)?;
-    report.dir_bytes = dir_bytes(dir)?;
-    pb.finish();
-
-    let caches = cache_report(&stats, config, report.peak_rss_blocks_bytes);
-    Ok(ArborRun { report, caches, keys_final: live.count(), root: root.to_string() })
-}
-
-/// Arbor's block phase: every block committed (each commit timed alone), then the flush
-/// (timed).
-struct ArborBlocks {
-    commit_seconds: Vec<f64>,
-    writes: u64,
-    hashes: u64,
-    leaf_scans: u64,
-    timings: Vec<store::CommitTimings>,
-    flush_seconds: f64,
-    /// The live keys after the last block.
-    live: LiveKeys,
-}
-
-impl ArborBlocks {
-    /// Commit the workload's blocks to `db` (the old values given by the caller or read
-    /// by the store, as `mode` says) and flush; `pb` counts the blocks.
-    fn commit(
-        db: &mut StateDb,
-        opts: &StoreBenchOpts,
-        workload: &Workload,
-        mode: ArborMode,
-        pb: &ProgressBar,
-    ) -> Result<ArborBlocks> {
-        let mut live = LiveKeys::initial(opts.keys);
-        let mut last = LastWrites::default();
-        let mut commit_seconds = Vec::with_capacity(opts.blocks as usize);
-        let mut timings = Vec::with_capacity(opts.blocks as usize);
-        let (mut writes, mut hashes, mut leaf_scans) = (0, 0, 0);
-        for b in 1..=opts.blocks {
-            let ops = workload.block_ops(b);
-            live.apply(&ops);
-            let changes = workload.change_set_of(&ops);
-            let prior = (mode == ArborMode::Prior).then(|| last.prior_set(workload, &ops));
-            last.apply(b, &ops);
-            writes += changes.values().map(|m| m.len() as u64).sum::<u64>();
-            let start = Instant::now();
-            let info = match &prior {
-                Some(prior) => db.commit_with_prior(&changes, prior),
-                None => db.commit(&changes),
-            }
-            .with_context(|| format!("Arbor commit of block {b} failed"))?;
-            commit_seconds.push(start.elapsed().as_secs_f64());
-            ensure!(info.number == b, "Arbor committed block {} as number {}", b, info.number);
-            hashes += info.hashes;
-            leaf_scans += info.leaf_scans;
-            timings.push(info.timings);
-            pb.inc(1);
-        }
-        let start = Instant::now();
-        db.flush().context("Arbor flush failed")?;
-        let flush_seconds = start.elapsed().as_secs_f64();
-        Ok(ArborBlocks { commit_seconds, writes, hashes, leaf_scans, timings, flush_seconds, live })
-    }
-}
-
 /// Arbor's caches after the blocks, and its peak RSS during them against the cache budget.
 fn cache_report(
     stats: &StoreStats,
@@ -258,127 +290,161 @@ impl PlainMode {
 }
 
 /// Plain RocksDB: the same keys, values and blocks, no Merkle work.
-pub(crate) fn run_plain(
-    opts: &StoreBenchOpts,
-    config: &StoreConfig,
-    workload: &Workload,
-    dir: &Path,
+pub(crate) struct PlainEngine {
+    db: PlainDb,
+    workload: Workload,
+    dir: PathBuf,
     mode: PlainMode,
-    progress: bool,
-) -> Result<EngineReport> {
-    let label = mode.label();
-    let peak_rss_reset = reset_peak_rss();
-    let db = PlainDb::open(dir, config)?;
-    let pb = bar(progress, opts.keys, format!("{label}: bulk load"));
-    let start = Instant::now();
-    let entries = workload.initial_entries().enumerate().map(|(i, kv)| {
-        tick(&pb, i);
-        kv
-    });
-    let bulk_keys = db.bulk_load(entries).with_context(|| format!("{label} bulk load failed"))?;
-    let bulk_seconds = start.elapsed().as_secs_f64();
-    pb.finish();
-    let rss = RssPhases::start_blocks();
+    started: Started,
+    bytes_written: u64,
+}
 
-    let pb = bar(progress, opts.blocks, format!("{label}: blocks"));
-    let mut commit_seconds = Vec::with_capacity(opts.blocks as usize);
-    let (mut writes, mut bytes_written) = (0, 0);
-    for b in 1..=opts.blocks {
-        let changes = workload.block_changes(b);
-        writes += changes.len() as u64;
+impl PlainEngine {
+    /// Open a new database at `dir` and bulk-load the workload's initial keys.
+    pub(crate) fn start(
+        config: &StoreConfig,
+        workload: &Workload,
+        dir: &Path,
+        mode: PlainMode,
+        tick: &dyn Fn(u64),
+    ) -> Result<PlainEngine> {
+        let label = mode.label();
+        let peak_rss_reset = reset_peak_rss();
+        let db = PlainDb::open(dir, config)?;
         let start = Instant::now();
-        bytes_written += match mode {
-            PlainMode::Blind => db.write_block(&changes),
-            PlainMode::Undo => db.write_block_with_undo(b, &changes),
-        }
-        .with_context(|| format!("{label} write of block {b} failed"))?;
-        commit_seconds.push(start.elapsed().as_secs_f64());
-        pb.inc(1);
+        let entries = workload.initial_entries().enumerate().map(|(i, kv)| {
+            every_65536(tick, i);
+            kv
+        });
+        let bulk_keys =
+            db.bulk_load(entries).with_context(|| format!("{label} bulk load failed"))?;
+        Ok(PlainEngine {
+            db,
+            workload: workload.clone(),
+            dir: dir.to_path_buf(),
+            mode,
+            started: Started::after_bulk(bulk_keys, start, peak_rss_reset),
+            bytes_written: 0,
+        })
     }
-    let start = Instant::now();
-    db.flush().with_context(|| format!("{label} flush failed"))?;
-    let flush_seconds = start.elapsed().as_secs_f64();
-    pb.finish();
-    let peak_rss_blocks_bytes = rss.blocks_peak();
-    let phase = BlockPhase { commit_seconds, writes, hashes: 0, bytes_written, flush_seconds };
-    let mut report = phase.engine_report(opts.blocks, bulk_keys, bulk_seconds);
-    report.peak_rss_blocks_bytes = peak_rss_blocks_bytes;
-    report.disk_bytes_per_block = rss.disk_per_block(opts.blocks);
+}
 
-    let pb = bar(progress, 1, format!("{label}: compaction"));
-    let start = Instant::now();
-    db.compact().with_context(|| format!("{label} compaction failed"))?;
-    report.compact_seconds = start.elapsed().as_secs_f64();
-    report.end_to_end_seconds = report.total_seconds + report.compact_seconds;
-    report.sst_bytes = db.sst_bytes()?;
-    report.peak_rss_bytes = rss.whole_peak();
-    report.peak_rss_reset = peak_rss_reset;
-    drop(db);
-    report.column_sst_bytes = column_sst_bytes(dir)?;
-    report.dir_bytes = dir_bytes(dir)?;
-    pb.finish();
-    Ok(report)
+impl Engine for PlainEngine {
+    fn blocks(&mut self, from: u64, to: u64) -> Result<()> {
+        let label = self.mode.label();
+        for b in from..=to {
+            let changes = self.workload.block_changes(b);
+            self.started.writes += changes.len() as u64;
+            let start = Instant::now();
+            self.bytes_written += match self.mode {
+                PlainMode::Blind => self.db.write_block(&changes),
+                PlainMode::Undo => self.db.write_block_with_undo(b, &changes),
+            }
+            .with_context(|| format!("{label} write of block {b} failed"))?;
+            self.started.commit_seconds.push(start.elapsed().as_secs_f64());
+        }
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> Result<EngineOutcome> {
+        let PlainEngine { db, dir, mode, started, bytes_written, .. } = *self;
+        let label = mode.label();
+        let blocks = started.commit_seconds.len() as u64;
+        let start = Instant::now();
+        db.flush().with_context(|| format!("{label} flush failed"))?;
+        let flush_seconds = start.elapsed().as_secs_f64();
+        let mut report = started.report(blocks, 0, bytes_written, flush_seconds);
+        let start = Instant::now();
+        db.compact().with_context(|| format!("{label} compaction failed"))?;
+        report.compact_seconds = start.elapsed().as_secs_f64();
+        report.end_to_end_seconds = report.total_seconds + report.compact_seconds;
+        report.sst_bytes = db.sst_bytes()?;
+        report.peak_rss_bytes = started.rss.whole_peak();
+        drop(db);
+        report.column_sst_bytes = column_sst_bytes(&dir)?;
+        report.dir_bytes = dir_bytes(&dir)?;
+        Ok(EngineOutcome { report, arbor: None })
+    }
 }
 
 /// NOMT: the same keys, values and blocks, committed to its binary BLAKE3 trie (see
 /// [`crate::nomt_engine`]): `commit_concurrency` = cores, rollback on (undo parity).
-pub(crate) fn run_nomt(
-    opts: &StoreBenchOpts,
-    config: &StoreConfig,
-    workload: &Workload,
-    dir: &Path,
-    progress: bool,
-) -> Result<EngineReport> {
-    let peak_rss_reset = reset_peak_rss();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let keys_expected = workload.index_range(opts.blocks);
-    let budget = config.cache_budget_bytes();
-    let mut db = NomtEngine::open(dir, threads, NOMT_ROLLBACK_BLOCKS, keys_expected, budget)?;
-    let pb = bar(progress, opts.keys, "nomt: bulk load");
-    let start = Instant::now();
-    let bulk_keys = db.bulk_load(workload.initial_entries()).context("NOMT bulk load failed")?;
-    let bulk_seconds = start.elapsed().as_secs_f64();
-    pb.finish();
-    let rss = RssPhases::start_blocks();
-    let pb = bar(progress, opts.blocks, "nomt: blocks");
-    let mut commit_seconds = Vec::with_capacity(opts.blocks as usize);
-    let mut writes = 0;
-    let mut last = LastWrites::default();
-    for b in 1..=opts.blocks {
-        let ops = workload.block_ops(b);
-        last.apply(b, &ops);
-        let changes = workload.changes_of(&ops);
-        writes += changes.len() as u64;
+pub(crate) struct NomtRun {
+    db: NomtEngine,
+    workload: Workload,
+    started: Started,
+    last: LastWrites,
+    /// The blocks the run commits in all (the final key range).
+    blocks: u64,
+}
+
+impl NomtRun {
+    /// Open a new NOMT database at `dir` sized for `blocks` blocks and bulk-load the
+    /// workload's initial keys.
+    pub(crate) fn start(
+        config: &StoreConfig,
+        workload: &Workload,
+        dir: &Path,
+        blocks: u64,
+        tick: &dyn Fn(u64),
+    ) -> Result<NomtRun> {
+        let peak_rss_reset = reset_peak_rss();
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let keys_expected = workload.index_range(blocks);
+        let budget = config.cache_budget_bytes();
+        let mut db = NomtEngine::open(dir, threads, NOMT_ROLLBACK_BLOCKS, keys_expected, budget)?;
         let start = Instant::now();
-        db.commit_block(&changes).with_context(|| format!("NOMT commit of block {b} failed"))?;
-        commit_seconds.push(start.elapsed().as_secs_f64());
-        pb.inc(1);
+        let entries = workload.initial_entries().enumerate().map(|(i, kv)| {
+            every_65536(tick, i);
+            kv
+        });
+        let bulk_keys = db.bulk_load(entries).context("NOMT bulk load failed")?;
+        Ok(NomtRun {
+            db,
+            workload: workload.clone(),
+            started: Started::after_bulk(bulk_keys, start, peak_rss_reset),
+            last: LastWrites::default(),
+            blocks,
+        })
     }
-    let start = Instant::now();
-    db.flush().context("NOMT flush failed")?;
-    let flush_seconds = start.elapsed().as_secs_f64();
-    pb.finish();
-    check_nomt(&db, workload, &last, opts)?;
-    let phase = BlockPhase { commit_seconds, writes, hashes: 0, bytes_written: 0, flush_seconds };
-    let mut report = phase.engine_report(opts.blocks, bulk_keys, bulk_seconds);
-    report.peak_rss_blocks_bytes = rss.blocks_peak();
-    report.disk_bytes_per_block = rss.disk_per_block(opts.blocks);
-    report.end_to_end_seconds = report.total_seconds;
-    report.dir_bytes = db.dir_bytes()?;
-    report.sst_bytes = report.dir_bytes;
-    report.peak_rss_bytes = rss.whole_peak();
-    report.peak_rss_reset = peak_rss_reset;
-    Ok(report)
+}
+
+impl Engine for NomtRun {
+    fn blocks(&mut self, from: u64, to: u64) -> Result<()> {
+        for b in from..=to {
+            let ops = self.workload.block_ops(b);
+            self.last.apply(b, &ops);
+            let changes = self.workload.changes_of(&ops);
+            self.started.writes += changes.len() as u64;
+            let start = Instant::now();
+            self.db
+                .commit_block(&changes)
+                .with_context(|| format!("NOMT commit of block {b} failed"))?;
+            self.started.commit_seconds.push(start.elapsed().as_secs_f64());
+        }
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> Result<EngineOutcome> {
+        let NomtRun { mut db, workload, started, last, blocks } = *self;
+        let committed = started.commit_seconds.len() as u64;
+        ensure!(committed == blocks, "NOMT committed {committed} of {blocks} blocks");
+        let start = Instant::now();
+        db.flush().context("NOMT flush failed")?;
+        let flush_seconds = start.elapsed().as_secs_f64();
+        check_nomt(&db, &workload, &last, blocks)?;
+        let mut report = started.report(blocks, 0, 0, flush_seconds);
+        report.end_to_end_seconds = report.total_seconds;
+        report.dir_bytes = db.dir_bytes()?;
+        report.sst_bytes = report.dir_bytes;
+        report.peak_rss_bytes = started.rss.whole_peak();
+        Ok(EngineOutcome { report, arbor: None })
+    }
 }
 
 /// Every 997th key index below the final range holds in NOMT what the workload wrote last.
-fn check_nomt(
-    db: &NomtEngine,
-    workload: &Workload,
-    last: &LastWrites,
-    opts: &StoreBenchOpts,
-) -> Result<()> {
-    for i in (0..workload.index_range(opts.blocks)).step_by(997) {
+fn check_nomt(db: &NomtEngine, workload: &Workload, last: &LastWrites, blocks: u64) -> Result<()> {
+    for i in (0..workload.index_range(blocks)).step_by(997) {
         let want = last.value(workload, i).map(|v| v.to_vec());
         let got = db.get(&workload.key(i))?;
         ensure!(got == want, "NOMT holds another value for key index {i}");
@@ -427,9 +493,9 @@ impl RssPhases {
     }
 }
 
-/// Advance a bulk-load bar every 65,536 entries (cheap enough to call per entry).
-fn tick(pb: &ProgressBar, i: usize) {
+/// Tell `tick` the entries loaded every 65,536 entries (cheap enough to call per entry).
+fn every_65536(tick: &dyn Fn(u64), i: usize) {
     if i.is_multiple_of(65_536) {
-        pb.set_position(i as u64);
+        tick(i as u64);
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use store::StoreConfig;
 use store::{CacheStats, ResidentStats};
 
@@ -72,7 +72,7 @@ pub struct StoreBenchReport {
 }
 
 /// One engine's run: bulk load, blocks, flush, compaction, size and memory.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EngineReport {
     /// Initial keys written by the bulk load.
     pub bulk_keys: u64,
@@ -145,7 +145,7 @@ impl EngineReport {
 }
 
 /// Median milliseconds per block of each commit phase (see `store::CommitTimings`).
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct PhaseReport {
     /// Batched reads of the old values.
     pub read_old_values_ms_p50: f64,
@@ -174,7 +174,7 @@ impl PhaseReport {
 }
 
 /// Arbor's node and flat caches after the blocks.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CacheReport {
     /// Node cache counters.
     pub node: CacheStats,

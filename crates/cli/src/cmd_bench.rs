@@ -114,12 +114,24 @@ enum BenchCommand {
     Import(ImportArgs),
     /// Checkpoints: create vs a scan of flat, restore vs a bulk load, 3 HTTP sources vs local, bytes.
     Checkpoint(CheckpointArgs),
+    /// One engine of `bench store` as a worker process, driven over stdin and stdout by
+    /// `bench store` itself (not meant to be run by hand).
+    #[command(hide = true)]
+    StoreWorker(StoreWorkerArgs),
+}
+
+/// Arguments of the hidden `arbor bench store-worker`.
+#[derive(Debug, Args)]
+struct StoreWorkerArgs {
+    /// The worker's spec (JSON, written by `bench store`).
+    #[arg(long, value_name = "FILE")]
+    spec: PathBuf,
 }
 
 impl BenchCommand {
-    /// The report flags every bench shares.
-    fn report(&self) -> &ReportArgs {
-        match self {
+    /// The report flags every bench shares (none for a store worker).
+    fn report(&self) -> Option<&ReportArgs> {
+        Some(match self {
             BenchCommand::Trie(a) => &a.report,
             BenchCommand::Store(a) => &a.report,
             BenchCommand::History(a) => &a.report,
@@ -127,7 +139,8 @@ impl BenchCommand {
             BenchCommand::Blockstm(a) => &a.report,
             BenchCommand::Import(a) => &a.report,
             BenchCommand::Checkpoint(a) => &a.report,
-        }
+            BenchCommand::StoreWorker(_) => return None,
+        })
     }
 }
 
@@ -397,8 +410,13 @@ struct TrieArgs {
 
 /// Run `arbor bench …`.
 pub(crate) fn run(args: &BenchArgs) -> Result<ExitCode> {
+    let Some(report) = args.which.report() else {
+        let BenchCommand::StoreWorker(w) = &args.which else { unreachable!("only workers") };
+        bench::store_worker(&w.spec)?;
+        return Ok(ExitCode::SUCCESS);
+    };
     // Output paths are refused before any work.
-    args.which.report().check()?;
+    report.check()?;
     warn_if_debug();
     match &args.which {
         BenchCommand::Trie(t) => trie(t),
@@ -408,6 +426,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<ExitCode> {
         BenchCommand::Blockstm(b) => blockstm(b),
         BenchCommand::Import(i) => import(i),
         BenchCommand::Checkpoint(c) => checkpoint_bench(c),
+        BenchCommand::StoreWorker(_) => unreachable!("handled above"),
     }
 }
 
@@ -492,6 +511,7 @@ fn store(args: &StoreArgs) -> Result<ExitCode> {
         dir: args.dir.clone(),
         arbor_reading: !args.skip_arbor_reading,
         nomt: !args.skip_nomt,
+        worker: None,
     };
     let report =
         bench::store_bench(&opts, &config, !args.report.json).context("store benchmark failed")?;

@@ -13,6 +13,9 @@ use serde_json::Value;
 use test_support::dir_snapshot;
 use trie::{keccak256, EthLayout, H256};
 
+/// `arbor bench store`: its report, its worker processes, a driver killed mid-run.
+#[path = "cli/bench_store.rs"]
+mod bench_store;
 /// `arbor checkpoint …`: round trips, hostile sources and command lines, SIGKILL.
 #[path = "cli/checkpoint.rs"]
 mod checkpoint;
@@ -596,38 +599,6 @@ fn database_commands_reject_bad_input() {
     assert_one_line_error(&o, "node_cache_bites");
     let o = arbor(&["load", "--db", &db, "--blocks", "1", "--updates-per-block", "1"]);
     assert_one_line_error(&o, "--seed");
-}
-
-#[test]
-fn bench_store_smoke() {
-    let html = html_path("store");
-    let o = arbor(&[
-        "bench",
-        "store",
-        "--html",
-        html.to_str().unwrap(),
-        "--keys",
-        "1000",
-        "--blocks",
-        "3",
-        "--updates-per-block",
-        "50",
-        "--json",
-        "--dir",
-        env!("CARGO_TARGET_TMPDIR"),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
-    conventions::assert_json_names(&v);
-    assert_eq!(v["options"]["keys"], 1000);
-    assert_eq!(v["root_verified"], true);
-    assert!(v["ratios"]["merkle_overhead"].as_f64().unwrap() > 0.0);
-    // Commit latency over the blocks (one line per engine), p50/p99, blocks/s, two ratios.
-    let page = std::fs::read_to_string(&html).unwrap();
-    assert_eq!(parse_svgs(&page), 5);
-    let engines = v["nomt"].is_object() as usize + 3 + v["arbor_reading"].is_object() as usize;
-    assert_eq!(page.matches("<polyline").count(), engines, "one latency line per engine");
-    assert_eq!(v["arbor"]["commit_ms_series"].as_array().unwrap().len(), 3, "a point per block");
 }
 
 #[test]

@@ -79,7 +79,7 @@ impl<T: Weigh> Weigh for Option<T> {
 /// Each counter is exact; a snapshot taken while other threads use the cache may mix
 /// counts from slightly different moments. With no concurrent use,
 /// `entries == admissions - evictions - invalidations`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct CacheStats {
     /// `get` calls that found a value.

@@ -102,7 +102,7 @@ pub(crate) struct Resident {
 }
 
 /// Counters of the resident trie.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ResidentStats {
     /// Nodes held.
     pub entries: u64,
