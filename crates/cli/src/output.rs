@@ -2,7 +2,8 @@
 //! command writes nothing.
 //!
 //! Two outputs of one command must not be the same file, however they are spelled
-//! (`./a` and `a`, a symbolic link, `dir/../a`, a hard link); an existing file is kept
+//! (`./a` and `a`, a symbolic link, `dir/../a`, a hard link); `-`, which inputs read as
+//! stdin, is refused rather than created as a file of that name; an existing file is kept
 //! unless the user passes `--force`; a directory or a path in a missing directory is
 //! refused. All of these are usage errors (exit code 2). Without `--force` the file is
 //! also created exclusively, so one created meanwhile by another process is not
@@ -34,6 +35,13 @@ pub(crate) struct Output<'a> {
 pub(crate) fn check(outputs: &[Output<'_>], force: bool) -> Result<Vec<PathBuf>> {
     let mut resolved: Vec<(Output<'_>, PathBuf)> = Vec::with_capacity(outputs.len());
     for &out in outputs {
+        // Inputs read `-` as stdin; an output spelled so would be a file named `-`.
+        if out.path.as_os_str() == "-" {
+            return Err(usage(format!(
+                "{} - is not a file: name a file (this command does not write {} to stdout)",
+                out.flag, out.flag
+            )));
+        }
         if out.path.as_os_str().as_encoded_bytes().ends_with(b"/") {
             return Err(usage(format!(
                 "{} {} names a directory; name a file",

@@ -407,3 +407,31 @@ fn outputs_and_sources_are_checked_before_work() {
 fn db_name(db: &str) -> &str {
     Path::new(db).file_name().unwrap().to_str().unwrap()
 }
+
+/// `-` names stdin where a command reads; as an output it is refused (exit 2) before any
+/// work, and no file named `-` appears.
+#[test]
+fn a_dash_is_not_an_output_file() {
+    let dir = scratch("dash");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_arbor"))
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap()
+    };
+    let gen = ["gen-chain", "--accounts", "20", "--blocks", "2", "--transfers", "3"];
+    let build = ["build-block", "--accounts", "20", "--transfers", "3"];
+    for args in [
+        [gen.as_slice(), &["--seed", "1", "--out", "-"]].concat(),
+        [build.as_slice(), &["--block", "-", "--witness", "w.bin"]].concat(),
+        [build.as_slice(), &["--block", "b.bin", "--witness", "-"]].concat(),
+        vec!["bench", "store", "--keys", "100", "--blocks", "1", "--out", "-"],
+        vec!["bench", "pov", "--html", "-"],
+    ] {
+        assert_usage_error(&run(&args), "is not a file");
+    }
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "a refused command wrote");
+}
