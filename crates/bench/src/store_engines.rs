@@ -16,7 +16,7 @@ use crate::plain_db::{column_sst_bytes, dir_bytes, PlainDb};
 use crate::rss::{io_write_bytes, peak_rss_bytes, reset_peak_rss};
 use crate::store_report::{CacheReport, EngineReport, PhaseReport, RSS_OVER_BUDGET_TARGET};
 use crate::timing::{percentile_sorted, ratio, sorted};
-use crate::workload::{LastWrites, LiveKeys, Workload};
+use crate::workload::{LastWrites, LiveKeys, Workload, WORKLOAD_KEY_BYTES, WORKLOAD_VALUE_BYTES};
 
 /// How the Arbor engine learns the old values of a block's keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,8 +121,7 @@ impl ArborEngine {
         let mut db = StateDb::open(dir, config.clone()).context("cannot open the Arbor store")?;
         let start = Instant::now();
         let mut load = db.begin_bulk_load("bench store").context("Arbor bulk load refused")?;
-        for (i, (k, v)) in workload.initial_entries().enumerate() {
-            every_65536(tick, i);
+        for (k, v) in ticking(workload, tick) {
             load.put(&TrieId::Main, &k, &v).context("Arbor bulk load failed")?;
         }
         let bulk_keys = load.finish().context("Arbor bulk load failed")?.entries;
@@ -312,12 +311,9 @@ impl PlainEngine {
         let peak_rss_reset = reset_peak_rss();
         let db = PlainDb::open(dir, config)?;
         let start = Instant::now();
-        let entries = workload.initial_entries().enumerate().map(|(i, kv)| {
-            every_65536(tick, i);
-            kv
-        });
-        let bulk_keys =
-            db.bulk_load(entries).with_context(|| format!("{label} bulk load failed"))?;
+        let bulk_keys = db
+            .bulk_load(ticking(workload, tick))
+            .with_context(|| format!("{label} bulk load failed"))?;
         Ok(PlainEngine {
             db,
             workload: workload.clone(),
@@ -394,11 +390,7 @@ impl NomtRun {
         let budget = config.cache_budget_bytes();
         let mut db = NomtEngine::open(dir, threads, NOMT_ROLLBACK_BLOCKS, keys_expected, budget)?;
         let start = Instant::now();
-        let entries = workload.initial_entries().enumerate().map(|(i, kv)| {
-            every_65536(tick, i);
-            kv
-        });
-        let bulk_keys = db.bulk_load(entries).context("NOMT bulk load failed")?;
+        let bulk_keys = db.bulk_load(ticking(workload, tick)).context("NOMT bulk load failed")?;
         Ok(NomtRun {
             db,
             workload: workload.clone(),
@@ -493,9 +485,15 @@ impl RssPhases {
     }
 }
 
-/// Tell `tick` the entries loaded every 65,536 entries (cheap enough to call per entry).
-fn every_65536(tick: &dyn Fn(u64), i: usize) {
-    if i.is_multiple_of(65_536) {
-        tick(i as u64);
-    }
+/// The workload's initial entries, telling `tick` how many came before every 65,536th.
+fn ticking<'a>(
+    workload: &'a Workload,
+    tick: &'a dyn Fn(u64),
+) -> impl Iterator<Item = ([u8; WORKLOAD_KEY_BYTES], [u8; WORKLOAD_VALUE_BYTES])> + 'a {
+    workload.initial_entries().enumerate().map(move |(i, kv)| {
+        if i.is_multiple_of(65_536) {
+            tick(i as u64);
+        }
+        kv
+    })
 }

@@ -84,8 +84,9 @@ pub struct EngineReport {
     pub writes: u64,
     /// Mean keccak calls per commit (Arbor's `CommitInfo::hashes`; 0 for the baselines).
     pub hashes_per_block_mean: f64,
-    /// Mean bytes the process wrote to storage per block during the blocks and the final
-    /// flush (`/proc/self/io`: WAL, memtable flushes and compaction included); 0 if unknown.
+    /// Mean bytes the engine's worker process wrote to storage per block during the blocks
+    /// and the final flush (`/proc/self/io`: WAL, memtable flushes and compaction
+    /// included); 0 if unknown.
     pub disk_bytes_per_block: f64,
     /// Mean leaves Arbor read by a flat scan per commit (`CommitInfo::leaf_scans`).
     pub leaf_scans_per_block_mean: f64,
@@ -125,7 +126,7 @@ pub struct EngineReport {
     pub dir_bytes: u64,
     /// `sst_bytes / keys_final`.
     pub sst_bytes_per_key: f64,
-    /// Peak RSS of the process during this engine's phase (`VmHWM`), bytes; 0 if unknown.
+    /// Peak RSS of the engine's worker process (`VmHWM`), bytes; 0 if unknown.
     pub peak_rss_bytes: u64,
     /// Peak RSS from the end of the bulk load to the end of the final flush (the block
     /// run), bytes; 0 if unknown or if the kernel does not let the peak be reset.
