@@ -103,36 +103,55 @@ pub fn store_worker(spec_path: &Path) -> Result<()> {
         .with_context(|| format!("{} is not a worker spec", spec_path.display()))?;
     spec.check()?;
     let workload = Workload::new(spec.seed, spec.keys, spec.updates_per_block);
-    let mut out = std::io::stdout().lock();
-    let tick = |n: u64| println!("progress {n}");
+    // Progress is best effort; a closed stdout ends the worker at its next answer.
+    let tick = |n: u64| {
+        let _ = writeln!(std::io::stdout(), "progress {n}");
+    };
     let mut engine = start(&spec, &workload, &tick)?;
-    writeln!(out, "ready")?;
-    out.flush()?;
+    answer("ready")?;
+    let mut stdin = std::io::stdin().lock();
     let mut next = 1;
-    for line in std::io::stdin().lock().lines() {
-        let line = line.context("cannot read the driver's command")?;
+    while let Some(line) = command(&mut stdin)? {
         match line.split_whitespace().collect::<Vec<_>>().as_slice() {
             ["blocks", from, to] => {
                 let (from, to): (u64, u64) = (from.parse()?, to.parse()?);
-                ensure!(
-                    from == next && from <= to && to <= spec.blocks,
-                    "blocks {from}..={to} out of order"
-                );
+                let in_order = from == next && from <= to && to <= spec.blocks;
+                ensure!(in_order, "blocks {from}..={to} out of order");
                 engine.blocks(from, to)?;
                 next = to + 1;
-                writeln!(out, "done")?;
+                answer("done")?;
             }
-            ["finish"] => {
-                let outcome = engine.finish()?;
-                writeln!(out, "{}", serde_json::to_string(&outcome)?)?;
-                out.flush()?;
-                return Ok(());
-            }
+            ["finish"] => return answer(&serde_json::to_string(&engine.finish()?)?),
             _ => bail!("unknown worker command {line:?}"),
         }
-        out.flush()?;
     }
     bail!("the driver left before the worker finished")
+}
+
+/// The longest command line a worker reads.
+const COMMAND_BYTES_MAX: u64 = 256;
+
+/// The driver's next command line (`None` at the end of stdin), bounded in length.
+fn command(stdin: &mut impl BufRead) -> Result<Option<String>> {
+    let mut line = Vec::new();
+    stdin
+        .take(COMMAND_BYTES_MAX)
+        .read_until(b'\n', &mut line)
+        .context("cannot read the driver's command")?;
+    match line.pop() {
+        None => Ok(None),
+        Some(b'\n') => Ok(Some(String::from_utf8_lossy(&line).into_owned())),
+        Some(_) if line.len() + 1 == COMMAND_BYTES_MAX as usize => {
+            bail!("a worker command longer than {COMMAND_BYTES_MAX} bytes")
+        }
+        Some(_) => bail!("the driver left in the middle of a command"),
+    }
+}
+
+/// Write one answer line to the driver.
+fn answer(line: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{line}").and_then(|()| out.flush()).context("the driver stopped listening")
 }
 
 /// Open and bulk-load the spec's engine.
@@ -245,13 +264,14 @@ impl Worker {
         }
     }
 
-    /// What a worker that ended early said on stderr.
+    /// What a worker that ended early said on stderr (read to its end before the wait,
+    /// so that a worker blocked on a full stderr pipe cannot hang the driver).
     fn failure(&mut self) -> anyhow::Error {
-        let status = self.child.wait().map(|s| s.to_string()).unwrap_or_default();
         let mut err = String::new();
         if let Some(mut e) = self.child.stderr.take() {
             let _ = e.read_to_string(&mut err);
         }
+        let status = self.child.wait().map(|s| s.to_string()).unwrap_or_default();
         let said = err.trim().trim_start_matches("error: ");
         anyhow::anyhow!("the {} worker failed ({status}): {said}", self.kind.label())
     }

@@ -95,11 +95,14 @@ fn the_worker_command_refuses_what_the_driver_never_sends() {
     let o = arbor(&["bench", "store-worker", "--spec", spec(2, 200_000_000).to_str().unwrap()]);
     assert!(stderr(&o).contains("over 100000000"), "{}", stderr(&o));
     let good = spec(2, 10);
+    let long = format!("blocks 1 1{}\n", " ".repeat(300));
     for (commands, says) in [
         ("blocks 2 2\n", "out of order"),
         ("blocks 1 3\n", "out of order"),
         ("blocks 1 18446744073709551616\n", "number too large"),
         ("rm -rf /\n", "unknown worker command"),
+        (long.as_str(), "longer than 256 bytes"),
+        ("blocks 1 1", "in the middle of a command"),
         ("", "driver left"),
     ] {
         let _ = std::fs::remove_dir_all(dir.join("db-2-10"));
