@@ -3,6 +3,7 @@
 //!
 //! - [`dir_snapshot`]: a directory's files and their bytes, to show that an operation
 //!   wrote nothing.
+//! - [`copy_tree`]: a copy of a directory tree (a database or a checkpoint to damage).
 //! - [`Mount`]: a tmpfs mounted for a test's duration (as root), for databases on a mount
 //!   point.
 //! - [`rlp_like`]: hostile bytes shaped like RLP, for the decoders' never-panic properties.
@@ -39,6 +40,25 @@ pub fn dir_snapshot(path: impl AsRef<Path>) -> Vec<(String, Vec<u8>)> {
         .collect();
     out.sort();
     out
+}
+
+/// A copy of the directory tree `from` at `to` (created if missing): files copied,
+/// subdirectories copied in turn.
+pub fn copy_tree(from: impl AsRef<Path>, to: impl AsRef<Path>) {
+    let (from, to) = (from.as_ref(), to.as_ref());
+    std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("cannot create {}: {e}", to.display()));
+    let entries =
+        std::fs::read_dir(from).unwrap_or_else(|e| panic!("cannot list {}: {e}", from.display()));
+    for e in entries {
+        let e = e.unwrap_or_else(|e| panic!("cannot list {}: {e}", from.display()));
+        let target = to.join(e.file_name());
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            copy_tree(e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target)
+                .unwrap_or_else(|err| panic!("cannot copy {}: {err}", e.path().display()));
+        }
+    }
 }
 
 /// A tmpfs mounted for the test's duration; unmounted when dropped, also on a panic.

@@ -140,7 +140,7 @@ fn a_chunk_longer_than_the_manifest_says_blames_its_source() {
     assert!(chunks[longer].len > chunks[k].len, "chunks of one length");
     for (name, damage) in [("appended", 0), ("foreign", 1)] {
         let bad = tmp.path().join(name);
-        copy_tree(&good, &bad);
+        test_support::copy_tree(&good, &bad);
         if damage == 0 {
             let mut bytes = std::fs::read(chunk_file(&bad, k)).unwrap();
             bytes.push(0);
@@ -220,20 +220,6 @@ fn a_completed_restore_run_again_is_a_no_op() {
     let empty = open(&tmp.path().join("empty"));
     let empty_root = Trusted { block: 0, root: empty.head_root() };
     assert!(checkpoint::already_restored(&empty, empty_root, &sources).is_none());
-}
-
-/// A copy of the directory tree `from` at `to`.
-fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dst = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &dst);
-        } else {
-            std::fs::copy(e.path(), dst).unwrap();
-        }
-    }
 }
 
 /// Restore `trusted` from `sources` into `db` at `dir`, staging in the database, with the

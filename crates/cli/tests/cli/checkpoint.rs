@@ -203,19 +203,6 @@ fn hanging_source() -> String {
     url
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), &target).unwrap();
-        }
-    }
-}
-
 /// An HTTP answer.
 struct Reply {
     status: u16,
@@ -403,7 +390,7 @@ fn restore_from_good_corrupt_and_hanging_http_sources() {
     let m = make_checkpoint("three", "20000", "256");
     // The copy: one byte flipped in the chunks whose digest starts below 0x4d (~30%).
     let corrupt = fresh_dir("three-corrupt");
-    copy_dir(&m.dir, &corrupt);
+    test_support::copy_tree(&m.dir, &corrupt);
     let mut flipped = 0;
     for e in std::fs::read_dir(corrupt.join("chunks")).unwrap() {
         let path = e.unwrap().path();
@@ -830,7 +817,7 @@ fn serve_answers_http() {
 /// A copy of `m`'s directory with a stray manifest that does not hash to its name.
 fn with_damaged_manifest(m: &Made, name: &str) -> PathBuf {
     let dir = fresh_dir(name);
-    copy_dir(&m.dir, &dir);
+    test_support::copy_tree(&m.dir, &dir);
     let stray = dir.join("checkpoints").join("ab".repeat(32));
     std::fs::create_dir_all(&stray).unwrap();
     std::fs::write(stray.join("manifest"), b"garbage, not a manifest").unwrap();
@@ -1073,7 +1060,7 @@ fn rewritten_checkpoint(
     edit: impl FnOnce(&mut checkpoint::Manifest, &checkpoint::CheckpointDir),
 ) -> (PathBuf, String) {
     let dir = fresh_dir(name);
-    copy_dir(&m.dir.join("chunks"), &dir.join("chunks"));
+    test_support::copy_tree(m.dir.join("chunks"), dir.join("chunks"));
     let genuine = std::fs::read(m.dir.join("checkpoints").join(&m.id).join("manifest")).unwrap();
     let mut manifest = checkpoint::Manifest::decode(&genuine).unwrap();
     let out = checkpoint::CheckpointDir::new(&dir);

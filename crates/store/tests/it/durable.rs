@@ -12,7 +12,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use store::{Corruption, DurableRecordError, OpenError, StateDb};
-use test_support::dir_snapshot;
+use test_support::{copy_tree, dir_snapshot};
 use trie::{TrieId, H256};
 
 use crate::common::{
@@ -41,14 +41,6 @@ fn recorded_block(path: &Path) -> u64 {
     u64::from_be_bytes(bytes[12..20].try_into().unwrap())
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-    }
-}
-
 /// The current MANIFEST, as `CURRENT` names it.
 fn current_manifest(path: &Path) -> PathBuf {
     let name = std::fs::read_to_string(path.join("CURRENT")).unwrap();
@@ -66,7 +58,7 @@ fn refusals_over_cuts(
     let mut count = 0;
     for len in (0..manifest_bytes.len()).step_by(24) {
         let dir = tmp.join(format!("cut-{len}"));
-        copy_dir(source, &dir);
+        copy_tree(source, &dir);
         std::fs::write(current_manifest(&dir), &manifest_bytes[..len]).unwrap();
         count += usize::from(refused(len, &dir));
         std::fs::remove_dir_all(&dir).unwrap();
@@ -178,7 +170,7 @@ fn a_lost_database_beside_its_record_is_not_created_again() {
     std::fs::write(bare.join(RECORD), &record).unwrap();
     // A creation marker beside a complete database and its record.
     let marked = tmp.path().join("marked");
-    copy_dir(&source, &marked);
+    copy_tree(&source, &marked);
     std::fs::write(marked.join("ARBOR-CREATING"), b"").unwrap();
     for dir in [empty, bare, marked] {
         let before = dir_snapshot(&dir);
@@ -327,7 +319,7 @@ fn a_garbled_record_is_corruption() {
     ];
     for (name, bytes, want) in cases {
         let dir = tmp.path().join(name);
-        copy_dir(&source, &dir);
+        copy_tree(&source, &dir);
         std::fs::write(dir.join(RECORD), bytes).unwrap();
         let before = dir_snapshot(&dir);
         for result in open_both(&dir) {
@@ -337,7 +329,7 @@ fn a_garbled_record_is_corruption() {
     }
     for (name, make) in [("directory", make_dir as fn(&Path)), ("fifo", mkfifo)] {
         let dir = tmp.path().join(name);
-        copy_dir(&source, &dir);
+        copy_tree(&source, &dir);
         std::fs::remove_file(dir.join(RECORD)).unwrap();
         make(&dir.join(RECORD));
         for result in open_both(&dir) {

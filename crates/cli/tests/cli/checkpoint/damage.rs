@@ -31,7 +31,7 @@ fn a_chunk_longer_than_its_manifest_says_proves_the_checkpoint_bad() {
     assert_ne!(m.root, other.root);
     let (foreign, target) = longest_and_shortest(&other, &m);
     let bad = fresh_dir("long-bad");
-    copy_dir(&m.dir, &bad);
+    test_support::copy_tree(&m.dir, &bad);
     std::fs::copy(&foreign, bad.join("chunks").join(target.file_name().unwrap())).unwrap();
     let b = m.block();
     let o = arbor(&["checkpoint", "verify", "--source", s(&bad), "--block", &b, "--root", &m.root]);
