@@ -78,6 +78,6 @@ pub use run::trie_bench;
 pub use store_bench::store_bench;
 pub use store_catch_up::CatchUpReport;
 pub use store_report::{CacheReport, EngineReport, RatioReport, StoreBenchReport};
-pub use store_worker::store_worker;
+pub use store_worker::{store_worker, WorkerBounds};
 pub use table::{table, text as table_text};
 pub use timing::Timing;

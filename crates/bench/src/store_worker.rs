@@ -72,27 +72,35 @@ pub(crate) struct WorkerSpec {
     pub(crate) config: StoreConfig,
 }
 
-/// The most of each count a spec may ask for (`arbor bench store`'s own bounds).
-const KEYS_MAX: u64 = 100_000_000;
-const BLOCKS_MAX: u64 = 1_000_000;
-const UPDATES_MAX: u64 = 1_000_000;
+/// The most of each count a spec may ask for: the bounds of `arbor bench store`'s flags,
+/// given by the program that defines them.
+#[derive(Debug, Clone, Copy)]
+pub struct WorkerBounds {
+    /// Initial keys (`--keys`).
+    pub keys_max: u64,
+    /// Blocks (`--blocks`), at least 1.
+    pub blocks_max: u64,
+    /// Operations per block (`--updates-per-block`), at least 1.
+    pub updates_per_block_max: u64,
+}
 
 impl WorkerSpec {
-    fn check(&self) -> Result<()> {
-        ensure!(self.keys <= KEYS_MAX, "keys {} is over {KEYS_MAX}", self.keys);
-        ensure!((1..=BLOCKS_MAX).contains(&self.blocks), "blocks must be 1 to {BLOCKS_MAX}");
+    fn check(&self, bounds: &WorkerBounds) -> Result<()> {
+        let WorkerBounds { keys_max, blocks_max, updates_per_block_max } = *bounds;
+        ensure!(self.keys <= keys_max, "keys {} is over {keys_max}", self.keys);
+        ensure!((1..=blocks_max).contains(&self.blocks), "blocks must be 1 to {blocks_max}");
         ensure!(
-            (1..=UPDATES_MAX).contains(&self.updates_per_block),
-            "updates per block must be 1 to {UPDATES_MAX}"
+            (1..=updates_per_block_max).contains(&self.updates_per_block),
+            "updates per block must be 1 to {updates_per_block_max}"
         );
         self.config.validate().context("invalid store config in the spec")?;
         Ok(())
     }
 }
 
-/// The worker process's main: run the engine of the spec at `spec_path` as the driver
-/// says on stdin (see the module docs).
-pub fn store_worker(spec_path: &Path) -> Result<()> {
+/// The worker process's main: run the engine of the spec at `spec_path` (within `bounds`)
+/// as the driver says on stdin (see the module docs).
+pub fn store_worker(spec_path: &Path, bounds: &WorkerBounds) -> Result<()> {
     // A worker left behind by a driver that died would hold its database (and, stopped,
     // never exit).
     nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
@@ -101,7 +109,7 @@ pub fn store_worker(spec_path: &Path) -> Result<()> {
         .with_context(|| format!("cannot read the worker spec {}", spec_path.display()))?;
     let spec: WorkerSpec = serde_json::from_slice(&bytes)
         .with_context(|| format!("{} is not a worker spec", spec_path.display()))?;
-    spec.check()?;
+    spec.check(bounds)?;
     let workload = Workload::new(spec.seed, spec.keys, spec.updates_per_block);
     // Progress is best effort; a closed stdout ends the worker at its next answer.
     let tick = |n: u64| {

@@ -412,7 +412,12 @@ struct TrieArgs {
 pub(crate) fn run(args: &BenchArgs) -> Result<ExitCode> {
     let Some(report) = args.which.report() else {
         let BenchCommand::StoreWorker(w) = &args.which else { unreachable!("only workers") };
-        bench::store_worker(&w.spec)?;
+        let bounds = bench::WorkerBounds {
+            keys_max: crate::limits::STORE_KEYS_MAX,
+            blocks_max: crate::limits::BLOCKS_MAX,
+            updates_per_block_max: crate::limits::UPDATES_PER_BLOCK_MAX,
+        };
+        bench::store_worker(&w.spec, &bounds)?;
         return Ok(ExitCode::SUCCESS);
     };
     // Output paths are refused before any work.
