@@ -14,9 +14,10 @@
 //! writes, deletions included, are applied after their layer is published); reverts and
 //! bulk loads, which write behind its back, empty it until the next fill.
 //!
-//! Layout: 16 hash maps, a node key's map chosen by its first byte after the trie tag (the
+//! Layout: 16 parts, a node key's part chosen by its first byte after the trie tag (the
 //! first two nibbles of a main-trie path), so that a commit's node writes, spread over the
-//! whole trie, are applied to the maps in parallel.
+//! whole trie, are applied to the parts in parallel. Each part is a hash map with, in front
+//! of it, a table of the main trie's upper levels indexed by path ([`shard`]).
 //!
 //! Memory: bounded by `cache.resident_bytes`. Nodes deeper than a depth limit are not kept;
 //! when the resident bytes pass the budget, the limit drops by one level and the deepest
@@ -31,12 +32,15 @@
 //! and every commit's node writes; it never forgets a key, and once it fills up it is
 //! dropped until the next fill, the walk then reading as it did without it.
 
+mod shard;
+
 use std::sync::Arc;
 
 use rayon::prelude::*;
 use rocksdb::{ReadOptions, DB};
-use rustc_hash::FxHashMap;
 use trie::TrieId;
+
+use shard::{table_len, Shard, DIRECT_DEPTH_MAX, POSITION_BYTES};
 
 use crate::deep::{key_hash, DeepFilter};
 use crate::error::StoreError;
@@ -65,6 +69,9 @@ const SEEK_AFTER_DEEP: u32 = 16;
 const PARALLEL_APPLY_MIN: usize = 2048;
 /// The filter of deeper node keys takes at most the budget over this.
 const DEEP_FILTER_SHARE: u64 = 8;
+/// The parts' tables of upper levels take at most the budget over this (at the default
+/// budget, all of their levels: 17.9 MB).
+const TABLE_SHARE: u64 = 8;
 /// The fill adds deeper node keys to the filter in batches of this many.
 const DEEP_BATCH: usize = 4096;
 
@@ -86,7 +93,7 @@ pub(crate) type OldNode = (Vec<u8>, Option<Arc<[u8]>>);
 /// See the module docs.
 #[derive(Debug)]
 pub(crate) struct Resident {
-    maps: Vec<FxHashMap<NodeKey, Arc<[u8]>>>,
+    shards: Vec<Shard>,
     bytes: u64,
     bytes_max: u64,
     /// Nodes whose path is at least this many nibbles deep are not kept.
@@ -122,27 +129,43 @@ pub struct ResidentStats {
     pub misses: u64,
 }
 
-/// A node key, inline up to 16 bytes (a main-trie node up to 28 nibbles deep): a lookup
-/// compares bytes already in the table instead of following a pointer to them.
-type NodeKey = smallvec::SmallVec<[u8; 16]>;
-
 /// The nibble depth of a node key (its last byte, see `keys::node_key`).
 fn depth(key: &[u8]) -> u8 {
     key.last().copied().unwrap_or(0)
 }
 
 fn entry_bytes(key: &[u8], value: &[u8]) -> u64 {
-    (key.len() + value.len()) as u64 + ENTRY_OVERHEAD_BYTES
+    sized_entry_bytes(key.len(), value)
+}
+
+fn sized_entry_bytes(key_len: usize, value: &[u8]) -> u64 {
+    (key_len + value.len()) as u64 + ENTRY_OVERHEAD_BYTES
+}
+
+/// Levels the parts' tables hold within the budget's share: the most whose 16 tables fit.
+fn table_levels(bytes_max: u64) -> u8 {
+    (0..=DIRECT_DEPTH_MAX)
+        .rev()
+        .find(|&l| SHARDS as u64 * table_len(l) as u64 * POSITION_BYTES <= bytes_max / TABLE_SHARE)
+        .unwrap_or(0)
+}
+
+/// 16 empty parts whose tables hold the levels `bytes_max` allows above depth limit `limit`.
+fn empty_shards(bytes_max: u64, limit: u8) -> Vec<Shard> {
+    let levels = table_levels(bytes_max).min(limit.saturating_sub(1));
+    (0..SHARDS).map(|_| Shard::with_levels(levels)).collect()
 }
 
 impl Resident {
     /// An empty resident trie with a byte budget (0 keeps nothing).
     pub(crate) fn new(bytes_max: u64) -> Resident {
+        let depth_limit = if bytes_max == 0 { 0 } else { DEPTH_LIMIT_MAX };
+        let shards = empty_shards(bytes_max, depth_limit);
         Resident {
-            maps: (0..SHARDS).map(|_| FxHashMap::default()).collect(),
-            bytes: 0,
+            bytes: shards.iter().map(Shard::table_bytes).sum(),
+            shards,
             bytes_max,
-            depth_limit: if bytes_max == 0 { 0 } else { DEPTH_LIMIT_MAX },
+            depth_limit,
             complete: false,
             deep: None,
             hits: 0,
@@ -152,7 +175,7 @@ impl Resident {
 
     /// The stored node under node key `key`, if resident.
     pub(crate) fn get(&self, key: &[u8]) -> Option<&Arc<[u8]>> {
-        self.maps[shard(key)].get(key)
+        self.shards[shard(key)].get(key)
     }
 
     /// What the resident trie knows of node key `key`: `Some(Some(node))` stored,
@@ -237,7 +260,7 @@ impl Resident {
                 continue;
             }
             deep_run = 0;
-            let (delta, _) = insert(&mut self.maps[shard(k)], k, Arc::from(v));
+            let (delta, _) = insert(&mut self.shards[shard(k)], k, Arc::from(v));
             self.bytes = self.bytes.saturating_add_signed(delta);
             since_check += 1;
             if since_check == 65_536 {
@@ -311,9 +334,9 @@ impl Resident {
         }
         let total: usize = parts.iter().map(Vec::len).sum();
         let results: Vec<(i64, Vec<OldNode>)> = if total >= PARALLEL_APPLY_MIN {
-            self.maps.par_iter_mut().zip(parts).map(|(map, ops)| apply_ops(map, ops)).collect()
+            self.shards.par_iter_mut().zip(parts).map(|(s, ops)| apply_ops(s, ops)).collect()
         } else {
-            self.maps.iter_mut().zip(parts).map(|(map, ops)| apply_ops(map, ops)).collect()
+            self.shards.iter_mut().zip(parts).map(|(s, ops)| apply_ops(s, ops)).collect()
         };
         let delta: i64 = results.iter().map(|r| r.0).sum();
         self.bytes = self.bytes.saturating_add_signed(delta);
@@ -348,8 +371,8 @@ impl Resident {
             self.start_deep();
         }
         let mut per_depth = [0u64; DEPTH_LIMIT_MAX as usize + 1];
-        for (k, v) in self.maps.iter().flat_map(|m| m.iter()) {
-            per_depth[usize::from(depth(k))] += entry_bytes(k, v);
+        for (key_len, depth, v) in self.shards.iter().flat_map(Shard::sizes) {
+            per_depth[usize::from(depth)] += sized_entry_bytes(key_len, v);
         }
         let Some(limit) = limit_within(&per_depth, self.bytes, self.bytes_max) else {
             return;
@@ -358,17 +381,15 @@ impl Resident {
         let mut freed = 0;
         let mut deep_keys = Vec::new();
         let learn = self.deep.is_some();
-        for map in &mut self.maps {
-            map.retain(|k, v| {
-                let keep = depth(k) < limit;
-                if !keep {
-                    freed += entry_bytes(k, v);
-                    if learn {
-                        deep_keys.push(key_hash(k));
-                    }
+        for (first, s) in self.shards.iter_mut().enumerate() {
+            let tabled = s.table_bytes();
+            s.evict_from(first as u8, limit, &mut |k, v| {
+                freed += entry_bytes(k, v);
+                if learn {
+                    deep_keys.push(key_hash(k));
                 }
-                keep
             });
+            freed += tabled - s.table_bytes();
         }
         if let Some(deep) = &mut self.deep {
             deep.add_hashes(&deep_keys);
@@ -379,8 +400,8 @@ impl Resident {
     /// Forget everything (after writes that bypassed the committer); the next commit
     /// fills it again.
     pub(crate) fn clear(&mut self) {
-        self.maps = (0..SHARDS).map(|_| FxHashMap::default()).collect();
-        self.bytes = 0;
+        self.shards = empty_shards(self.bytes_max, self.depth_limit);
+        self.bytes = self.shards.iter().map(Shard::table_bytes).sum();
         self.complete = false;
         self.deep = None;
     }
@@ -388,7 +409,7 @@ impl Resident {
     /// Counters.
     pub(crate) fn stats(&self) -> ResidentStats {
         ResidentStats {
-            entries: self.maps.iter().map(|m| m.len() as u64).sum(),
+            entries: self.shards.iter().map(|s| s.len() as u64).sum(),
             bytes: self.bytes,
             bytes_max: self.bytes_max,
             depth_limit: self.depth_limit,
@@ -460,14 +481,14 @@ fn limit_within(per_depth: &[u64], mut bytes: u64, bytes_max: u64) -> Option<u8>
 
 /// Apply `ops` in order to `map`: the change in bytes held, and the old values of the ops
 /// marked for capture.
-fn apply_ops(map: &mut FxHashMap<NodeKey, Arc<[u8]>>, ops: Vec<Op<'_>>) -> (i64, Vec<OldNode>) {
+fn apply_ops(part: &mut Shard, ops: Vec<Op<'_>>) -> (i64, Vec<OldNode>) {
     let mut delta = 0;
     let mut olds = Vec::new();
     for (k, v, capture) in ops {
         let (change, old) = match v {
-            Some(v) => insert(map, k, v),
+            Some(v) => insert(part, k, v),
             None => {
-                let old = map.remove(k);
+                let old = part.remove(k);
                 (old.as_ref().map_or(0, |o| -(entry_bytes(k, o) as i64)), old)
             }
         };
@@ -480,20 +501,10 @@ fn apply_ops(map: &mut FxHashMap<NodeKey, Arc<[u8]>>, ops: Vec<Op<'_>>) -> (i64,
 }
 
 /// Insert or replace: the change in bytes held, and the replaced value.
-fn insert(
-    map: &mut FxHashMap<NodeKey, Arc<[u8]>>,
-    key: &[u8],
-    value: Arc<[u8]>,
-) -> (i64, Option<Arc<[u8]>>) {
+fn insert(part: &mut Shard, key: &[u8], value: Arc<[u8]>) -> (i64, Option<Arc<[u8]>>) {
     let added = entry_bytes(key, &value) as i64;
-    // Most writes replace a node the map holds: keep its key instead of allocating one.
-    if let Some(slot) = map.get_mut(key) {
-        let old = std::mem::replace(slot, value);
-        (added - entry_bytes(key, &old) as i64, Some(old))
-    } else {
-        map.insert(NodeKey::from_slice(key), value);
-        (added, None)
-    }
+    let old = part.insert(key, value);
+    (added - old.as_ref().map_or(0, |o| entry_bytes(key, o) as i64), old)
 }
 
 #[cfg(test)]
@@ -583,6 +594,8 @@ mod tests {
         assert!(r.get(&key(3, 9)).is_none() && r.get(&key(0, 0)).is_none());
         assert!(r.may_hold_deep(&key(3, 9)));
         assert_eq!(r.stats().entries, 7);
-        assert_eq!(r.stats().bytes, 7 * (3 + 100 + ENTRY_OVERHEAD_BYTES) + 256);
+        // The parts' tables: an eighth of the budget holds one level (a position each).
+        let tables = SHARDS as u64 * POSITION_BYTES;
+        assert_eq!(r.stats().bytes, 7 * (3 + 100 + ENTRY_OVERHEAD_BYTES) + 256 + tables);
     }
 }
