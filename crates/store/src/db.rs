@@ -58,7 +58,7 @@ pub(crate) fn base_options(config: &StoreConfig, cache: Option<&Cache>) -> Optio
     if r.low_priority_background {
         lower_background_priority(&mut o);
     }
-    with_insert_hints(o)
+    with_string_options(o, cache.is_some())
 }
 
 /// Lower the CPU priority of RocksDB's background threads (flushes and compactions) and
@@ -75,16 +75,27 @@ fn lower_background_priority(o: &mut Options) {
     }
 }
 
-/// `o` with RocksDB's memtable insert hints: the memtable keeps the position of the last
-/// insert (per first key byte) and starts the next insert's search there instead of at the
-/// top of the skip list. Batches here are sorted, so consecutive inserts land close together;
-/// the option is not in RocksDB's C API, so it goes through an options string (a copy of
-/// `o` with the option set; the copy shares `o`'s block cache and table factory).
-fn with_insert_hints(mut o: Options) -> Options {
-    o.get_options_from_string(INSERT_HINTS).unwrap_or(o)
+/// `o` with two options RocksDB's C API lacks, set through an options string (a copy of
+/// `o` with them set; the copy shares `o`'s block cache, and its table factory is a clone
+/// of `o`'s with the one field changed):
+/// - memtable insert hints: the memtable keeps the position of the last insert (per first
+///   key byte) and starts the next insert's search there instead of at the top of the skip
+///   list. Batches here are sorted, so consecutive inserts land close together.
+/// - with a block cache, the data blocks of every file a flush writes go into the cache as
+///   the file is written (`prepopulate_block_cache`), so that reads of recent writes do not
+///   first read them back from the file. The commit's leaf scans seek in every level-0
+///   file, so each new file's blocks were cache misses until read once; measured at 1M
+///   keys (docs/design.md, "Where a 1M-key block's CPU goes, again").
+fn with_string_options(mut o: Options, cached: bool) -> Options {
+    let text = match cached {
+        true => format!("{INSERT_HINTS};{PREPOPULATE_ON_FLUSH}"),
+        false => INSERT_HINTS.to_string(),
+    };
+    o.get_options_from_string(&text).unwrap_or(o)
 }
 
 const INSERT_HINTS: &str = "memtable_insert_with_hint_prefix_extractor=rocksdb.FixedPrefix.1";
+const PREPOPULATE_ON_FLUSH: &str = "block_based_table_factory={prepopulate_block_cache=kFlushOnly}";
 
 /// The column families with their options. `nodes` is never compressed: a node's bytes
 /// are mostly 32-byte hashes, which no compressor shrinks, so compressing them would only
@@ -638,26 +649,42 @@ impl FaultInjector {
 mod tests {
     use super::*;
 
-    /// The options string took: the OPTIONS file names the hint extractor for every column
-    /// family the store uses (not `default`, which it never writes), and
-    /// the block cache and bloom filters of the base options survived the copy.
+    /// The options string took: the OPTIONS file names the hint extractor and the cache's
+    /// prepopulation on flush for every column family the store uses (not `default`, which
+    /// it never writes), and the block cache and bloom filters of the base options survived
+    /// the copy.
     #[test]
-    fn insert_hints_are_set_on_every_family() {
+    fn string_options_are_set_on_every_family() {
+        let text = options_file_of(&StoreConfig::default());
+        let hinted =
+            text.matches("memtable_insert_with_hint_prefix_extractor=rocksdb.FixedPrefix.1");
+        assert_eq!(hinted.count(), COLUMN_FAMILIES.len(), "{text}");
+        let warmed = text.matches("prepopulate_block_cache=kFlushOnly").count();
+        assert_eq!(warmed, COLUMN_FAMILIES.len(), "{text}");
+        assert!(text.contains("bloomfilter"), "{text}");
+        // Set only with a block cache (see `base_options`).
+        let cached = text.matches("cache_index_and_filter_blocks=true").count();
+        assert_eq!(cached, COLUMN_FAMILIES.len(), "{text}");
+        // Without a block cache there is nothing to prepopulate; the hints still take.
+        let mut uncached = StoreConfig::default();
+        uncached.rocksdb.block_cache_bytes = 0;
+        let text = options_file_of(&uncached);
+        assert!(!text.contains("kFlushOnly"), "{text}");
+        let hinted =
+            text.matches("memtable_insert_with_hint_prefix_extractor=rocksdb.FixedPrefix.1");
+        assert_eq!(hinted.count(), COLUMN_FAMILIES.len(), "{text}");
+    }
+
+    /// The OPTIONS file RocksDB writes for a new store with `config`.
+    fn options_file_of(config: &StoreConfig) -> String {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db");
-        drop(open_db(&path, &StoreConfig::default()).unwrap().0);
+        drop(open_db(&path, config).unwrap().0);
         let options = std::fs::read_dir(&path)
             .unwrap()
             .map(|e| e.unwrap().path())
             .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("OPTIONS-"))
             .unwrap();
-        let text = std::fs::read_to_string(options).unwrap();
-        let hinted =
-            text.matches("memtable_insert_with_hint_prefix_extractor=rocksdb.FixedPrefix.1");
-        assert_eq!(hinted.count(), COLUMN_FAMILIES.len(), "{text}");
-        assert!(text.contains("bloomfilter"), "{text}");
-        // Set only with a block cache (see `base_options`).
-        let cached = text.matches("cache_index_and_filter_blocks=true").count();
-        assert_eq!(cached, COLUMN_FAMILIES.len(), "{text}");
+        std::fs::read_to_string(options).unwrap()
     }
 }
