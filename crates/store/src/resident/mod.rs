@@ -14,10 +14,10 @@
 //! writes, deletions included, are applied after their layer is published); reverts and
 //! bulk loads, which write behind its back, empty it until the next fill.
 //!
-//! Layout: 16 parts, a node key's part chosen by its first byte after the trie tag (the
-//! first two nibbles of a main-trie path), so that a commit's node writes, spread over the
-//! whole trie, are applied to the parts in parallel. Each part is a hash map with, in front
-//! of it, a table of the main trie's upper levels indexed by path ([`shard`]).
+//! Layout: 16 parts, a node key's part chosen by the high nibble of its first byte after
+//! the trie tag (a main-trie path's first nibble), so that a commit's node writes, spread
+//! over the whole trie, are applied to the parts in parallel. Each part is a hash map with,
+//! in front of it, a table of the main trie's upper levels indexed by path ([`shard`]).
 //!
 //! Memory: bounded by `cache.resident_bytes`. Nodes deeper than a depth limit are not kept;
 //! when the resident bytes pass the budget, the limit drops by one level and the deepest
