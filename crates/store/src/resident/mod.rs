@@ -52,11 +52,12 @@ use crate::layer::Layer;
 /// size classes. Measured with the binary's allocator (mimalloc), 70k to 1.1M entries of
 /// 6- and 40-byte keys and 260-600-byte values in 16 maps: 128-174 bytes of resident
 /// memory per entry beyond key and value (this was 64, which let a full budget overshoot
-/// by a quarter).
+/// by a quarter). An entry in a part's table is counted the same, though its slot is the
+/// table's (counted apart): the count stays an upper bound.
 const ENTRY_OVERHEAD_BYTES: u64 = 160;
 /// The deepest limit: every node path is shorter than this many nibbles.
 const DEPTH_LIMIT_MAX: u8 = 255;
-/// Maps the entries are spread over.
+/// Parts the entries are spread over.
 const SHARDS: usize = 16;
 /// Read-ahead of the fill's scan of `nodes`.
 const SCAN_READAHEAD_BYTES: usize = 4 << 20;
@@ -75,7 +76,7 @@ const TABLE_SHARE: u64 = 8;
 /// The fill adds deeper node keys to the filter in batches of this many.
 const DEEP_BATCH: usize = 4096;
 
-/// The map that holds node key `key`.
+/// The part that holds node key `key`.
 fn shard(key: &[u8]) -> usize {
     usize::from(key.get(1).copied().unwrap_or(0) >> 4)
 }
@@ -113,7 +114,7 @@ pub(crate) struct Resident {
 pub struct ResidentStats {
     /// Nodes held.
     pub entries: u64,
-    /// Bytes held (keys, values and overhead).
+    /// Bytes held (keys, values and overhead, the parts' tables and the filter).
     pub bytes: u64,
     /// The budget.
     pub bytes_max: u64,
