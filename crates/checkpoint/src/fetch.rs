@@ -926,14 +926,29 @@ impl<'a, 'r> Pool<'a, 'r> {
     /// Source `si` served `what` for chunk `index`: not the chunk the manifest names, so
     /// it is excluded for this checkpoint. When every source is, the chunk is one nobody
     /// serves and the checkpoint is bad (unless some source failed for another reason).
+    /// Source `si` served bytes that are not chunk `index`. When it was the last source
+    /// not proven bad, the restore ends here with chunk `index` as the one no source
+    /// serves. The error is set under the two locks `pick_source` takes, so that a worker
+    /// that finds no source left for another chunk (because this one was just excluded)
+    /// cannot name that chunk first (a multi-worker restore from one bad source named a
+    /// chunk the source had never been asked for, now and then).
     fn proven_bad(&self, si: usize, index: usize, what: &str) {
         let mut st = self.states.lock();
         st[si].proven_bad = true;
         st[si].out = true;
         st[si].report.bad_chunks += 1;
         st[si].report.excluded.get_or_insert_with(|| format!("served {what}"));
-        drop(st);
-        self.tried(index, si);
+        let mut w = self.work.lock();
+        let n = self.sources.len();
+        w.tried.entry(index).or_insert_with(|| vec![false; n])[si] = true;
+        if st.iter().all(|s| s.proven_bad) {
+            // What `one` returns for a chunk no source is left for.
+            let e = match w.uncertain.contains(&index) {
+                true => FetchError::NoSource { index },
+                false => FetchError::MissingChunk { index },
+            };
+            w.fatal.get_or_insert(e);
+        }
     }
 
     fn tried(&self, index: usize, si: usize) {
