@@ -686,6 +686,23 @@ struct Work {
     stalls: usize,
 }
 
+impl Work {
+    /// Mark source `si` (of `n`) as tried for chunk `index`.
+    fn mark_tried(&mut self, n: usize, index: usize, si: usize) {
+        self.tried.entry(index).or_insert_with(|| vec![false; n])[si] = true;
+    }
+
+    /// The error for chunk `index` when no source is left for it: if each said "not
+    /// found" or served other bytes, no one has it; a source that failed for another
+    /// reason may.
+    fn no_source_left(&self, index: usize) -> FetchError {
+        match self.uncertain.contains(&index) {
+            true => FetchError::NoSource { index },
+            false => FetchError::MissingChunk { index },
+        }
+    }
+}
+
 struct SourceState {
     report: SourceReport,
     failures_in_a_row: u32,
@@ -821,11 +838,8 @@ impl<'a, 'r> Pool<'a, 'r> {
     /// Fetch and offer chunk `index`: `Ok(Some(front))` to queue it again.
     fn one(&self, index: usize) -> Result<Option<bool>, FetchError> {
         let Some(si) = self.pick_source(index) else {
-            // Every source was asked, more than once: if each said "not found", no one has it.
-            if self.work.lock().uncertain.contains(&index) {
-                return Err(FetchError::NoSource { index });
-            }
-            return Err(FetchError::MissingChunk { index });
+            // Every source was asked, more than once.
+            return Err(self.work.lock().no_source_left(index));
         };
         let info = &self.r.manifest().chunks[index];
         let bytes = match self.sources[si].chunk(&info.digest, info.len) {
@@ -925,13 +939,12 @@ impl<'a, 'r> Pool<'a, 'r> {
 
     /// Source `si` served `what` for chunk `index`: not the chunk the manifest names, so
     /// it is excluded for this checkpoint. When every source is, the chunk is one nobody
-    /// serves and the checkpoint is bad (unless some source failed for another reason).
-    /// Source `si` served bytes that are not chunk `index`. When it was the last source
-    /// not proven bad, the restore ends here with chunk `index` as the one no source
-    /// serves. The error is set under the two locks `pick_source` takes, so that a worker
-    /// that finds no source left for another chunk (because this one was just excluded)
-    /// cannot name that chunk first (a multi-worker restore from one bad source named a
-    /// chunk the source had never been asked for, now and then).
+    /// serves and the checkpoint is bad (unless some source failed for another reason),
+    /// and the restore ends here naming chunk `index`. That error is set under the two
+    /// locks `pick_source` takes, so that a worker that finds no source left for another
+    /// chunk (because this one was just excluded) cannot name that chunk first (a
+    /// multi-worker restore from one bad source named a chunk the source had never been
+    /// asked for, now and then).
     fn proven_bad(&self, si: usize, index: usize, what: &str) {
         let mut st = self.states.lock();
         st[si].proven_bad = true;
@@ -939,23 +952,15 @@ impl<'a, 'r> Pool<'a, 'r> {
         st[si].report.bad_chunks += 1;
         st[si].report.excluded.get_or_insert_with(|| format!("served {what}"));
         let mut w = self.work.lock();
-        let n = self.sources.len();
-        w.tried.entry(index).or_insert_with(|| vec![false; n])[si] = true;
+        w.mark_tried(self.sources.len(), index, si);
         if st.iter().all(|s| s.proven_bad) {
-            // What `one` returns for a chunk no source is left for.
-            let e = match w.uncertain.contains(&index) {
-                true => FetchError::NoSource { index },
-                false => FetchError::MissingChunk { index },
-            };
+            let e = w.no_source_left(index);
             w.fatal.get_or_insert(e);
         }
     }
 
     fn tried(&self, index: usize, si: usize) {
-        let n = self.sources.len();
-        let mut w = self.work.lock();
-        let t = w.tried.entry(index).or_insert_with(|| vec![false; n]);
-        t[si] = true;
+        self.work.lock().mark_tried(self.sources.len(), index, si);
     }
 
     fn served(&self, si: usize) {

@@ -11,6 +11,9 @@
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
+use trie::TrieId;
+
+use crate::keys::node_key;
 
 /// The deepest level a part's table may hold.
 pub(super) const DIRECT_DEPTH_MAX: u8 = 5;
@@ -63,21 +66,22 @@ fn position(key: &[u8]) -> Option<usize> {
     Some(LEVEL_START[d - 1] + at)
 }
 
+/// The nibble depth of the nodes at table position `at`.
+fn depth_at(at: usize) -> usize {
+    LEVEL_START.iter().rposition(|&s| s <= at).unwrap_or(0) + 1
+}
+
 /// The node key at table position `at` of the part of first nibble `first`.
 fn key_at(first: u8, at: usize) -> Vec<u8> {
-    let level = LEVEL_START.iter().rposition(|&s| s <= at).unwrap_or(0);
-    let depth = level + 1;
-    let mut rest = at - LEVEL_START[level];
+    let depth = depth_at(at);
+    let mut rest = at - LEVEL_START[depth - 1];
     let mut nibbles = vec![0u8; depth];
     nibbles[0] = first;
     for n in nibbles[1..].iter_mut().rev() {
         *n = (rest % 16) as u8;
         rest /= 16;
     }
-    let mut key = vec![0u8];
-    key.extend(nibbles.chunks(2).map(|p| (p[0] << 4) | p.get(1).copied().unwrap_or(0)));
-    key.push(depth as u8);
-    key
+    node_key(&TrieId::Main, &nibbles)
 }
 
 impl Shard {
@@ -132,7 +136,7 @@ impl Shard {
     pub(super) fn sizes(&self) -> impl Iterator<Item = (usize, u8, &Arc<[u8]>)> {
         let mapped = self.map.iter().map(|(k, v)| (k.len(), super::depth(k), v));
         let tabled = self.table.iter().enumerate().filter_map(|(at, v)| {
-            let depth = LEVEL_START.iter().rposition(|&s| s <= at).unwrap_or(0) + 1;
+            let depth = depth_at(at);
             v.as_ref().map(|v| (depth.div_ceil(2) + 2, depth as u8, v))
         });
         mapped.chain(tabled)
@@ -175,8 +179,6 @@ impl Shard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::keys::node_key;
-    use trie::TrieId;
 
     /// Every main-trie path 1 to 3 nibbles deep under two first nibbles has its own
     /// position, and the position gives the key back; other keys have none.
