@@ -20,11 +20,12 @@ use std::sync::Arc;
 use parking_lot::RwLockReadGuard;
 use trie::{KeyValue, LayoutName, NodeSource, SourceError, TrieId, H256};
 
+use crate::db::{leaf_scan_iter, scans_one_prefix};
 use crate::error::{AtError, Corruption, StoreError};
 use crate::history::ReverseDiff;
 use crate::keys::{
     cf, decode_root, encode_node_value, flat_key, flat_range_for_path, history_key, node_key,
-    root_key, Column, CF_FLAT, CF_HISTORY,
+    root_key, Column, CF_HISTORY,
 };
 use crate::layer::{block_layers, ChangeMap, Entry};
 use crate::layout::Keys;
@@ -316,7 +317,7 @@ impl At<'_> {
         }
         let reader = &self.shared.reader;
         let layers = reader.layers.read().clone();
-        let mut iter = reader.db.raw_iterator_cf(cf(&reader.db, CF_FLAT)?);
+        let mut iter = leaf_scan_iter(&reader.db, scans_one_prefix(trie, path))?;
         let changed = |k: &[u8]| self.recent.changed_after(Column::Flat, k, self.number).is_some();
         leaf_under_skipping(&layers, &mut iter, trie, path, &changed)
     }

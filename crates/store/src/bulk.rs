@@ -15,6 +15,7 @@ use std::collections::BTreeSet;
 use rocksdb::{IteratorMode, WriteBatch, WriteOptions, DB};
 use trie::{TrieId, H256};
 
+use crate::db::{flat_iter, flat_total_order};
 use crate::error::{BulkError, Corruption, StoreError};
 use crate::history::{parent_root, ReverseDiff};
 use crate::keys::{
@@ -116,7 +117,10 @@ impl StateDb {
             return Ok(false);
         }
         let db = &self.reader().db;
-        let first = db.iterator_cf(cf(db, CF_FLAT)?, IteratorMode::Start).next().transpose()?;
+        let first = db
+            .iterator_cf_opt(cf(db, CF_FLAT)?, flat_total_order(), IteratorMode::Start)
+            .next()
+            .transpose()?;
         Ok(first.is_none())
     }
 
@@ -469,7 +473,7 @@ fn check_history(db: &DB) -> Result<(), StoreError> {
 /// empty key) and none after the storage tries' (a first byte above `0x01`). Keys within
 /// them are checked by the scans (the main trie's) and seeks (the storage tries').
 fn check_flat_ends(db: &DB) -> Result<(), StoreError> {
-    let mut it = db.raw_iterator_cf(cf(db, CF_FLAT)?);
+    let mut it = flat_iter(db)?;
     it.seek_to_first();
     if let Some(key) = it.key().filter(|k| k.is_empty()) {
         return Err(Corruption::FlatKey { key: key.to_vec() }.into());
@@ -498,9 +502,8 @@ fn root_records(db: &DB) -> Result<std::collections::BTreeMap<TrieId, H256>, Sto
 /// Every storage trie with at least one `flat` entry, found by seeking from one trie's
 /// prefix to the next (one seek per trie, not a scan of the entries).
 fn storage_tries_in_flat(db: &DB) -> Result<Vec<TrieId>, StoreError> {
-    let h = cf(db, CF_FLAT)?;
     let mut out = Vec::new();
-    let mut iter = db.raw_iterator_cf(h);
+    let mut iter = flat_iter(db)?;
     let mut from = vec![0x01];
     loop {
         iter.seek(&from);

@@ -23,9 +23,9 @@ use rocksdb::DBRawIterator;
 use rustc_hash::FxHashMap;
 use trie::{TrieId, H256};
 
+use crate::db::{leaf_scan_iter, scans_one_prefix};
 use crate::error::{CommitError, Corruption, StoreError};
 use crate::history::ReverseDiff;
-use crate::keys::{cf, CF_FLAT};
 use crate::keys::{encode_head, flat_key, node_key, node_key_into, root_key, Column, META_HEAD};
 use crate::layer::{touch_counts, ChangeMap, Entry, Layer};
 use crate::recent::RecentBlock;
@@ -81,7 +81,8 @@ struct StorePre<'a> {
     /// The layer stack when the pass began; `flat` iterators are created after it.
     layers: &'a [Arc<Layer>],
     /// `flat` iterators for leaf scans, reused (creating one costs more than a seek).
-    iters: Mutex<Vec<DBRawIterator<'a>>>,
+    /// Reused `flat` iterators for leaf scans: in total order, and in prefix mode.
+    iters: [Mutex<Vec<DBRawIterator<'a>>>; 2],
     loaded: Mutex<LoadedNodes>,
     /// Nodes below the resident trie read in one batch before the walk ([`prefetch_keys`]).
     prefetched: ReadBelow,
@@ -159,15 +160,14 @@ impl PreState for StorePre<'_> {
     }
 
     fn leaf_under(&self, path: &[u8]) -> Result<Option<KeyValue>, StoreError> {
-        let mut iter = match self.iters.lock().pop() {
+        let by_prefix = scans_one_prefix(&self.trie, path);
+        let pool = &self.iters[usize::from(by_prefix)];
+        let mut iter = match pool.lock().pop() {
             Some(iter) => iter,
-            None => {
-                let db = &self.reader.db;
-                db.raw_iterator_cf(cf(db, CF_FLAT)?)
-            }
+            None => leaf_scan_iter(&self.reader.db, by_prefix)?,
         };
         let found = leaf_under_in(self.layers, &mut iter, &self.trie, path);
-        self.iters.lock().push(iter);
+        pool.lock().push(iter);
         let prefix = self.trie.prefix_len();
         Ok(found?.map(|(k, v)| (k[prefix..].to_vec(), v.to_vec())))
     }
@@ -393,7 +393,7 @@ impl StateDb {
             resident: &self.resident,
             trie,
             layers,
-            iters: Mutex::new(Vec::new()),
+            iters: [Mutex::new(Vec::new()), Mutex::new(Vec::new())],
             loaded: Mutex::new(Vec::new()),
             prefetched: wanted.into_iter().zip(values).collect(),
             read: Mutex::new(Vec::new()),

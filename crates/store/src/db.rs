@@ -4,18 +4,19 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rocksdb::{
-    BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompressionType, IteratorMode, Options,
-    WriteBatch, WriteBufferManager, WriteOptions, DB,
+    BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompressionType, DBRawIterator,
+    IteratorMode, Options, ReadOptions, SliceTransform, WriteBatch, WriteBufferManager,
+    WriteOptions, DB,
 };
 
-use trie::LayoutName;
+use trie::{LayoutName, TrieId};
 
 use crate::config::{Compression, StoreConfig};
 use crate::durable::{self, Head};
 use crate::error::{Corruption, OpenError, StoreError};
 use crate::keys::{
-    decode_head, encode_head, CF_META, CF_NODES, COLUMN_FAMILIES, META_HEAD, META_LAYOUT,
-    META_SCHEMA, SCHEMA_VERSION,
+    cf, decode_head, encode_head, CF_FLAT, CF_META, CF_NODES, COLUMN_FAMILIES, META_HEAD,
+    META_LAYOUT, META_SCHEMA, SCHEMA_VERSION,
 };
 
 /// The configured LRU block cache, or `None` when `block_cache_bytes` is 0.
@@ -110,9 +111,53 @@ fn family_descriptors(
         if name == CF_NODES {
             o.set_compression_type(DBCompressionType::None);
         }
+        if name == CF_FLAT {
+            o.set_prefix_extractor(SliceTransform::create_fixed_prefix(FLAT_PREFIX_BYTES));
+        }
         descriptors.push(ColumnFamilyDescriptor::new(name, o));
     }
     descriptors.into_iter()
+}
+
+/// Bytes of a `flat` key its prefix filter covers: the trie's tag and, in the main trie,
+/// the key's first three bytes (six nibbles of its path). Table files of `flat` keep these
+/// prefixes in their bloom filters besides the whole keys, so that a leaf scan seeking a
+/// path of six nibbles or more skips the files that hold nothing under it
+/// (docs/design.md, "Commit path").
+///
+/// Every other iterator over `flat` must be made with [`flat_total_order`]: with a prefix
+/// extractor set, RocksDB's default iterator may skip keys outside the sought prefix.
+pub(crate) const FLAT_PREFIX_BYTES: usize = 4;
+
+/// Read options for a `flat` iterator that sees every key in order.
+pub(crate) fn flat_total_order() -> ReadOptions {
+    let mut o = ReadOptions::default();
+    o.set_total_order_seek(true);
+    o
+}
+
+/// A raw iterator over `flat` in total order.
+pub(crate) fn flat_iter(db: &DB) -> Result<DBRawIterator<'_>, StoreError> {
+    Ok(db.raw_iterator_cf_opt(cf(db, CF_FLAT)?, flat_total_order()))
+}
+
+/// True when a scan of the `flat` keys under `path` of `trie` stays within one prefix of
+/// the prefix filter (its range's first [`FLAT_PREFIX_BYTES`] bytes are whole bytes of
+/// the path), so that it may seek in prefix mode ([`leaf_scan_iter`]).
+pub(crate) fn scans_one_prefix(trie: &TrieId, path: &[u8]) -> bool {
+    trie.prefix_len() + path.len() / 2 >= FLAT_PREFIX_BYTES
+}
+
+/// A `flat` iterator for leaf scans: in prefix mode (each seek consults the files' prefix
+/// filters and the iterator ends at the sought key's prefix) when `by_prefix`, which only
+/// a scan that [`scans_one_prefix`] may ask for; in total order otherwise.
+pub(crate) fn leaf_scan_iter(db: &DB, by_prefix: bool) -> Result<DBRawIterator<'_>, StoreError> {
+    let mut opts = ReadOptions::default();
+    match by_prefix {
+        true => opts.set_prefix_same_as_start(true),
+        false => opts.set_total_order_seek(true),
+    }
+    Ok(db.raw_iterator_cf_opt(cf(db, CF_FLAT)?, opts))
 }
 
 /// The shared bound on all memtables of a database ([`RocksConfig::memtable_budget_bytes`]).
@@ -589,7 +634,11 @@ fn every_family_empty(db: &DB) -> Result<bool, rocksdb::Error> {
     let mut empty = db.iterator(IteratorMode::Start).next().transpose()?.is_none();
     for name in COLUMN_FAMILIES {
         if let Some(h) = db.cf_handle(name) {
-            empty &= db.iterator_cf(h, IteratorMode::Start).next().transpose()?.is_none();
+            empty &= db
+                .iterator_cf_opt(h, flat_total_order(), IteratorMode::Start)
+                .next()
+                .transpose()?
+                .is_none();
         }
     }
     Ok(empty)
@@ -686,5 +735,93 @@ mod tests {
             .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("OPTIONS-"))
             .unwrap();
         std::fs::read_to_string(options).unwrap()
+    }
+
+    /// `flat`, and only `flat`, has the prefix extractor its leaf scans' prefix mode needs.
+    #[test]
+    fn only_flat_has_a_prefix_filter() {
+        let text = options_file_of(&StoreConfig::default());
+        let ours = format!("\n  prefix_extractor=rocksdb.FixedPrefix.{FLAT_PREFIX_BYTES}\n");
+        assert_eq!(text.matches(&ours).count(), 1, "{text}");
+        let flat = text.find(&format!("[CFOptions \"{CF_FLAT}\"]")).unwrap();
+        let next = text[flat + 1..].find("[CFOptions").map_or(text.len(), |i| flat + 1 + i);
+        assert!(text[flat..next].contains(&ours), "{text}");
+    }
+
+    /// A scan may seek in prefix mode exactly when its range lies within one prefix.
+    #[test]
+    fn scans_one_prefix_when_the_range_shares_its_prefix() {
+        let storage = TrieId::Storage(trie::H256([0xab; 32]));
+        for trie in [TrieId::Main, storage] {
+            for len in 0..12 {
+                let path: Vec<u8> = (0..len).map(|i| (i as u8 * 7 + 3) & 0x0f).collect();
+                let (lo, hi) = crate::keys::flat_range_for_path(&trie, &path);
+                let one = lo.len() >= FLAT_PREFIX_BYTES
+                    && lo[..FLAT_PREFIX_BYTES] == hi[..FLAT_PREFIX_BYTES];
+                assert_eq!(scans_one_prefix(&trie, &path), one, "{trie:?} {path:?}");
+            }
+        }
+    }
+
+    /// Leaf scans in either mode, and the total-order iterator, see every key wherever it
+    /// lies: in the memtable or in table files written before and after, some holding no
+    /// key under the scanned path (the files their prefix filters skip).
+    #[test]
+    fn flat_iterators_see_every_key_in_every_mode() {
+        use rand::{Rng, SeedableRng};
+        let dir = tempfile::tempdir().unwrap();
+        let (db, _) = open_db(&dir.path().join("db"), &StoreConfig::default()).unwrap();
+        let flat = cf(&db, CF_FLAT).unwrap();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let storage = TrieId::Storage(trie::H256([0x5a; 32]));
+        let mut model = std::collections::BTreeMap::new();
+        for round in 0..4 {
+            for _ in 0..300 {
+                let trie = if rng.gen_bool(0.3) { storage } else { TrieId::Main };
+                // Few distinct first bytes, so that scans of short paths find keys.
+                let mut key = [0u8; 32];
+                rng.fill(&mut key[..]);
+                key[0] &= 0x13;
+                let full = crate::keys::flat_key(&trie, &key).unwrap();
+                db.put_cf(flat, &full, [round]).unwrap();
+                model.insert(full, trie);
+            }
+            if round < 3 {
+                db.flush_cf(flat).unwrap();
+            }
+        }
+        let mut all = flat_iter(&db).unwrap();
+        all.seek_to_first();
+        let mut seen = Vec::new();
+        while let Some(k) = all.key() {
+            seen.push(k.to_vec());
+            all.next();
+        }
+        assert_eq!(seen, model.keys().cloned().collect::<Vec<_>>());
+        // Seeks from keys of every length, as the scans across tries make.
+        for (full, _) in model.iter().step_by(11) {
+            for len in 1..full.len() {
+                let mut from = full[..len].to_vec();
+                *from.last_mut().unwrap() ^= 0x01;
+                all.seek(&from);
+                let next = model.range(from..).next().map(|(k, _)| k.as_slice());
+                assert_eq!(all.key(), next);
+            }
+        }
+        for (full, trie) in model.iter().step_by(7) {
+            let key = &full[trie.prefix_len()..];
+            for len in 0..=10 {
+                let mut path = trie::Nibbles::from_bytes(key).0;
+                path.truncate(len);
+                let (lo, hi) = crate::keys::flat_range_for_path(trie, &path);
+                let first = model.range(lo..=hi).next().map(|(k, _)| k.clone());
+                let by_prefix = scans_one_prefix(trie, &path);
+                for prefix_mode in [false, by_prefix] {
+                    let mut iter = leaf_scan_iter(&db, prefix_mode).unwrap();
+                    let found = crate::view::leaf_under_in(&[], &mut iter, trie, &path).unwrap();
+                    assert_eq!(found.map(|(k, _)| k), first, "{path:?} {prefix_mode}");
+                }
+            }
+        }
     }
 }

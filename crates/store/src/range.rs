@@ -13,8 +13,9 @@ use std::sync::Arc;
 use rocksdb::DBRawIterator;
 use trie::{KeyValue, TrieId};
 
+use crate::db::flat_iter;
 use crate::error::StoreError;
-use crate::keys::{cf, flat_key, flat_range_for_path, CF_FLAT};
+use crate::keys::{flat_key, flat_range_for_path};
 use crate::view::Reader;
 
 /// A key's newest value in the layers (`None`: deleted).
@@ -57,7 +58,7 @@ impl Reader {
                 newest.insert(k.to_vec(), v.clone());
             }
         }
-        let mut disk = self.db.raw_iterator_cf(cf(&self.db, CF_FLAT)?);
+        let mut disk = flat_iter(&self.db)?;
         disk.seek(&lo);
         Ok(FlatRange {
             disk: Some(disk),

@@ -6,12 +6,13 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
-use rocksdb::{Direction, IteratorMode, ReadOptions, WriteBatch, DB};
+use rocksdb::{Direction, IteratorMode, WriteBatch, DB};
 use trie::{
     ChildRef, EmittedKind, Layout, LayoutName, NibbleSlice, NodeSink, RootBuilder, TrieId,
     WithLayout, H256,
 };
 
+use crate::db::flat_total_order;
 use crate::error::{Corruption, StoreError};
 use crate::keys::{
     cf, encode_node_value, flat_range_for_path, node_key, CF_FLAT, CF_NODES, KEY_BYTES_MAX,
@@ -206,7 +207,7 @@ fn scan<'a>(
     path: &[u8],
 ) -> Result<impl Iterator<Item = FlatEntry> + 'a, StoreError> {
     let (lo, hi) = flat_range_for_path(trie, path);
-    let mut opts = ReadOptions::default();
+    let mut opts = flat_total_order();
     opts.set_iterate_upper_bound(hi);
     opts.fill_cache(false);
     Ok(db.iterator_cf_opt(cf(db, CF_FLAT)?, opts, IteratorMode::From(&lo, Direction::Forward)))

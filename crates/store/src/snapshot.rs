@@ -13,6 +13,7 @@ use std::sync::Arc;
 use rocksdb::{DBRawIteratorWithThreadMode, ReadOptions, SnapshotWithThreadMode, DB};
 use trie::{LayoutName, NodeSource, SourceError, TrieId, H256};
 
+use crate::db::flat_total_order;
 use crate::error::{Corruption, StoreError};
 use crate::keys::{
     cf, decode_head, decode_root, flat_range_for_path, node_key, root_key, CF_FLAT, CF_META,
@@ -122,7 +123,7 @@ impl<'a> PersistedState<'a> {
     /// A cursor over `flat` in key order (full keys: trie prefix ‖ key), positioned at the
     /// first key at or after `from`.
     pub fn cursor(&self, from: &[u8]) -> Result<FlatCursor<'_>, StoreError> {
-        let mut opts = ReadOptions::default();
+        let mut opts = flat_total_order();
         opts.fill_cache(false);
         opts.set_readahead_size(SCAN_READAHEAD_BYTES);
         let mut iter = self.snap.raw_iterator_cf_opt(cf(self.db, CF_FLAT)?, opts);

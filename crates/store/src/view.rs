@@ -18,6 +18,7 @@ use rocksdb::{DBRawIterator, DB};
 use trie::{LayoutName, NodeSource, SourceError, TrieId, H256};
 
 use crate::cache::ByteCache;
+use crate::db::{leaf_scan_iter, scans_one_prefix};
 use crate::error::{Corruption, StoreError};
 use crate::keys::{
     cf, flat_key, flat_range_for_path, node_key, Column, CF_FLAT, CF_META, CF_NODES,
@@ -155,7 +156,7 @@ impl Reader {
         path: &[u8],
     ) -> Result<Option<FlatPair>, StoreError> {
         let layers = self.layers.read().clone();
-        let mut iter = self.db.raw_iterator_cf(cf(&self.db, CF_FLAT)?);
+        let mut iter = leaf_scan_iter(&self.db, scans_one_prefix(trie, path))?;
         leaf_under_in(&layers, &mut iter, trie, path)
     }
 }
