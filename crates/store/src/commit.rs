@@ -80,8 +80,8 @@ struct StorePre<'a> {
     trie: TrieId,
     /// The layer stack when the pass began; `flat` iterators are created after it.
     layers: &'a [Arc<Layer>],
-    /// `flat` iterators for leaf scans, reused (creating one costs more than a seek).
-    /// Reused `flat` iterators for leaf scans: in total order, and in prefix mode.
+    /// `flat` iterators for leaf scans, reused (creating one costs more than a seek): in
+    /// total order, and in prefix mode ([`leaf_scan_iter`]).
     iters: [Mutex<Vec<DBRawIterator<'a>>>; 2],
     loaded: Mutex<LoadedNodes>,
     /// Nodes below the resident trie read in one batch before the walk ([`prefetch_keys`]).

@@ -129,7 +129,9 @@ fn family_descriptors(
 /// extractor set, RocksDB's default iterator may skip keys outside the sought prefix.
 pub(crate) const FLAT_PREFIX_BYTES: usize = 4;
 
-/// Read options for a `flat` iterator that sees every key in order.
+/// Read options for an iterator that sees every key in order: needed on `flat`, whose
+/// prefix extractor would otherwise put a default iterator in prefix mode; harmless on the
+/// other families.
 pub(crate) fn flat_total_order() -> ReadOptions {
     let mut o = ReadOptions::default();
     o.set_total_order_seek(true);
@@ -768,29 +770,74 @@ mod tests {
     /// key under the scanned path (the files their prefix filters skip).
     #[test]
     fn flat_iterators_see_every_key_in_every_mode() {
-        use rand::{Rng, SeedableRng};
         let dir = tempfile::tempdir().unwrap();
         let (db, _) = open_db(&dir.path().join("db"), &StoreConfig::default()).unwrap();
-        let flat = cf(&db, CF_FLAT).unwrap();
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
-        let storage = TrieId::Storage(trie::H256([0x5a; 32]));
-        let mut model = std::collections::BTreeMap::new();
+        let mut model = Model::new();
         for round in 0..4 {
-            for _ in 0..300 {
-                let trie = if rng.gen_bool(0.3) { storage } else { TrieId::Main };
-                // Few distinct first bytes, so that scans of short paths find keys.
-                let mut key = [0u8; 32];
-                rng.fill(&mut key[..]);
-                key[0] &= 0x13;
-                let full = crate::keys::flat_key(&trie, &key).unwrap();
-                db.put_cf(flat, &full, [round]).unwrap();
-                model.insert(full, trie);
-            }
-            if round < 3 {
-                db.flush_cf(flat).unwrap();
-            }
+            put_keys(&db, &mut model, round, round < 3);
         }
-        let mut all = flat_iter(&db).unwrap();
+        check_every_mode(&db, &model);
+    }
+
+    /// A database whose `flat` files were written without the prefix extractor (by a build
+    /// before it) is read right by one with it: its old files carry no prefixes in their
+    /// filters, its new ones do.
+    #[test]
+    fn files_written_before_the_prefix_filter_are_read_right() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let families = |with_prefix: bool| {
+            let mut o = Options::default();
+            if with_prefix {
+                o.set_prefix_extractor(SliceTransform::create_fixed_prefix(FLAT_PREFIX_BYTES));
+            }
+            vec![ColumnFamilyDescriptor::new(CF_FLAT, o)]
+        };
+        let mut o = Options::default();
+        o.create_if_missing(true);
+        o.create_missing_column_families(true);
+        let mut model = Model::new();
+        {
+            let db = DB::open_cf_descriptors(&o, &path, families(false)).unwrap();
+            put_keys(&db, &mut model, 0, true);
+            put_keys(&db, &mut model, 1, true);
+        }
+        let db = DB::open_cf_descriptors(&o, &path, families(true)).unwrap();
+        put_keys(&db, &mut model, 2, true);
+        put_keys(&db, &mut model, 3, false);
+        check_every_mode(&db, &model);
+    }
+
+    /// Full `flat` keys and their tries.
+    type Model = std::collections::BTreeMap<Vec<u8>, TrieId>;
+
+    /// 300 random keys of the main trie and one storage trie, with few distinct first bytes
+    /// (so that scans of short paths find keys), written to `flat` and `model`; flushed to a
+    /// table file when `flush`.
+    fn put_keys(db: &DB, model: &mut Model, round: u8, flush: bool) {
+        use rand::{Rng, SeedableRng};
+        let flat = cf(db, CF_FLAT).unwrap();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7 + u64::from(round));
+        let storage = TrieId::Storage(trie::H256([0x5a; 32]));
+        for _ in 0..300 {
+            let trie = if rng.gen_bool(0.3) { storage } else { TrieId::Main };
+            let mut key = [0u8; 32];
+            rng.fill(&mut key[..]);
+            key[0] &= 0x13;
+            let full = crate::keys::flat_key(&trie, &key).unwrap();
+            db.put_cf(flat, &full, [round]).unwrap();
+            model.insert(full, trie);
+        }
+        if flush {
+            db.flush_cf(flat).unwrap();
+        }
+    }
+
+    /// `flat_iter` sees `model`'s keys in order and seeks from keys of every length (as the
+    /// scans across tries make) land where the model says; leaf scans in both modes find
+    /// the model's first key under paths of 0 to 10 nibbles.
+    fn check_every_mode(db: &DB, model: &Model) {
+        let mut all = flat_iter(db).unwrap();
         all.seek_to_first();
         let mut seen = Vec::new();
         while let Some(k) = all.key() {
@@ -798,8 +845,7 @@ mod tests {
             all.next();
         }
         assert_eq!(seen, model.keys().cloned().collect::<Vec<_>>());
-        // Seeks from keys of every length, as the scans across tries make.
-        for (full, _) in model.iter().step_by(11) {
+        for full in model.keys().step_by(11) {
             for len in 1..full.len() {
                 let mut from = full[..len].to_vec();
                 *from.last_mut().unwrap() ^= 0x01;
@@ -809,16 +855,14 @@ mod tests {
             }
         }
         for (full, trie) in model.iter().step_by(7) {
-            let key = &full[trie.prefix_len()..];
+            let nibbles = trie::Nibbles::from_bytes(&full[trie.prefix_len()..]).0;
             for len in 0..=10 {
-                let mut path = trie::Nibbles::from_bytes(key).0;
-                path.truncate(len);
-                let (lo, hi) = crate::keys::flat_range_for_path(trie, &path);
+                let path = &nibbles[..len];
+                let (lo, hi) = crate::keys::flat_range_for_path(trie, path);
                 let first = model.range(lo..=hi).next().map(|(k, _)| k.clone());
-                let by_prefix = scans_one_prefix(trie, &path);
-                for prefix_mode in [false, by_prefix] {
-                    let mut iter = leaf_scan_iter(&db, prefix_mode).unwrap();
-                    let found = crate::view::leaf_under_in(&[], &mut iter, trie, &path).unwrap();
+                for prefix_mode in [false, scans_one_prefix(trie, path)] {
+                    let mut iter = leaf_scan_iter(db, prefix_mode).unwrap();
+                    let found = crate::view::leaf_under_in(&[], &mut iter, trie, path).unwrap();
                     assert_eq!(found.map(|(k, _)| k), first, "{path:?} {prefix_mode}");
                 }
             }
