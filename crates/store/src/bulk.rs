@@ -12,10 +12,10 @@
 
 use std::collections::BTreeSet;
 
-use rocksdb::{IteratorMode, WriteBatch, WriteOptions, DB};
+use rocksdb::{WriteBatch, WriteOptions, DB};
 use trie::{TrieId, H256};
 
-use crate::db::{flat_iter, flat_total_order};
+use crate::db::{first_entry, flat_iter};
 use crate::error::{BulkError, Corruption, StoreError};
 use crate::history::{parent_root, ReverseDiff};
 use crate::keys::{
@@ -117,11 +117,7 @@ impl StateDb {
             return Ok(false);
         }
         let db = &self.reader().db;
-        let first = db
-            .iterator_cf_opt(cf(db, CF_FLAT)?, flat_total_order(), IteratorMode::Start)
-            .next()
-            .transpose()?;
-        Ok(first.is_none())
+        Ok(first_entry(db, cf(db, CF_FLAT)?)?.is_none())
     }
 
     /// Delete everything an interrupted bulk load may have written (`flat`, `nodes`,

@@ -4,9 +4,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rocksdb::{
-    BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompressionType, DBRawIterator,
-    IteratorMode, Options, ReadOptions, SliceTransform, WriteBatch, WriteBufferManager,
-    WriteOptions, DB,
+    BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType,
+    DBRawIterator, IteratorMode, Options, ReadOptions, SliceTransform, WriteBatch,
+    WriteBufferManager, WriteOptions, DB,
 };
 
 use trie::{LayoutName, TrieId};
@@ -137,6 +137,14 @@ pub(crate) fn flat_total_order() -> ReadOptions {
     o.set_total_order_seek(true);
     o
 }
+
+/// The first entry of family `h` in key order (`None`: the family is empty).
+pub(crate) fn first_entry(db: &DB, h: &ColumnFamily) -> Result<Option<KvPair>, rocksdb::Error> {
+    db.iterator_cf_opt(h, flat_total_order(), IteratorMode::Start).next().transpose()
+}
+
+/// A key and value as RocksDB's iterator yields them.
+pub(crate) type KvPair = (Box<[u8]>, Box<[u8]>);
 
 /// A raw iterator over `flat` in total order.
 pub(crate) fn flat_iter(db: &DB) -> Result<DBRawIterator<'_>, StoreError> {
@@ -636,11 +644,7 @@ fn every_family_empty(db: &DB) -> Result<bool, rocksdb::Error> {
     let mut empty = db.iterator(IteratorMode::Start).next().transpose()?.is_none();
     for name in COLUMN_FAMILIES {
         if let Some(h) = db.cf_handle(name) {
-            empty &= db
-                .iterator_cf_opt(h, flat_total_order(), IteratorMode::Start)
-                .next()
-                .transpose()?
-                .is_none();
+            empty &= first_entry(db, h)?.is_none();
         }
     }
     Ok(empty)

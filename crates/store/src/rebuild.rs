@@ -12,7 +12,7 @@ use trie::{
     WithLayout, H256,
 };
 
-use crate::db::flat_total_order;
+use crate::db::{flat_total_order, KvPair};
 use crate::error::{Corruption, StoreError};
 use crate::keys::{
     cf, encode_node_value, flat_range_for_path, node_key, CF_FLAT, CF_NODES, KEY_BYTES_MAX,
@@ -199,7 +199,7 @@ pub(crate) struct Rebuilt {
 type Part = (ChildRef, u64, (u64, NodeCheck));
 
 /// One `flat` entry as RocksDB's iterator yields it.
-type FlatEntry = Result<(Box<[u8]>, Box<[u8]>), rocksdb::Error>;
+type FlatEntry = Result<KvPair, rocksdb::Error>;
 
 fn scan<'a>(
     db: &'a DB,

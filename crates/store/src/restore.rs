@@ -14,7 +14,7 @@ use std::sync::Arc;
 use rocksdb::{ColumnFamily, WriteBatch, WriteOptions, DB};
 use trie::{LayoutName, TrieId, H256};
 
-use crate::db::flat_total_order;
+use crate::db::first_entry;
 use crate::error::{BulkError, StoreError};
 use crate::keys::{
     cf, encode_head, encode_node_value, flat_key, node_key, root_key, CF_FLAT, CF_META, CF_NODES,
@@ -148,11 +148,8 @@ impl Restore<'_> {
 fn check_root(layout: LayoutName, db: &DB, root: &H256) -> Result<(), BulkError> {
     let bad = |found: String| BulkError::RestoredRoot { expected: *root, found };
     let flat = cf(db, CF_FLAT)?;
-    let first = db
-        .iterator_cf_opt(flat, flat_total_order(), rocksdb::IteratorMode::Start)
-        .next()
-        .transpose();
-    let first = first.map_err(StoreError::from)?.filter(|(k, _)| k.first() == Some(&0));
+    let first =
+        first_entry(db, flat).map_err(StoreError::from)?.filter(|(k, _)| k.first() == Some(&0));
     if *root == layout.empty_root() {
         return match first {
             None => Ok(()),
