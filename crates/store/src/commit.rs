@@ -195,6 +195,20 @@ fn priors<'p>(
     Ok(olds)
 }
 
+/// A trie's `flat` changes (its keys `flat_keys`, in the changes' order) and its part of
+/// the reverse diff: every changed key's old value.
+fn flat_and_undo(list: &[Change<'_>], flat_keys: Vec<Vec<u8>>) -> (Vec<Entry>, ReverseDiff) {
+    let bytes =
+        list.iter().zip(&flat_keys).map(|(c, k)| 10 + k.len() + c.old.map_or(0, |v| 4 + v.len()));
+    let mut undo = ReverseDiff::with_capacity(bytes.sum());
+    let mut flat = Vec::with_capacity(list.len());
+    for (c, fk) in list.iter().zip(flat_keys) {
+        undo.record_ref(Column::Flat, &fk, c.old);
+        flat.push((fk, c.new.map(Arc::from)));
+    }
+    (flat, undo)
+}
+
 impl StateDb {
     /// Apply one block's changes, compute the new roots, and queue the block for
     /// persistence. Returns once the block is an in-memory layer (see [`StateDb::flush`]).
@@ -376,6 +390,8 @@ impl StateDb {
             .collect()
     }
 
+    /// One trie's update: the walk, and beside it on the pool the trie's flat changes and
+    /// reverse diff (which need only the changes), so that neither waits for the other.
     fn update_one(
         &self,
         trie: TrieId,
@@ -385,7 +401,7 @@ impl StateDb {
         keep_reads: bool,
     ) -> Result<TrieCommit, StoreError> {
         let old_root = self.stored_root(&trie)?;
-        let list: Vec<Change<'_>> = changes.iter().map(|(c, _)| *c).collect();
+        let (list, flat_keys): (Vec<Change<'_>>, Vec<Vec<u8>>) = changes.into_iter().unzip();
         let wanted = prefetch_keys(&trie, &self.resident, &list);
         let values = self.reader().read_batch(Column::Nodes, &wanted)?;
         let pre = StorePre {
@@ -399,15 +415,13 @@ impl StateDb {
             read: Mutex::new(Vec::new()),
             keep_reads,
         };
-        let updated =
-            crate::layout::update(self.reader().layout, &pre, old_root, &list, verify_old)?;
-        let mut undo = ReverseDiff::new();
-        let mut flat = Vec::with_capacity(changes.len());
-        for (c, fk) in changes {
-            undo.record_ref(Column::Flat, &fk, c.old);
-            flat.push((fk, c.new.map(Arc::from)));
-        }
-        let nodes = updated.writes.into_iter().map(|(p, v)| (node_key(&trie, &p), v)).collect();
+        let layout = self.reader().layout;
+        let (updated, (flat, undo)) = rayon::join(
+            || crate::layout::update(layout, &pre, old_root, &list, verify_old),
+            || flat_and_undo(&list, flat_keys),
+        );
+        let updated = updated?;
+        let nodes = updated.writes.into_par_iter().map(|(p, v)| (node_key(&trie, &p), v)).collect();
         Ok(TrieCommit {
             trie,
             old_root,

@@ -44,6 +44,11 @@ impl ReverseDiff {
         Self::default()
     }
 
+    /// An empty diff with room for `bytes` of entries.
+    pub fn with_capacity(bytes: usize) -> Self {
+        Self { body: Vec::with_capacity(bytes), count: 0 }
+    }
+
     /// Record that `key` in `column` held `old` before the block.
     pub fn record(&mut self, column: Column, key: Vec<u8>, old: Option<Vec<u8>>) {
         self.record_ref(column, &key, old.as_deref());
