@@ -5,7 +5,8 @@
 //!    keys exist, so that a leaf is recognised without a probe.
 //! 2. Every touched trie is updated by one sorted pass ([`crate::update`]) over a pre-state
 //!    that serves nodes from the resident trie first ([`crate::resident`]), then the layers,
-//!    caches and RocksDB; tries run in parallel, and the big ones fan out by child.
+//!    caches and RocksDB; tries run in parallel, and the big ones fan out by child. Beside
+//!    each walk, on the pool, the trie's flat changes and reverse diff are built.
 //! 3. The layer is assembled from sorted vectors (flat changes in key order as the change
 //!    set gives them, node writes sorted once), with the encoded reverse diff.
 //! 4. The layer is published (its keys invalidated in the caches, the `Arc` pushed) and the
