@@ -199,8 +199,7 @@ fn priors<'p>(
 /// A trie's `flat` changes (its keys `flat_keys`, in the changes' order) and its part of
 /// the reverse diff: every changed key's old value.
 fn flat_and_undo(list: &[Change<'_>], flat_keys: Vec<Vec<u8>>) -> (Vec<Entry>, ReverseDiff) {
-    let bytes =
-        list.iter().zip(&flat_keys).map(|(c, k)| 10 + k.len() + c.old.map_or(0, |v| 4 + v.len()));
+    let bytes = list.iter().zip(&flat_keys).map(|(c, k)| ReverseDiff::entry_len(k, c.old));
     let mut undo = ReverseDiff::with_capacity(bytes.sum());
     let mut flat = Vec::with_capacity(list.len());
     for (c, fk) in list.iter().zip(flat_keys) {

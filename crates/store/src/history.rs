@@ -44,9 +44,15 @@ impl ReverseDiff {
         Self::default()
     }
 
-    /// An empty diff with room for `bytes` of entries.
+    /// An empty diff with room for `bytes` of entries ([`ReverseDiff::entry_len`] each).
     pub fn with_capacity(bytes: usize) -> Self {
         Self { body: Vec::with_capacity(bytes), count: 0 }
+    }
+
+    /// Bytes one entry of `key` and `old` takes in the encoding: column, key length, key,
+    /// presence, and the value with its length when present.
+    pub fn entry_len(key: &[u8], old: Option<&[u8]>) -> usize {
+        6 + key.len() + old.map_or(0, |v| 4 + v.len())
     }
 
     /// Record that `key` in `column` held `old` before the block.
@@ -57,7 +63,7 @@ impl ReverseDiff {
     /// [`ReverseDiff::record`] from borrowed bytes.
     pub fn record_ref(&mut self, column: Column, key: &[u8], old: Option<&[u8]>) {
         let out = &mut self.body;
-        out.reserve(10 + key.len() + old.map_or(0, |v| 4 + v.len()));
+        out.reserve(Self::entry_len(key, old));
         out.push(column as u8);
         out.extend_from_slice(&(key.len() as u32).to_be_bytes());
         out.extend_from_slice(key);
@@ -166,6 +172,11 @@ mod tests {
         d.record(Column::Nodes, b"k2".to_vec(), Some(vec![1, 2, 3]));
         d.record(Column::Meta, b"head".to_vec(), Some(vec![0; 40]));
         let enc = d.encode();
+        // The header (version, count), then exactly each entry's `entry_len`.
+        let sizes = ReverseDiff::entry_len(b"k1", None)
+            + ReverseDiff::entry_len(b"k2", Some(&[1, 2, 3]))
+            + ReverseDiff::entry_len(b"head", Some(&[0; 40]));
+        assert_eq!(enc.len(), 5 + sizes);
         let dec = ReverseDiff::decode(&enc).unwrap();
         assert_eq!(dec.len(), 3);
         assert_eq!(dec[1], (Column::Nodes, b"k2".to_vec(), Some(vec![1, 2, 3])));
