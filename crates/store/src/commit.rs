@@ -33,7 +33,7 @@ use crate::recent::RecentBlock;
 use crate::resident::{OldNode, Resident};
 use crate::state::{ChangeSet, CommitInfo, CommitTimings, StateDb};
 use crate::update::{Change, KeyValue, PreState};
-use crate::view::{leaf_under_in, Reader};
+use crate::view::{leaf_under_in, Reader, Values};
 
 /// Nodes a walk loaded for the resident trie to admit: node key and stored value.
 type LoadedNodes = Vec<(Vec<u8>, Arc<[u8]>)>;
@@ -528,17 +528,23 @@ impl StateDb {
             self.resident.apply(loaded, writes);
             return Ok(());
         }
-        let mut known = Vec::new();
+        // The old nodes are keyed exactly like the layer's node writes (each written key's
+        // node before the block, `None` where there was none), so they are filled by
+        // position and take the layer's keys in its order, with no sort.
+        let mut old: Values = vec![None; layer.nodes.len()];
         let mut unknown = Vec::new();
-        for (k, _) in layer.nodes.iter().filter(|(k, _)| !self.resident.keeps(k)) {
-            match below.remove_entry(k) {
-                Some(entry) => known.push(entry),
-                None => unknown.push(k.clone()),
+        for (at, (k, _)) in layer.nodes.iter().enumerate() {
+            if self.resident.keeps(k) {
+                continue;
+            }
+            match below.remove(k) {
+                Some(node) => old[at] = node,
+                None => unknown.push(at),
             }
         }
         let (resident, shared) = self.resident_and_shared();
         let number = layer.number;
-        let rest = || -> Result<(RecentBlock, Vec<Entry>), StoreError> {
+        let rest = || -> Result<(RecentBlock, ChangeMap, Values), StoreError> {
             drop(below);
             let entries = ReverseDiff::decode(&layer.history)
                 .map_err(|source| Corruption::History { number, source })?;
@@ -546,15 +552,20 @@ impl StateDb {
                 .ok_or(Corruption::HistoryHead { number })?;
             let values = match unknown.is_empty() {
                 true => Vec::new(),
-                false => shared.reader.read_batch(Column::Nodes, &unknown)?,
+                false => {
+                    let keys: Vec<Vec<u8>> =
+                        unknown.iter().map(|&at| layer.nodes.key_at(at).to_vec()).collect();
+                    shared.reader.read_batch(Column::Nodes, &keys)?
+                }
             };
-            Ok((block, unknown.into_iter().zip(values).collect()))
+            Ok((block, ChangeMap::keys_of(&layer.nodes), values))
         };
         let (captured, rest) = rayon::join(|| resident.apply_capturing(loaded, writes), rest);
-        let (mut block, mut old) = rest?;
-        old.extend(known);
-        old.extend(captured);
-        block.set_old_nodes(ChangeMap::from_writes(old));
+        let (mut block, keys, values) = rest?;
+        for (at, node) in unknown.into_iter().zip(values).chain(captured) {
+            old[at] = node;
+        }
+        block.set_old_nodes(keys.with_values(old));
         shared.recent.write().push(block);
         Ok(())
     }

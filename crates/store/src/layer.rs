@@ -58,6 +58,29 @@ impl ChangeMap {
         ChangeMap { entries: out, prefixes }
     }
 
+    /// A map of `other`'s keys, each with no value (to be given by [`ChangeMap::with_values`]).
+    pub(crate) fn keys_of(other: &ChangeMap) -> ChangeMap {
+        let entries = other.entries.iter().map(|(k, _)| (k.clone(), None)).collect();
+        ChangeMap { entries, prefixes: other.prefixes.clone() }
+    }
+
+    /// The same keys with `values`, by position.
+    ///
+    /// # Panics
+    /// If `values` does not hold one value per key.
+    pub(crate) fn with_values(mut self, values: Vec<Option<Arc<[u8]>>>) -> ChangeMap {
+        assert_eq!(values.len(), self.entries.len(), "one value per key");
+        for (entry, v) in self.entries.iter_mut().zip(values) {
+            entry.1 = v;
+        }
+        self
+    }
+
+    /// The key at position `at` (ascending).
+    pub(crate) fn key_at(&self, at: usize) -> &[u8] {
+        &self.entries[at].0
+    }
+
     /// The change of `key`: `Some(None)` means deleted.
     pub(crate) fn get(&self, key: &[u8]) -> Option<Option<&Arc<[u8]>>> {
         // Searched by the 8-byte prefixes (integer compares), then the few entries that
@@ -207,6 +230,25 @@ mod tests {
         assert_eq!(m.get(&[1, 0]).flatten().map(|v| v[0]), Some(2));
         assert_eq!(m.get(&[1, 0, 0]).flatten().map(|v| v[0]), Some(3));
         assert_eq!(m.get(&[1, 0, 0, 0]), None);
+    }
+
+    /// A map of another's keys takes its values by position and answers point reads and
+    /// ranges like a map built from the same entries.
+    #[test]
+    fn keys_of_with_values_is_the_map_of_those_entries() {
+        let long = |tail: u8| [[7u8; 8].as_slice(), &[tail]].concat();
+        let writes = vec![(long(3), v(9)), (vec![1], None), (long(1), v(8))];
+        let m = ChangeMap::from_writes(writes);
+        let keys: Vec<&[u8]> = (0..m.len()).map(|at| m.key_at(at)).collect();
+        assert_eq!(keys, [[1u8].as_slice(), &long(1), &long(3)]);
+        let old = ChangeMap::keys_of(&m).with_values(vec![v(1), None, v(3)]);
+        let want = ChangeMap::from_sorted(vec![(vec![1], v(1)), (long(1), None), (long(3), v(3))]);
+        assert_eq!(old.iter().collect::<Vec<_>>(), want.iter().collect::<Vec<_>>());
+        assert_eq!(old.get(&long(3)).flatten().map(|v| v[0]), Some(3));
+        assert_eq!(old.get(&long(1)), Some(None));
+        assert_eq!(old.range(long(2).as_slice()..=long(4).as_slice()).len(), 1);
+        let short = std::panic::catch_unwind(|| ChangeMap::keys_of(&m).with_values(vec![v(1)]));
+        assert!(short.is_err(), "a value missing for a key must not pass");
     }
 
     proptest::proptest! {

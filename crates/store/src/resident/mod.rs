@@ -84,12 +84,16 @@ fn shard(key: &[u8]) -> usize {
 /// One entry to apply: a node (`Some`) or a deletion.
 type Op<'a> = (&'a [u8], Option<Arc<[u8]>>, Capture);
 
-/// Whether an op's replaced value is returned (a write whose old node the recent window
-/// wants) or dropped.
-type Capture = bool;
+/// For a write whose old node the recent window wants, the write's position among the
+/// block's writes (its replaced value is returned with it); `None`: the value is dropped.
+type Capture = Option<usize>;
 
 /// A node key and the node it held before a write (`None`: none).
 pub(crate) type OldNode = (Vec<u8>, Option<Arc<[u8]>>);
+
+/// The position of a write among the block's writes and the node it replaced (`None`:
+/// none).
+pub(crate) type Replaced = (usize, Option<Arc<[u8]>>);
 
 /// See the module docs.
 #[derive(Debug)]
@@ -298,12 +302,13 @@ impl Resident {
     }
 
     /// [`Resident::apply`] that also returns what each written key it keeps held before
-    /// (the pre-state, the walk's loads included), in no particular order.
+    /// (the pre-state, the walk's loads included), by the write's position in `writes`, in
+    /// no particular order.
     pub(crate) fn apply_capturing<'a>(
         &mut self,
         loaded: Vec<(Vec<u8>, Arc<[u8]>)>,
         writes: impl IntoIterator<Item = (&'a [u8], Option<&'a Arc<[u8]>>)>,
-    ) -> Vec<OldNode> {
+    ) -> Vec<Replaced> {
         self.apply_ops_of(loaded, writes, true)
     }
 
@@ -312,29 +317,29 @@ impl Resident {
         loaded: Vec<(Vec<u8>, Arc<[u8]>)>,
         writes: impl IntoIterator<Item = (&'a [u8], Option<&'a Arc<[u8]>>)>,
         capture: bool,
-    ) -> Vec<OldNode> {
+    ) -> Vec<Replaced> {
         // Invariant: within each map the writes come last, so a loaded node the block
         // replaced or deleted never survives (a key's entries all go to one map).
         let mut parts: Vec<Vec<Op<'_>>> = (0..SHARDS).map(|_| Vec::new()).collect();
         let mut deep_keys = Vec::new();
         for (k, v) in &loaded {
             if self.keeps(k) {
-                parts[shard(k)].push((k, Some(v.clone()), false));
+                parts[shard(k)].push((k, Some(v.clone()), None));
             }
         }
-        for (k, v) in writes {
+        for (at, (k, v)) in writes.into_iter().enumerate() {
             let keeps = self.keeps(k);
             if let (false, Some(_), Some(_)) = (keeps, &self.deep, v) {
                 deep_keys.push(key_hash(k));
             }
             let v = v.filter(|_| keeps).cloned();
-            parts[shard(k)].push((k, v, capture && keeps));
+            parts[shard(k)].push((k, v, (capture && keeps).then_some(at)));
         }
         if let Some(deep) = &mut self.deep {
             deep.add_hashes(&deep_keys);
         }
         let total: usize = parts.iter().map(Vec::len).sum();
-        let results: Vec<(i64, Vec<OldNode>)> = if total >= PARALLEL_APPLY_MIN {
+        let results: Vec<(i64, Vec<Replaced>)> = if total >= PARALLEL_APPLY_MIN {
             self.shards.par_iter_mut().zip(parts).map(|(s, ops)| apply_ops(s, ops)).collect()
         } else {
             self.shards.iter_mut().zip(parts).map(|(s, ops)| apply_ops(s, ops)).collect()
@@ -482,7 +487,7 @@ fn limit_within(per_depth: &[u64], mut bytes: u64, bytes_max: u64) -> Option<u8>
 
 /// Apply `ops` in order to `map`: the change in bytes held, and the old values of the ops
 /// marked for capture.
-fn apply_ops(part: &mut Shard, ops: Vec<Op<'_>>) -> (i64, Vec<OldNode>) {
+fn apply_ops(part: &mut Shard, ops: Vec<Op<'_>>) -> (i64, Vec<Replaced>) {
     let mut delta = 0;
     let mut olds = Vec::new();
     for (k, v, capture) in ops {
@@ -494,8 +499,8 @@ fn apply_ops(part: &mut Shard, ops: Vec<Op<'_>>) -> (i64, Vec<OldNode>) {
             }
         };
         delta += change;
-        if capture {
-            olds.push((k.to_vec(), old));
+        if let Some(at) = capture {
+            olds.push((at, old));
         }
     }
     (delta, olds)
