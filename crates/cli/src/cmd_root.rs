@@ -7,8 +7,9 @@
 //! must be even-length hex, and two entries that decode (or hash) to the same key are an
 //! error rather than a silent last-one-wins, because a root over an ambiguous input
 //! proves nothing. An empty value means the key is absent in Ethereum's layout, as in the
-//! Ethereum tests, and is a value in Substrate's. A chain spec's problems (not JSON, not a
-//! raw spec, bad hex, duplicate keys) are usage errors: exit 2, one line.
+//! Ethereum tests, and is a value in Substrate's. The content's problems of every input
+//! (not JSON, not a raw spec, bad hex, duplicate keys) are usage errors: exit 2, one line;
+//! a file that cannot be read is exit 3.
 //! Cost: one sort plus the streaming builder, each node hashed once.
 
 use std::fmt;
@@ -21,8 +22,8 @@ use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use trie::{decode_hex, keccak256, Layout, LayoutName, WithLayout, H256};
 
-use crate::input::{display_name, read_genesis, read_text};
-use crate::{error_line, usage};
+use crate::input::{display_name, file_usage, read_genesis, read_text};
+use crate::usage;
 
 /// The root of sorted, distinct `entries` in `layout` (the layout is chosen here, at the
 /// edge; the builder below is monomorphised per layout).
@@ -103,13 +104,14 @@ pub(crate) fn run(args: &RootArgs) -> Result<ExitCode> {
 }
 
 /// The root of a `--kv` file.
+/// Its content's problems are usage errors naming the file, as a chain spec's.
 fn kv_root(path: &Path, secure: bool, layout: LayoutName) -> Result<H256> {
     let text = read_text(path)?;
-    let pairs = parse_pairs(&text).with_context(|| display_name(path))?;
+    let pairs = parse_pairs(&text).map_err(|e| file_usage(path, &e))?;
     let keep_empty = layout != LayoutName::Ethereum;
-    let leaves = decode_pairs(&pairs, secure, keep_empty).with_context(|| display_name(path))?;
+    let leaves = decode_pairs(&pairs, secure, keep_empty).map_err(|e| file_usage(path, &e))?;
     layout_root(layout, &leaves)
-        .with_context(|| format!("{}: cannot build the trie", display_name(path)))
+        .map_err(|e| usage(format!("{}: cannot build the trie: {e}", display_name(path))))
 }
 
 /// The key under which Substrate's top trie holds a default child trie's root.
@@ -141,8 +143,7 @@ pub(crate) struct SpecStorage {
 /// errors naming the file.
 pub(crate) fn read_chain_spec(path: &Path, layout: LayoutName) -> Result<SpecStorage> {
     let text = read_text(path)?;
-    let name = display_name(path);
-    chain_spec_entries(&text, layout).map_err(|e| usage(format!("{name}: {}", error_line(&e))))
+    chain_spec_entries(&text, layout).map_err(|e| file_usage(path, &e))
 }
 
 /// The top trie's entries of a raw chain spec's genesis, with the child tries' roots, and

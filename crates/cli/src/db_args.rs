@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use store::{OpenError, StateDb, StoreConfig};
+use store::{ConfigError, OpenError, StateDb, StoreConfig};
 use trie::LayoutName;
 
 /// `--db` and `--config`, shared by every database command.
@@ -23,10 +23,14 @@ pub(crate) struct DbArgs {
     pub(crate) config: Option<PathBuf>,
 }
 
-/// The configuration from `--config`, or the defaults.
+/// The configuration from `--config`, or the defaults. A file that cannot be read is exit
+/// 3; one that does not parse, or holds a value out of its range, is a usage error (exit
+/// 2, like a flag's value).
 pub(crate) fn load_config(path: Option<&Path>) -> Result<StoreConfig> {
-    match path {
-        Some(p) => Ok(StoreConfig::from_file(p)?),
+    match path.map(StoreConfig::from_file) {
+        Some(Ok(config)) => Ok(config),
+        Some(Err(e @ ConfigError::Read { .. })) => Err(e.into()),
+        Some(Err(e)) => Err(crate::usage(e.to_string())),
         None => Ok(StoreConfig::default()),
     }
 }

@@ -88,9 +88,16 @@ pub(crate) fn parse_key(s: &str) -> Result<HexKey, String> {
 }
 
 /// Parse `path` as a genesis allocation (a full genesis with `alloc`, or a bare alloc).
+/// Content that does not parse or check is a usage error naming the file (exit 2, like a
+/// flag's value); a file that cannot be read is not.
 pub(crate) fn read_genesis(path: &Path) -> Result<Genesis> {
     let text = read_text(path)?;
-    Genesis::from_json_str(&text).with_context(|| display_name(path))
+    Genesis::from_json_str(&text).map_err(|e| file_usage(path, &anyhow::Error::new(e)))
+}
+
+/// A usage error about the content of input file `path`: `<file>: <e on one line>`.
+pub(crate) fn file_usage(path: &Path, e: &anyhow::Error) -> anyhow::Error {
+    crate::usage(format!("{}: {}", display_name(path), crate::error_line(e)))
 }
 
 /// How a path is named in messages (`stdin` for `-`).

@@ -251,6 +251,61 @@ fn exit_codes_have_four_classes() {
     }
 }
 
+/// An input file a flag names whose content does not parse or check (a genesis, a
+/// key/value object, a chain spec, a store configuration) is a usage error naming the
+/// file, exit 2 like a flag's own value, whichever flag or command reads it; a file that
+/// cannot be read is 3.
+#[test]
+fn input_files_that_do_not_parse_are_usage_errors() {
+    let write = |name: &str, text: &str| {
+        let path = tmp(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let cut = write("conv-cut.json", "{\"a\":");
+    let array = write("conv-array.json", "[1, 2]");
+    let empty = write("conv-empty.json", "");
+    let address = write("conv-address.json", r#"{"alloc":{"0xzz":{"balance":"0x1"}}}"#);
+    let kv_hex = write("conv-kv-hex.json", r#"{"0x12":"0xzz"}"#);
+    let spec_hex = write("conv-spec-hex.json", r#"{"genesis":{"raw":{"top":{"0xzz":"0x00"}}}}"#);
+    let depth = write("conv-depth.toml", "[layers]\nhistory_depth = 0\n");
+    let toml = write("conv-bad.toml", "[rocksdb\n");
+    let db = fresh_db("conv-bad-inputs");
+    let addr = "0x".to_string() + &"00".repeat(20);
+    let mut cases: Vec<Vec<&str>> = Vec::new();
+    for file in [&cut, &array, &empty] {
+        cases.push(vec!["root", "--genesis", file]);
+        cases.push(vec!["root", "--kv", file]);
+        cases.push(vec!["root", "--chain-spec", file]);
+    }
+    cases.push(vec!["root", "--genesis", &address]);
+    cases.push(vec!["prove", "--genesis", &address, "--address", &addr]);
+    cases.push(vec!["init", "--db", &db, "--genesis", &address]);
+    cases.push(vec!["root", "--kv", &kv_hex]);
+    cases.push(vec!["init", "--db", &db, "--chain-spec", &spec_hex]);
+    cases.push(vec!["stats", "--db", &db, "--config", &depth]);
+    let genesis = testdata("genesis/dev.json");
+    cases.push(vec!["init", "--db", &db, "--genesis", &genesis, "--config", &toml]);
+    for args in &cases {
+        let o = arbor(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.starts_with("error: ") && err.lines().count() == 1, "{args:?}: {err}");
+        let file = args.iter().rev().find(|a| a.ends_with(".json") || a.ends_with(".toml"));
+        assert!(err.contains(file.unwrap()), "{args:?} does not name the file: {err}");
+        assert!(stdout(&o).is_empty(), "{args:?} printed {}", stdout(&o));
+    }
+    assert!(!std::path::Path::new(&db).join("CURRENT").exists(), "a refused init made a database");
+    for args in [
+        &["root", "--kv", "/nonexistent/kv.json"][..],
+        &["root", "--chain-spec", "/nonexistent/spec.json"],
+        &["stats", "--db", &db, "--config", "/nonexistent/arbor.toml"],
+    ] {
+        let o = arbor(args);
+        assert_eq!(o.status.code(), Some(3), "{args:?}: {}", stderr(&o));
+    }
+}
+
 /// Issue 29, defect 7: `checkpoint restore` when every source answered and none offers
 /// the trusted checkpoint is a negative verdict (1, as `checkpoint verify`), but 3 when a
 /// source could not be read; `serve --listen` that does not parse is a usage error (2); a
