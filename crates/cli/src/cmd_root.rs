@@ -7,9 +7,9 @@
 //! must be even-length hex, and two entries that decode (or hash) to the same key are an
 //! error rather than a silent last-one-wins, because a root over an ambiguous input
 //! proves nothing. An empty value means the key is absent in Ethereum's layout, as in the
-//! Ethereum tests, and is a value in Substrate's. The content's problems of every input
-//! (not JSON, not a raw spec, bad hex, duplicate keys) are usage errors: exit 2, one line;
-//! a file that cannot be read is exit 3.
+//! Ethereum tests, and is a value in Substrate's. Problems in the content of any of the
+//! three inputs (not JSON, not a raw spec, bad hex, duplicate keys) are usage errors naming
+//! the file: exit 2, one line; a file that cannot be read is exit 3.
 //! Cost: one sort plus the streaming builder, each node hashed once.
 
 use std::fmt;
@@ -103,8 +103,8 @@ pub(crate) fn run(args: &RootArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The root of a `--kv` file.
-/// Its content's problems are usage errors naming the file, as a chain spec's.
+/// The root of a `--kv` file; problems in its content are usage errors naming the file,
+/// as a chain spec's are.
 fn kv_root(path: &Path, secure: bool, layout: LayoutName) -> Result<H256> {
     let text = read_text(path)?;
     let pairs = parse_pairs(&text).map_err(|e| file_usage(path, &e))?;
