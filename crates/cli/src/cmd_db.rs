@@ -228,8 +228,7 @@ fn init_chain_spec(args: &InitArgs, path: &Path) -> Result<ExitCode> {
             store::KEY_BYTES_MAX
         )));
     }
-    let expected = crate::cmd_root::layout_root(layout, &spec.top)
-        .map_err(|e| crate::usage(format!("{name}: cannot build the trie: {e}")))?;
+    let expected = crate::cmd_root::file_root(path, layout, &spec.top)?;
     let mut db = open_or_create(&args.db, Some(layout))?;
     check_new(&db, &args.db.db)?;
     let summary = db

@@ -110,7 +110,13 @@ fn kv_root(path: &Path, secure: bool, layout: LayoutName) -> Result<H256> {
     let pairs = parse_pairs(&text).map_err(|e| file_usage(path, &e))?;
     let keep_empty = layout != LayoutName::Ethereum;
     let leaves = decode_pairs(&pairs, secure, keep_empty).map_err(|e| file_usage(path, &e))?;
-    layout_root(layout, &leaves)
+    file_root(path, layout, &leaves)
+}
+
+/// [`layout_root`] of `entries` read from input file `path`; a failure is a usage error
+/// naming the file.
+pub(crate) fn file_root(path: &Path, layout: LayoutName, entries: &[Entry]) -> Result<H256> {
+    layout_root(layout, entries)
         .map_err(|e| usage(format!("{}: cannot build the trie: {e}", display_name(path))))
 }
 
@@ -123,8 +129,7 @@ const CHILD_STORAGE_PREFIX: &[u8] = b":child_storage:";
 /// The genesis root of a raw chain spec. Its content's problems are usage errors.
 fn chain_spec_root(path: &Path, layout: LayoutName) -> Result<H256> {
     let spec = read_chain_spec(path, layout)?;
-    layout_root(layout, &spec.top)
-        .map_err(|e| usage(format!("{}: cannot build the trie: {e}", display_name(path))))
+    file_root(path, layout, &spec.top)
 }
 
 /// A key and its value.
