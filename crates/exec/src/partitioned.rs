@@ -27,7 +27,7 @@
 //! ones' writes. The cost model picks the count (1, 2, 4 or [`MAX_WAVES`]) by measuring
 //! them (`adaptive.rs`, `Cut`); a wave costs a spawn and join of its threads and an index of
 //! its kept chunks' keys (each key's chunks as a bit mask, so a read below a chunk's writes
-//! costs one hash probe more, not one per kept chunk). Tried and dropped (design.md):
+//! costs one hash probe more, not one per kept chunk). Tried and dropped (docs/benchmarks.md, "Waves"):
 //! waves whose conflicting chunk was rolled back to its first conflicting transaction by
 //! an undo log; the undo logs and per-wave merges cost more than they saved.
 //!
