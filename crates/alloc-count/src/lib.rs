@@ -157,7 +157,7 @@ pub fn limit_glibc_arenas(arenas: usize) {
 /// cores, full `arbor bench blockstm`, two runs each with THP on and off: chain-transfers
 /// with 2 workers 1.00–1.01× the sequential executor (the model kept sequential) against
 /// 1.25–1.31×, its two-sequential-blocks ceiling 1.58 against 1.94; the other workloads
-/// unchanged (docs/design.md, "Transparent huge pages"). Returns whether the flag is set;
+/// unchanged (docs/benchmarks.md, "Transparent huge pages"). Returns whether the flag is set;
 /// a kernel without the call leaves THP as it was. Does nothing on other systems.
 pub fn disable_transparent_huge_pages() -> bool {
     #[cfg(target_os = "linux")]

@@ -235,6 +235,11 @@ impl<'a> ScanBounds<'a> {
         self.first_of(map.range::<[u8], _>(self.range()))
     }
 
+    /// The entries of `map` within these bounds, in scan order.
+    pub(crate) fn entries_in<'m, V>(&self, map: &'m BTreeMap<Key, V>) -> InScanOrder<'m, V> {
+        InScanOrder { range: map.range::<[u8], _>(self.range()), reverse: self.reverse }
+    }
+
     /// The keys a scan from `from` that stopped at `stop` (inclusive; `None`: the end of
     /// the key space) covered, as range bounds; `None` if `stop` lies before `from`.
     pub(crate) fn covered<'k>(
@@ -248,6 +253,24 @@ impl<'a> ScanBounds<'a> {
             Some(s) if (s < from) != reverse && s != from => None,
             _ if reverse => Some((far, Included(from))),
             _ => Some((Included(from), far)),
+        }
+    }
+}
+
+/// A map's entries within a scan's bounds, in the scan's order.
+pub(crate) struct InScanOrder<'m, V> {
+    range: std::collections::btree_map::Range<'m, Key, V>,
+    reverse: bool,
+}
+
+impl<'m, V> Iterator for InScanOrder<'m, V> {
+    type Item = (&'m Key, &'m V);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.reverse {
+            self.range.next_back()
+        } else {
+            self.range.next()
         }
     }
 }

@@ -21,8 +21,7 @@ use crate::journal::Journaled;
 use crate::mvmemory::{
     DeltaKeys, IndexKey, KeyId, MvMemory, ReadOrigin, ReadResult, ScanRecord, Version,
 };
-use crate::scan::SCAN_CAPACITY;
-use crate::scan::{earliest, StorageCursor};
+use crate::scan::{scan, Sources, SCAN_CAPACITY};
 use crate::scheduler::{End, Scheduler, Task};
 use crate::sequential::{run_over, Under};
 use crate::view::{DeltaBelow, TxView};
@@ -69,10 +68,9 @@ impl<S: StateReader> DeltaBelow for MvBelow<'_, '_, S> {
         Ok(value)
     }
 
-    /// A merge of three ordered sources, one head each: the own writes, the keys written
-    /// during the block (the memory's ordered index) and storage (a cursor: each entry read
-    /// once, with its value). Every key visited is read below the transaction and recorded
-    /// with its origin, for validation.
+    /// A merge of three ordered sources ([`scan`]): the own writes, the keys written
+    /// during the block (the memory's ordered index) and storage. Every key visited is
+    /// read below the transaction and recorded with its origin, for validation.
     fn scan(
         &mut self,
         own: &mut Journaled<Write>,
@@ -83,58 +81,35 @@ impl<S: StateReader> DeltaBelow for MvBelow<'_, '_, S> {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        self.memory.note_scan(self.txn);
-        let own = &*own;
-        let start = ScanBounds { from, last: None, reverse };
-        let mut mine = start.first_in(own.map());
-        let mut index = self.memory.next_key(&start);
-        let mut stored = StorageCursor::new(self.storage, from, reverse);
+        let (memory, txn) = (self.memory, self.txn);
+        memory.note_scan(txn);
+        let sources = Sources {
+            storage: self.storage,
+            layer: |bounds: &ScanBounds<'_>| memory.next_key(bounds),
+            written: None,
+            own: own.map(),
+        };
         // Sized for a scan that finds few dead keys: one allocation each.
-        let mut out = Vec::with_capacity(limit.min(SCAN_CAPACITY));
         let mut visited = Vec::with_capacity(limit.saturating_add(2).min(SCAN_CAPACITY));
-        while out.len() < limit {
-            let mine_key = mine.map(|(k, _)| k.as_slice());
-            let [in_mine, in_index, in_storage] =
-                earliest(reverse, [mine_key, index.as_deref(), stored.head()]);
-            self.check()?;
-            let (stored_key, stored_value) = match in_storage.then(|| stored.take()).flatten() {
-                Some((k, v)) => (Some(k), Some(v)),
-                None => (None, None),
-            };
-            let index_key = if in_index { index.take() } else { None };
-            let key = match (stored_key, index_key, mine) {
-                (Some(k), ..) => k,
-                (None, Some(k), _) => k.to_vec(),
-                (None, None, Some((k, _))) if in_mine => k.clone(),
-                _ => break,
-            };
-            let next = start.after(&key);
-            if in_mine {
-                mine = next.first_in(own.map());
-            }
-            if in_index {
-                index = self.memory.next_key(&next);
-            }
-            let (id, r) = self.memory.read(&key, self.txn);
+        let start = ScanBounds { from, last: None, reverse };
+        let out = scan(sources, start, limit, |key, found| {
+            let (id, r) = memory.read(key, txn);
             let (origin, under) = match r {
                 ReadResult::Blocked(blocking) => return Err(Stop::Blocked(blocking)),
                 ReadResult::Version(version, value) => (ReadOrigin::Version(version), value),
-                ReadResult::Storage => (ReadOrigin::Storage, stored_value),
+                ReadResult::Storage => (ReadOrigin::Storage, found.stored),
                 ReadResult::Deltas { base, sum } => {
-                    let value = Some(apply_delta(base.unwrap_or(stored_value).as_deref(), sum));
+                    let value = Some(apply_delta(base.unwrap_or(found.stored).as_deref(), sum));
                     (ReadOrigin::Resolved { key: key.clone(), value: value.clone() }, value)
                 }
             };
             visited.push((id, origin));
-            let visible = match own.get(&key) {
+            Ok(match found.own {
                 Some(Write::Value(v)) => v.clone(),
                 Some(Write::Delta(d)) => Some(apply_delta(under.as_deref(), *d)),
                 None => under,
-            };
-            if let Some(v) = visible {
-                out.push((key, v));
-            }
-        }
+            })
+        })?;
         // A scan that filled up covered the range up to its last entry.
         let stop = if out.len() == limit { out.last().map(|(k, _)| k.clone()) } else { None };
         self.scans.push(ScanRecord { from: from.to_vec(), reverse, stop, visited });

@@ -27,7 +27,7 @@
 //! ones' writes. The cost model picks the count (1, 2, 4 or [`MAX_WAVES`]) by measuring
 //! them (`adaptive.rs`, `Cut`); a wave costs a spawn and join of its threads and an index of
 //! its kept chunks' keys (each key's chunks as a bit mask, so a read below a chunk's writes
-//! costs one hash probe more, not one per kept chunk). Tried and dropped (design.md):
+//! costs one hash probe more, not one per kept chunk). Tried and dropped (docs/benchmarks.md, "Waves"):
 //! waves whose conflicting chunk was rolled back to its first conflicting transaction by
 //! an undo log; the undo logs and per-wave merges cost more than they saved.
 //!
@@ -54,7 +54,7 @@ use state::key_prefix64;
 
 use crate::journal::Journaled;
 use crate::mvmemory::IndexKey;
-use crate::scan::{earliest, StorageCursor, SCAN_CAPACITY};
+use crate::scan::{scan, Sources};
 use crate::sequential::{run_over, Under};
 use crate::view::{DeltaBelow, TxView};
 use crate::{
@@ -178,9 +178,9 @@ impl<S: StateReader> DeltaBelow for ChunkBelow<'_, '_, '_, S> {
         }
     }
 
-    /// A merge of four ordered sources, one head each: the own writes, the chunk's writes,
-    /// the earlier waves' kept chunks and the block's starting state (a cursor). The range
-    /// it covered is recorded.
+    /// A merge of four ordered sources ([`scan`]): the own writes, the chunk's writes, the
+    /// earlier waves' kept chunks and the block's starting state. The range it covered is
+    /// recorded.
     fn scan(
         &mut self,
         own: &mut Journaled<Write>,
@@ -191,57 +191,24 @@ impl<S: StateReader> DeltaBelow for ChunkBelow<'_, '_, '_, S> {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let own = &*own;
         let (kept, base) = (self.start.kept, self.start.base);
+        let sources = Sources {
+            storage: base,
+            layer: |bounds: &ScanBounds<'_>| kept.first_key(bounds),
+            written: Some(self.writes),
+            own: own.map(),
+        };
         let start = ScanBounds { from, last: None, reverse };
-        let mut mine = start.first_in(own.map());
-        let mut chunk = start.first_in(self.writes);
-        let mut under = kept.first_key(&start);
-        let mut stored = StorageCursor::new(base, from, reverse);
-        let mut out = Vec::with_capacity(limit.min(SCAN_CAPACITY));
-        while out.len() < limit {
-            let heads = [mine.map(|e| e.0), chunk.map(|e| e.0)].map(|k| k.map(Vec::as_slice));
-            let [in_mine, in_chunk, in_under, in_storage] =
-                earliest(reverse, [heads[0], heads[1], under.as_deref(), stored.head()]);
-            if base.failed() {
-                return Err(Stop::ReadFailed);
-            }
-            let (stored_key, stored_value) = match in_storage.then(|| stored.take()).flatten() {
-                Some((k, v)) => (Some(k), Some(v)),
-                None => (None, None),
-            };
-            let under_key = if in_under { under.take() } else { None };
-            let key = match (stored_key, under_key, mine, chunk) {
-                (Some(k), ..) => k,
-                (None, Some(k), ..) => k.to_vec(),
-                (None, None, Some((k, _)), _) if in_mine => k.clone(),
-                (None, None, _, Some((k, _))) if in_chunk => k.clone(),
-                _ => break,
-            };
-            let next = start.after(&key);
-            let below = match in_under.then(|| kept.get(&key, key_hash(&key), base)).flatten() {
+        let out = scan(sources, start, limit, |key, found| {
+            let below = match found.in_layer.then(|| kept.get(key, key_hash(key), base)).flatten() {
                 Some(v) => v,
-                None => stored_value,
+                None => found.stored,
             };
             if base.failed() {
                 return Err(Stop::ReadFailed);
             }
-            let own_write = mine.filter(|_| in_mine).map(|e| e.1);
-            let chunk_write = chunk.filter(|_| in_chunk).map(|e| e.1);
-            let value = visible(own_write, chunk_write, below);
-            if in_mine {
-                mine = next.first_in(own.map());
-            }
-            if in_chunk {
-                chunk = next.first_in(self.writes);
-            }
-            if in_under {
-                under = kept.first_key(&next);
-            }
-            if let Some(v) = value {
-                out.push((key, v));
-            }
-        }
+            Ok(visible(found.own, found.written, below))
+        })?;
         // A scan that filled up covered the range up to its last entry.
         let stop = if out.len() == limit { out.last().map(|(k, _)| k.clone()) } else { None };
         self.reads.scans.push((from.to_vec(), stop, reverse));

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use crate::journal::Journaled;
 use crate::mvmemory::IndexKey;
-use crate::scan::{earliest, StorageCursor, SCAN_CAPACITY};
+use crate::scan::{scan, Sources};
 use crate::view::{Below, TxView};
 use crate::{
     apply_delta, Base, BlockOutput, Counters, ExecError, Key, Reason, Run, ScanBounds, StateReader,
@@ -85,8 +85,8 @@ impl<S: StateReader, U: Under> Below for SeqBelow<'_, '_, S, U> {
         Ok(())
     }
 
-    /// A merge of four ordered sources, one head each: the own writes, the run's writes,
-    /// the layer under them and storage (a cursor: each entry read once, with its value).
+    /// A merge of four ordered sources ([`scan`]): the own writes, the run's writes, the
+    /// layer under them and storage. The newest write of a key is its value.
     fn scan(
         &mut self,
         own: &mut Journaled<Option<Value>>,
@@ -97,55 +97,23 @@ impl<S: StateReader, U: Under> Below for SeqBelow<'_, '_, S, U> {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let own = &*own;
+        let under = self.under;
+        let sources = Sources {
+            storage: self.storage,
+            layer: |bounds: &ScanBounds<'_>| under.first_key(bounds),
+            written: Some(self.block),
+            own: own.map(),
+        };
         let start = ScanBounds { from, last: None, reverse };
-        let mut mine = start.first_in(own.map());
-        let mut block = start.first_in(self.block);
-        let mut under = self.under.first_key(&start);
-        let mut stored = StorageCursor::new(self.storage, from, reverse);
-        let mut out = Vec::with_capacity(limit.min(SCAN_CAPACITY));
-        while out.len() < limit {
-            let heads = [mine.map(|e| e.0), block.map(|e| e.0)].map(|k| k.map(Vec::as_slice));
-            let [in_mine, in_block, in_under, in_storage] =
-                earliest(reverse, [heads[0], heads[1], under.as_deref(), stored.head()]);
-            if self.storage.failed() {
-                return Err(Stop::ReadFailed);
-            }
-            let (stored_key, stored_value) = match in_storage.then(|| stored.take()).flatten() {
-                Some((k, v)) => (Some(k), Some(v)),
-                None => (None, None),
-            };
-            let under_key = if in_under { under.take() } else { None };
-            let key = match (stored_key, under_key, mine, block) {
-                (Some(k), ..) => k,
-                (None, Some(k), ..) => k.to_vec(),
-                (None, None, Some((k, _)), _) if in_mine => k.clone(),
-                (None, None, _, Some((k, _))) if in_block => k.clone(),
-                _ => break,
-            };
-            let next = start.after(&key);
-            // The visible value: the own write, the run's, the layer's, or storage's.
-            let value = match (in_mine.then_some(mine).flatten(), block.filter(|_| in_block)) {
-                (Some((_, v)), _) | (None, Some((_, v))) => v.clone(),
-                (None, None) => match in_under.then(|| self.under.get(&key)).flatten() {
+        scan(sources, start, limit, |key, found| {
+            Ok(match found.own.or(found.written) {
+                Some(v) => v.clone(),
+                None => match found.in_layer.then(|| under.get(key)).flatten() {
                     Some(v) => v,
-                    None => stored_value,
+                    None => found.stored,
                 },
-            };
-            if in_mine {
-                mine = next.first_in(own.map());
-            }
-            if in_block {
-                block = next.first_in(self.block);
-            }
-            if in_under {
-                under = self.under.first_key(&next);
-            }
-            if let Some(v) = value {
-                out.push((key, v));
-            }
-        }
-        Ok(out)
+            })
+        })
     }
 }
 

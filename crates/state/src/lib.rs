@@ -9,6 +9,9 @@
 //! - [`ChangeSet`]: a block's changes, per [`TrieId`].
 //! - [`TrieId`] and the 32-byte [`H256`] naming storage tries (no hashing here: hashes are
 //!   computed by the trie).
+//! - The one ordered merge of writes over a base ([`merge_writes`], [`MergeWrites`]) and
+//!   the two-source [`Join`] it is built on, which every layered state's range reads and
+//!   the executors' scans use.
 //! - In-memory states for tests: a plain `BTreeMap` (the main trie) and [`MemoryState`].
 //!
 //! The store implements [`StateReader`], the overlay and the executors implement
@@ -20,12 +23,14 @@
 mod h256;
 mod id;
 mod memory;
+mod merge;
 mod reader;
 mod view;
 
 pub use h256::{decode_hex, HexError, H256};
 pub use id::TrieId;
 pub use memory::{MapRange, MemoryRange, MemoryState};
+pub use merge::{merge_writes, Join, Joined, MergeWrites, Order};
 pub use reader::{
     key_bounds, key_prefix64, KeyBounds, KeyValue, RangeItem, StateReader, StateReaderMut, VecRange,
 };

@@ -32,7 +32,10 @@ use crate::layout::Keys;
 use crate::recent::{held_bytes, IndexSources, Recent, RecentBlock};
 use crate::shared::Shared;
 use crate::state::{ReadHandle, StateDb};
-use crate::view::{checked_node, key_has_path, leaf_at, leaf_under_skipping, value_node};
+use crate::view::{
+    checked_node, key_has_path, leaf_at, leaf_under_skipping, load_node, load_node_for_key,
+    value_node, StoredNodes,
+};
 
 /// A live flat entry: its full flat key and its value.
 type FlatPair = (Vec<u8>, Arc<[u8]>);
@@ -412,7 +415,7 @@ pub struct AtSource<'r> {
     trie: TrieId,
 }
 
-impl AtSource<'_> {
+impl StoredNodes for AtSource<'_> {
     fn node(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, StoreError> {
         let v = self.at.value(Column::Nodes, &node_key(&self.trie, path))?;
         checked_node(self.trie, v, path, hash)
@@ -429,17 +432,28 @@ impl AtSource<'_> {
     fn value_node(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, StoreError> {
         value_node(self.at.layout(), path, hash, |k| self.at.flat(&flat_key(&self.trie, k)?))
     }
+
+    fn node_or_key_leaf(
+        &self,
+        path: &[u8],
+        hash: &H256,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        if let Some(n) = self.node(path, hash)? {
+            return Ok(Some(n));
+        }
+        // No node is stored here, so it is a leaf: the looked-up key's if it exists.
+        if !key_has_path(key, path) {
+            return Ok(None);
+        }
+        let value = self.at.flat(&flat_key(&self.trie, key)?)?;
+        Ok(value.map(|v| leaf_at(self.at.layout(), path.len(), key, &v)))
+    }
 }
 
 impl NodeSource for AtSource<'_> {
     fn load(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, SourceError> {
-        if let Some(v) = self.value_node(path, hash)? {
-            return Ok(Some(v));
-        }
-        if let Some(n) = self.node(path, hash)? {
-            return Ok(Some(n));
-        }
-        Ok(self.leaf_by_scan(path)?)
+        load_node(self, path, hash)
     }
 
     fn load_for_key(
@@ -448,19 +462,7 @@ impl NodeSource for AtSource<'_> {
         hash: &H256,
         key: &[u8],
     ) -> Result<Option<Vec<u8>>, SourceError> {
-        if let Some(v) = self.value_node(path, hash)? {
-            return Ok(Some(v));
-        }
-        if let Some(n) = self.node(path, hash)? {
-            return Ok(Some(n));
-        }
-        // No node is stored here, so it is a leaf: the looked-up key's if it exists.
-        if key_has_path(key, path) {
-            if let Some(v) = self.at.flat(&flat_key(&self.trie, key)?)? {
-                return Ok(Some(leaf_at(self.at.layout(), path.len(), key, &v)));
-            }
-        }
-        Ok(self.leaf_by_scan(path)?)
+        load_node_for_key(self, path, hash, key)
     }
 
     fn trusted(&self) -> bool {

@@ -65,7 +65,7 @@ pub(crate) fn base_options(config: &StoreConfig, cache: Option<&Cache>) -> Optio
 /// Lower the CPU priority of RocksDB's background threads (flushes and compactions) and
 /// make `o` use them. They belong to RocksDB's default environment, which every database
 /// of the process shares; setting it twice is harmless. Measured: commit p50 −7%, blocks/s
-/// +6% at 1M keys on 2 cores (docs/design.md, "Background priority").
+/// +6% at 1M keys on 2 cores (docs/benchmarks.md, "Background priority").
 fn lower_background_priority(o: &mut Options) {
     // Creating the default environment fails only if RocksDB cannot allocate its wrapper;
     // the database then runs at normal priority.
@@ -86,7 +86,7 @@ fn lower_background_priority(o: &mut Options) {
 ///   the file is written (`prepopulate_block_cache`), so that reads of recent writes do not
 ///   first read them back from the file. The commit's leaf scans seek in every level-0
 ///   file, so each new file's blocks were cache misses until read once; measured at 1M
-///   keys (docs/design.md, "Where a 1M-key block's CPU goes, again").
+///   keys (docs/benchmarks.md, "Where a 1M-key block's CPU goes, again").
 fn with_string_options(mut o: Options, cached: bool) -> Options {
     let text = match cached {
         true => format!("{INSERT_HINTS};{PREPOPULATE_ON_FLUSH}"),

@@ -7,11 +7,11 @@
 
 use std::collections::btree_map;
 use std::collections::BTreeMap;
-use std::iter::Peekable;
 use std::sync::Arc;
 
 use rocksdb::DBRawIterator;
-use trie::{KeyValue, TrieId};
+use state::{merge_writes, MergeWrites};
+use trie::TrieId;
 
 use crate::db::flat_iter;
 use crate::error::StoreError;
@@ -21,20 +21,24 @@ use crate::view::Reader;
 /// A key's newest value in the layers (`None`: deleted).
 type LayerValue = Option<Arc<[u8]>>;
 
+/// The layers' newest writes in the range, ascending (full flat keys; an empty value is a
+/// deletion, as in `flat`).
+type LayerWrites = std::iter::Map<
+    btree_map::IntoIter<Vec<u8>, LayerValue>,
+    fn((Vec<u8>, LayerValue)) -> (Vec<u8>, Option<Vec<u8>>),
+>;
+
 /// The entries of one trie in a key range, in ascending key order (keys without the
-/// trie prefix). Stops after the first error.
+/// trie prefix): the layers' writes over `flat` on disk, through the seam's one ordered
+/// merge. Stops after the first error.
 pub struct FlatRange<'a> {
-    disk: Option<DBRawIterator<'a>>,
-    /// Newest layer value of every key in the range (`None`: deleted).
-    layers: Peekable<btree_map::IntoIter<Vec<u8>, LayerValue>>,
-    /// Exclusive end (full flat key), or the inclusive end of the trie's keys.
-    end: (Vec<u8>, bool),
+    merge: MergeWrites<Disk<'a>, LayerWrites>,
     prefix_len: usize,
 }
 
 impl std::fmt::Debug for FlatRange<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FlatRange").field("done", &self.disk.is_none()).finish_non_exhaustive()
+        f.debug_struct("FlatRange").field("merge", &self.merge).finish_non_exhaustive()
     }
 }
 
@@ -51,70 +55,62 @@ impl Reader {
             Some(end) => (flat_key(trie, end)?, false),
             None => (flat_range_for_path(trie, &[]).1, true),
         };
-        let within = |k: &[u8]| k >= lo.as_slice() && FlatRange::before_end(&end, k);
+        let within = |k: &[u8]| k >= lo.as_slice() && before_end(&end, k);
         let mut newest = BTreeMap::new();
         for layer in self.layers.read().iter() {
             for (k, v) in layer.flat.iter().filter(|(k, _)| within(k)) {
                 newest.insert(k.to_vec(), v.clone());
             }
         }
-        let mut disk = flat_iter(&self.db)?;
-        disk.seek(&lo);
+        let mut it = flat_iter(&self.db)?;
+        it.seek(&lo);
+        let layers: LayerWrites = newest.into_iter().map(layer_write as fn(_) -> _);
         Ok(FlatRange {
-            disk: Some(disk),
-            layers: newest.into_iter().peekable(),
-            end,
+            merge: merge_writes(Disk { it, end, done: false }, layers),
             prefix_len: trie.prefix_len(),
         })
     }
 }
 
-impl FlatRange<'_> {
-    fn before_end((end, inclusive): &(Vec<u8>, bool), k: &[u8]) -> bool {
-        if *inclusive {
-            k <= end.as_slice()
-        } else {
-            k < end.as_slice()
-        }
-    }
+/// A layer's newest value as a write: an empty value deletes, as in `flat`.
+fn layer_write((key, value): (Vec<u8>, LayerValue)) -> (Vec<u8>, Option<Vec<u8>>) {
+    (key, value.filter(|v| !v.is_empty()).map(|v| v.to_vec()))
+}
 
-    /// The disk iterator's current entry within the range.
-    fn disk_key(&self) -> Result<Option<Vec<u8>>, StoreError> {
-        let Some(it) = &self.disk else { return Ok(None) };
-        match it.key() {
-            Some(k) if Self::before_end(&self.end, k) => Ok(Some(k.to_vec())),
-            Some(_) => Ok(None),
-            None => it.status().map(|()| None).map_err(StoreError::from),
-        }
+/// Whether full flat key `k` lies before the range's end (exclusive, or the inclusive end
+/// of the trie's keys).
+fn before_end((end, inclusive): &(Vec<u8>, bool), k: &[u8]) -> bool {
+    if *inclusive {
+        k <= end.as_slice()
+    } else {
+        k < end.as_slice()
     }
+}
 
-    fn step(&mut self) -> Result<Option<KeyValue>, StoreError> {
-        loop {
-            let disk = self.disk_key()?;
-            let take_layer = match (self.layers.peek(), &disk) {
-                (None, None) => return Ok(None),
-                (Some(_), None) => true,
-                (None, Some(_)) => false,
-                (Some((lk, _)), Some(dk)) => lk <= dk,
+/// `flat` on disk from the range's start to its end, ascending (full flat keys; entries
+/// with an empty value, which `flat` never holds, are skipped). Stops after an error.
+struct Disk<'a> {
+    it: DBRawIterator<'a>,
+    end: (Vec<u8>, bool),
+    done: bool,
+}
+
+impl Iterator for Disk<'_> {
+    type Item = Result<(Vec<u8>, Vec<u8>), StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.done {
+            let Some(k) = self.it.key().filter(|k| before_end(&self.end, k)) else {
+                self.done = true;
+                return self.it.status().err().map(|e| Err(e.into()));
             };
-            if take_layer {
-                let (k, v) = self.layers.next().expect("peeked");
-                if disk.as_deref() == Some(k.as_slice()) {
-                    self.disk.as_mut().expect("positioned").next();
-                }
-                match v {
-                    Some(v) if !v.is_empty() => return Ok(Some((k, v.to_vec()))),
-                    _ => continue,
-                }
-            }
-            let it = self.disk.as_mut().expect("positioned");
-            let v = it.value().map(<[u8]>::to_vec).unwrap_or_default();
-            it.next();
-            let k = disk.expect("disk entry");
+            let (k, v) = (k.to_vec(), self.it.value().map(<[u8]>::to_vec).unwrap_or_default());
+            self.it.next();
             if !v.is_empty() {
-                return Ok(Some((k, v)));
+                return Some(Ok((k, v)));
             }
         }
+        None
     }
 }
 
@@ -122,17 +118,10 @@ impl Iterator for FlatRange<'_> {
     type Item = Result<(Vec<u8>, Vec<u8>), StoreError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.disk.as_ref()?;
-        match self.step() {
-            Ok(Some((k, v))) => Some(Ok((k[self.prefix_len..].to_vec(), v))),
-            Ok(None) => {
-                self.disk = None;
-                None
-            }
-            Err(e) => {
-                self.disk = None;
-                Some(Err(e))
-            }
-        }
+        let (k, v) = match self.merge.next()? {
+            Ok(entry) => entry,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(Ok((k[self.prefix_len..].to_vec(), v)))
     }
 }

@@ -1,7 +1,8 @@
 //! Reads through the byte-bounded caches, then the layer stack (newest diff layer first),
 //! then RocksDB (the read order of `docs/design.md`, "Store"). Also the [`NodeSource`] the
 //! mutable trie loads nodes from, which rebuilds leaves from flat state (leaves are never
-//! stored as nodes).
+//! stored as nodes); its load order ([`load_node`], [`load_node_for_key`]) is the one the
+//! block views of `at.rs` load through too.
 //!
 //! Invariant: every cached entry is the newest value of its key. A read holds the layer
 //! lock (shared) from its first probe to its cache admission, and a commit, as it pushes a
@@ -257,11 +258,6 @@ pub struct StoreSource<'a> {
 }
 
 impl StoreSource<'_> {
-    fn node(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, StoreError> {
-        let v = self.reader.read(Column::Nodes, &node_key(&self.trie, path))?;
-        self.checked_node(v, path, hash)
-    }
-
     fn checked_node(
         &self,
         v: Option<Arc<[u8]>>,
@@ -273,10 +269,6 @@ impl StoreSource<'_> {
 
     fn leaf(&self, path: &[u8], key: &[u8], value: &[u8]) -> Vec<u8> {
         leaf_at(self.reader.layout, path.len(), key, value)
-    }
-
-    fn value_node(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, StoreError> {
-        value_node(self.reader.layout, path, hash, |k| self.reader.get(&self.trie, k))
     }
 }
 
@@ -302,7 +294,69 @@ pub(crate) fn key_has_path(key: &[u8], path: &[u8]) -> bool {
         && path.iter().enumerate().all(|(i, n)| trie::nibble_at(key, i) == *n)
 }
 
-impl StoreSource<'_> {
+/// The node reads of one trie, at the head ([`StoreSource`]) or at a recent block (the
+/// block view's source): what [`load_node`] and [`load_node_for_key`] ask, in their order.
+pub(crate) trait StoredNodes {
+    /// The stored branch or extension node at `path`, checked against the parent's `hash`.
+    fn node(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, StoreError>;
+    /// A V1 value node asked for by its hash (the key's flat value when it hashes to it).
+    fn value_node(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, StoreError>;
+    /// The leaf under `path` when no node is stored there, rebuilt from the one live flat
+    /// key under it.
+    fn leaf_by_scan(&self, path: &[u8]) -> Result<Option<Vec<u8>>, StoreError>;
+    /// On a walk toward `key`: the stored node at `path`, else (no node is stored there,
+    /// so it is a leaf) the leaf of `key` when `key` exists, the only key under the path.
+    fn node_or_key_leaf(
+        &self,
+        path: &[u8],
+        hash: &H256,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>, StoreError>;
+}
+
+/// [`NodeSource::load`] for every source of the store: a value node asked for by hash,
+/// else the stored node at `path`, else the leaf under it (leaves are never stored).
+pub(crate) fn load_node(
+    source: &impl StoredNodes,
+    path: &[u8],
+    hash: &H256,
+) -> Result<Option<Vec<u8>>, SourceError> {
+    if let Some(v) = source.value_node(path, hash)? {
+        return Ok(Some(v));
+    }
+    if let Some(n) = source.node(path, hash)? {
+        return Ok(Some(n));
+    }
+    Ok(source.leaf_by_scan(path)?)
+}
+
+/// [`NodeSource::load_for_key`] for every source of the store: [`load_node`] with the
+/// looked-up key's own leaf tried before a scan.
+pub(crate) fn load_node_for_key(
+    source: &impl StoredNodes,
+    path: &[u8],
+    hash: &H256,
+    key: &[u8],
+) -> Result<Option<Vec<u8>>, SourceError> {
+    if let Some(v) = source.value_node(path, hash)? {
+        return Ok(Some(v));
+    }
+    if let Some(n) = source.node_or_key_leaf(path, hash, key)? {
+        return Ok(Some(n));
+    }
+    Ok(source.leaf_by_scan(path)?)
+}
+
+impl StoredNodes for StoreSource<'_> {
+    fn node(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, StoreError> {
+        let v = self.reader.read(Column::Nodes, &node_key(&self.trie, path))?;
+        self.checked_node(v, path, hash)
+    }
+
+    fn value_node(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, StoreError> {
+        value_node(self.reader.layout, path, hash, |k| self.reader.get(&self.trie, k))
+    }
+
     /// The leaf under `path` when no node is stored there: the one live flat key under it.
     fn leaf_by_scan(&self, path: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
         let prefix_len = self.trie.prefix_len();
@@ -311,28 +365,13 @@ impl StoreSource<'_> {
             .leaf_under(&self.trie, path)?
             .map(|(k, v)| self.leaf(path, &k[prefix_len..], &v)))
     }
-}
 
-impl NodeSource for StoreSource<'_> {
-    fn load(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, SourceError> {
-        if let Some(v) = self.value_node(path, hash)? {
-            return Ok(Some(v));
-        }
-        if let Some(n) = self.node(path, hash)? {
-            return Ok(Some(n));
-        }
-        Ok(self.leaf_by_scan(path)?)
-    }
-
-    fn load_for_key(
+    fn node_or_key_leaf(
         &self,
         path: &[u8],
         hash: &H256,
         key: &[u8],
-    ) -> Result<Option<Vec<u8>>, SourceError> {
-        if let Some(v) = self.value_node(path, hash)? {
-            return Ok(Some(v));
-        }
+    ) -> Result<Option<Vec<u8>>, StoreError> {
         let nk = node_key(&self.trie, path);
         // The looked-up key's value, when the walk is on its path (read only if needed).
         let value = || -> Result<Option<Arc<[u8]>>, StoreError> {
@@ -364,10 +403,22 @@ impl NodeSource for StoreSource<'_> {
         }
         // No node is stored here, so it is a leaf: if the key being looked up exists, it
         // is the only key under this path.
-        match value()? {
-            Some(v) => Ok(Some(self.leaf(path, key, &v))),
-            None => Ok(self.leaf_by_scan(path)?),
-        }
+        Ok(value()?.map(|v| self.leaf(path, key, &v)))
+    }
+}
+
+impl NodeSource for StoreSource<'_> {
+    fn load(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, SourceError> {
+        load_node(self, path, hash)
+    }
+
+    fn load_for_key(
+        &self,
+        path: &[u8],
+        hash: &H256,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>, SourceError> {
+        load_node_for_key(self, path, hash, key)
     }
 
     fn trusted(&self) -> bool {
