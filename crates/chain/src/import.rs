@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use exec::AdaptiveExecutor;
 use parking_lot::Mutex;
+use state::{ChangeSet, StateReader, TransactionError, TrieId, VecRange, H256};
 use store::{CommitError, ReadHandle, StateDb, StoreError};
-use trie::{ChangeSet, StateReader, TransactionError, TrieId, VecRange, H256};
 
 use crate::block::{Block, CodecError};
 use crate::chainfile::ChainFileError;
@@ -669,7 +669,7 @@ impl StateReader for Pending {
             let (k, v) = e?;
             entries.insert(k, v);
         }
-        if let (TrieId::Main, Some(bounds)) = (trie, trie::key_bounds(start, end)) {
+        if let (TrieId::Main, Some(bounds)) = (trie, state::key_bounds(start, end)) {
             for w in self.above.iter().filter_map(|c| main_writes(c)) {
                 for (k, v) in w.range::<[u8], _>(bounds) {
                     match v.as_ref().filter(|v| !v.is_empty()) {

@@ -10,7 +10,8 @@
 //! that collect ranges); on the `iterate` workload that was half of the block's
 //! allocations.
 
-use crate::{Base, Key, StateReader, Value};
+use crate::{Base, Key, Value};
+use state::StateReader;
 
 /// The most entries a scan's result (and record) is sized for up front: a scan returns
 /// `limit` entries unless it runs out, so sizing for it saves the vector's regrowths;

@@ -1,5 +1,5 @@
 //! Ordered range reads of one trie's flat state: the layer stack merged over a RocksDB
-//! iterator, the store's side of the seam's [`trie::StateReader::range`].
+//! iterator, the store's side of the seam's [`state::StateReader::range`].
 //!
 //! The layers are snapshotted first, then the iterator opened: whatever the writer has
 //! persisted meanwhile is in both and agrees (a layer holds a block's newest values), and
@@ -11,7 +11,7 @@ use std::iter::Peekable;
 use std::sync::Arc;
 
 use rocksdb::DBRawIterator;
-use trie::{KeyValue, TrieId};
+use state::{KeyValue, TrieId};
 
 use crate::db::flat_iter;
 use crate::error::StoreError;
