@@ -3,9 +3,10 @@
 //! Input: 32-byte root, 1-byte key length, key, then nodes as (2-byte length, bytes).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
+use state::H256;
 use trie::{
     blake2_256, keccak256, verify_multiproof, verify_proof, EthLayout, Layout, SubstrateV0,
-    SubstrateV1, H256,
+    SubstrateV1,
 };
 
 fn split(data: &[u8]) -> Option<(H256, &[u8], Vec<&[u8]>)> {

@@ -11,7 +11,8 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use trie::{ChildRef, EthLayout, Layout, MemoryNodeSource, NibbleSlice, Trie, H256};
+use state::H256;
+use trie::{ChildRef, EthLayout, Layout, MemoryNodeSource, NibbleSlice, Trie};
 
 type Item = ([u8; 32], [u8; 100]);
 

@@ -46,15 +46,15 @@ use chain::{
 };
 use exec::{
     execute_parallel_with, execute_sequential, AdaptiveExecutor, BlockOutput, Counters, Mode,
-    ParallelOptions, Reason, Run, StateReader, Stop, SwitchReason, Transaction, View,
+    ParallelOptions, Reason, Run, Stop, SwitchReason, Transaction, View,
 };
 use k256::ecdsa::signature::{Signer, Verifier};
 use k256::ecdsa::{Signature, SigningKey, VerifyingKey};
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
+use state::{StateReader, TrieId};
 use store::{StateDb, StoreConfig};
-use trie::TrieId;
 
 use crate::machine::MachineInfo;
 use crate::timing::{median_sorted, ratio, sorted};

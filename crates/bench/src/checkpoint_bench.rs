@@ -17,8 +17,9 @@ use checkpoint::{
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
+use state::TrieId;
 use store::{StateDb, StoreConfig};
-use trie::{keccak256, root_from_sorted, EthLayout, TrieId};
+use trie::{keccak256, root_from_sorted, EthLayout};
 
 use crate::timing::{median_sorted, ratio, sorted, Timing};
 

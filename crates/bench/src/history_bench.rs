@@ -45,8 +45,9 @@ use anyhow::{anyhow, bail, ensure, Context, Result};
 use indicatif::ProgressBar;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use store::{AtError, ChangeSet, ReadHandle, RecentStats, StateDb, StoreConfig};
-use trie::{verify_proof, EthLayout, StateReader, TrieId, H256};
+use state::{ChangeSet, StateReader, TrieId, H256};
+use store::{AtError, ReadHandle, RecentStats, StateDb, StoreConfig};
+use trie::{verify_proof, EthLayout};
 
 use crate::history_report::{
     BulkReport, CommitReport, CommitSeries, DepthReport, HistoryBenchOpts, HistoryBenchReport,

@@ -8,8 +8,8 @@ use std::path::Path;
 use anyhow::{ensure, Context, Result};
 use chain::{Block, ChainHeader, ChainParams};
 use serde::Serialize;
+use state::TrieId;
 use store::{StateDb, StoreConfig};
-use trie::TrieId;
 
 use crate::timing::{median_sorted, ratio, sorted};
 
@@ -164,7 +164,7 @@ fn import_once(
     chain_file: &Path,
     pipelined: bool,
     workers: usize,
-    last_root: trie::H256,
+    last_root: state::H256,
 ) -> Result<Sample> {
     let mut cmd = std::process::Command::new(program);
     cmd.arg("import").arg("--db").arg(dir).arg("--chain").arg(chain_file).arg("--json");

@@ -18,7 +18,8 @@
 //! `blake2` crate instead, to keep the hash function independent too.)
 
 use reference_trie::{SubstrateV0, SubstrateV1};
-use trie::{LayoutName, H256};
+use state::H256;
+use trie::LayoutName;
 use trie_db::TrieLayout;
 
 use crate::input::Item;

@@ -36,8 +36,9 @@ use chain::{
 };
 use indicatif::ProgressBar;
 use serde::Serialize;
+use state::{TrieId, H256};
 use store::{StateDb, StoreConfig};
-use trie::{Layout, LayoutName, MemoryNodeSource, TrieId, WithLayout, H256};
+use trie::{Layout, LayoutName, MemoryNodeSource, WithLayout};
 
 use crate::machine::MachineInfo;
 use crate::timing::{median_sorted, ratio, sorted};

@@ -11,7 +11,8 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use alloy_trie::{HashBuilder, Nibbles};
-use trie::{HashStats, Layout, H256};
+use state::H256;
+use trie::{HashStats, Layout};
 
 use crate::bound::{Replay, ReplaySamples};
 use crate::input::Item;

@@ -30,8 +30,8 @@ use anyhow::{bail, ensure, Context, Result};
 use indicatif::ProgressBar;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use state::TrieId;
 use store::{StateDb, StoreConfig};
-use trie::TrieId;
 
 use crate::machine::MachineInfo;
 use crate::opts::StoreBenchOpts;

@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
 use serde::{Deserialize, Serialize};
+use state::TrieId;
 use store::{StateDb, StoreConfig, StoreStats};
-use trie::TrieId;
 
 use crate::nomt_engine::NomtEngine;
 use crate::plain_db::{column_sst_bytes, dir_bytes, PlainDb};

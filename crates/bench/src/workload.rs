@@ -18,8 +18,8 @@ use std::collections::BTreeMap;
 
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use store::ChangeSet;
-use trie::{keccak256, TrieId};
+use state::{ChangeSet, TrieId};
+use trie::keccak256;
 
 /// Bytes per key.
 pub const WORKLOAD_KEY_BYTES: usize = 32;

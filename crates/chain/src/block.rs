@@ -6,7 +6,8 @@
 //! Witness: `"ARBW" ‖ version (u8 = 1) ‖ count (u32 BE) ‖ count × (length (u32 BE) ‖ node)`,
 //! nodes deduplicated and sorted by hash. Values travel inside their leaves.
 
-use trie::{EthLayout, Layout, H256};
+use state::H256;
+use trie::{EthLayout, Layout};
 
 use crate::runtime::{AccountId, Transfer, TRANSFER_BYTES};
 

@@ -17,8 +17,9 @@
 //! their `_in_layout` forms take the layout as a type parameter (Substrate's V0 and V1:
 //! Blake2-256 roots, proof sizes in Substrate's SCALE accounting, empty values kept).
 
-use overlay::{ChangeSet, ChangeSetError, Overlay, PovError, PovSession, TransactionError};
-use trie::{EthLayout, Layout, NodeSource, StateReader, Trie, TrieError, TrieId, H256};
+use overlay::{ChangeSetError, Overlay, PovError, PovSession};
+use state::{ChangeSet, StateReader, TransactionError, TrieId, H256};
+use trie::{EthLayout, Layout, NodeSource, Trie, TrieError};
 
 use crate::block::Block;
 use crate::runtime::{self, ApplyError, BlockContext, Outcome, Transfer, TRANSFER_WEIGHT};

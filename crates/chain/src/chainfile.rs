@@ -12,8 +12,8 @@ use std::io::{self, Write};
 use overlay::ChangeSetError;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use state::{TransactionError, TrieId, H256};
 use store::{CommitError, StateDb};
-use trie::{TransactionError, TrieId, H256};
 
 use crate::block::Block;
 use crate::runtime::{

@@ -19,9 +19,10 @@ use std::time::{Duration, Instant};
 
 use exec::AdaptiveExecutor;
 use parking_lot::Mutex;
-use state::{key_bounds, merge_writes, RangeItem};
+use state::{
+    key_bounds, merge_writes, ChangeSet, RangeItem, StateReader, TransactionError, TrieId, H256,
+};
 use store::{CommitError, ReadHandle, StateDb, StoreError};
-use trie::{ChangeSet, StateReader, TransactionError, TrieId, H256};
 
 use crate::block::{Block, CodecError};
 use crate::chainfile::ChainFileError;

@@ -3,7 +3,7 @@
 //! an overlay.
 //!
 //! Each transaction runs the runtime directly on the executor's per-transaction view (a
-//! [`trie::StateView`] with its own checkpoint stack for the runtime's nested
+//! [`state::StateView`] with its own checkpoint stack for the runtime's nested
 //! transactions): no overlay per transaction, no write copied. Index 0 of a block is the
 //! block-start hook ([`runtime::start_block`]), the last the block-end hook
 //! ([`runtime::finish_block`]). A transaction that fails (invalid, corrupt state) is
@@ -15,7 +15,7 @@
 //! only the block-end hook reads the pot.
 
 use exec::{Stop, View};
-use trie::TransactionError;
+use state::TransactionError;
 
 use crate::runtime::{self, ApplyError, CorruptState, InvalidTransaction, Outcome};
 use crate::{BlockContext, Transfer};

@@ -5,7 +5,7 @@
 
 use std::io::{self, BufReader, Read};
 
-use trie::H256;
+use state::H256;
 
 use crate::block::Block;
 use crate::chainfile::{

@@ -21,7 +21,8 @@
 //! The runtime runs over any [`StateView`]: the overlay (block building, verification)
 //! and Block-STM's per-transaction view (import) alike.
 
-use trie::{keccak256, StateView, TransactionError, H256};
+use state::{StateView, TransactionError, H256};
+use trie::keccak256;
 
 /// An account id (32 bytes, as Substrate's `AccountId32`).
 pub type AccountId = [u8; 32];

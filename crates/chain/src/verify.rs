@@ -18,10 +18,11 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
-use overlay::{ChangeSetError, Overlay, TransactionError};
+use overlay::{ChangeSetError, Overlay};
+use state::{TransactionError, TrieId, H256};
 use trie::{
     ChildKind, ChildRef, EthLayout, Layout, NodeError, NodeValue, NodeView, Trie, TrieError,
-    TrieId, UsedNodes, H256,
+    UsedNodes,
 };
 
 use crate::block::{Block, CodecError};

@@ -15,8 +15,8 @@ use chain::{
 };
 use overlay::Overlay;
 use proptest::prelude::*;
+use state::{TrieId, H256};
 use store::{StateDb, StoreConfig};
-use trie::{TrieId, H256};
 
 /// Main-trie entries.
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;

@@ -20,10 +20,8 @@ use chain::{
 use overlay::{Overlay, PovSession};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
-use trie::{
-    root_from_sorted, EthLayout, Layout, MemoryNodeSource, SubstrateV0, SubstrateV1, Trie, TrieId,
-    H256,
-};
+use state::{TrieId, H256};
+use trie::{root_from_sorted, EthLayout, Layout, MemoryNodeSource, SubstrateV0, SubstrateV1, Trie};
 
 fn cases(default: u32) -> u32 {
     std::env::var("ARBOR_PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
@@ -331,7 +329,7 @@ proptest! {
 /// The parent map with block `b`'s changes applied, committed to memory.
 fn commit(
     map: &BTreeMap<Vec<u8>, Vec<u8>>,
-    changes: &overlay::ChangeSet,
+    changes: &state::ChangeSet,
 ) -> (BTreeMap<Vec<u8>, Vec<u8>>, MemoryNodeSource, H256) {
     let post = post_state(map, changes.get(&TrieId::Main).into_iter().flatten());
     let (src, root) = MemoryNodeSource::committed(&post).unwrap();

@@ -13,8 +13,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
+use state::{TrieId, H256};
 use store::{PersistedState, StoreError};
-use trie::{keccak256, Layout, NodeSource, TrieError, TrieId, WithLayout, H256};
+use trie::{keccak256, Layout, NodeSource, TrieError, WithLayout};
 
 use crate::dir::{CheckpointDir, DirError, Unsynced};
 use crate::format::{

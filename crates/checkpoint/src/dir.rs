@@ -16,7 +16,8 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use trie::{keccak256, H256};
+use state::H256;
+use trie::keccak256;
 
 use crate::format::{DecodeError, Manifest, CHUNK_BYTES_MAX, MANIFEST_BYTES_MAX};
 

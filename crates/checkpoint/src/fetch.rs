@@ -26,8 +26,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
+use state::H256;
 use store::{BulkError, StateDb};
-use trie::{keccak256, LayoutName, H256};
+use trie::{keccak256, LayoutName};
 
 use crate::format::Manifest;
 use crate::restore::{ChunkError, Offered, RestoreError, RestoreOptions, Restorer, Trusted};

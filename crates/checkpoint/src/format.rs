@@ -3,7 +3,8 @@
 //! the trie layout's name), with decoders that return typed errors on any input and never
 //! allocate more than the input can hold.
 
-use trie::{keccak256, LayoutName, TrieId, H256};
+use state::{TrieId, H256};
+use trie::{keccak256, LayoutName};
 
 /// Magic bytes opening a chunk.
 pub const CHUNK_MAGIC: &[u8; 8] = b"ARBCHUNK";

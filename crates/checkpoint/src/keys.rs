@@ -15,7 +15,8 @@
 //!
 //! In both, a root equal to the layout's empty root commits to no trie.
 
-use trie::{LayoutName, H256};
+use state::H256;
+use trie::LayoutName;
 
 /// The main-trie key prefix under which a Substrate chain keeps each default child trie's
 /// root.

@@ -29,8 +29,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
+use state::{TrieId, H256};
 use store::{BulkError, RestoreWriter, StateDb, StoreError};
-use trie::{keccak256, Layout, LayoutName, NodeSink, ProofError, TrieId, WithLayout, H256};
+use trie::{keccak256, Layout, LayoutName, NodeSink, ProofError, WithLayout};
 
 use crate::boundary::{check_cut, check_ends, ChunkBytes};
 use crate::format::{Chunk, DecodeError, Manifest, Segment};

@@ -13,7 +13,8 @@ use futures::{StreamExt, TryStreamExt};
 use object_store::aws::AmazonS3Builder;
 use object_store::path::Path as ObjectPath;
 use object_store::{ClientOptions, ObjectStore, PutMode, PutOptions, PutPayload};
-use trie::{keccak256, H256};
+use state::H256;
+use trie::keccak256;
 
 use crate::dir::{chunk_path, manifest_path, parse_id, CheckpointDir, DirError};
 use crate::format::{DecodeError, Manifest, MANIFEST_BYTES_MAX};

@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use state::H256;
 use tiny_http::{Header, Method, Request, Response, StatusCode};
-use trie::H256;
 
 use crate::dir::{chunk_path, open_regular, parse_id, CheckpointDir, Opened};
 use crate::format::CHUNK_BYTES_MAX;

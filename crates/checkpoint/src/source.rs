@@ -10,7 +10,7 @@ use std::io::{self, Read};
 use std::path::Path;
 use std::time::Duration;
 
-use trie::H256;
+use state::H256;
 
 use crate::dir::{
     chunk_path, manifest_path, not_regular, open_regular, parse_id, CheckpointDir, DirError, Opened,
@@ -286,7 +286,7 @@ impl Source for HttpSource {
     fn ids_of(&self, block: u64, root: &H256) -> Result<Vec<H256>, SourceError> {
         // A root that does not parse keeps its entry: the listing is only a hint.
         let of = |l: &Listed| {
-            l.block == block && trie::decode_hex(&l.root).map_or(true, |r| r == root.0)
+            l.block == block && state::decode_hex(&l.root).map_or(true, |r| r == root.0)
         };
         Ok(self.listing()?.into_iter().filter(|(_, l)| of(l)).map(|(id, _)| id).collect())
     }

@@ -6,7 +6,8 @@
 
 use std::collections::HashMap;
 
-use trie::{keccak256, TrieId, H256};
+use state::{TrieId, H256};
+use trie::keccak256;
 
 use crate::boundary::check_ends;
 use crate::format::{Chunk, Manifest, Segment};

@@ -15,7 +15,8 @@ use chain::{
     BlockLimits, BuildConfig, BuildError, Built, Transfer, TransferKind, EXISTENTIAL_DEPOSIT,
 };
 use clap::Args;
-use trie::{Layout, LayoutName, MemoryNodeSource, WithLayout, H256};
+use state::H256;
+use trie::{Layout, LayoutName, MemoryNodeSource, WithLayout};
 
 use crate::input::read_bytes;
 use crate::limits;

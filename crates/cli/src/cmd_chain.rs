@@ -13,8 +13,8 @@ use chain::{
     ChainFileError, ChainHeader, ChainParams, ChainReader, ImportConfig, ImportError, ImportStats,
 };
 use clap::Args;
+use state::TrieId;
 use store::StateDb;
-use trie::TrieId;
 
 use crate::auto_checkpoint::AutoCheckpoint;
 use crate::db_args::{open_or_create, DbArgs};
@@ -285,7 +285,7 @@ fn report(
     config: &ImportConfig,
     stats: &ImportStats,
     (seconds, cpu): (f64, f64),
-    (head, root): (u64, &trie::H256),
+    (head, root): (u64, &state::H256),
     error: Option<&str>,
 ) -> Result<()> {
     let per = |n: u64| if seconds > 0.0 { n as f64 / seconds } else { 0.0 };

@@ -14,7 +14,7 @@ use checkpoint::{
     Trusted,
 };
 use clap::{Args, Subcommand};
-use trie::H256;
+use state::H256;
 
 use crate::db_args::{open_or_create_with, open_reading, DbArgs};
 use crate::limits;

@@ -13,8 +13,9 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
+use state::{TrieId, H256};
 use store::{AtError, BlockView, RevertError, StateDb, StoreStats};
-use trie::{LayoutName, TrieId, H256};
+use trie::LayoutName;
 
 use crate::cmd_root::CHILD_STORAGE_DEFAULT_PREFIX;
 use crate::db_args::{open_existing, open_or_create, open_reading, DbArgs};

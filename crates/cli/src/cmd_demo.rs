@@ -14,11 +14,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
+use alloy_primitives::U256;
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use eth::{genesis_state_root, AccountProof, Address, EthState, Genesis, U256};
+use eth::{genesis_state_root, AccountProof, Address, EthState, Genesis};
 use serde::Serialize;
-use trie::{keccak256, H256};
+use state::H256;
+use trie::keccak256;
 
 use crate::demo_store::{self, StoreDemo};
 use crate::input::read_genesis;

@@ -16,8 +16,8 @@ use anyhow::{bail, Context, Result};
 use bench::workload::Workload;
 use clap::Args;
 use indicatif::ProgressBar;
+use state::H256;
 use store::{CommitInfo, StateDb};
-use trie::H256;
 
 use crate::auto_checkpoint::AutoCheckpoint;
 use crate::db_args::{open_or_create, DbArgs};
@@ -210,7 +210,7 @@ fn bulk_load(db: &mut StateDb, workload: &Workload, show: bool) -> Result<()> {
         if i.is_multiple_of(65_536) {
             pb.set_position(i as u64);
         }
-        load.put(&trie::TrieId::Main, &k, &v).context("bulk load failed")?;
+        load.put(&state::TrieId::Main, &k, &v).context("bulk load failed")?;
     }
     pb.set_message("rebuilding nodes");
     load.finish().context("bulk load failed")?;

@@ -14,7 +14,8 @@ use clap::{ArgGroup, Args};
 use eth::{parse_address, parse_quantity, AccountProof, EthState};
 use serde::Serialize;
 use serde_json::Value;
-use trie::{verify_proof, Layout, LayoutName, TrieId, WithLayout, H256};
+use state::{TrieId, H256};
+use trie::{verify_proof, Layout, LayoutName, WithLayout};
 
 use crate::cmd_db::{at_block, at_error};
 use crate::db_args::{open_reading_as, DbArgs};
@@ -273,7 +274,7 @@ impl KeyProof {
     fn verify(&self, root: &H256, layout: Option<LayoutName>) -> Result<(), String> {
         let layout = self.layout(layout)?;
         let hex = |s: &str, what: &str| {
-            trie::decode_hex(s).map_err(|e| format!("{what} is not hex: {e}"))
+            state::decode_hex(s).map_err(|e| format!("{what} is not hex: {e}"))
         };
         // The file names the root it proves against; another root is no proof of it.
         let named = crate::input::parse_h256(&self.root).map_err(|e| format!("root: {e}"))?;

@@ -20,7 +20,8 @@ use anyhow::{bail, Context, Result};
 use clap::{ArgGroup, Args};
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
-use trie::{decode_hex, keccak256, Layout, LayoutName, WithLayout, H256};
+use state::{decode_hex, H256};
+use trie::{keccak256, Layout, LayoutName, WithLayout};
 
 use crate::input::{display_name, file_usage, read_genesis, read_text};
 use crate::usage;

@@ -15,7 +15,8 @@ use chain::{
     TransferKind, VerifyError, EXISTENTIAL_DEPOSIT,
 };
 use serde::Serialize;
-use trie::{MemoryNodeSource, Trie, TrieId, H256};
+use state::{TrieId, H256};
+use trie::{MemoryNodeSource, Trie};
 
 const ACCOUNTS: u64 = 2_000;
 const BALANCE: u128 = EXISTENTIAL_DEPOSIT * 1_000;

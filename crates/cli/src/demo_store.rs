@@ -10,13 +10,15 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+use alloy_primitives::U256;
 use anyhow::{Context, Result};
-use eth::{Account, Genesis, U256};
+use eth::{Account, Genesis};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
-use store::{ChangeSet, StateDb, StoreConfig};
-use trie::{keccak256, TrieId, EMPTY_CODE_HASH, EMPTY_ROOT, H256};
+use state::{ChangeSet, TrieId, H256};
+use store::{StateDb, StoreConfig};
+use trie::{keccak256, EMPTY_CODE_HASH, EMPTY_ROOT};
 
 /// Blocks loaded after genesis.
 const BLOCKS: u64 = 20;

@@ -5,8 +5,8 @@
 use anyhow::{ensure, Context, Result};
 use eth::Genesis;
 use indicatif::ProgressBar;
+use state::H256;
 use store::StateDb;
-use trie::H256;
 
 /// The bulk-load label of a genesis.
 pub(crate) fn genesis_label(root: &H256) -> String {

@@ -61,12 +61,12 @@ pub(crate) fn utf8_text(path: &Path, bytes: Vec<u8>) -> Result<String> {
 }
 
 /// clap's parser of a 32-byte hash argument (a root, a checkpoint id): 0x optional.
-pub(crate) fn parse_h256(s: &str) -> Result<trie::H256, String> {
-    let bytes = trie::decode_hex(s).map_err(|e| format!("{s:?} is not hex: {e}"))?;
+pub(crate) fn parse_h256(s: &str) -> Result<state::H256, String> {
+    let bytes = state::decode_hex(s).map_err(|e| format!("{s:?} is not hex: {e}"))?;
     let bytes: [u8; 32] = bytes
         .try_into()
         .map_err(|b: Vec<u8>| format!("{s:?} is {} bytes; expected 32 (64 hex digits)", b.len()))?;
-    Ok(trie::H256(bytes))
+    Ok(state::H256(bytes))
 }
 
 /// A trie key given on the command line.
@@ -76,7 +76,7 @@ pub(crate) struct HexKey(pub(crate) Vec<u8>);
 /// clap's parser of a trie key argument: hex digits, 0x optional, at most the store's
 /// key length ([`store::KEY_BYTES_MAX`] bytes).
 pub(crate) fn parse_key(s: &str) -> Result<HexKey, String> {
-    let key = trie::decode_hex(s).map_err(|e| format!("{s:?} is not a hex key: {e}"))?;
+    let key = state::decode_hex(s).map_err(|e| format!("{s:?} is not a hex key: {e}"))?;
     if key.len() > store::KEY_BYTES_MAX {
         return Err(format!(
             "a key of {} bytes exceeds the {}-byte limit",

@@ -10,8 +10,9 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
+use state::H256;
 use test_support::dir_snapshot;
-use trie::{keccak256, EthLayout, H256};
+use trie::{keccak256, EthLayout};
 
 /// `arbor bench store`: its report, its worker processes, a driver killed mid-run.
 #[path = "cli/bench_store.rs"]

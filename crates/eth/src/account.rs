@@ -2,9 +2,10 @@
 //! values (`RLP(trimmed big-endian word)`), both under keccak256 ("secure") keys.
 
 use alloy_primitives::U256;
+use state::H256;
 use trie::{
     keccak256, rlp_encode_list, rlp_encode_string, RlpError, RlpItem, RlpListIter, EMPTY_CODE_HASH,
-    EMPTY_ROOT, H256,
+    EMPTY_ROOT,
 };
 
 /// An account as committed to by the state trie.

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 
 use alloy_primitives::U256;
 use serde_json::{Map, Value};
-use trie::{decode_hex, HexError, H256};
+use state::{decode_hex, HexError, H256};
 
 use crate::number::{parse_hex_word, parse_quantity, to_u64, NumberError};
 

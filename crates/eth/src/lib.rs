@@ -9,8 +9,9 @@
 //!   ([`genesis_state_root`]), their flat entries for a store's bulk load
 //!   ([`genesis_entries`]) and an in-memory state that answers eth_getProof ([`EthState`]).
 //! - eth_getProof (EIP-1186) responses ([`AccountProof`]): parse, emit, verify.
-//! - Numbers are [`U256`] from alloy-primitives; [`parse_quantity`] reads the JSON-RPC
-//!   spelling with typed errors ([`NumberError`]), and the genesis parser reads geth's.
+//! - Numbers are [`alloy_primitives::U256`] (imported from there: this crate re-exports
+//!   nothing); [`parse_quantity`] reads the JSON-RPC spelling with typed errors
+//!   ([`NumberError`]), and the genesis parser reads geth's.
 //!
 //! Nothing here does I/O: callers hand in strings or parsed JSON.
 
@@ -20,13 +21,12 @@ mod account;
 mod genesis;
 mod number;
 mod proof;
-mod state;
+mod world;
 
 pub use account::{decode_storage_value, secure_key, storage_value_rlp, Account, AccountError};
-pub use alloy_primitives::U256;
 pub use genesis::{
     parse_address, parse_json_strict, Address, FieldError, Genesis, GenesisAccount, GenesisError,
 };
 pub use number::{parse_quantity, NumberError};
 pub use proof::{AccountProof, EthProofError, FieldProblem, StorageProof};
-pub use state::{genesis_entries, genesis_state_root, EthState, GenesisEntries};
+pub use world::{genesis_entries, genesis_state_root, EthState, GenesisEntries};

@@ -5,10 +5,8 @@
 
 use alloy_primitives::U256;
 use serde_json::{json, Map, Value};
-use trie::{
-    decode_hex, verify_proof, verify_value, EthLayout, HexError, ProofError, EMPTY_CODE_HASH,
-    EMPTY_ROOT, H256,
-};
+use state::{decode_hex, HexError, H256};
+use trie::{verify_proof, verify_value, EthLayout, ProofError, EMPTY_CODE_HASH, EMPTY_ROOT};
 
 use crate::account::{secure_key, storage_value_rlp, Account, AccountError};
 use crate::genesis::{parse_address, Address};

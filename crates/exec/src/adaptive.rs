@@ -48,9 +48,10 @@ use std::time::{Duration, Instant};
 use crate::parallel::{run as run_parallel, Guard, Split};
 use crate::partitioned::{clamp_waves, run as run_partitioned, MAX_WAVES};
 use crate::{
-    execute_parallel_with, BlockOutput, ExecError, Mode, ParallelOptions, Reason, StateReader,
-    Transaction, PARALLEL_MIN_TXS,
+    execute_parallel_with, BlockOutput, ExecError, Mode, ParallelOptions, Reason, Transaction,
+    PARALLEL_MIN_TXS,
 };
+use state::StateReader;
 
 /// Blocks between probes of the executor the model did not pick, at first and after the
 /// choice changes.

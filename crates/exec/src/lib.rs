@@ -3,7 +3,7 @@
 //! the sequential reference both must agree with.
 //!
 //! A block is a slice of [`Transaction`]s over the main trie of a read-only
-//! [`StateReader`] (the state seam, defined in the `state` crate: the executors link
+//! [`StateReader`] (the state seam: import it from the `state` crate; the executors link
 //! nothing else of ours). Every executor returns the same [`BlockOutput`]: every
 //! transaction's output and the block's final write set, exactly as running the
 //! transactions one after another would give; or the first storage error
@@ -46,11 +46,12 @@ mod view;
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 
+use state::{StateReader, StateView, TrieId};
+
 pub use adaptive::{AdaptiveExecutor, Estimates};
 pub use parallel::{execute_parallel, execute_parallel_with, ParallelOptions};
 pub use partitioned::{execute_partitioned, execute_partitioned_waves};
 pub use sequential::execute_sequential;
-pub use state::{apply_delta, StateReader, StateView, TransactionError, TrieId};
 
 /// A state key.
 pub type Key = Vec<u8>;

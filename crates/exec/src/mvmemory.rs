@@ -45,9 +45,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use rustc_hash::{FxBuildHasher, FxHashMap};
 use smallvec::SmallVec;
-use state::key_prefix64;
+use state::{apply_delta, key_prefix64, StateReader};
 
-use crate::{apply_delta, Base, Key, ScanBounds, StateReader, Value, Write};
+use crate::{Base, Key, ScanBounds, Value, Write};
 
 /// A transaction incarnation: (block index, incarnation number).
 pub(crate) type Version = (usize, u32);

@@ -26,9 +26,10 @@ use crate::scheduler::{End, Scheduler, Task};
 use crate::sequential::{run_over, Under};
 use crate::view::{DeltaBelow, TxView};
 use crate::{
-    apply_delta, Base, BlockOutput, Counters, ExecError, Key, Mode, Reason, Run, ScanBounds,
-    StateReader, Stop, Switch, SwitchReason, Transaction, Value, Write, PARALLEL_MIN_TXS,
+    Base, BlockOutput, Counters, ExecError, Key, Mode, Reason, Run, ScanBounds, Stop, Switch,
+    SwitchReason, Transaction, Value, Write, PARALLEL_MIN_TXS,
 };
+use state::{apply_delta, StateReader};
 
 /// Below one incarnation's own writes: the multi-version memory, then storage; with the
 /// reads and scans the incarnation made, for validation.

@@ -50,7 +50,7 @@ use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
-use state::key_prefix64;
+use state::{apply_delta, key_prefix64, StateReader};
 
 use crate::journal::Journaled;
 use crate::mvmemory::IndexKey;
@@ -58,8 +58,8 @@ use crate::scan::{scan, Sources};
 use crate::sequential::{run_over, Under};
 use crate::view::{DeltaBelow, TxView};
 use crate::{
-    apply_delta, Base, BlockOutput, Counters, ExecError, Key, Mode, Reason, Run, ScanBounds,
-    StateReader, Stop, Switch, SwitchReason, Transaction, Value, Write,
+    Base, BlockOutput, Counters, ExecError, Key, Mode, Reason, Run, ScanBounds, Stop, Switch,
+    SwitchReason, Transaction, Value, Write,
 };
 
 /// The most waves a block is cut into.

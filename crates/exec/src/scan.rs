@@ -17,10 +17,10 @@
 
 use std::collections::BTreeMap;
 
-use state::{Join, Joined, Order};
+use state::{Join, Joined, Order, StateReader};
 
 use crate::mvmemory::IndexKey;
-use crate::{Base, Key, ScanBounds, StateReader, Stop, Value};
+use crate::{Base, Key, ScanBounds, Stop, Value};
 
 /// The most entries a scan's result (and record) is sized for up front: a scan returns
 /// `limit` entries unless it runs out, so sizing for it saves the vector's regrowths;

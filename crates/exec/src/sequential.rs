@@ -10,9 +10,9 @@ use crate::mvmemory::IndexKey;
 use crate::scan::{scan, Sources};
 use crate::view::{Below, TxView};
 use crate::{
-    apply_delta, Base, BlockOutput, Counters, ExecError, Key, Reason, Run, ScanBounds, StateReader,
-    Stop, Transaction, Value,
+    Base, BlockOutput, Counters, ExecError, Key, Reason, Run, ScanBounds, Stop, Transaction, Value,
 };
+use state::{apply_delta, StateReader};
 
 /// What lies between a sequential run's own writes and storage: nothing for a whole
 /// block (`()`), Block-STM's validated prefix when a run finishes a block it started.

@@ -6,10 +6,10 @@
 //! written here once; reads, deltas and scans, which combine the own writes with what lies
 //! below, go to the executor's [`Below`].
 
-use state::{StateView, TransactionError};
+use state::{apply_delta, StateView, TransactionError};
 
 use crate::journal::Journaled;
-use crate::{apply_delta, Key, Stop, Value, View, Write};
+use crate::{Key, Stop, Value, View, Write};
 
 /// What lies below a transaction's own writes, and how reads combine the two.
 pub(crate) trait Below {

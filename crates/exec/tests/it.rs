@@ -17,10 +17,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use exec::{
     execute_parallel, execute_parallel_with, execute_partitioned, execute_partitioned_waves,
-    execute_sequential, AdaptiveExecutor, ExecError, Mode, ParallelOptions, Reason, StateReader,
-    Stop, SwitchReason, Transaction, TrieId, View,
+    execute_sequential, AdaptiveExecutor, ExecError, Mode, ParallelOptions, Reason, Stop,
+    SwitchReason, Transaction, View,
 };
 use proptest::prelude::*;
+use state::{StateReader, TrieId};
 
 fn cases(default: u32) -> u32 {
     std::env::var("ARBOR_PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(default)

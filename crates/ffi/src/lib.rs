@@ -32,8 +32,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use store::{ChangeSet, StateDb, StoreConfig};
-use trie::{LayoutName, TrieId, H256};
+use state::{ChangeSet, TrieId, H256};
+use store::{StateDb, StoreConfig};
+use trie::LayoutName;
 
 pub use buf::{copy_out, ArborBytes};
 pub use error::ArborCode;
@@ -177,7 +178,7 @@ pub extern "C" fn arbor_get(
         let trie = trie_of(input(account, account_len, "account", 32)?)?;
         let key = input(key, key_len, "key", ARBOR_KEY_MAX)?;
         let call = handle::call(handle)?;
-        found(value, trie::StateReader::get(&call.entry.reader, &trie, key)?)
+        found(value, state::StateReader::get(&call.entry.reader, &trie, key)?)
     })
 }
 
@@ -721,7 +722,7 @@ pub extern "C" fn arbor_native_get_ns(
         let call = handle::call(handle)?;
         let t0 = std::time::Instant::now();
         for _ in 0..iterations {
-            std::hint::black_box(trie::StateReader::get(&call.entry.reader, &TrieId::Main, key)?);
+            std::hint::black_box(state::StateReader::get(&call.entry.reader, &TrieId::Main, key)?);
         }
         put(ns, t0.elapsed().as_nanos() as f64 / iterations as f64);
         Ok(())

@@ -2,7 +2,7 @@
 //!
 //! - [`Overlay`]: per-key version stacks over a [`StateReader`] backend, nested
 //!   transactions to any depth, a read cache, changed-key reports and the block's
-//!   [`ChangeSet`].
+//!   [`ChangeSet`] (the seam's types are imported from the `state` crate).
 //! - [`RangeIter`]: ordered iteration over a key range of one trie,
 //!   merging the overlay's writes with the backend's entries.
 //! - [`PovSession`]: an overlay over a recording trie of the parent state, with the exact
@@ -14,6 +14,7 @@
 //! ([`Overlay::keep_empty_values`]; [`PovSession`] sets it from its layout).
 //!
 //! [`StateReader`]: state::StateReader
+//! [`ChangeSet`]: state::ChangeSet
 
 #![forbid(unsafe_code)]
 
@@ -27,4 +28,3 @@ pub use error::ChangeSetError;
 pub use overlay::{Overlay, PendingWrite};
 pub use pov::{PovError, PovSession, RecordingBackend};
 pub use range::RangeIter;
-pub use state::{ChangeSet, TransactionError};

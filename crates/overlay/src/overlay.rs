@@ -24,13 +24,11 @@
 
 use std::collections::{btree_map, BTreeMap};
 
-use state::{apply_delta, key_bounds, StateReader, StateView, TrieId};
+use state::{apply_delta, key_bounds, ChangeSet, StateReader, StateView, TransactionError, TrieId};
 
 use crate::error::ChangeSetError;
 use crate::range::RangeIter;
 use crate::slot::Slot;
-use crate::ChangeSet;
-use crate::TransactionError;
 
 /// A key with a surviving write and its newest value (`None` = removed).
 pub type PendingWrite<'a> = (TrieId, &'a [u8], Option<&'a [u8]>);

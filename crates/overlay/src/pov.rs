@@ -52,11 +52,10 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use state::{key_bounds, StateReader, TrieId, VecRange, H256};
+use state::{key_bounds, StateReader, TransactionError, TrieId, VecRange, H256};
 use trie::{EthLayout, Layout, NodeSource, StoredValue, Trie, TrieError};
 
 use crate::overlay::Overlay;
-use crate::TransactionError;
 /// Why a proof-recording operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

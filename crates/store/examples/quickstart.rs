@@ -2,8 +2,9 @@
 //!
 //! `cargo run -p store --example quickstart [DIR]` (a temporary directory by default).
 
-use store::{ChangeSet, StateDb, StoreConfig};
-use trie::{verify_proof, EthLayout, TrieId};
+use state::{ChangeSet, TrieId};
+use store::{StateDb, StoreConfig};
+use trie::{verify_proof, EthLayout};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tmp = tempfile::tempdir()?;

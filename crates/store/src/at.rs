@@ -18,7 +18,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use parking_lot::RwLockReadGuard;
-use trie::{KeyValue, LayoutName, NodeSource, SourceError, TrieId, H256};
+use state::{KeyValue, TrieId, H256};
+use trie::{LayoutName, NodeSource, SourceError};
 
 use crate::db::{leaf_scan_iter, scans_one_prefix};
 use crate::error::{AtError, Corruption, StoreError};
@@ -31,7 +32,7 @@ use crate::layer::{block_layers, ChangeMap, Entry};
 use crate::layout::Keys;
 use crate::recent::{held_bytes, IndexSources, Recent, RecentBlock};
 use crate::shared::Shared;
-use crate::state::{ReadHandle, StateDb};
+use crate::statedb::{ReadHandle, StateDb};
 use crate::view::{
     checked_node, key_has_path, leaf_at, leaf_under_skipping, load_node, load_node_for_key,
     value_node, StoredNodes,

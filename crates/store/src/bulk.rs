@@ -13,7 +13,7 @@
 use std::collections::BTreeSet;
 
 use rocksdb::{WriteBatch, WriteOptions, DB};
-use trie::{TrieId, H256};
+use state::{TrieId, H256};
 
 use crate::db::{first_entry, flat_iter};
 use crate::error::{BulkError, Corruption, StoreError};
@@ -24,7 +24,7 @@ use crate::keys::{
 };
 use crate::layer::ChangeMap;
 use crate::rebuild::{rebuild, Mode, Rebuilt};
-use crate::state::StateDb;
+use crate::statedb::StateDb;
 
 /// Longest label a bulk load may carry.
 pub const BULK_LABEL_BYTES_MAX: usize = 1024;

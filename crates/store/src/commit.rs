@@ -22,7 +22,7 @@ use parking_lot::Mutex;
 use rayon::prelude::*;
 use rocksdb::DBRawIterator;
 use rustc_hash::FxHashMap;
-use trie::{TrieId, H256};
+use state::{ChangeSet, TrieId, H256};
 
 use crate::db::{leaf_scan_iter, scans_one_prefix};
 use crate::error::{CommitError, Corruption, StoreError};
@@ -31,7 +31,7 @@ use crate::keys::{encode_head, flat_key, node_key, node_key_into, root_key, Colu
 use crate::layer::{touch_counts, ChangeMap, Entry, Layer};
 use crate::recent::RecentBlock;
 use crate::resident::{OldNode, Resident};
-use crate::state::{ChangeSet, CommitInfo, CommitTimings, StateDb};
+use crate::statedb::{CommitInfo, CommitTimings, StateDb};
 use crate::update::{Change, KeyValue, PreState};
 use crate::view::{leaf_under_in, Reader, Values};
 

@@ -9,7 +9,8 @@ use rocksdb::{
     WriteBufferManager, WriteOptions, DB,
 };
 
-use trie::{LayoutName, TrieId};
+use state::TrieId;
+use trie::LayoutName;
 
 use crate::config::{Compression, StoreConfig};
 use crate::durable::{self, Head};
@@ -757,7 +758,7 @@ mod tests {
     /// A scan may seek in prefix mode exactly when its range lies within one prefix.
     #[test]
     fn scans_one_prefix_when_the_range_shares_its_prefix() {
-        let storage = TrieId::Storage(trie::H256([0xab; 32]));
+        let storage = TrieId::Storage(state::H256([0xab; 32]));
         for trie in [TrieId::Main, storage] {
             for len in 0..12 {
                 let path: Vec<u8> = (0..len).map(|i| (i as u8 * 7 + 3) & 0x0f).collect();
@@ -822,7 +823,7 @@ mod tests {
         use rand::{Rng, SeedableRng};
         let flat = cf(db, CF_FLAT).unwrap();
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7 + u64::from(round));
-        let storage = TrieId::Storage(trie::H256([0x5a; 32]));
+        let storage = TrieId::Storage(state::H256([0x5a; 32]));
         for _ in 0..300 {
             let trie = if rng.gen_bool(0.3) { storage } else { TrieId::Main };
             let mut key = [0u8; 32];

@@ -28,7 +28,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use parking_lot::Mutex;
-use trie::H256;
+use state::H256;
 
 use crate::error::{Corruption, DurableRecordError, OpenError, StoreError};
 

@@ -9,7 +9,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use trie::{TrieError, TrieId, H256};
+use state::{TrieId, H256};
+use trie::TrieError;
 
 /// A nibble path as people read it (`0x` and one hex digit per nibble; `root` if empty).
 fn path_text(path: &[u8]) -> String {

@@ -8,7 +8,7 @@
 // Public for the `test-hooks` re-export only.
 #![cfg_attr(not(feature = "test-hooks"), allow(unreachable_pub))]
 
-use trie::H256;
+use state::H256;
 
 use crate::error::{Corruption, HistoryError};
 use crate::keys::{decode_head, Column, META_HEAD};

@@ -2,7 +2,7 @@
 //! history keys and meta keys. All integers are big-endian so that keys sort by them.
 
 use rocksdb::{ColumnFamily, DB};
-use trie::{TrieId, H256};
+use state::{TrieId, H256};
 
 use crate::error::{Corruption, StoreError};
 

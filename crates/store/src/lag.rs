@@ -21,7 +21,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rocksdb::DB;
-use trie::{ChangeSet, LayoutName, TrieId, H256};
+use state::{ChangeSet, TrieId, H256};
+use trie::LayoutName;
 
 use crate::commit::flat_keys;
 use crate::error::{Corruption, StoreError};
@@ -31,7 +32,7 @@ use crate::keys::{
     META_HEAD, META_NODES_AT,
 };
 use crate::layer::{ChangeMap, Layer};
-use crate::state::{CatchUpReport, StateDb};
+use crate::statedb::{CatchUpReport, StateDb};
 
 /// Decode a `nodes_at` record.
 pub(crate) fn decode_nodes_at(bytes: &[u8]) -> Result<u64, Corruption> {

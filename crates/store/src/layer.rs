@@ -9,7 +9,7 @@
 use std::ops::RangeInclusive;
 use std::sync::Arc;
 
-use trie::{key_prefix64, H256};
+use state::{key_prefix64, H256};
 
 /// A key and its new value (`None` = delete).
 pub(crate) type Entry = (Vec<u8>, Option<Arc<[u8]>>);

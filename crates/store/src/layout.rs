@@ -1,7 +1,8 @@
 //! The store's calls into layout-generic code: each is a [`WithLayout`] that the database's
 //! recorded [`LayoutName`] dispatches, so nothing in the store names a layout type.
 
-use trie::{Layout, LayoutName, NodeSource, Trie, TrieError, TrieUpdates, WithLayout, H256};
+use state::H256;
+use trie::{Layout, LayoutName, NodeSource, Trie, TrieError, TrieUpdates, WithLayout};
 
 use crate::error::StoreError;
 use crate::update::{update_trie, Change, PreState, Updated};

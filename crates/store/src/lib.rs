@@ -47,7 +47,7 @@ mod resident;
 mod restore;
 mod shared;
 mod snapshot;
-mod state;
+mod statedb;
 mod update;
 mod view;
 mod writer;
@@ -74,9 +74,9 @@ pub use recent::RecentStats;
 pub use resident::ResidentStats;
 pub use restore::{NodeBatch, ProgressRecord, Restore, RestoreBatch, RestoreWriter};
 pub use snapshot::{FlatCursor, PersistedSource, PersistedState};
-pub use state::{
-    CatchUpReport, ChangeSet, ColumnFamilyStats, CommitInfo, CommitTimings, ReadHandle, StateDb,
-    StoreMetrics, StoreStats,
+pub use statedb::{
+    CatchUpReport, ColumnFamilyStats, CommitInfo, CommitTimings, ReadHandle, StateDb, StoreMetrics,
+    StoreStats,
 };
 pub use view::StoreSource;
 
@@ -96,17 +96,17 @@ pub mod test_hooks {
 
 /// The store is the state the import road executes against: point reads through the
 /// caches and layers, ranges merged from the layers and `flat`.
-impl trie::StateReader for StateDb {
+impl state::StateReader for StateDb {
     type Error = StoreError;
     type Range<'a> = FlatRange<'a>;
 
-    fn get(&self, trie: &trie::TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+    fn get(&self, trie: &state::TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
         StateDb::get(self, trie, key)
     }
 
     fn range<'a>(
         &'a self,
-        trie: &trie::TrieId,
+        trie: &state::TrieId,
         start: &[u8],
         end: Option<&[u8]>,
     ) -> Result<FlatRange<'a>, StoreError> {

@@ -1,5 +1,5 @@
 //! Ordered range reads of one trie's flat state: the layer stack merged over a RocksDB
-//! iterator, the store's side of the seam's [`trie::StateReader::range`].
+//! iterator, the store's side of the seam's [`state::StateReader::range`].
 //!
 //! The layers are snapshotted first, then the iterator opened: whatever the writer has
 //! persisted meanwhile is in both and agrees (a layer holds a block's newest values), and
@@ -10,8 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rocksdb::DBRawIterator;
-use state::{merge_writes, MergeWrites};
-use trie::TrieId;
+use state::{merge_writes, MergeWrites, TrieId};
 
 use crate::db::flat_iter;
 use crate::error::StoreError;

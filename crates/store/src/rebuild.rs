@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
 use rocksdb::{Direction, IteratorMode, WriteBatch, DB};
+use state::{TrieId, H256};
 use trie::{
-    ChildRef, EmittedKind, Layout, LayoutName, NibbleSlice, NodeSink, RootBuilder, TrieId,
-    WithLayout, H256,
+    ChildRef, EmittedKind, Layout, LayoutName, NibbleSlice, NodeSink, RootBuilder, WithLayout,
 };
 
 use crate::db::{flat_total_order, KvPair};

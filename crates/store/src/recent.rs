@@ -47,7 +47,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 use smallvec::SmallVec;
-use trie::H256;
+use state::H256;
 
 use crate::history::ReverseEntry;
 use crate::keys::{decode_head, Column, META_HEAD};

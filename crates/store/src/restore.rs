@@ -12,7 +12,8 @@
 use std::sync::Arc;
 
 use rocksdb::{ColumnFamily, WriteBatch, WriteOptions, DB};
-use trie::{LayoutName, TrieId, H256};
+use state::{TrieId, H256};
+use trie::LayoutName;
 
 use crate::db::first_entry;
 use crate::error::{BulkError, StoreError};
@@ -20,7 +21,7 @@ use crate::keys::{
     cf, encode_head, encode_node_value, flat_key, node_key, root_key, CF_FLAT, CF_META, CF_NODES,
     KEY_BYTES_MAX, META_BULK, META_HEAD, META_NODES_AT,
 };
-use crate::state::StateDb;
+use crate::statedb::StateDb;
 
 /// `meta` prefix of the progress records a restore keeps until it finishes.
 const META_RESTORE: &[u8] = b"restore/";

@@ -11,7 +11,8 @@
 use std::sync::Arc;
 
 use rocksdb::{DBRawIteratorWithThreadMode, ReadOptions, SnapshotWithThreadMode, DB};
-use trie::{LayoutName, NodeSource, SourceError, TrieId, H256};
+use state::{TrieId, H256};
+use trie::{LayoutName, NodeSource, SourceError};
 
 use crate::db::flat_total_order;
 use crate::error::{Corruption, StoreError};
@@ -21,7 +22,7 @@ use crate::keys::{
 };
 use crate::lag::decode_nodes_at;
 use crate::layer::{node_buffer_of, Layer};
-use crate::state::ReadHandle;
+use crate::statedb::ReadHandle;
 
 /// Readahead for sequential scans of `flat` (RocksDB reads ahead this much per iterator).
 /// Measured on a 1M-key checkpoint creation with 2 threads: 256 KiB 0.27-0.31 s, RocksDB's

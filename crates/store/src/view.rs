@@ -16,7 +16,8 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use rayon::prelude::*;
 use rocksdb::{DBRawIterator, DB};
-use trie::{LayoutName, NodeSource, SourceError, TrieId, H256};
+use state::{TrieId, H256};
+use trie::{LayoutName, NodeSource, SourceError};
 
 use crate::cache::ByteCache;
 use crate::db::{leaf_scan_iter, scans_one_prefix};

@@ -1,6 +1,6 @@
 //! Arbor's trie layer: no I/O, only the Merkle-Patricia trie and what is built from it.
 //!
-//! - Hashes and paths: [`H256`], [`keccak256`], [`blake2_256`], [`Nibbles`], [`NibbleSlice`].
+//! - Hashes and paths: [`keccak256`], [`blake2_256`], [`Nibbles`], [`NibbleSlice`].
 //! - Nodes: [`ChildRef`], the [`Layout`] seam, the Ethereum codec [`EthLayout`] with the
 //!   minimal RLP it is written in ([`RlpItem`], [`rlp_encode_list`]), and Substrate's
 //!   layouts [`SubstrateV0`] and [`SubstrateV1`] (no extension nodes, SCALE, Blake2-256).
@@ -16,13 +16,13 @@
 //!   verification rebuilds (and reports) every node inside the range (checkpoint chunks).
 //! - [`Recorder`]: the witness recorder with nested scopes, counting sizes by the layout's
 //!   [`ProofSizeRule`].
-//! - A `RefCell<Trie>` is a [`StateReader`] (through [`state::StateReaderMut`]).
+//! - A `RefCell<Trie>` is a [`state::StateReader`] (through [`state::StateReaderMut`]).
 //!
 //! Modules are private; this list is the whole public surface. The state seam
-//! ([`TrieId`], [`StateReader`], [`StateView`], [`ChangeSet`], [`H256`]...) is defined in
-//! the `state` crate and re-exported here, so `trie::StateReader` and `state::StateReader`
-//! name the same trait. The Ethereum account model (accounts, genesis, eth_getProof JSON)
-//! lives in the `eth` crate.
+//! ([`state::TrieId`], [`state::StateReader`], [`state::StateView`], [`state::ChangeSet`],
+//! [`state::H256`]...) is defined in the `state` crate and imported from there only: this
+//! crate does not re-export it. The Ethereum account model (accounts, genesis, eth_getProof
+//! JSON) lives in the `eth` crate.
 
 #![forbid(unsafe_code)]
 
@@ -60,10 +60,6 @@ pub use range::{prove_key_range, verify_key_range, RangeStats};
 pub use recorder::Recorder;
 pub use rlp::{rlp_encode_list, rlp_encode_string, RlpError, RlpItem, RlpListIter};
 pub use source::{MemoryNodeSource, NodeSource, SourceError};
-pub use state::{
-    apply_delta, decode_hex, key_bounds, key_prefix64, ChangeSet, HexError, KeyBounds, KeyValue,
-    MapRange, RangeItem, StateReader, StateView, TransactionError, TrieId, VecRange, H256,
-};
 pub use substrate::{SubstrateV0, SubstrateV1, SUBSTRATE_V1_VALUE_NODE_MIN};
 pub use trie::{
     path_hex, CollapseDelta, CommittedNode, CommittedValue, Entry, RemovedNode, StoredValue, Trie,

@@ -12,8 +12,9 @@ use checkpoint::{
 use eth::Account;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use state::{TrieId, H256};
 use store::{StateDb, StoreConfig};
-use trie::{keccak256, root_from_sorted, EthLayout, TrieId, H256};
+use trie::{keccak256, root_from_sorted, EthLayout};
 
 const MIB: u64 = 1 << 20;
 

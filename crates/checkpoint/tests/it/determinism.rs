@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicU64;
 use checkpoint::{BoundaryRule, CheckpointDir, CreateOptions};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use trie::{ChangeSet, TrieId};
+use state::{ChangeSet, TrieId};
 
 use crate::common::*;
 

@@ -17,7 +17,8 @@ use checkpoint::{
     FetchOptions, Manifest, RestoreError, RestoreOptions, Source, SourceError, Trusted,
     VerifyError,
 };
-use trie::{keccak256, H256};
+use state::H256;
+use trie::keccak256;
 
 use crate::common::*;
 

@@ -10,7 +10,8 @@ use checkpoint::{
     CreateOptions, FetchOptions, HttpServer, RestoreOptions, S3Store, SourceOptions, Trusted,
     CHUNK_BYTES_MAX, VALUE_BYTES_MAX,
 };
-use trie::{ChangeSet, LayoutName, TrieId};
+use state::{ChangeSet, TrieId};
+use trie::LayoutName;
 
 use crate::common::*;
 
@@ -212,7 +213,7 @@ fn a_completed_restore_run_again_is_a_no_op() {
     assert_eq!(dump(&dst), dump(&src));
 
     // Another root at that block: refused as before.
-    let other = Trusted { block: 0, root: trie::H256([7; 32]) };
+    let other = Trusted { block: 0, root: state::H256([7; 32]) };
     assert!(checkpoint::already_restored(&dst, other, &sources).is_none());
     let other_block = Trusted { block: 1, root: trusted.root };
     assert!(checkpoint::already_restored(&dst, other_block, &sources).is_none());

@@ -22,9 +22,10 @@ use checkpoint::{
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use state::{TrieId, H256};
 use store::StateDb;
 use tempfile::TempDir;
-use trie::{keccak256, TrieId, H256};
+use trie::keccak256;
 
 use crate::common::*;
 
@@ -74,7 +75,7 @@ fn build_fixture() -> Fixture {
     let chunks = read_chunks(&out, &created.manifest);
 
     // The next block: every fourth account's nonce bumped.
-    let mut changes = trie::ChangeSet::new();
+    let mut changes = state::ChangeSet::new();
     let main = changes.entry(TrieId::Main).or_default();
     for (k, v) in state[&TrieId::Main].iter().step_by(4) {
         let mut a = eth::Account::decode(v).unwrap();

@@ -13,7 +13,7 @@ use checkpoint::{
     open_source, restore_from_sources, BoundaryRule, CheckpointDir, CreateOptions, FetchOptions,
     RestoreOptions, Source, SourceError, SourceOptions, Trusted, STAGING_DIR_NAME,
 };
-use trie::{TrieId, H256};
+use state::{TrieId, H256};
 
 use crate::common::*;
 

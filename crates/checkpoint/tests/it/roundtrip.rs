@@ -2,7 +2,7 @@
 //! order; a partial restore resumed; the restored database commits like the source.
 
 use proptest::prelude::*;
-use trie::TrieId;
+use state::TrieId;
 
 use crate::common::*;
 
@@ -21,7 +21,7 @@ fn check_round_trip(state: &State, threads: usize, order_seed: u64) {
     let report = dst.verify().unwrap();
     assert!(report.ok(), "{report:?}");
     // The restored nodes serve commits exactly as the source's do.
-    let mut changes = trie::ChangeSet::new();
+    let mut changes = state::ChangeSet::new();
     for (t, kv) in state {
         let m = changes.entry(*t).or_default();
         for (i, (k, v)) in kv.iter().enumerate().filter(|(i, _)| i % 3 == 0) {
@@ -151,10 +151,10 @@ fn a_checkpoint_of_lagging_nodes_through_a_read_only_handle_restores_the_head() 
     // Blocks that change accounts without storage (a storage trie's root stays bound to
     // its account's value).
     let has_storage = |k: &[u8]| {
-        trie::H256::from_slice(k).is_some_and(|h| state.contains_key(&TrieId::Storage(h)))
+        state::H256::from_slice(k).is_some_and(|h| state.contains_key(&TrieId::Storage(h)))
     };
     for b in 0..6u8 {
-        let mut changes = trie::ChangeSet::new();
+        let mut changes = state::ChangeSet::new();
         let m = changes.entry(TrieId::Main).or_default();
         let accounts = state[&TrieId::Main].iter().filter(|(k, _)| !has_storage(k));
         for (i, (k, v)) in accounts.enumerate().filter(|(i, _)| i % 4 == usize::from(b) % 4) {

@@ -57,7 +57,7 @@ fn listing(dir: &CheckpointDir) -> Vec<u8> {
 /// must be `root`.
 fn restore_block0(
     tmp: &std::path::Path,
-    root: trie::H256,
+    root: state::H256,
     sources: &[Box<dyn checkpoint::Source>],
     workers: Option<usize>,
 ) -> (store::StateDb, checkpoint::RestoreReport) {
@@ -196,7 +196,7 @@ fn a_dripped_body_times_out_as_a_whole() {
     let t0 = Instant::now();
     // A failure within the bound: a timeout, or under load an I/O or client error of a
     // connection the client gave up on (the point is that it ends).
-    let r = s.chunk(&trie::H256::ZERO, 1 << 20);
+    let r = s.chunk(&state::H256::ZERO, 1 << 20);
     let ended = |e: Option<&checkpoint::SourceError>| {
         use checkpoint::SourceError::{Http, Io, Timeout};
         matches!(e, Some(Timeout | Io(_) | Http(_)))
@@ -395,7 +395,7 @@ fn a_single_slow_source_is_retried_not_abandoned() {
 /// A source that lists its one checkpoint `copies` times.
 struct Repeating {
     inner: Box<dyn checkpoint::Source>,
-    id: trie::H256,
+    id: state::H256,
     copies: usize,
 }
 
@@ -403,13 +403,13 @@ impl checkpoint::Source for Repeating {
     fn name(&self) -> &str {
         "repeating"
     }
-    fn ids(&self) -> Result<Vec<trie::H256>, checkpoint::SourceError> {
+    fn ids(&self) -> Result<Vec<state::H256>, checkpoint::SourceError> {
         Ok(vec![self.id; self.copies])
     }
-    fn manifest(&self, id: &trie::H256) -> Result<Vec<u8>, checkpoint::SourceError> {
+    fn manifest(&self, id: &state::H256) -> Result<Vec<u8>, checkpoint::SourceError> {
         self.inner.manifest(id)
     }
-    fn chunk(&self, d: &trie::H256, max: u64) -> Result<Vec<u8>, checkpoint::SourceError> {
+    fn chunk(&self, d: &state::H256, max: u64) -> Result<Vec<u8>, checkpoint::SourceError> {
         self.inner.chunk(d, max)
     }
 }
@@ -449,7 +449,7 @@ fn a_listing_votes_once_per_source() {
 
 /// A source that lists one checkpoint and fails every request with `error`.
 struct Failing {
-    id: trie::H256,
+    id: state::H256,
     error: fn() -> checkpoint::SourceError,
 }
 
@@ -457,13 +457,13 @@ impl checkpoint::Source for Failing {
     fn name(&self) -> &str {
         "failing"
     }
-    fn ids(&self) -> Result<Vec<trie::H256>, checkpoint::SourceError> {
+    fn ids(&self) -> Result<Vec<state::H256>, checkpoint::SourceError> {
         Ok(vec![self.id])
     }
-    fn manifest(&self, _: &trie::H256) -> Result<Vec<u8>, checkpoint::SourceError> {
+    fn manifest(&self, _: &state::H256) -> Result<Vec<u8>, checkpoint::SourceError> {
         Err((self.error)())
     }
-    fn chunk(&self, _: &trie::H256, _: u64) -> Result<Vec<u8>, checkpoint::SourceError> {
+    fn chunk(&self, _: &state::H256, _: u64) -> Result<Vec<u8>, checkpoint::SourceError> {
         Err((self.error)())
     }
 }
@@ -552,7 +552,7 @@ pub(crate) fn forged_copy(
     created: &checkpoint::Created,
     k: usize,
     to: &std::path::Path,
-) -> trie::H256 {
+) -> state::H256 {
     corrupted_copy(good, to, |_| false);
     let dir = CheckpointDir::new(to);
     std::fs::remove_dir_all(to.join("checkpoints")).unwrap();

@@ -16,8 +16,9 @@ use checkpoint::{
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use state::{ChangeSet, TrieId, H256};
 use store::{StateDb, StoreConfig};
-use trie::{blake2_256, ChangeSet, Layout, LayoutName, ProofError, TrieId, WithLayout, H256};
+use trie::{blake2_256, Layout, LayoutName, ProofError, WithLayout};
 
 use crate::common::*;
 

@@ -7,7 +7,8 @@ use std::process::Output;
 
 use bench::workload::Workload;
 use serde_json::Value;
-use trie::{EthLayout, H256};
+use state::H256;
+use trie::EthLayout;
 
 use super::conventions::assert_json_names;
 use super::{arbor, assert_one_line_error, fresh_db, heads, ok, stdout, temp_file};

@@ -5,7 +5,8 @@
 use std::process::Output;
 
 use serde_json::Value;
-use trie::{Layout, SubstrateV0, SubstrateV1, H256};
+use state::H256;
+use trie::{Layout, SubstrateV0, SubstrateV1};
 
 use super::{arbor, assert_one_line_error, stderr, stdout, temp_file};
 

@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 
 use eth::{genesis_entries, genesis_state_root, secure_key, Account, Genesis};
-use trie::{root_from_sorted, EthLayout, TrieId, EMPTY_ROOT, H256};
+use state::{TrieId, H256};
+use trie::{root_from_sorted, EthLayout, EMPTY_ROOT};
 
 use crate::{read_genesis, GENESIS_ROOTS};
 

@@ -3,12 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use eth::{genesis_state_root, AccountProof, EthState, Genesis, U256};
+use alloy_primitives::U256;
+use eth::{genesis_state_root, AccountProof, EthState, Genesis};
 use serde_json::Value;
-use trie::{
-    decode_hex, keccak256, root_from_sorted, EthLayout, MemoryNodeSource, RlpItem, RlpListIter,
-    Trie, H256,
-};
+use state::{decode_hex, H256};
+use trie::{keccak256, root_from_sorted, EthLayout, MemoryNodeSource, RlpItem, RlpListIter, Trie};
 
 use crate::reference::reference_root;
 use crate::{read_genesis, testdata, GENESIS_ROOTS};

@@ -12,9 +12,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use overlay::{ChangeSet, ChangeSetError, Overlay, TransactionError};
+use overlay::{ChangeSetError, Overlay};
 use proptest::prelude::*;
-use state::{MemoryState, TrieId, H256};
+use state::{ChangeSet, MemoryState, TransactionError, TrieId, H256};
 
 type Key = (TrieId, Vec<u8>);
 

@@ -38,7 +38,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 use rocksdb::{ReadOptions, DB};
-use trie::TrieId;
+use state::TrieId;
 
 use shard::{table_len, Shard, DIRECT_DEPTH_MAX, POSITION_BYTES};
 
@@ -526,8 +526,8 @@ mod tests {
     #[test]
     fn seeks_over_deep_nodes_skip_no_kept_key() {
         use rand::{Rng, SeedableRng};
+        use state::H256;
         use std::collections::BTreeSet;
-        use trie::H256;
 
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
         let tries =

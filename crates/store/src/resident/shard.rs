@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
-use trie::TrieId;
+use state::TrieId;
 
 use crate::keys::node_key;
 
@@ -197,7 +197,7 @@ mod tests {
                 }
             }
         }
-        let storage = node_key(&TrieId::Storage(trie::H256([0; 32])), &[1, 2]);
+        let storage = node_key(&TrieId::Storage(state::H256([0; 32])), &[1, 2]);
         for other in [node_key(&TrieId::Main, &[]), node_key(&TrieId::Main, &[1; 6]), storage] {
             assert_eq!(position(&other), None, "{other:?}");
         }

@@ -3,7 +3,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use std::sync::Arc;
 
-use trie::TrieId;
+use state::TrieId;
 
 use super::{KeyValue, PreState};
 use crate::error::StoreError;

@@ -37,7 +37,8 @@ use std::borrow::Cow;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use trie::{nibble_at, ChildRef, Layout, NodeValue, TrieId, H256};
+use state::{TrieId, H256};
+use trie::{nibble_at, ChildRef, Layout, NodeValue};
 
 use crate::error::StoreError;
 use out::Out;

@@ -3,7 +3,8 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use trie::{nibble_at, ChildRef, EmittedKind, Layout, NibbleSlice, NodeSink, NodeValue, H256};
+use state::H256;
+use trie::{nibble_at, ChildRef, EmittedKind, Layout, NibbleSlice, NodeSink, NodeValue};
 
 use super::{NodeWrite, Ref, Val};
 

@@ -1,6 +1,7 @@
 //! Placement: shapes encoded where they land, collapses, and the root.
 
-use trie::{ChildKind, ChildRef, Layout, NodeValue, H256};
+use state::H256;
+use trie::{ChildKind, ChildRef, Layout, NodeValue};
 
 use super::out::Out;
 use super::{PreState, Ref, Shape, Unplaced, Val, Walker};

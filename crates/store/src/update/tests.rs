@@ -3,9 +3,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use proptest::prelude::*;
+use state::H256;
 use trie::{
     root_from_sorted, ChildRef, EmittedKind, EthLayout, Layout, NibbleSlice, NodeSink, SubstrateV0,
-    SubstrateV1, H256,
+    SubstrateV1,
 };
 
 use super::mem::{Known, Mem};

@@ -4,9 +4,9 @@
 use std::borrow::Cow;
 
 use rayon::prelude::*;
+use state::H256;
 use trie::{
-    common_prefix_nibbles, nibble_at, ChildKind, ChildRef, Layout, NodeValue, NodeView,
-    RootBuilder, H256,
+    common_prefix_nibbles, nibble_at, ChildKind, ChildRef, Layout, NodeValue, NodeView, RootBuilder,
 };
 
 use super::out::{BuilderSink, Out};

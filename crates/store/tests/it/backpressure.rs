@@ -2,8 +2,8 @@
 //! committed but unpersisted layers never exceed the bound, except when a single layer
 //! is larger than the bound on its own (a commit then waits until it is the only one).
 
+use state::TrieId;
 use store::StateDb;
-use trie::TrieId;
 
 use crate::common::{apply, model_root, open, random_block, small_config, test_seed, State};
 

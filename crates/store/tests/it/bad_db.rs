@@ -6,9 +6,9 @@
 use std::path::Path;
 
 use rocksdb::{Options, DB};
-use store::{ChangeSet, CommitError, Corruption, OpenError, RevertError, StateDb, StoreError};
+use state::{ChangeSet, TrieId};
+use store::{CommitError, Corruption, OpenError, RevertError, StateDb, StoreError};
 use test_support::dir_snapshot;
-use trie::TrieId;
 
 use crate::common::{open, random_block, small_config};
 

@@ -5,8 +5,9 @@
 
 use std::path::Path;
 
+use state::TrieId;
 use store::{BulkError, CommitError, RevertError, StateDb, StoreError};
-use trie::{TrieId, EMPTY_ROOT};
+use trie::EMPTY_ROOT;
 
 use crate::common::{
     indexed_key, model_root, open, random_block, small_config, State, STORAGE_A, STORAGE_B,
@@ -150,7 +151,7 @@ fn verify_checks_storage_tries_without_root_records() {
         db.bulk_load("with storage", entries).unwrap();
         db.close().unwrap();
     }
-    let orphan = TrieId::Storage(trie::H256([0x77; 32]));
+    let orphan = TrieId::Storage(state::H256([0x77; 32]));
     {
         // Flat entries of a trie that has no root record (nothing the store wrote).
         let raw = rocksdb::DB::open_cf(

@@ -7,8 +7,9 @@ use std::path::Path;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use store::{AtError, BlockView, ChangeSet, StateDb, StoreConfig};
-use trie::{keccak256, root_from_sorted, verify_multiproof, verify_proof, EthLayout, TrieId, H256};
+use state::{ChangeSet, TrieId, H256};
+use store::{AtError, BlockView, StateDb, StoreConfig};
+use trie::{keccak256, root_from_sorted, verify_multiproof, verify_proof, EthLayout};
 
 const MIB: u64 = 1 << 20;
 

@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use state::TrieId;
 use store::{AtError, StateDb, StoreConfig};
 use trie::LayoutName;
-use trie::TrieId;
 
 use crate::common::{
     apply, check_view, env_number, indexed_key, model_get, model_root_in, open, proof_keys,

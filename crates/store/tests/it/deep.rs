@@ -4,8 +4,8 @@
 //! the filter (the limit dropping during the scan of an open, a refill after a revert that
 //! starts below the limit, and the limit dropping during commits as the state grows).
 
+use state::TrieId;
 use store::StateDb;
-use trie::TrieId;
 
 use crate::common::{model_root, open, random_block, small_config, test_seed, Model, STORAGE_A};
 

@@ -13,8 +13,9 @@ use proptest::sample::select;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use store::{ChangeSet, StateDb, StoreConfig};
-use trie::{verify_proof, EthLayout, TrieId};
+use state::{ChangeSet, TrieId};
+use store::{StateDb, StoreConfig};
+use trie::{verify_proof, EthLayout};
 
 use crate::common::{
     apply, commit_alternating, env_number, model_get, model_root, open, small_config, Model, State,

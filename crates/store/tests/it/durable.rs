@@ -11,9 +11,9 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use state::{TrieId, H256};
 use store::{Corruption, DurableRecordError, OpenError, StateDb};
 use test_support::{copy_tree, dir_snapshot};
-use trie::{TrieId, H256};
 
 use crate::common::{
     env_number, indexed_key, open, random_block, small_config, spawn_child, test_seed,

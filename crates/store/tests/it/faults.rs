@@ -4,8 +4,9 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use store::{ChangeSet, CommitError, RevertError, StoreError};
-use trie::{verify_proof, EthLayout, TrieId, EMPTY_ROOT};
+use state::{ChangeSet, TrieId};
+use store::{CommitError, RevertError, StoreError};
+use trie::{verify_proof, EthLayout, EMPTY_ROOT};
 
 use crate::common::{
     apply, assert_matches_model, indexed_key, model_get, model_root, open, random_block,

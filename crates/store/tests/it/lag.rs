@@ -7,9 +7,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rocksdb::{Options, DB};
+use state::TrieId;
 use store::test_hooks::{Column, ReverseDiff};
 use store::{StateDb, StoreConfig, StoreError};
-use trie::{verify_proof, EthLayout, TrieId};
+use trie::{verify_proof, EthLayout};
 
 use crate::common::{
     apply, indexed_key, model_get, model_root, open, random_block, small_config, State, STORAGE_A,

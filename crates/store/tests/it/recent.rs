@@ -26,8 +26,8 @@ use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use store::{AtError, BlockView, ChangeSet, RevertError, StateDb, StoreConfig};
-use trie::{TrieId, H256};
+use state::{ChangeSet, TrieId, H256};
+use store::{AtError, BlockView, RevertError, StateDb, StoreConfig};
 
 use crate::common::{
     check_view, env_number, indexed_key, open, proof_keys, random_block, small_config, test_seed,

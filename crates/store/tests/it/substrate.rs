@@ -27,11 +27,12 @@ use proptest::sample::select;
 use rand::seq::{IteratorRandom, SliceRandom};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use store::{BulkError, ChangeSet, CommitError, OpenError, StateDb, StoreConfig};
+use state::{ChangeSet, TrieId, H256};
+use store::{BulkError, CommitError, OpenError, StateDb, StoreConfig};
 use test_support::substrate_oracle::{
     oracle_get, oracle_proof, oracle_trie, proof_db, Blake2Hasher, Db, OracleV0, OracleV1,
 };
-use trie::{LayoutName, TrieId, H256, SUBSTRATE_EMPTY_ROOT};
+use trie::{LayoutName, SUBSTRATE_EMPTY_ROOT};
 use trie_db::TrieLayout;
 
 use crate::common::{

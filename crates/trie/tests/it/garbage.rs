@@ -1,10 +1,11 @@
 //! Hostile bytes: every decoder and verifier returns an error or a value, never panics.
 
 use proptest::prelude::*;
+use state::H256;
 use trie::{
     blake2_256, keccak256, verify_key_range, verify_multiproof, verify_proof, verify_range_proof,
     EthLayout, Layout, NibbleSlice, NodeError, NodeValue, NodeView, RlpError, RlpItem, SubstrateV0,
-    SubstrateV1, H256,
+    SubstrateV1,
 };
 
 /// Noise, or plausible list headers followed by noise.

@@ -41,7 +41,7 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn builder_root(model: &BTreeMap<Vec<u8>, Vec<u8>>) -> trie::H256 {
+fn builder_root(model: &BTreeMap<Vec<u8>, Vec<u8>>) -> state::H256 {
     let items: Vec<(&Vec<u8>, &Vec<u8>)> = model.iter().collect();
     root_from_sorted::<EthLayout, _, _>(&items).unwrap().0
 }

@@ -4,9 +4,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
+use state::H256;
 use trie::{
     prove_key_range, verify_key_range, ChildRef, EmittedKind, EthLayout, MemoryNodeSource,
-    NibbleSlice, NodeSink, ProofError, RootBuilder, H256,
+    NibbleSlice, NodeSink, ProofError, RootBuilder,
 };
 
 /// Nodes reported to a sink: path (nibbles) → (encoding, reference).

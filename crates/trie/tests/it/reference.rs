@@ -6,7 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use trie::{keccak256, H256};
+use state::H256;
+use trie::keccak256;
 
 fn rlp_str(s: &[u8]) -> Vec<u8> {
     if s.len() == 1 && s[0] < 0x80 {

@@ -7,11 +7,12 @@
 use std::collections::{BTreeMap, HashSet};
 
 use proptest::prelude::*;
+use state::H256;
 use test_support::substrate_oracle::{self as ts, oracle_trie};
 pub(crate) use test_support::substrate_oracle::{proof_db, Blake2Hasher, Db, OracleV0, OracleV1};
 use trie::{
     parallel_root, prove_sorted, root_from_sorted, verify_multiproof, verify_proof, Layout,
-    NibbleSlice, Recorder, SubstrateV0, SubstrateV1, H256, SUBSTRATE_EMPTY_ROOT,
+    NibbleSlice, Recorder, SubstrateV0, SubstrateV1, SUBSTRATE_EMPTY_ROOT,
 };
 use trie_db::TrieLayout;
 

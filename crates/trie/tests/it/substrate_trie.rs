@@ -9,10 +9,11 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use proptest::prelude::*;
+use state::H256;
 use trie::{
     prove_key_range, verify_key_range, verify_multiproof, verify_proof, verify_range_proof, Layout,
     MemoryNodeSource, NibbleSlice, NodeSink, Recorder, SubstrateV0, SubstrateV1, Trie, TrieUpdates,
-    H256, SUBSTRATE_EMPTY_ROOT,
+    SUBSTRATE_EMPTY_ROOT,
 };
 use trie_db::TrieLayout;
 

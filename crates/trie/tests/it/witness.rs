@@ -36,7 +36,7 @@ fn apply(t: &mut Trie<MemoryNodeSource>, op: &Op) -> Result<(), TrieError> {
     }
 }
 
-fn committed(base: &BTreeMap<Vec<u8>, Vec<u8>>) -> (MemoryNodeSource, trie::H256) {
+fn committed(base: &BTreeMap<Vec<u8>, Vec<u8>>) -> (MemoryNodeSource, state::H256) {
     MemoryNodeSource::committed(base).unwrap()
 }
 

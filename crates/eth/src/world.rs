@@ -10,9 +10,9 @@
 use std::collections::BTreeMap;
 
 use alloy_primitives::U256;
+use state::{TrieId, H256};
 use trie::{
-    keccak256, root_from_sorted, EthLayout, MemoryNodeSource, Trie, TrieError, TrieId,
-    EMPTY_CODE_HASH, H256,
+    keccak256, root_from_sorted, EthLayout, MemoryNodeSource, Trie, TrieError, EMPTY_CODE_HASH,
 };
 
 use crate::account::{decode_storage_value, secure_key, storage_value_rlp, Account};

@@ -19,7 +19,8 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 use rocksdb::{WriteBatch, WriteOptions, DB};
-use trie::{LayoutName, TrieId, TrieUpdates, H256};
+use state::{ChangeSet, TrieId, H256};
+use trie::{LayoutName, TrieUpdates};
 
 use crate::layout::Keys;
 
@@ -40,8 +41,6 @@ use crate::resident::{Resident, ResidentStats};
 use crate::shared::{Progress, Shared};
 use crate::view::{Reader, StoreSource};
 use crate::writer::{stage_write, writer_loop, ToWriter};
-
-pub use trie::ChangeSet;
 
 /// What a commit produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,7 +75,7 @@ pub struct CommitTimings {
 }
 
 /// A shareable read handle on a store ([`StateDb::read_handle`]): the seam's
-/// [`trie::StateReader`] for threads other than the committer's. Reads are consistent per
+/// [`state::StateReader`] for threads other than the committer's. Reads are consistent per
 /// key; a caller that needs one state across several reads while blocks commit keeps the
 /// changes of the blocks in flight above it (as `chain::import` does).
 #[derive(Clone)]
@@ -189,7 +188,7 @@ impl ReadHandle {
     }
 }
 
-impl trie::StateReader for ReadHandle {
+impl state::StateReader for ReadHandle {
     type Error = StoreError;
     type Range<'a> = crate::FlatRange<'a>;
 
