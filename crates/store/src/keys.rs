@@ -32,17 +32,17 @@ pub(crate) const META_HEAD: &[u8] = b"head";
 /// Meta key prefix of a non-main trie's root: `b"root" ‖ trie prefix → root`.
 pub(crate) const META_ROOT: &[u8] = b"root";
 /// Meta key of the bulk-load marker: present (holding the load's UTF-8 label) from before
-/// a bulk load's first write until the batch that sets its head (see `bulk.rs`).
+/// a bulk load's first write until the batch that sets its head (see `bulk/`).
 pub(crate) const META_BULK: &[u8] = b"bulk_load";
 /// Meta key of the node watermark: `block number (u64 BE)`, the block whose trie nodes
 /// `nodes` holds, when it is below the head (the writer holds newer nodes in memory; see
-/// `lag.rs`). Absent: `nodes` is at the head.
+/// `catch_up.rs`). Absent: `nodes` is at the head.
 pub(crate) const META_NODES_AT: &[u8] = b"nodes_at";
 /// Meta key of the trie layout the database was created with (its name, as `--layout`
 /// spells it). Absent in databases created before layouts could be chosen: Ethereum.
 pub(crate) const META_LAYOUT: &[u8] = b"layout";
 /// Meta key of the cache counters summed over every closed session
-/// ([`crate::cache::CacheTotals`], six `u64` BE).
+/// ([`crate::tiers::cache::CacheTotals`], six `u64` BE).
 pub(crate) const META_CACHE_TOTALS: &[u8] = b"cache_totals";
 
 /// Longest key a trie may hold (its node paths must fit the one-byte nibble count).

@@ -1,84 +1,95 @@
 //! Arbor's persistent state store on RocksDB.
 //!
-//! - Column families `flat` (latest values), `nodes` (path-keyed branch and extension
-//!   nodes stored with their hash; leaves are rebuilt from `flat`), `history` (per-block
-//!   reverse diffs) and `meta` (schema, head, per-trie roots, the bulk-load marker). Byte
-//!   layout, the read order through caches, layers and RocksDB, and the commit path:
-//!   `docs/design.md`, "Store".
-//! - [`StateDb::commit`] applies a block through the mutable trie (only dirty paths are
-//!   hashed), turns it into an in-memory diff layer and returns; a background writer
-//!   persists layers in order, one atomic batch per block, with bounded unpersisted bytes.
-//! - [`ReadHandle::persisted`] pins the persisted state (a RocksDB snapshot) for long
-//!   reads such as checkpoint creation; [`StateDb::begin_restore`] writes a verified state
-//!   piece by piece, crash-safe and resumable.
-//! - [`StateDb::revert`] undoes blocks from reverse diffs; [`StateDb::verify`] and bulk
-//!   loads ([`StateDb::begin_bulk_load`], crash-safe) rebuild roots bottom-up from `flat`
-//!   in parallel.
-//! - A file beside RocksDB's, `ARBOR-DURABLE`, names a block known durable; a database
-//!   that opens below it (a MANIFEST cut short) is refused ([`Corruption::RolledBack`]).
+//! Column families `flat` (latest values), `nodes` (path-keyed branch and extension nodes
+//! stored with their hash; leaves are rebuilt from `flat`), `history` (per-block reverse
+//! diffs) and `meta` (schema, head, per-trie roots, markers); byte layouts, invariants and
+//! the commit path in `docs/design.md`, "Store". A commit computes the new roots with one
+//! sorted update pass per touched trie, turns the block into an in-memory layer and
+//! returns; a background writer persists layers in groups, with bounded unpersisted bytes.
+//! A failed write poisons the store until reopened; what is on disk is always whole blocks.
 //!
-//! Errors come in one enum per operation family ([`OpenError`], [`CommitError`],
-//! [`RevertError`], [`BulkError`]) over [`StoreError`] and its typed [`Corruption`].
+//! Where things live. [`StateDb`] and [`ReadHandle`] are defined in `statedb`; each
+//! operation family has its own module, with its `impl StateDb` block and the types it
+//! returns:
+//!
+//! | module | family | returns |
+//! |---|---|---|
+//! | `open` | [`StateDb::open`], [`StateDb::open_read_only`], [`StateDb::close`] | |
+//! | `commit/` | [`StateDb::commit`] and its forms (`pass`: the update pass over the store's pre-state; `assemble`: the layer) | [`CommitInfo`], [`CommitTimings`] |
+//! | `persist` | [`StateDb::flush`], publishing a layer to the writer (`writer`: the background writer) | |
+//! | `revert` | [`StateDb::revert`] | |
+//! | `read/` | reads at the head ([`StateDb::get`], ranges, proofs, [`ReadHandle`]); `at`: [`StateDb::at`], a recent block; `range`: [`FlatRange`]; `snapshot`: [`ReadHandle::persisted`] | [`BlockView`], [`FlatRange`], [`PersistedState`] |
+//! | `bulk/` | [`StateDb::begin_bulk_load`] (`rebuild`: the bottom-up rebuild from `flat`) | [`BulkLoad`], [`BulkSummary`] |
+//! | `verify` | [`StateDb::verify`], [`StateDb::verify_deep`], [`StateDb::repair`] | [`VerifyReport`], [`DeepReport`] |
+//! | `restore` | [`StateDb::begin_restore`] (a verified state piece by piece) | [`Restore`] |
+//! | `catch_up` | the open's catch-up of nodes lagging the head | [`CatchUpReport`] (kept with the node buffer, `tiers/buffer`) |
+//! | `stats` | [`StateDb::stats`], [`ReadHandle::metrics`] | [`StoreStats`], [`StoreMetrics`] |
+//!
+//! Below the families: `tiers/` holds everything kept in memory (caches, block layers and
+//! the node buffer, the recent window, the resident trie), its module doc the map of them
+//! in the order a read consults them; `rocks/` opens and creates RocksDB (options, the
+//! creation marker); `keys` (byte layouts of keys and records), `history` (the reverse
+//! diff), `durable` (the `ARBOR-DURABLE` record: a database that opens below it is refused,
+//! [`Corruption::RolledBack`]), `config`, `error` (one enum per operation family over
+//! [`StoreError`] and its typed [`Corruption`]), `shared` (what the handles share),
+//! `layout` (calls into layout-generic trie code, dispatched by the recorded layout).
 //!
 //! The feature `test-hooks` exposes what tests and fuzzers need and users do not: the
 //! write-fault injector (`StateDb::faults`) and the reverse-diff codec.
 
 #![forbid(unsafe_code)]
 
-mod at;
 mod bulk;
-mod cache;
+mod capped;
+mod catch_up;
 mod commit;
 mod config;
-mod db;
-mod deep;
 mod durable;
 mod error;
 mod history;
 mod keys;
-mod lag;
-mod layer;
 mod layout;
-mod range;
+mod open;
+mod persist;
 mod read;
-mod rebuild;
-mod recent;
-mod resident;
 mod restore;
+mod revert;
+mod rocks;
 mod shared;
-mod snapshot;
 mod statedb;
+mod stats;
+mod tiers;
 mod update;
-mod view;
+mod verify;
 mod writer;
 
-pub use at::{AtSource, BlockView};
-pub use bulk::{
-    BulkLoad, BulkSummary, DeepReport, NodeReport, TrieMismatch, VerifyReport, BULK_LABEL_BYTES_MAX,
-};
-pub use cache::{CacheStats, CacheTotals};
+pub use bulk::{BulkLoad, BulkSummary, BULK_LABEL_BYTES_MAX};
+pub use capped::read_capped;
+pub use commit::{CommitInfo, CommitTimings};
 pub use config::{
     parse_size, CacheConfig, CheckpointConfig, Compression, ConfigError, HistoryConfig,
     LayerConfig, RocksConfig, StoreConfig, DEFAULT_CONFIG_TOML,
 };
-pub use db::{creation_unfinished, rocksdb_options};
 pub use error::{
     AtError, BulkError, CommitError, Corruption, DurableRecordError, HistoryError, OpenError,
     RevertError, RocksError, StoreError,
 };
 pub use history::ReverseDiff;
 pub use keys::{Column, KEY_BYTES_MAX};
-pub use range::FlatRange;
-pub use read::read_capped;
-pub use recent::RecentStats;
-pub use resident::ResidentStats;
+pub use read::at::{AtSource, BlockView};
+pub use read::range::FlatRange;
+pub use read::snapshot::{FlatCursor, PersistedSource, PersistedState};
 pub use restore::{NodeBatch, ProgressRecord, Restore, RestoreBatch, RestoreWriter};
-pub use snapshot::{FlatCursor, PersistedSource, PersistedState};
-pub use statedb::{
-    CatchUpReport, ColumnFamilyStats, CommitInfo, CommitTimings, ReadHandle, StateDb, StoreMetrics,
-    StoreStats,
-};
-pub use view::StoreSource;
+pub use rocks::create::creation_unfinished;
+pub use rocks::rocksdb_options;
+pub use statedb::{ReadHandle, StateDb};
+pub use stats::{ColumnFamilyStats, StoreMetrics, StoreStats};
+pub use tiers::buffer::CatchUpReport;
+pub use tiers::cache::{CacheStats, CacheTotals};
+pub use tiers::reader::StoreSource;
+pub use tiers::recent::RecentStats;
+pub use tiers::resident::ResidentStats;
+pub use verify::{DeepReport, NodeReport, TrieMismatch, VerifyReport};
 
 /// The README's code (its "Use it as a library" example), compiled and run as doctests.
 #[cfg(doctest)]
@@ -89,27 +100,7 @@ pub struct ReadmeDoctests;
 /// stable interface.
 #[cfg(feature = "test-hooks")]
 pub mod test_hooks {
-    pub use crate::db::FaultInjector;
     pub use crate::history::{ReverseDiff, ReverseEntry};
     pub use crate::keys::Column;
-}
-
-/// The store is the state the import road executes against: point reads through the
-/// caches and layers, ranges merged from the layers and `flat`.
-impl state::StateReader for StateDb {
-    type Error = StoreError;
-    type Range<'a> = FlatRange<'a>;
-
-    fn get(&self, trie: &state::TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
-        StateDb::get(self, trie, key)
-    }
-
-    fn range<'a>(
-        &'a self,
-        trie: &state::TrieId,
-        start: &[u8],
-        end: Option<&[u8]>,
-    ) -> Result<FlatRange<'a>, StoreError> {
-        StateDb::range(self, trie, start, end)
-    }
+    pub use crate::rocks::FaultInjector;
 }

@@ -15,12 +15,12 @@ use rocksdb::{ColumnFamily, WriteBatch, WriteOptions, DB};
 use state::{TrieId, H256};
 use trie::LayoutName;
 
-use crate::db::first_entry;
 use crate::error::{BulkError, StoreError};
 use crate::keys::{
     cf, encode_head, encode_node_value, flat_key, node_key, root_key, CF_FLAT, CF_META, CF_NODES,
     KEY_BYTES_MAX, META_BULK, META_HEAD, META_NODES_AT,
 };
+use crate::rocks::first_entry;
 use crate::statedb::StateDb;
 
 /// `meta` prefix of the progress records a restore keeps until it finishes.
@@ -167,7 +167,7 @@ fn check_root(layout: LayoutName, db: &DB, root: &H256) -> Result<(), BulkError>
     }
     // No stored root node: the trie is one leaf, rebuilt from its key.
     let Some((k, v)) = first else { return Err(bad("no main-trie entries".into())) };
-    let leaf = crate::view::leaf_at(layout, 0, &k[1..], &v);
+    let leaf = crate::tiers::reader::leaf_at(layout, 0, &k[1..], &v);
     match layout.hash(&leaf) == *root {
         true => Ok(()),
         false => Err(bad("no root node".into())),

@@ -10,14 +10,14 @@ use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
-use crate::cache::CacheTotals;
 use crate::config::StoreConfig;
-use crate::db::FaultInjector;
 use crate::durable::DurableRecord;
 use crate::error::StoreError;
 use crate::keys::{cf, COLUMN_FAMILIES};
-use crate::recent::Recent;
-use crate::view::Reader;
+use crate::rocks::FaultInjector;
+use crate::tiers::cache::CacheTotals;
+use crate::tiers::reader::Reader;
+use crate::tiers::recent::Recent;
 
 /// The first failed write.
 #[derive(Debug, Clone)]
@@ -75,7 +75,7 @@ pub(crate) struct Shared {
     /// The writer wrote layers (without the WAL) that no memtable flush has made durable
     /// yet (see `writer.rs`, "Durability").
     pub(crate) unflushed: AtomicBool,
-    /// The recent blocks' old values (see `recent.rs`); lock order: before the layers.
+    /// The recent blocks' old values (see `tiers/recent/`); lock order: before the layers.
     pub(crate) recent: RwLock<Recent>,
     /// The durable record (see `durable.rs`).
     pub(crate) durable: DurableRecord,

@@ -39,8 +39,8 @@ use rocksdb::{WriteBatch, WriteOptions};
 
 use crate::error::StoreError;
 use crate::keys::{cf, history_key, CF_FLAT, CF_HISTORY, CF_META, CF_NODES, META_NODES_AT};
-use crate::layer::{node_buffer_of, touch_counts, ChangeMap, Entry, Layer};
 use crate::shared::{Poison, Shared};
+use crate::tiers::layer::{node_buffer_of, touch_counts, ChangeMap, Entry, Layer};
 
 /// One column's change map inside a layer.
 type ColumnOf = fn(&Layer) -> &ChangeMap;

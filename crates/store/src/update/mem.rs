@@ -55,7 +55,7 @@ impl PreState for Mem {
             lo.push((pair[0] << 4) | pair.get(1).copied().unwrap_or(0));
         }
         let mut under =
-            self.flat.range(lo..).take_while(|(k, _)| crate::view::key_has_path(k, path));
+            self.flat.range(lo..).take_while(|(k, _)| crate::tiers::reader::key_has_path(k, path));
         let first = under.next().map(|(k, v)| (k.clone(), v.clone()));
         assert!(under.next().is_none(), "two keys under the leaf at {path:?}");
         Ok(first)

@@ -6,7 +6,7 @@
 //! It answers "maybe" for every key it was given and never forgets one: a deleted node
 //! stays a "maybe", which costs a read that finds nothing, never a wrong answer. A "no" is
 //! exact only while the filter has seen every stored node below the limit; the resident
-//! trie keeps that invariant (see `resident.rs`) and drops the filter when it fills up.
+//! trie keeps that invariant (see `mod.rs`) and drops the filter when it fills up.
 //!
 //! Blocked layout: a key sets [`PROBES`] bits in one 64-bit word, so a lookup touches one
 //! cache line.

@@ -12,10 +12,10 @@ use std::sync::Arc;
 use rocksdb::DBRawIterator;
 use state::{merge_writes, MergeWrites, TrieId};
 
-use crate::db::flat_iter;
 use crate::error::StoreError;
 use crate::keys::{flat_key, flat_range_for_path};
-use crate::view::Reader;
+use crate::rocks::flat_iter;
+use crate::tiers::reader::Reader;
 
 /// A key's newest value in the layers (`None`: deleted).
 type LayerValue = Option<Arc<[u8]>>;

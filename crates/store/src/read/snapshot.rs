@@ -3,7 +3,7 @@
 //!
 //! The writer persists each group of blocks in one atomic batch that carries its head
 //! record, so a snapshot always sees one whole block: its `flat`, root records and head
-//! agree. Its `nodes` may lag (the node watermark, see `lag.rs`): the node buffer then
+//! agree. Its `nodes` may lag (the node watermark, see `catch_up.rs`): the node buffer then
 //! holds exactly the node writes the snapshot's `nodes` lacks, and the pinned state keeps
 //! that buffer beside the snapshot. Reads through it bypass the caches and the unpersisted
 //! layers (they hold newer blocks) and do not fill RocksDB's block cache.
@@ -14,15 +14,15 @@ use rocksdb::{DBRawIteratorWithThreadMode, ReadOptions, SnapshotWithThreadMode, 
 use state::{TrieId, H256};
 use trie::{LayoutName, NodeSource, SourceError};
 
-use crate::db::flat_total_order;
 use crate::error::{Corruption, StoreError};
 use crate::keys::{
     cf, decode_head, decode_root, flat_range_for_path, node_key, root_key, CF_FLAT, CF_META,
     CF_NODES, META_BULK, META_HEAD, META_NODES_AT,
 };
-use crate::lag::decode_nodes_at;
-use crate::layer::{node_buffer_of, Layer};
+use crate::rocks::flat_total_order;
 use crate::statedb::ReadHandle;
+use crate::tiers::buffer::decode_nodes_at;
+use crate::tiers::layer::{node_buffer_of, Layer};
 
 /// Readahead for sequential scans of `flat` (RocksDB reads ahead this much per iterator).
 /// Measured on a 1M-key checkpoint creation with 2 threads: 256 KiB 0.27-0.31 s, RocksDB's
@@ -210,7 +210,7 @@ impl PersistedSource<'_, '_> {
             cursor.status()?;
             return Ok(None);
         };
-        Ok(Some(crate::view::leaf_at(
+        Ok(Some(crate::tiers::reader::leaf_at(
             self.state.layout,
             path.len(),
             &k[self.trie.prefix_len()..],
@@ -223,7 +223,7 @@ impl NodeSource for PersistedSource<'_, '_> {
     fn load(&self, path: &[u8], hash: &H256) -> Result<Option<Vec<u8>>, SourceError> {
         let s = self.state;
         let value = |k: &[u8]| Ok(s.get(&self.trie, k)?.map(Arc::from));
-        if let Some(v) = crate::view::value_node(s.layout, path, hash, value)? {
+        if let Some(v) = crate::tiers::reader::value_node(s.layout, path, hash, value)? {
             return Ok(Some(v));
         }
         if let Some(n) = self.stored(path, hash)? {

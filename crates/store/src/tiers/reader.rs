@@ -2,7 +2,7 @@
 //! then RocksDB (the read order of `docs/design.md`, "Store"). Also the [`NodeSource`] the
 //! mutable trie loads nodes from, which rebuilds leaves from flat state (leaves are never
 //! stored as nodes); its load order ([`load_node`], [`load_node_for_key`]) is the one the
-//! block views of `at.rs` load through too.
+//! block views of `read/at.rs` load through too.
 //!
 //! Invariant: every cached entry is the newest value of its key. A read holds the layer
 //! lock (shared) from its first probe to its cache admission, and a commit, as it pushes a
@@ -19,13 +19,13 @@ use rocksdb::{DBRawIterator, DB};
 use state::{TrieId, H256};
 use trie::{LayoutName, NodeSource, SourceError};
 
-use crate::cache::ByteCache;
-use crate::db::{leaf_scan_iter, scans_one_prefix};
 use crate::error::{Corruption, StoreError};
 use crate::keys::{
     cf, flat_key, flat_range_for_path, node_key, Column, CF_FLAT, CF_META, CF_NODES,
 };
-use crate::layer::Layer;
+use crate::rocks::{leaf_scan_iter, scans_one_prefix};
+use crate::tiers::cache::ByteCache;
+use crate::tiers::layer::Layer;
 
 /// A live `flat` entry: its full flat key and its value.
 type FlatPair = (Vec<u8>, Arc<[u8]>);

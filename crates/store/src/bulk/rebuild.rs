@@ -12,13 +12,13 @@ use trie::{
     ChildRef, EmittedKind, Layout, LayoutName, NibbleSlice, NodeSink, RootBuilder, WithLayout,
 };
 
-use crate::db::{flat_total_order, KvPair};
 use crate::error::{Corruption, StoreError};
 use crate::keys::{
     cf, encode_node_value, flat_range_for_path, node_key, CF_FLAT, CF_NODES, KEY_BYTES_MAX,
 };
-use crate::layer::ChangeMap;
-use crate::view::leaf_at;
+use crate::rocks::{flat_total_order, KvPair};
+use crate::tiers::layer::ChangeMap;
+use crate::tiers::reader::leaf_at;
 
 /// Write batches of the rebuild are flushed at about this size.
 const BATCH_BYTES_TARGET: usize = 8 << 20;
@@ -65,7 +65,7 @@ struct NodeWriter<'a> {
     trie: TrieId,
     mode: Mode,
     /// Node writes not on disk yet (the node buffer of a read-only handle whose nodes lag;
-    /// see `lag.rs`): [`Mode::Check`] compares with them first.
+    /// see `catch_up.rs`): [`Mode::Check`] compares with them first.
     overlay: Option<&'a ChangeMap>,
     batch: WriteBatch,
     nodes: u64,

@@ -32,6 +32,7 @@
 //! and every commit's node writes; it never forgets a key, and once it fills up it is
 //! dropped until the next fill, the walk then reading as it did without it.
 
+pub(crate) mod deep;
 mod shard;
 
 use std::sync::Arc;
@@ -42,10 +43,10 @@ use state::TrieId;
 
 use shard::{table_len, Shard, DIRECT_DEPTH_MAX, POSITION_BYTES};
 
-use crate::deep::{key_hash, DeepFilter};
 use crate::error::StoreError;
 use crate::keys::{cf, CF_NODES};
-use crate::layer::Layer;
+use crate::tiers::layer::Layer;
+use crate::tiers::resident::deep::{key_hash, DeepFilter};
 
 /// Overhead of one entry besides its key and value bytes: its map slot (40 bytes, at the
 /// maps' load of 44-88%), the value's `Arc` header, and the allocator's rounding up to its
@@ -583,7 +584,7 @@ mod tests {
     fn budget_drops_the_deepest_levels() {
         let mut r = Resident::new(10 * (3 + 100 + ENTRY_OVERHEAD_BYTES));
         let value: Arc<[u8]> = Arc::from(vec![7u8; 100]);
-        let writes: Vec<crate::layer::Entry> = (0..4u8)
+        let writes: Vec<crate::tiers::layer::Entry> = (0..4u8)
             .flat_map(|d| (0..4u8).map(move |i| key(d, i)))
             .map(|k| (k, Some(value.clone())))
             .collect();

@@ -29,25 +29,11 @@ use crate::error::{Corruption, StoreError};
 use crate::history::ReverseDiff;
 use crate::keys::{
     cf, decode_head, decode_root, history_key, root_key, Column, CF_FLAT, CF_HISTORY, CF_META,
-    META_HEAD, META_NODES_AT,
+    META_HEAD,
 };
-use crate::layer::{ChangeMap, Layer};
-use crate::statedb::{CatchUpReport, StateDb};
-
-/// Decode a `nodes_at` record.
-pub(crate) fn decode_nodes_at(bytes: &[u8]) -> Result<u64, Corruption> {
-    let raw: [u8; 8] =
-        bytes.try_into().map_err(|_| Corruption::NodesAtRecord { len: bytes.len() })?;
-    Ok(u64::from_be_bytes(raw))
-}
-
-/// The node watermark on disk, if the nodes lag the head.
-pub(crate) fn read_nodes_at(db: &DB) -> Result<Option<u64>, StoreError> {
-    match db.get_cf(cf(db, CF_META)?, META_NODES_AT)? {
-        Some(v) => Ok(Some(decode_nodes_at(&v)?)),
-        None => Ok(None),
-    }
-}
+use crate::statedb::StateDb;
+use crate::tiers::buffer::{read_nodes_at, CatchUpReport};
+use crate::tiers::layer::{ChangeMap, Layer};
 
 /// Each key changed in blocks `base + 1..=head` (by column) with its value at `base`: the
 /// old value recorded by the first of those blocks that changed it.

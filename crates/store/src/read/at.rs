@@ -1,7 +1,7 @@
 //! Reads and proofs at a recent block: [`StateDb::at`] and [`ReadHandle::at`] give a
 //! [`BlockView`] of any block from head - `history.recent_blocks` to the head.
 //!
-//! A view answers from the recent window (`recent.rs`) what the blocks after it changed,
+//! A view answers from the recent window (`tiers/recent/`) what the blocks after it changed,
 //! and from the head's state (caches, layers, RocksDB) the rest. Every call holds the
 //! window's lock (shared) from its first lookup to its last head read; a commit adds its
 //! block's old values under the same lock (exclusive) before it publishes the block, so a
@@ -21,22 +21,22 @@ use parking_lot::RwLockReadGuard;
 use state::{KeyValue, TrieId, H256};
 use trie::{LayoutName, NodeSource, SourceError};
 
-use crate::db::{leaf_scan_iter, scans_one_prefix};
 use crate::error::{AtError, Corruption, StoreError};
 use crate::history::ReverseDiff;
 use crate::keys::{
     cf, decode_root, encode_node_value, flat_key, flat_range_for_path, history_key, node_key,
     root_key, Column, CF_HISTORY,
 };
-use crate::layer::{block_layers, ChangeMap, Entry};
 use crate::layout::Keys;
-use crate::recent::{held_bytes, IndexSources, Recent, RecentBlock};
+use crate::rocks::{leaf_scan_iter, scans_one_prefix};
 use crate::shared::Shared;
 use crate::statedb::{ReadHandle, StateDb};
-use crate::view::{
+use crate::tiers::layer::{block_layers, ChangeMap, Entry};
+use crate::tiers::reader::{
     checked_node, key_has_path, leaf_at, leaf_under_skipping, load_node, load_node_for_key,
     value_node, StoredNodes,
 };
+use crate::tiers::recent::{held_bytes, IndexSources, Recent, RecentBlock};
 
 /// A live flat entry: its full flat key and its value.
 type FlatPair = (Vec<u8>, Arc<[u8]>);
@@ -162,7 +162,7 @@ fn window(
     let below_head = |r: &Recent| number < r.head().0 && number >= r.floor();
     {
         let r = shared.recent.read();
-        // A read below the head wants the window's index, built lazily (`recent.rs`).
+        // A read below the head wants the window's index, built lazily (`tiers/recent/`).
         let sources = below_head(&r).then(|| r.index_sources()).flatten();
         if let Some(root) = served(&r).filter(|_| sources.is_none()) {
             r.note_read();

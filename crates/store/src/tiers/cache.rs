@@ -280,7 +280,7 @@ impl<V: Weigh + Clone> ByteCache<V> {
 
     /// [`ByteCache::invalidate`] for each of `keys`; nothing to look up when the cache
     /// holds nothing (the common case on a commit path that reads no cached values). The
-    /// caller keeps admissions out meanwhile (see `view.rs`), so "empty" stays true.
+    /// caller keeps admissions out meanwhile (see `tiers/reader.rs`), so "empty" stays true.
     pub(crate) fn invalidate_all<'a>(&self, keys: impl IntoIterator<Item = &'a [u8]>) {
         if self.inner.as_ref().is_none_or(|c| c.is_empty()) {
             return;

@@ -151,13 +151,13 @@ pub(crate) struct Layer {
     pub(crate) prune: Option<u64>,
     /// Approximate heap bytes held (keys + values + history).
     pub(crate) bytes: u64,
-    /// `Some(w)` marks the node buffer (see `lag.rs`): no flat, meta or history, only the
+    /// `Some(w)` marks the node buffer (see `catch_up.rs`): no flat, meta or history, only the
     /// node writes of blocks `w + 1..=number` that `nodes` on disk (at block `w`) lacks.
     /// It sits at the bottom of the stack, below every block's layer.
     pub(crate) lag_base: Option<u64>,
 }
 
-/// The node buffer at the bottom of a layer stack, if the nodes lag (see `lag.rs`).
+/// The node buffer at the bottom of a layer stack, if the nodes lag (see `catch_up.rs`).
 pub(crate) fn node_buffer_of(stack: &[Arc<Layer>]) -> Option<&Arc<Layer>> {
     stack.first().filter(|l| l.lag_base.is_some())
 }
