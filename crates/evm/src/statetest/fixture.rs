@@ -9,8 +9,9 @@
 //! `maxPriorityFeePerGas`, `accessLists` (one per `data` entry), `blobVersionedHashes` +
 //! `maxFeePerBlobGas`, `authorizationList`, an optional explicit `type` and `chainId`) and
 //! `post`: per fork name, entries with `hash` (the state root), `logs` (keccak of the RLP
-//! of the logs), `indexes` (`data`/`gas`/`value`) and `expectException`. Other fields
-//! (`_info`, `txbytes`, `config`, `out`) are ignored.
+//! of the logs), `indexes` (`data`/`gas`/`value`) and `expectException`. A test's
+//! `config.chainid` (execution-spec-tests) sets the chain id. Other fields (`_info`,
+//! `txbytes`, the rest of `config`, `out`, a post entry's `state`) are ignored.
 //!
 //! Everything structural is checked here (types, hex, lengths, indexes in range), so a
 //! malformed file is one [`FixtureError`] naming the field. Transaction numbers are kept as
@@ -124,7 +125,7 @@ pub struct Env {
     pub beacon_root: Option<H256>,
     /// `currentWithdrawalsRoot` (block-level; unused by a transaction).
     pub withdrawals_root: Option<H256>,
-    /// `currentChainId` (1 when absent).
+    /// `currentChainId`, or the test's `config.chainid` (1 when both are absent).
     pub chain_id: u64,
 }
 
@@ -247,7 +248,14 @@ fn parse_test(name: &str, value: &Value) -> Result<StateTest, FixtureError> {
             .map_err(|e| FixtureError::Pre { test: name.to_string(), source: Box::new(e) })?,
         other => return Err(wrong(format!("{name}.pre"), "an object", other)),
     };
-    let env = parse_env(&format!("{name}.env"), required(test, name, "env")?)?;
+    let mut env = parse_env(&format!("{name}.env"), required(test, name, "env")?)?;
+    // execution-spec-tests write the chain id in the test's `config`.
+    if let Some(config) = optional(test, "config") {
+        let path = format!("{name}.config");
+        if let Some(id) = optional(object(config, &path)?, "chainid") {
+            env.chain_id = small_number(&format!("{path}.chainid"), id)?;
+        }
+    }
     let tx_path = format!("{name}.transaction");
     let transaction = parse_template(&tx_path, required(test, name, "transaction")?)?;
     let post_path = format!("{name}.post");

@@ -6,7 +6,9 @@
 //! its EIP-1283 storage gas metering was withdrawn before it reached mainnet and revm
 //! implements only Petersburg (Constantinople without it). A name not mapped here is a
 //! fork revm does not support; its entries are skipped and the name reported, never
-//! guessed at (transition forks such as `CancunToPragueAtTime15k` are block-test names).
+//! guessed at (transition forks such as `CancunToPragueAtTime15k` are block-test names;
+//! the blob-parameter forks `BPO1`… have no spec in revm 43; its `AMSTERDAM` is a spec still
+//! being written, left unmapped until the tests and revm agree on it).
 
 use revm::primitives::hardfork::SpecId;
 

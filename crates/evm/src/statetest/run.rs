@@ -3,7 +3,9 @@
 //! [`WorldDb`]), revm's state turned into [`eth::EthChanges`] and committed through the
 //! world, then the state root against the entry's `hash` and the logs' hash against its
 //! `logs`. A transaction the fixture expects to fail must be rejected by validation (or
-//! be one the wire format cannot carry) and leave the pre-state's root.
+//! be one the wire format cannot carry) and leave the pre-state's root, but for the
+//! zero-value touch of the coinbase that geth's state-test runner (which filled the
+//! fixtures) applies after every transaction, executed or not ([`coinbase_touch`]).
 //!
 //! States come from a [`TestBackend`]: in memory ([`InMemory`]) by default.
 //! Block hashes are the state tests' convention: keccak256 of the block number written in
@@ -13,14 +15,14 @@
 use std::collections::BTreeMap;
 
 use alloy_primitives::{Address as RevmAddress, B256, U256};
-use eth::{Account, Address, EthChanges, Genesis, MemoryWorld, WorldError};
+use eth::{Account, AccountWrite, Address, EthChanges, Genesis, MemoryWorld, WorldError};
 use revm::context::{BlockEnv, CfgEnv};
 use revm::context_interface::block::BlobExcessGasAndPrice;
 use revm::context_interface::result::{EVMError, ExecutionResult};
 use revm::primitives::hardfork::SpecId;
 use revm::{ExecuteEvm, MainBuilder};
 use state::H256;
-use trie::keccak256;
+use trie::{keccak256, EMPTY_CODE_HASH};
 
 use super::fixture::{Env, Indexes, PostEntry, StateTest, StateTestFile};
 use super::fork::{max_blobs_per_tx, spec_of};
@@ -242,15 +244,9 @@ fn execute<B: TestBackend>(
     backend: &mut B,
 ) -> Result<Executed, Failure> {
     let mut world = backend.load(&test.pre).map_err(error)?;
-    let rejected = |reason: String, root: H256| Executed {
-        root,
-        logs: logs_hash(&[]),
-        pov: None,
-        rejected: Some(reason),
-    };
     let tx = match build_tx(&test.transaction, indexes, test.env.chain_id) {
         Ok(tx) => tx,
-        Err(e) => return Ok(rejected(e.to_string(), backend.root(&world))),
+        Err(e) => return rejected(backend, &mut world, test.env.coinbase, spec, e.to_string()),
     };
     let recorder = RecordingReader::new(TestChain(&world));
     let mut cfg = CfgEnv::new_with_spec(spec);
@@ -264,7 +260,7 @@ fn execute<B: TestBackend>(
         Ok(out) => out,
         Err(EVMError::Transaction(e)) => {
             drop(recorder);
-            return Ok(rejected(e.to_string(), backend.root(&world)));
+            return rejected(backend, &mut world, test.env.coinbase, spec, e.to_string());
         }
         Err(e) => return Err(error(e)),
     };
@@ -274,6 +270,61 @@ fn execute<B: TestBackend>(
     let logs = logs_hash(logs_of(&out.result));
     let root = backend.commit(&mut world, &changes).map_err(error)?;
     Ok(Executed { root, logs, pov: Some(pov), rejected: None })
+}
+
+/// A rejected transaction's outcome: nothing but the state-test runners' zero-value touch
+/// of the coinbase ([`coinbase_touch`]) is committed.
+fn rejected<B: TestBackend>(
+    backend: &mut B,
+    world: &mut B::State,
+    coinbase: Address,
+    spec: SpecId,
+    reason: String,
+) -> Result<Executed, Failure> {
+    let changes = coinbase_touch(&*world, coinbase, spec).map_err(error)?;
+    let root = if changes.is_empty() {
+        backend.root(world)
+    } else {
+        backend.commit(world, &changes).map_err(error)?
+    };
+    Ok(Executed { root, logs: logs_hash(&[]), pov: None, rejected: Some(reason) })
+}
+
+/// The fixtures' roots are those of geth's state-test runner, which credits the coinbase
+/// with zero after the transaction, executed or not (a touch): before Spurious Dragon that
+/// creates an absent coinbase as an empty account, from it (EIP-161) it removes an empty
+/// one. An executed transaction's fee payment already touches the coinbase in revm, so
+/// only a rejected one needs this.
+fn coinbase_touch<R: WorldReader>(
+    world: &R,
+    coinbase: Address,
+    spec: SpecId,
+) -> Result<EthChanges, R::Error> {
+    let mut changes = EthChanges::new();
+    let state_clear = spec.is_enabled_in(SpecId::SPURIOUS_DRAGON);
+    match world.account(&coinbase)? {
+        None if !state_clear => {
+            let empty = Account::default();
+            let write = AccountWrite {
+                nonce: empty.nonce,
+                balance: empty.balance,
+                code_hash: empty.code_hash,
+                storage_cleared: false,
+                storage: BTreeMap::new(),
+            };
+            changes.write_account(coinbase, write);
+        }
+        Some(a)
+            if state_clear
+                && a.nonce == 0
+                && a.balance.is_zero()
+                && a.code_hash == EMPTY_CODE_HASH =>
+        {
+            changes.remove_account(coinbase);
+        }
+        _ => {}
+    }
+    Ok(changes)
 }
 
 fn logs_of<H>(result: &ExecutionResult<H>) -> &[alloy_primitives::Log] {

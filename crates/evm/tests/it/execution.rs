@@ -190,3 +190,65 @@ fn missing_code_and_block_hashes_are_typed_errors() {
     assert!(matches!(e, EVMError::Database(DbError::MissingBlockHash(0))), "{e:?}");
     assert_ne!(w.account(&caller).unwrap().code_hash, EMPTY_CODE_HASH);
 }
+
+/// The address of a secp256k1 key (the last 20 bytes of keccak of the public key).
+fn address_of(key: &k256::ecdsa::SigningKey) -> Address {
+    let point = key.verifying_key().to_encoded_point(false);
+    let mut a = [0u8; 20];
+    a.copy_from_slice(&keccak256(&point.as_bytes()[1..]).0[12..]);
+    a
+}
+
+#[test]
+fn an_eip7702_authorization_in_a_fixture_delegates_the_authority() {
+    use revm::context_interface::transaction::Authorization;
+    let sender_key = k256::ecdsa::SigningKey::from_slice(&[0x45; 32]).unwrap();
+    let authority_key = k256::ecdsa::SigningKey::from_slice(&[0x46; 32]).unwrap();
+    let (sender, authority) = (address_of(&sender_key), address_of(&authority_key));
+    let target: Address = [0x77; 20];
+    let auth =
+        Authorization { chain_id: U256::from(1u8), address: RevmAddress::from(target), nonce: 0 };
+    let (sig, recid) =
+        authority_key.sign_prehash_recoverable(auth.signature_hash().as_slice()).unwrap();
+    let (r, s) =
+        (U256::from_be_slice(&sig.r().to_bytes()), U256::from_be_slice(&sig.s().to_bytes()));
+    let transaction = serde_json::json!({
+        "data": ["0x"], "gasLimit": ["0x0186a0"], "value": ["0x00"], "nonce": "0x00",
+        "to": format!("0x{}", hex::encode(authority)),
+        "secretKey": format!("0x{}", hex::encode(sender_key.to_bytes())),
+        "maxFeePerGas": "0x0a", "maxPriorityFeePerGas": "0x01",
+        "authorizationList": [{
+            "chainId": "0x01", "address": format!("0x{}", hex::encode(target)), "nonce": "0x00",
+            "v": format!("0x{:x}", recid.to_byte()), "r": format!("{r:#x}"), "s": format!("{s:#x}"),
+        }],
+    });
+    let fixture = serde_json::json!({ "t": {
+        "env": { "currentCoinbase": format!("0x{}", "00".repeat(20)), "currentDifficulty": "0x0",
+                 "currentGasLimit": "0x1000000", "currentNumber": "0x1", "currentTimestamp": "0x3e8",
+                 "currentBaseFee": "0x7", "currentRandom": "0x0", "currentExcessBlobGas": "0x0" },
+        "pre": { format!("0x{}", hex::encode(sender)): { "balance": "0x0de0b6b3a7640000" } },
+        "transaction": transaction,
+        "post": { "Prague": [{ "hash": format!("0x{}", "00".repeat(32)), "logs": format!("0x{}", "00".repeat(32)),
+                               "indexes": { "data": 0, "gas": 0, "value": 0 } }] },
+    }});
+    let file = evm::statetest::parse_file(&fixture.to_string()).unwrap();
+    let test = &file.tests[0].1;
+    let indexes = test.post[0].1[0].indexes;
+    let tx = evm::statetest::build_tx(&test.transaction, indexes, 1).unwrap();
+    assert_eq!((tx.tx_type, tx.authorization_list.len()), (4, 1));
+    let mut w = MemoryWorld::from_genesis(&test.pre).unwrap();
+    let mut evm = world_context(&w, cfg(SpecId::PRAGUE), block()).build_mainnet();
+    let out = evm.transact(tx).unwrap();
+    drop(evm);
+    assert!(out.result.is_success(), "{:?}", out.result);
+    w.apply(&evm_changes(&out.state).unwrap()).unwrap();
+    let delegated = w.account(&authority).copied().unwrap();
+    let code = [&[0xef, 0x01, 0x00][..], &target].concat();
+    assert_eq!((delegated.nonce, delegated.code_hash), (1, keccak256(&code)));
+    assert_eq!(
+        w.code(&delegated.code_hash),
+        Some(code.as_slice()),
+        "the delegation's code is stored"
+    );
+    assert_eq!(w.account(&sender).unwrap().nonce, 1);
+}

@@ -82,6 +82,11 @@ fn wrong_types_and_values_name_the_field() {
         field_error(&edited(|t| t["transaction"]["accessLists"] = json!([[{"address": 5}]])));
     assert!(path.ends_with("accessLists[0][0].address"), "{path}");
 
+    let with_config = parse_file(&edited(|t| t["config"] = json!({"chainid": "0x05"}))).unwrap();
+    assert_eq!(with_config.tests[0].1.env.chain_id, 5);
+    let (path, _) = field_error(&edited(|t| t["config"] = json!({"chainid": "five"})));
+    assert!(path.ends_with("config.chainid"), "{path}");
+
     let pre = edited(|t| t["pre"] = json!({"0x01": {"balance": "0x1"}}));
     assert!(matches!(parse_file(&pre), Err(FixtureError::Pre { .. })));
     assert!(matches!(parse_file("{}"), Err(FixtureError::NoTests)));
@@ -186,5 +191,45 @@ fn replace_nth(v: &mut Value, n: usize, with: &Value, seen: &mut usize) -> bool 
         Value::Object(map) => map.values_mut().any(|x| replace_nth(x, n, with, seen)),
         Value::Array(items) => items.iter_mut().any(|x| replace_nth(x, n, with, seen)),
         _ => false,
+    }
+}
+
+/// The root a rejected transaction must leave: the pre-state as geth's state-test runner
+/// leaves it, with its zero-value touch of the coinbase.
+#[test]
+fn a_rejected_transaction_still_touches_the_coinbase() {
+    let fresh = format!("0x{}", "c0".repeat(20));
+    let cases = [
+        // Before Spurious Dragon an absent coinbase is created empty; from it, nothing.
+        ("Frontier", false, true),
+        ("Cancun", false, false),
+        // From Spurious Dragon an empty coinbase is removed; before it, kept.
+        ("Cancun", true, false),
+        ("Homestead", true, true),
+    ];
+    for (fork, in_pre, exists_after) in cases {
+        let text = edited(|t| {
+            t["env"]["currentCoinbase"] = json!(fresh);
+            if in_pre {
+                t["pre"][fresh.as_str()] =
+                    json!({ "balance": "0x0", "nonce": "0x0", "code": "0x", "storage": {} });
+            }
+            t["transaction"]["value"][0] = json!("0x:bigint 0x00");
+            let mut entry = t["post"]["Cancun"][0].take();
+            entry["expectException"] = json!("TransactionException.RLP_INVALID_VALUE");
+            t["post"] = json!({ fork: [entry] });
+        });
+        let mut file = parse_file(&text).unwrap();
+        let test = &mut file.tests[0].1;
+        let mut after = test.pre.clone();
+        let coinbase = test.env.coinbase;
+        if exists_after {
+            after.alloc.entry(coinbase).or_default();
+        } else {
+            after.alloc.remove(&coinbase);
+        }
+        test.post[0].1[0].hash = eth::genesis_state_root(&after);
+        let report = run_file(&file, &mut InMemory);
+        assert_eq!(report.passed(), 1, "{fork}, coinbase in pre: {in_pre}: {report:?}");
     }
 }
