@@ -27,7 +27,7 @@ use trie::{keccak256, EMPTY_CODE_HASH};
 use super::fixture::{Env, Indexes, PostEntry, StateTest, StateTestFile};
 use super::fork::{max_blobs_per_tx, spec_of};
 use super::logs::logs_hash;
-use super::tx::build_tx;
+use super::tx::{build_tx, TxBuildError};
 use crate::access::{PovNeeds, RecordingReader};
 use crate::changes::evm_changes;
 use crate::journal::world_context;
@@ -246,6 +246,7 @@ fn execute<B: TestBackend>(
     let mut world = backend.load(&test.pre).map_err(error)?;
     let tx = match build_tx(&test.transaction, indexes, test.env.chain_id) {
         Ok(tx) => tx,
+        Err(e @ TxBuildError::Index { .. }) => return Err(error(e)),
         Err(e) => return rejected(backend, &mut world, test.env.coinbase, spec, e.to_string()),
     };
     let recorder = RecordingReader::new(TestChain(&world));

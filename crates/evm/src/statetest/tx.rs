@@ -47,6 +47,17 @@ pub enum TxBuildError {
         /// The key's address.
         derived: eth::Address,
     },
+    /// An index past the end of its array (a [`Indexes`] not from this template's fixture,
+    /// which the parser checks): not the transaction's fault.
+    #[error("{field} index {index} is out of range: the template has {len}")]
+    Index {
+        /// `data`, `gasLimit` or `value`.
+        field: &'static str,
+        /// The index.
+        index: usize,
+        /// The array's length.
+        len: usize,
+    },
     /// A blob or EIP-7702 transaction without a recipient.
     #[error("a type {0} transaction needs a recipient (`to`)")]
     MissingRecipient(u8),
@@ -58,6 +69,12 @@ pub fn build_tx(
     indexes: Indexes,
     chain_id: u64,
 ) -> Result<TxEnv, TxBuildError> {
+    let at = |field: &'static str, index: usize, len: usize| {
+        (index < len).then_some(index).ok_or(TxBuildError::Index { field, index, len })
+    };
+    let data = &template.data[at("data", indexes.data, template.data.len())?];
+    let gas_limit = template.gas_limit[at("gasLimit", indexes.gas, template.gas_limit.len())?];
+    let value = template.value[at("value", indexes.value, template.value.len())?];
     let caller = sender(template)?;
     let tx_type = tx_type(template, indexes);
     if tx_type >= 3 && template.to.is_none() {
@@ -68,11 +85,11 @@ pub fn build_tx(
     let tx = TxEnv {
         tx_type,
         caller: RevmAddress::from(caller),
-        gas_limit: fit(template.gas_limit[indexes.gas], "gasLimit")?,
+        gas_limit: fit(gas_limit, "gasLimit")?,
         gas_price: fit(price, "gasPrice")?,
         kind: template.to.map_or(TxKind::Create, |to| TxKind::Call(RevmAddress::from(to))),
-        value: word(template.value[indexes.value], "value")?,
-        data: Bytes::from(template.data[indexes.data].clone()),
+        value: word(value, "value")?,
+        data: Bytes::from(data.clone()),
         nonce: fit(template.nonce, "nonce")?,
         chain_id: Some(match template.chain_id {
             Some(id) => fit(id, "chainId")?,

@@ -233,3 +233,14 @@ fn a_rejected_transaction_still_touches_the_coinbase() {
         assert_eq!(report.passed(), 1, "{fork}, coinbase in pre: {in_pre}: {report:?}");
     }
 }
+
+#[test]
+fn an_entry_built_by_hand_with_bad_indexes_is_an_error_not_a_panic() {
+    let file = parse_file(&base()).unwrap();
+    let test = &file.tests[0].1;
+    let mut entry = test.post[0].1[0].clone();
+    entry.indexes.value = 9;
+    let spec = evm::statetest::spec_of("Cancun").unwrap();
+    let failure = evm::statetest::run_entry(test, spec, &entry, &mut InMemory).unwrap_err();
+    assert!(failure.to_string().contains("value index 9 is out of range"), "{failure}");
+}
