@@ -2,7 +2,9 @@
 //! adapter between revm and Arbor's back-ends.
 //!
 //! It also remembers which accounts it served with storage, for EIP-7610's collision
-//! rule ([`crate::Eip7610Journal`]). Accounts are handed to revm without their code (revm asks for it by hash only when it
+//! rule ([`crate::Eip7610Journal`]): as of the first read of each, so a `WorldDb` serves
+//! one state (one per transaction, or per block over a reader whose state does not move
+//! under it). Accounts are handed to revm without their code (revm asks for it by hash only when it
 //! runs or copies it), so reading a contract's balance costs no code read. A code hash or
 //! block hash the reader does not know is a typed error ([`DbError`]), which revm passes
 //! back as `EVMError::Database`: execution never continues on a guess.
