@@ -189,19 +189,25 @@ go_bench() {
 }
 
 # The workspace's declared rust-version must cover every dependency's own (on this
-# platform). `cargo +1.90 check --workspace --all-targets` passed when it was set.
+# platform). 1.91 is revm 43.0.3's own (crates/evm); before it, `cargo +1.90 check` passed at 1.90.
+# Only packages cargo builds count: `cargo metadata`'s resolve also lists optional
+# dependencies named only in another's `dep?/feature` (revm-database's alloy-eips, which
+# would ask for 1.94), and those are never compiled.
 msrv_check() {
-    local declared needed
+    local declared needed built
     declared="$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)"
+    built="$(cargo tree --workspace -e normal,build,dev --prefix none --format '{p}' | sed 's/ (.*//' | sort -u)"
     needed="$(cargo metadata --format-version 1 --filter-platform "$(rustc -vV | sed -n 's/^host: //p')" |
-        python3 -c '
-import json, sys
+        BUILT="$built" python3 -c '
+import json, os, sys
 m = json.load(sys.stdin)
-used = {n["id"] for n in m["resolve"]["nodes"]}
-versions = [p["rust_version"] for p in m["packages"] if p.get("rust_version") and p["id"] in used]
-key = lambda v: tuple(int(x) for x in v.split(".")[:3])
+built = set(os.environ["BUILT"].splitlines())
+versions = [p["rust_version"] for p in m["packages"]
+            if p.get("rust_version") and p["name"] + " v" + p["version"] in built]
+key = lambda v: tuple((list(map(int, v.split(".")[:3])) + [0, 0])[:3])
 print(max(versions, key=key))')"
-    if python3 -c "import sys; k=lambda v: tuple(int(x) for x in v.split('.')[:3]); sys.exit(k('$declared') < k('$needed'))"; then
+    # Versions compare padded to three parts: 1.91 covers 1.91.0.
+    if python3 -c "import sys; k=lambda v: tuple((list(map(int, v.split('.')[:3])) + [0, 0])[:3]); sys.exit(k('$declared') < k('$needed'))"; then
         echo "rust-version $declared covers the dependencies (they need $needed)"
     else
         echo "error: rust-version $declared in Cargo.toml is below what the dependencies need ($needed)" >&2

@@ -53,6 +53,7 @@ mod cmd_demo;
 mod cmd_load;
 mod cmd_proof;
 mod cmd_root;
+mod cmd_statetest;
 mod db_args;
 mod demo_chain;
 mod demo_store;
@@ -133,6 +134,8 @@ enum Command {
     Import(cmd_chain::ImportArgs),
     /// Verifiable chunked checkpoints: create, verify, serve, push, list, restore.
     Checkpoint(cmd_checkpoint::CheckpointArgs),
+    /// Run Ethereum state tests (GeneralStateTests JSON) through revm and Arbor's commit.
+    Statetest(cmd_statetest::StatetestArgs),
 }
 
 /// mimalloc (per-thread heaps: the parallel executor's workers allocate without meeting
@@ -184,6 +187,7 @@ fn main() -> ExitCode {
         Command::GenChain(args) => cmd_chain::gen_chain(&args),
         Command::Import(args) => cmd_chain::import(&args),
         Command::Checkpoint(args) => cmd_checkpoint::run(&args),
+        Command::Statetest(args) => cmd_statetest::run(&args),
     };
     match result {
         Ok(code) => {

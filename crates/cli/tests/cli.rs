@@ -33,6 +33,9 @@ mod limits;
 /// `get` and `prove --db` at recent blocks (`--block`), and the window in `stats`.
 #[path = "cli/recent.rs"]
 mod recent;
+/// `statetest`: the Ethereum state-test subset, failures, skipped forks, bad fixtures.
+#[path = "cli/statetest.rs"]
+mod statetest;
 /// `root` in Substrate's layouts: chain specs, `--layout`, bad chain specs.
 #[path = "cli/substrate.rs"]
 mod substrate;

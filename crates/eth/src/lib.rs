@@ -8,6 +8,10 @@
 //!   ethereum/tests fixtures write, quirks included; their state root
 //!   ([`genesis_state_root`]), their flat entries for a store's bulk load
 //!   ([`genesis_entries`]) and an in-memory state that answers eth_getProof ([`EthState`]).
+//! - Changes and commits ([`EthChanges`], [`MemoryWorld`]): one block's or transaction's
+//!   account-model changes (accounts written or removed, storage cleared, slot writes, new
+//!   code), and an in-memory world that applies them and returns the state root through
+//!   Arbor's trie, answering account, storage and code reads.
 //! - eth_getProof (EIP-1186) responses ([`AccountProof`]): parse, emit, verify.
 //! - Numbers are [`alloy_primitives::U256`] (imported from there: this crate re-exports
 //!   nothing); [`parse_quantity`] reads the JSON-RPC spelling with typed errors
@@ -18,15 +22,19 @@
 #![forbid(unsafe_code)]
 
 mod account;
+mod changes;
 mod genesis;
+mod memory_world;
 mod number;
 mod proof;
 mod world;
 
 pub use account::{decode_storage_value, secure_key, storage_value_rlp, Account, AccountError};
+pub use changes::{AccountChange, AccountWrite, ChangeCounts, CodeHashMismatch, EthChanges};
 pub use genesis::{
     parse_address, parse_json_strict, Address, FieldError, Genesis, GenesisAccount, GenesisError,
 };
+pub use memory_world::{MemoryWorld, WorldError};
 pub use number::{parse_quantity, NumberError};
 pub use proof::{AccountProof, EthProofError, FieldProblem, StorageProof};
 pub use world::{genesis_entries, genesis_state_root, EthState, GenesisEntries};

@@ -7,6 +7,7 @@
 //! - [`Mount`]: a tmpfs mounted for a test's duration (as root), for databases on a mount
 //!   point.
 //! - [`rlp_like`]: hostile bytes shaped like RLP, for the decoders' never-panic properties.
+//! - [`statetests`]: the Ethereum state-test subset of `testdata/`, read from its archive.
 //! - [`substrate_oracle`]: trie-db with reference-trie's Substrate layouts, the oracle of
 //!   the Substrate differential tests.
 //!
@@ -20,6 +21,7 @@ use std::process::Command;
 
 use proptest::prelude::*;
 
+pub mod statetests;
 pub mod substrate_oracle;
 
 /// Every file directly in the directory `path` (not recursive), with its contents, sorted

@@ -11,6 +11,7 @@ mod garbage;
 #[path = "../../../trie/tests/it/reference.rs"]
 mod reference;
 mod vectors;
+mod world;
 
 use std::path::PathBuf;
 

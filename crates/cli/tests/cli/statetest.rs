@@ -1,0 +1,132 @@
+//! `arbor statetest`: files and directories of the state-test subset pass (the EIP-7610
+//! collision files among them); a wrong expected root is one `FAIL` line naming file, test,
+//! fork and indexes, and exit 1; an unsupported fork is skipped and named; malformed
+//! fixtures are usage errors naming the file (exit 2) before anything runs; a missing path
+//! is exit 3.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use test_support::statetests::{archive_path, read_archive};
+
+use super::{arbor, assert_one_line_error, conventions, ok, stderr, stdout};
+
+/// A fresh directory holding the subset's files whose path contains one of `filters`,
+/// under their archive paths.
+fn extract(name: &str, filters: &[&str]) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("statetest-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    for (path, bytes) in read_archive(&archive_path()) {
+        if filters.iter().any(|f| path.contains(f)) {
+            let out = dir.join(&path);
+            std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+            std::fs::write(out, bytes).unwrap();
+        }
+    }
+    dir
+}
+
+/// The last line of a command's stdout, split into its three counts.
+fn counts(out: &str) -> (u64, u64, u64) {
+    let last = out.trim_end().lines().last().unwrap_or_default();
+    let n: Vec<u64> = last.split([' ', ',']).filter_map(|w| w.parse().ok()).collect();
+    assert!(last.ends_with(" skipped") && n.len() == 3, "last line: {last:?}");
+    (n[0], n[1], n[2])
+}
+
+fn file(dir: &Path, rel: &str) -> String {
+    dir.join(rel).to_str().unwrap().to_string()
+}
+
+#[test]
+fn directories_and_files_of_the_subset_pass() {
+    let dir = extract(
+        "pass",
+        &["/stExample/", "stSStoreTest/InitCollision", "stCreate2/RevertInCreateInInit"],
+    );
+    let out = ok(&["statetest", dir.to_str().unwrap()]);
+    let (passed, failed, skipped) = counts(&out);
+    assert!(passed >= 10 && failed == 0 && skipped == 0, "{out}");
+    assert_eq!(out.lines().count(), 1, "only the summary: {out}");
+
+    let v: Value =
+        serde_json::from_str(&ok(&["statetest", "--json", dir.to_str().unwrap()])).unwrap();
+    conventions::assert_json_names(&v);
+    assert_eq!(
+        (v["passed"].as_u64(), v["failed"].as_u64(), v["files"].as_u64()),
+        (Some(passed), Some(0), Some(7)),
+        "{v}"
+    );
+    assert!(
+        v["transactions"].as_u64().unwrap() > 0
+            && v["pov_total"]["accounts_read"].as_u64().unwrap() > 0,
+        "{v}"
+    );
+
+    let one = file(&dir, "GeneralStateTests/stExample/add11.json");
+    assert_eq!(counts(&ok(&["statetest", &one, &one])), (2, 0, 0), "files are run as given");
+}
+
+#[test]
+fn a_wrong_root_fails_and_an_unsupported_fork_is_skipped() {
+    let dir = extract("fail", &["/stExample/add11.json"]);
+    let path = dir.join("GeneralStateTests/stExample/add11.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let entries = v["add11"]["post"]["Cancun"].clone();
+    v["add11"]["post"]["Constantinople"] = entries;
+    v["add11"]["post"]["Cancun"][0]["hash"] = Value::String(format!("0x{}", "11".repeat(32)));
+    std::fs::write(&path, v.to_string()).unwrap();
+    let o = arbor(&["statetest", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(
+        lines[0].starts_with("FAIL ")
+            && lines[0].contains("add11.json add11 Cancun d=0 g=0 v=0: state root"),
+        "{out}"
+    );
+    assert_eq!(lines[1], "skipped forks revm does not support: Constantinople (1 entries)");
+    assert_eq!(counts(&out), (0, 1, 1));
+
+    let o = arbor(&["statetest", "--json", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    conventions::assert_json_names(&v);
+    assert_eq!(v["failures"][0]["test"], "add11");
+    assert_eq!(
+        (v["failures"][0]["fork"].as_str(), v["failures"][0]["d"].as_u64()),
+        (Some("Cancun"), Some(0))
+    );
+    assert_eq!(v["skipped_forks"][0]["fork"], "Constantinople");
+}
+
+#[test]
+fn malformed_fixtures_and_paths_are_refused() {
+    let dir = extract("bad", &["/stExample/"]);
+    let good = file(&dir, "GeneralStateTests/stExample/add11.json");
+    let text = std::fs::read_to_string(&good).unwrap();
+    let bad = dir.join("GeneralStateTests/stExample/zz_truncated.json");
+    std::fs::write(&bad, &text[..text.len() / 2]).unwrap();
+    let o = arbor(&["statetest", dir.to_str().unwrap()]);
+    assert_one_line_error(&o, "zz_truncated.json");
+    assert_eq!((o.status.code(), stdout(&o).as_str()), (Some(2), ""), "nothing runs");
+
+    std::fs::write(&bad, text.replace("\"currentNumber\" : \"0x01\"", "\"currentNumber\" : [1]"))
+        .unwrap();
+    assert_one_line_error(&arbor(&["statetest", bad.to_str().unwrap()]), "env.currentNumber");
+    std::fs::write(&bad, [0xff, 0xfe, b'{']).unwrap();
+    let o = arbor(&["statetest", bad.to_str().unwrap()]);
+    assert_one_line_error(&o, "UTF-8");
+    assert_eq!(o.status.code(), Some(2));
+
+    let o = arbor(&["statetest", &file(&dir, "no-such-file.json")]);
+    assert_one_line_error(&o, "no-such-file.json");
+    assert_eq!(o.status.code(), Some(3));
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = arbor(&["statetest", empty.to_str().unwrap()]);
+    assert_one_line_error(&o, "no *.json");
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(arbor(&["statetest"]).status.code(), Some(2));
+}

@@ -1,0 +1,35 @@
+//! revm over Arbor: Ethereum execution on Arbor's account model.
+//!
+//! - [`WorldReader`] (`reader`): the reads execution runs over (account, storage slot,
+//!   code by hash, block hash), with a typed error; the in-memory [`eth::MemoryWorld`]
+//!   implements it here, the RocksDB store will be the second back-end.
+//! - [`WorldDb`] (`database`): revm's `Database` and `DatabaseRef` over any
+//!   [`WorldReader`], with its errors ([`DbError`]).
+//! - [`Eip7610Journal`] and [`world_context`] (`journal`): revm's journal with EIP-7610's
+//!   collision rule (creation over non-empty storage fails), which revm lacks, and the
+//!   context that runs transactions over a [`WorldReader`] with it.
+//! - [`evm_changes`] (`changes`): revm's committed state after a transaction as one
+//!   [`eth::EthChanges`] (self-destruct, creation over storage, EIP-161's removal of touched
+//!   empty accounts, new code), which a commit takes; per-transaction changes merge into a
+//!   block's with [`eth::EthChanges::merge`].
+//! - [`RecordingReader`] and [`PovNeeds`] (`access`): what a transaction read and wrote,
+//!   the input a per-transaction proof will need.
+//! - [`statetest`]: the Ethereum state-test runner.
+//!
+//! Addresses are `eth::Address` (20 bytes), hashes and slots `state::H256`, numbers
+//! `alloy_primitives::U256`; revm's own types appear only at revm's interfaces.
+
+#![forbid(unsafe_code)]
+
+mod access;
+mod changes;
+mod database;
+mod journal;
+mod reader;
+pub mod statetest;
+
+pub use access::{PovNeeds, Reads, RecordingReader};
+pub use changes::{evm_changes, ConvertError};
+pub use database::{DbError, WorldDb};
+pub use journal::{world_context, Eip7610Journal, WorldContext};
+pub use reader::WorldReader;
