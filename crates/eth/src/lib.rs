@@ -12,6 +12,8 @@
 //!   account-model changes (accounts written or removed, storage cleared, slot writes, new
 //!   code), and an in-memory world that applies them and returns the state root through
 //!   Arbor's trie, answering account, storage and code reads.
+//! - The model as a store commits it ([`AccountModel`], [`EthChanges::to_nested`]): which
+//!   storage trie an account leaf commits to, and a block's changes as one nested commit.
 //! - eth_getProof (EIP-1186) responses ([`AccountProof`]): parse, emit, verify.
 //! - Numbers are [`alloy_primitives::U256`] (imported from there: this crate re-exports
 //!   nothing); [`parse_quantity`] reads the JSON-RPC spelling with typed errors
@@ -25,6 +27,7 @@ mod account;
 mod changes;
 mod genesis;
 mod memory_world;
+mod model;
 mod number;
 mod proof;
 mod world;
@@ -35,6 +38,7 @@ pub use genesis::{
     parse_address, parse_json_strict, Address, FieldError, Genesis, GenesisAccount, GenesisError,
 };
 pub use memory_world::{MemoryWorld, WorldError};
+pub use model::AccountModel;
 pub use number::{parse_quantity, NumberError};
 pub use proof::{AccountProof, EthProofError, FieldProblem, StorageProof};
 pub use world::{genesis_entries, genesis_state_root, EthState, GenesisEntries};

@@ -6,7 +6,9 @@
 //!   (a trie loading nodes), read through a `RefCell`.
 //! - [`StateView`]: what a block's execution writes into (own writes visible, commutative
 //!   counters with [`apply_delta`], nested transactions).
-//! - [`ChangeSet`]: a block's changes, per [`TrieId`].
+//! - [`ChangeSet`]: a block's changes, per [`TrieId`]; [`NestedChanges`] with the child
+//!   tries a commit clears and the code it stores, for states whose main-trie leaves commit
+//!   to child tries as a [`ChildRoots`] model says (the Ethereum account model).
 //! - [`TrieId`] and the 32-byte [`H256`] naming storage tries (no hashing here: hashes are
 //!   computed by the trie).
 //! - The one ordered merge of writes over a base ([`merge_writes`], [`MergeWrites`]) and
@@ -24,6 +26,7 @@ mod h256;
 mod id;
 mod memory;
 mod merge;
+mod nested;
 mod reader;
 mod view;
 
@@ -31,6 +34,7 @@ pub use h256::{decode_hex, HexError, H256};
 pub use id::TrieId;
 pub use memory::{MapRange, MemoryRange, MemoryState};
 pub use merge::{merge_writes, Join, Joined, MergeWrites, Order};
+pub use nested::{ChildRoots, LeafError, NestedChanges};
 pub use reader::{
     key_bounds, key_prefix64, KeyBounds, KeyValue, RangeItem, StateReader, StateReaderMut, VecRange,
 };

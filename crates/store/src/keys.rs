@@ -15,7 +15,16 @@ pub(crate) const CF_HISTORY: &str = "history";
 /// Column family of bookkeeping: schema version, head, per-trie roots.
 pub(crate) const CF_META: &str = "meta";
 /// Every column family the store needs.
-pub(crate) const COLUMN_FAMILIES: [&str; 4] = [CF_FLAT, CF_NODES, CF_HISTORY, CF_META];
+/// Column family of content-addressed blobs a state refers to by hash (contract code):
+/// `hash (32) → bytes`. Outside the tries and the reverse diffs: a revert keeps what a
+/// reverted block stored (nothing of the state refers to it any more, and a later block
+/// that stores it again writes the same bytes).
+pub(crate) const CF_CODE: &str = "code";
+pub(crate) const COLUMN_FAMILIES: [&str; 5] = [CF_FLAT, CF_NODES, CF_HISTORY, CF_META, CF_CODE];
+/// Families added after schema version 1 was first written: a writable open creates them
+/// in a database that lacks them, and a read-only open of such a database opens without
+/// them (it holds nothing there to read).
+pub(crate) const LATER_FAMILIES: [&str; 1] = [CF_CODE];
 
 /// The handle of column family `name` (one of [`COLUMN_FAMILIES`]) in an open database.
 pub(crate) fn cf<'a>(db: &'a DB, name: &'static str) -> Result<&'a ColumnFamily, StoreError> {

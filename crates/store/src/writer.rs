@@ -38,7 +38,9 @@ use std::collections::BinaryHeap;
 use rocksdb::{WriteBatch, WriteOptions};
 
 use crate::error::StoreError;
-use crate::keys::{cf, history_key, CF_FLAT, CF_HISTORY, CF_META, CF_NODES, META_NODES_AT};
+use crate::keys::{
+    cf, history_key, CF_CODE, CF_FLAT, CF_HISTORY, CF_META, CF_NODES, META_NODES_AT,
+};
 use crate::shared::{Poison, Shared};
 use crate::tiers::layer::{node_buffer_of, touch_counts, ChangeMap, Entry, Layer};
 
@@ -255,7 +257,8 @@ fn write_group(
         reserve += nodes.bytes;
     }
     let mut batch = WriteBatch::with_capacity_bytes(reserve.min(BATCH_RESERVE_MAX) as usize);
-    let columns: [(&str, ColumnOf); 2] = [(CF_FLAT, |l| &l.flat), (CF_META, |l| &l.meta)];
+    let columns: [(&str, ColumnOf); 3] =
+        [(CF_FLAT, |l| &l.flat), (CF_META, |l| &l.meta), (CF_CODE, |l| &l.code)];
     for (name, map) in columns {
         let h = cf(db, name)?;
         let maps: Vec<&ChangeMap> = group.iter().map(|l| map(l)).collect();

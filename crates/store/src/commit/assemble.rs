@@ -10,7 +10,7 @@ use crate::error::{Corruption, StoreError};
 use crate::history::ReverseDiff;
 use crate::keys::{encode_head, root_key, Column, META_HEAD};
 use crate::statedb::StateDb;
-use crate::tiers::layer::{touch_counts, ChangeMap, Layer};
+use crate::tiers::layer::{touch_counts, ChangeMap, Entry, Layer};
 use crate::tiers::reader::Values;
 use crate::tiers::recent::RecentBlock;
 
@@ -24,6 +24,7 @@ impl StateDb {
         number: u64,
         head_root: H256,
         tries: Vec<TrieCommit>,
+        code: Vec<Entry>,
     ) -> Result<(Layer, Walked, CommitInfo), StoreError> {
         let mut rev = ReverseDiff::new();
         let mut flat = Vec::new();
@@ -68,6 +69,7 @@ impl StateDb {
             flat: ChangeMap::from_sorted(flat),
             nodes: ChangeMap::from_writes(nodes),
             meta: ChangeMap::from_writes(meta),
+            code: ChangeMap::from_sorted(code),
             history: rev.encode(),
             prune: number.checked_sub(self.config().layers.history_depth),
             bytes: 0,

@@ -16,6 +16,7 @@
 //! batched read per changed key; no cache admission, no copy of a node into a second map.
 
 mod assemble;
+mod nested;
 mod pass;
 
 use std::time::{Duration, Instant};
@@ -25,6 +26,8 @@ use state::{ChangeSet, TrieId, H256};
 use crate::error::{CommitError, Corruption, StoreError};
 use crate::keys::{flat_key, Column, KEY_BYTES_MAX};
 use crate::statedb::StateDb;
+use crate::tiers::layer::Entry;
+use pass::TrieCommit;
 
 /// What a commit produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -200,7 +203,7 @@ impl StateDb {
     }
 
     /// The checks before any work, and the resident trie filled if it is not.
-    fn prepare(&mut self, changes: &ChangeSet) -> Result<(), CommitError> {
+    pub(super) fn prepare(&mut self, changes: &ChangeSet) -> Result<(), CommitError> {
         self.check_poison()?;
         self.check_complete()?;
         self.check_keys(changes)?;
@@ -222,19 +225,30 @@ impl StateDb {
         verify_old: bool,
         expected: Option<H256>,
     ) -> Result<CommitInfo, CommitError> {
+        let start = Instant::now();
+        let keep_reads = self.shared().recent.read().enabled();
+        let tries = self.update_tries(changes, keys, olds, verify_old, keep_reads)?;
+        self.publish_block(tries, Vec::new(), start.elapsed(), expected)
+    }
+
+    /// The block from its tries' results (in trie order, the main trie first) and the blobs
+    /// it stores: its layer assembled, the expected root checked, the resident trie
+    /// updated, the layer published and the head moved.
+    pub(super) fn publish_block(
+        &mut self,
+        tries: Vec<TrieCommit>,
+        code: Vec<Entry>,
+        trie_updates: Duration,
+        expected: Option<H256>,
+    ) -> Result<CommitInfo, CommitError> {
         let (head_number, head_root) = (self.head_number(), self.head_root());
         let number = head_number
             .checked_add(1)
             .ok_or(StoreError::from(Corruption::HeadNumber { number: head_number }))?;
-        let mut timings = CommitTimings::default();
+        let mut timings = CommitTimings { trie_updates, ..CommitTimings::default() };
 
         let start = Instant::now();
-        let keep_reads = self.shared().recent.read().enabled();
-        let tries = self.update_tries(changes, keys, olds, verify_old, keep_reads)?;
-        timings.trie_updates = start.elapsed();
-
-        let start = Instant::now();
-        let (layer, walked, info) = self.assemble(number, head_root, tries)?;
+        let (layer, walked, info) = self.assemble(number, head_root, tries, code)?;
         timings.assemble = start.elapsed();
         if let Some(expected) = expected.filter(|e| *e != info.root) {
             return Err(CommitError::RootMismatch { expected, computed: info.root });

@@ -346,6 +346,24 @@ pub enum CommitError {
         /// The root the changes give.
         computed: H256,
     },
+    /// A nested commit changes (or clears) a child trie the model gives no parent key.
+    #[error("{trie:?} is not a child trie of this state model")]
+    NotAChild {
+        /// The trie.
+        trie: TrieId,
+    },
+    /// A nested commit leaves a child trie with entries under a parent leaf that does not
+    /// exist after it (storage of an account that is absent or removed).
+    #[error("{trie:?} keeps entries, but its parent leaf 0x{} does not exist after the commit", hex::encode(.parent))]
+    ChildWithoutParent {
+        /// The child trie.
+        trie: TrieId,
+        /// Its parent's main-trie key.
+        parent: Vec<u8>,
+    },
+    /// The model could not set a child root in a main-trie leaf of the change set.
+    #[error(transparent)]
+    Leaf(#[from] state::LeafError),
     /// The store failed (I/O, corruption, poisoned, unfinished bulk load).
     #[error(transparent)]
     Store(#[from] StoreError),

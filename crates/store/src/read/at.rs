@@ -106,6 +106,13 @@ impl<'a> BlockView<'a> {
         Ok(at.flat(&flat_key(trie, key)?)?.map(|v| v.to_vec()))
     }
 
+    /// The blob (contract code) stored under `hash`: content-addressed and never removed,
+    /// so the head's store answers for every block of the window.
+    pub fn code(&self, hash: &H256) -> Result<Option<Vec<u8>>, AtError> {
+        drop(self.lock(false)?);
+        Ok(self.shared.reader.code(hash)?.map(|v| v.to_vec()))
+    }
+
     /// The root of `trie` at the block.
     pub fn trie_root(&self, trie: &TrieId) -> Result<H256, AtError> {
         let recent = self.lock(false)?;

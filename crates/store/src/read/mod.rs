@@ -61,6 +61,13 @@ impl StateDb {
         Ok(StoreSource { reader: &self.shared.reader, trie })
     }
 
+    /// The blob (contract code) stored under `hash`, if any: code is content-addressed
+    /// and outside the tries, so this answers for every block the store holds.
+    pub fn code(&self, hash: &H256) -> Result<Option<Vec<u8>>, StoreError> {
+        self.check_complete()?;
+        Ok(self.shared.reader.code(hash)?.map(|v| v.to_vec()))
+    }
+
     /// A proof of `key` in `trie`'s latest state: the nodes on its path, root first (and,
     /// in layouts with value nodes, the value node of a proven value last).
     pub fn prove(&self, trie: TrieId, key: &[u8]) -> Result<Vec<Vec<u8>>, StoreError> {
@@ -94,6 +101,11 @@ impl ReadHandle {
             keys.iter().map(|k| crate::keys::flat_key(trie, k)).collect::<Result<_, _>>()?;
         let values = self.shared.reader.read_batch(Column::Flat, &flat)?;
         Ok(values.into_iter().map(|v| v.map(|v| v.to_vec())).collect())
+    }
+
+    /// The blob (contract code) stored under `hash`, if any ([`StateDb::code`]).
+    pub fn code(&self, hash: &H256) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.shared.reader.code(hash)?.map(|v| v.to_vec()))
     }
 
     /// The state root of block `number` as the store holds it: the head's, an unpersisted

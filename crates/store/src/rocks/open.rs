@@ -12,7 +12,8 @@ use crate::config::StoreConfig;
 use crate::durable::{self, Head};
 use crate::error::{Corruption, OpenError};
 use crate::keys::{
-    decode_head, CF_META, COLUMN_FAMILIES, META_HEAD, META_LAYOUT, META_SCHEMA, SCHEMA_VERSION,
+    decode_head, CF_META, COLUMN_FAMILIES, LATER_FAMILIES, META_HEAD, META_LAYOUT, META_SCHEMA,
+    SCHEMA_VERSION,
 };
 
 use super::create::{
@@ -38,7 +39,8 @@ pub(crate) fn open_db(path: &Path, config: &StoreConfig) -> Result<(DB, Option<H
     let mut opts = base_options(config, cache.as_ref());
     opts.set_write_buffer_manager(&memtable_manager(config));
     let present = DB::list_cf(&opts, &real)?;
-    if let Some(name) = COLUMN_FAMILIES.into_iter().find(|n| !present.iter().any(|p| p == n)) {
+    let required = COLUMN_FAMILIES.into_iter().filter(|n| !LATER_FAMILIES.contains(n));
+    if let Some(name) = required.into_iter().find(|n| !present.iter().any(|p| p == n)) {
         if !unborn(&real, &present)? {
             return Err(OpenError::MissingColumnFamily { path: path.to_path_buf(), name });
         }
@@ -140,8 +142,13 @@ pub(crate) fn open_db_read_only(path: &Path, config: &StoreConfig) -> Result<DB,
     // Every table file is opened now: a writer's flushes and compactions delete files, and
     // an instance that holds them open keeps reading its state.
     opts.set_max_open_files(-1);
+    // A database written before a later family was added lacks it (and holds nothing
+    // there); a read-only open cannot create it, so it opens without.
+    let present = DB::list_cf(&opts, path).unwrap_or_default();
     let opened = retry_vanished(|| {
-        let families = family_descriptors(config, cache.as_ref());
+        let families = family_descriptors(config, cache.as_ref()).filter(|d| {
+            !LATER_FAMILIES.contains(&d.name()) || present.iter().any(|p| p == d.name())
+        });
         DB::open_cf_descriptors_read_only(&opts, path, families, false)
     });
     let db = match (opened, recorded) {

@@ -145,6 +145,8 @@ pub(crate) struct Layer {
     pub(crate) nodes: ChangeMap,
     /// `meta` changes (head, per-trie roots).
     pub(crate) meta: ChangeMap,
+    /// `code` writes (hash → blob; never a deletion).
+    pub(crate) code: ChangeMap,
     /// The encoded reverse diff, stored under the block number.
     pub(crate) history: Vec<u8>,
     /// A history entry old enough to prune in the same batch.
@@ -179,8 +181,11 @@ pub(crate) fn touch_counts<'a>(entries: impl Iterator<Item = &'a Entry>) {
 impl Layer {
     /// Recompute [`Layer::bytes`].
     pub(crate) fn measure(&mut self) {
-        self.bytes =
-            self.flat.bytes() + self.nodes.bytes() + self.meta.bytes() + self.history.len() as u64;
+        self.bytes = self.flat.bytes()
+            + self.nodes.bytes()
+            + self.meta.bytes()
+            + self.code.bytes()
+            + self.history.len() as u64;
     }
 }
 

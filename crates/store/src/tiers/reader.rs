@@ -21,7 +21,7 @@ use trie::{LayoutName, NodeSource, SourceError};
 
 use crate::error::{Corruption, StoreError};
 use crate::keys::{
-    cf, flat_key, flat_range_for_path, node_key, Column, CF_FLAT, CF_META, CF_NODES,
+    cf, flat_key, flat_range_for_path, node_key, Column, CF_CODE, CF_FLAT, CF_META, CF_NODES,
 };
 use crate::rocks::{leaf_scan_iter, scans_one_prefix};
 use crate::tiers::cache::ByteCache;
@@ -91,6 +91,22 @@ impl Reader {
             }
             Column::Meta => on_disk(CF_META),
         }
+    }
+
+    /// The blob stored under `hash` (contract code): the layers, newest first, then `code`
+    /// on disk (a database opened read-only without the family holds none there). Not
+    /// cached: a blob never changes, and the executors keep what they read.
+    pub(crate) fn code(&self, hash: &H256) -> Result<Option<Arc<[u8]>>, StoreError> {
+        {
+            let layers = self.layers.read();
+            let found = layers.iter().rev().find_map(|l| l.code.get(&hash.0));
+            if let Some(v) = found {
+                return Ok(v.cloned());
+            }
+        }
+        // A layer leaves the stack only once it is on disk.
+        let Some(h) = self.db.cf_handle(CF_CODE) else { return Ok(None) };
+        Ok(self.db.get_pinned_cf(h, hash.0)?.map(|p| Arc::from(&p[..])))
     }
 
     /// The newest values of `keys` (sorted keys of `column`, flat or nodes), for a commit:

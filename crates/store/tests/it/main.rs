@@ -23,5 +23,6 @@ mod differential;
 mod durable;
 mod faults;
 mod lag;
+mod nested;
 mod recent;
 mod substrate;
