@@ -3,7 +3,7 @@
 //! 1. The old value of every changed key is read in one batch (layers, then sorted RocksDB
 //!    MultiGets on every thread): the reverse diff needs them, and they tell the walk which
 //!    keys exist, so that a leaf is recognised without a probe.
-//! 2. Every touched trie is updated by one sorted pass ([`crate::update`]) over a pre-state
+//! 2. Every touched trie is updated by one sorted pass ([`trie::update_trie`]) over a pre-state
 //!    that serves nodes from the resident trie first ([`crate::resident`]), then the layers,
 //!    caches and RocksDB; tries run in parallel, and the big ones fan out by child. Beside
 //!    each walk, on the pool, the trie's flat changes and reverse diff are built.
@@ -22,7 +22,8 @@ use parking_lot::Mutex;
 use rayon::prelude::*;
 use rocksdb::DBRawIterator;
 use rustc_hash::FxHashMap;
-use state::{ChangeSet, TrieId, H256};
+use state::{ChangeSet, KeyValue, TrieId, H256};
+use trie::{Change, PreState};
 
 use crate::db::{leaf_scan_iter, scans_one_prefix};
 use crate::error::{CommitError, Corruption, StoreError};
@@ -32,7 +33,6 @@ use crate::layer::{touch_counts, ChangeMap, Entry, Layer};
 use crate::recent::RecentBlock;
 use crate::resident::{OldNode, Resident};
 use crate::statedb::{CommitInfo, CommitTimings, StateDb};
-use crate::update::{Change, KeyValue, PreState};
 use crate::view::{leaf_under_in, Reader, Values};
 
 /// Nodes a walk loaded for the resident trie to admit: node key and stored value.
@@ -130,9 +130,7 @@ thread_local! {
 }
 
 impl PreState for StorePre<'_> {
-    fn trie(&self) -> TrieId {
-        self.trie
-    }
+    type Error = StoreError;
 
     fn node_in_memory(&self, path: &[u8]) -> Option<Option<&[u8]>> {
         NODE_KEY.with_borrow_mut(|key| {
@@ -417,7 +415,7 @@ impl StateDb {
         };
         let layout = self.reader().layout;
         let (updated, (flat, undo)) = rayon::join(
-            || crate::layout::update(layout, &pre, old_root, &list, verify_old),
+            || crate::layout::update(layout, trie, &pre, old_root, &list, verify_old),
             || flat_and_undo(&list, flat_keys),
         );
         let updated = updated?;

@@ -5,9 +5,10 @@
 //!   reverse diffs) and `meta` (schema, head, per-trie roots, the bulk-load marker). Byte
 //!   layout, the read order through caches, layers and RocksDB, and the commit path:
 //!   `docs/design.md`, "Store".
-//! - [`StateDb::commit`] applies a block through the mutable trie (only dirty paths are
-//!   hashed), turns it into an in-memory diff layer and returns; a background writer
-//!   persists layers in order, one atomic batch per block, with bounded unpersisted bytes.
+//! - [`StateDb::commit`] applies a block by one sorted pass over its changed paths
+//!   ([`trie::update_trie`]: only those are hashed), turns it into an in-memory diff layer
+//!   and returns; a background writer persists layers in order, one atomic batch per
+//!   block, with bounded unpersisted bytes.
 //! - [`ReadHandle::persisted`] pins the persisted state (a RocksDB snapshot) for long
 //!   reads such as checkpoint creation; [`StateDb::begin_restore`] writes a verified state
 //!   piece by piece, crash-safe and resumable.
@@ -48,7 +49,6 @@ mod restore;
 mod shared;
 mod snapshot;
 mod statedb;
-mod update;
 mod view;
 mod writer;
 
