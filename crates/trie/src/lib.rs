@@ -10,6 +10,16 @@
 //! - [`Trie`]: the mutable trie over a [`NodeSource`], with cached hashes and dirty paths,
 //!   in every layout; [`Trie::get_stored`] reads a value as its node holds it
 //!   ([`StoredValue`]: a V1 value node by its hash, unread).
+//! - [`update_trie`]: a block's one-pass update of path-keyed stored nodes over a
+//!   [`PreState`] (stored nodes by path, the flat state's leaves) that a store implements:
+//!   each [`Change`] with its old value in, the new root and [`NodeWrite`]s out.
+//!   Why two engines: [`Trie`] is the general one (any hash-keyed [`NodeSource`], loads
+//!   checked against their hashes, reads, proofs, witness recording, roots after any
+//!   write), while [`update_trie`] serves only a block commit over stored nodes whose
+//!   leaves live in the flat state, where it recognises a leaf from the change's old value
+//!   instead of reading it, batches the hashes and fans out over the pool. A store's rare
+//!   rewrites of a few keys (reverting a block, the recent window's old nodes) use [`Trie`]
+//!   over the same node source its reads and proofs use, which needs no second pre-state.
 //! - [`verify_proof`] and friends: inclusion/exclusion proofs, multiproofs, range proofs;
 //!   [`prove_sorted`]: a (multi)proof from sorted entries, in any layout.
 //! - [`prove_key_range`] and [`verify_key_range`]: boundary proofs of key ranges whose
@@ -40,6 +50,7 @@ mod scale;
 mod source;
 mod substrate;
 mod trie;
+mod update;
 
 pub use builder::{
     parallel_root, root_from_sorted, BuildError, EmittedKind, HashStats, NodeSink, RootBuilder,
@@ -65,3 +76,4 @@ pub use trie::{
     path_hex, CollapseDelta, CommittedNode, CommittedValue, Entry, RemovedNode, StoredValue, Trie,
     TrieError, TrieUpdates,
 };
+pub use update::{update_trie, Change, NodeWrite, PreState, UpdateError, Updated};

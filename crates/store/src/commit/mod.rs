@@ -3,7 +3,7 @@
 //! 1. The old value of every changed key is read in one batch (layers, then sorted RocksDB
 //!    MultiGets on every thread): the reverse diff needs them, and they tell the walk which
 //!    keys exist, so that a leaf is recognised without a probe.
-//! 2. Every touched trie is updated by one sorted pass ([`crate::update`], `pass.rs`) over a pre-state
+//! 2. Every touched trie is updated by one sorted pass ([`trie::update_trie`], `pass.rs`) over a pre-state
 //!    that serves nodes from the resident trie first ([`crate::tiers::resident`]), then the layers,
 //!    caches and RocksDB; tries run in parallel, and the big ones fan out by child. Beside
 //!    each walk, on the pool, the trie's flat changes and reverse diff are built.

@@ -1,11 +1,10 @@
 //! Placement: shapes encoded where they land, collapses, and the root.
 
 use state::H256;
-use trie::{ChildKind, ChildRef, Layout, NodeValue};
 
 use super::out::Out;
-use super::{PreState, Ref, Shape, Unplaced, Val, Walker};
-use crate::error::StoreError;
+use super::{PreState, Ref, Shape, Unplaced, Val, WalkError, Walker};
+use crate::node::{ChildKind, ChildRef, Layout, NodeValue};
 
 impl<P: PreState, L: Layout> Walker<'_, P, L> {
     /// The single child `n` (at `path`, already extended by `n`) absorbs its collapsing
@@ -96,7 +95,7 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
         &self,
         shape: Shape<'a>,
         out: &mut Out<L>,
-    ) -> Result<Shape<'a>, StoreError> {
+    ) -> Result<Shape<'a>, WalkError<P>> {
         out.resolve().map_err(|key| self.old_value_error(&key))?;
         Ok(match shape {
             Shape::Placed(r) => Shape::Placed(out.settled(r)),
@@ -118,7 +117,7 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
         shape: Shape<'_>,
         stored: bool,
         out: &mut Out<L>,
-    ) -> Result<H256, StoreError> {
+    ) -> Result<H256, WalkError<P>> {
         let root = match shape {
             Shape::Empty => {
                 if stored {

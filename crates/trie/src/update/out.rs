@@ -4,7 +4,10 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use state::H256;
-use trie::{nibble_at, ChildRef, EmittedKind, Layout, NibbleSlice, NodeSink, NodeValue};
+
+use crate::builder::{EmittedKind, NodeSink};
+use crate::nibbles::{nibble_at, NibbleSlice};
+use crate::node::{ChildRef, Layout, NodeValue, INLINE_MAX};
 
 use super::{NodeWrite, Ref, Val};
 
@@ -110,7 +113,7 @@ impl<L: Layout> Out<L> {
         stored_at: Option<&[u8]>,
         force: bool,
     ) -> Ref {
-        if self.buf.len() <= trie::INLINE_MAX && !force {
+        if self.buf.len() <= INLINE_MAX && !force {
             debug_assert!(children.is_empty(), "a node with a hashed child is not inline");
             return Ref::Ready(L::child_ref(&self.buf));
         }
@@ -135,7 +138,7 @@ impl<L: Layout> Out<L> {
     /// Check, when resolved, that the leaf encoded in `self.buf` hashes to `expected`;
     /// false when it cannot (an inline leaf under a hash reference).
     pub(super) fn check(&mut self, expected: H256, key: &[u8]) -> bool {
-        if self.buf.len() <= trie::INLINE_MAX {
+        if self.buf.len() <= INLINE_MAX {
             return false;
         }
         let Ref::Pending(id) = self.pend(&[], None, false) else {
