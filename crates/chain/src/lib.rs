@@ -14,9 +14,9 @@
 //!   generator ([`generate`]).
 //! - [`verify_block`] re-executes a block on a partial trie built from its witness alone
 //!   and checks the post-state root.
-//! - Layouts: the builder, the witness codec and verification work in Ethereum's layout,
-//!   and in any layout through their `_in_layout` forms ([`build_block_in_layout`],
-//!   [`decode_witness_in_layout`], [`verify_block_in_layout`]).
+//! - Layouts: the builder, the witness codec and verification take the trie layout as a
+//!   type parameter (`build_block::<SubstrateV1, _>`), chosen at the edge (the CLI's
+//!   `--layout`, through `trie::LayoutName::dispatch`).
 
 #![forbid(unsafe_code)]
 
@@ -29,12 +29,10 @@ mod reader;
 mod runtime;
 mod verify;
 
-pub use block::{
-    decode_witness, decode_witness_in_layout, encode_witness, Block, CodecError, Format,
-};
+pub use block::{decode_witness, encode_witness, Block, CodecError, Format};
 pub use builder::{
-    build_block, build_block_in_layout, build_block_unrecorded, build_block_unrecorded_in_layout,
-    BuildConfig, BuildError, Built, PerTx, Stop, DEFAULT_POV_LIMIT, DEFAULT_WEIGHT_LIMIT,
+    build_block, build_block_unrecorded, BuildConfig, BuildError, Built, PerTx, Stop,
+    DEFAULT_POV_LIMIT, DEFAULT_WEIGHT_LIMIT,
 };
 pub use chainfile::{
     generate, write_block, write_header, ChainFileError, ChainHeader, ChainParams, GenerateError,
@@ -50,6 +48,4 @@ pub use runtime::{
     TransferKind, BLOCK_LENGTH_KEY, BLOCK_WEIGHT_KEY, EVENT_COUNT_KEY, EXISTENTIAL_DEPOSIT, FEE,
     FEE_POT_KEY, TRANSFER_BYTES, TRANSFER_WEIGHT,
 };
-pub use verify::{
-    verify_block, verify_block_in_layout, verify_block_within, BlockLimits, VerifyError,
-};
+pub use verify::{verify_block, verify_block_within, BlockLimits, VerifyError};

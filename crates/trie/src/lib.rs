@@ -1,11 +1,13 @@
 //! Arbor's trie layer: no I/O, only the Merkle-Patricia trie and what is built from it.
 //!
 //! - Hashes and paths: [`keccak256`], [`blake2_256`], [`Nibbles`], [`NibbleSlice`].
-//! - Nodes: [`ChildRef`], the [`Layout`] seam, the Ethereum codec [`EthLayout`] with the
-//!   minimal RLP it is written in ([`RlpItem`], [`rlp_encode_list`]), and Substrate's
-//!   layouts [`SubstrateV0`] and [`SubstrateV1`] (no extension nodes, SCALE, Blake2-256).
-//!   [`NodeView`] is a decoded node of any layout. [`LayoutName`] names a layout chosen at
-//!   run time (a command-line flag); [`LayoutName::dispatch`] runs a [`WithLayout`] in it.
+//! - Nodes: [`ChildRef`], the [`Layout`] seam (neutral: what one [`Family`] alone has is
+//!   its codec, [`ExtensionCodec`] or [`NibbledCodec`], reached through
+//!   [`Layout::FAMILY`]), Ethereum's layout [`EthLayout`] with the minimal RLP it is
+//!   written in ([`RlpItem`], [`rlp_encode_list`]), and Substrate's layouts [`SubstrateV0`]
+//!   and [`SubstrateV1`] (no extension nodes, SCALE, Blake2-256). Every layout decodes into
+//!   [`NodeView`]. [`LayoutName`] names a layout chosen at run time (a command-line flag);
+//!   [`LayoutName::dispatch`] runs a [`WithLayout`] in it.
 //! - [`RootBuilder`], [`root_from_sorted`], [`parallel_root`]: the streaming root builder.
 //! - [`Trie`]: the mutable trie over a [`NodeSource`], with cached hashes and dirty paths,
 //!   in every layout; [`Trie::get_stored`] reads a value as its node holds it
@@ -37,6 +39,7 @@
 #![forbid(unsafe_code)]
 
 mod builder;
+mod ethereum;
 mod hash;
 mod layout_name;
 mod nibbles;
@@ -55,12 +58,13 @@ mod update;
 pub use builder::{
     parallel_root, root_from_sorted, BuildError, EmittedKind, HashStats, NodeSink, RootBuilder,
 };
+pub use ethereum::EthLayout;
 pub use hash::{blake2_256, keccak256, EMPTY_CODE_HASH, EMPTY_ROOT, SUBSTRATE_EMPTY_ROOT};
 pub use layout_name::{LayoutName, UnknownLayout, WithLayout};
 pub use nibbles::{common_prefix_nibbles, nibble_at, NibbleSlice, Nibbles};
 pub use node::{
-    ChildKind, ChildRef, DecodedNode, EthLayout, Layout, NodeError, NodeValue, NodeView,
-    ProofSizeRule, INLINE_MAX,
+    ChildKind, ChildRef, ExtensionCodec, Family, Layout, NibbledCodec, NodeError, NodeValue,
+    NodeView, ProofSizeRule, INLINE_MAX,
 };
 pub use proof::{
     verify_multiproof, verify_proof, verify_range_proof, verify_value, ProofError, RangeProof,

@@ -172,7 +172,7 @@ impl Val<'_> {
     fn in_node<L: Layout>(&self) -> NodeValue<'_> {
         match self {
             Val::Hashed(h) => NodeValue::Node(*h),
-            Val::Bytes(v) if L::VALUE_NODE_MIN.is_some_and(|min| v.len() >= min) => {
+            Val::Bytes(v) if L::FAMILY.value_node_min().is_some_and(|min| v.len() >= min) => {
                 NodeValue::Node(L::hash(v))
             }
             Val::Bytes(v) => NodeValue::Inline(v),

@@ -7,7 +7,7 @@ use state::H256;
 
 use crate::builder::{EmittedKind, NodeSink};
 use crate::nibbles::{nibble_at, NibbleSlice};
-use crate::node::{ChildRef, Layout, NodeValue, INLINE_MAX};
+use crate::node::{ChildRef, Family, Layout, NibbledCodec, NodeValue, INLINE_MAX};
 
 use super::{NodeWrite, Ref, Val};
 
@@ -92,9 +92,12 @@ impl<L: Layout> Out<L> {
         match value {
             Val::Bytes(v) => self.encode_leaf(key, start, v),
             Val::Hashed(h) => {
+                let Family::Substrate(codec) = L::FAMILY else {
+                    unreachable!("only layouts with value nodes hold hashed values")
+                };
                 let rest: Vec<u8> = (start..key.len() * 2).map(|i| nibble_at(key, i)).collect();
                 self.buf.clear();
-                L::encode_leaf_with(&rest, NodeValue::Node(*h), &mut self.buf);
+                codec.encode_leaf_with(&rest, NodeValue::Node(*h), &mut self.buf);
             }
         }
     }

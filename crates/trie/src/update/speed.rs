@@ -3,8 +3,9 @@
 //! layout (Blake2 has no multi-lane batch here; keccak hashes eight at a time).
 use std::time::Instant;
 
+use crate::ethereum::EthLayout;
 use crate::hash::keccak256;
-use crate::node::{EthLayout, Layout};
+use crate::node::Layout;
 use crate::substrate::{SubstrateV0, SubstrateV1};
 
 use super::mem::{Known, Mem};

@@ -8,9 +8,10 @@ use state::H256;
 use super::mem::{Known, Mem};
 use super::{update_trie, Change, UpdateError};
 use crate::builder::{root_from_sorted, EmittedKind, NodeSink, RootBuilder};
+use crate::ethereum::EthLayout;
 use crate::hash::keccak256;
 use crate::nibbles::NibbleSlice;
-use crate::node::{ChildRef, EthLayout, Layout};
+use crate::node::{ChildRef, Layout};
 use crate::substrate::{SubstrateV0, SubstrateV1};
 
 /// What a bottom-up rebuild stores: every hashed node, and the root whatever its size.

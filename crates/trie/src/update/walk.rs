@@ -8,7 +8,7 @@ use state::H256;
 
 use crate::builder::RootBuilder;
 use crate::nibbles::{common_prefix_nibbles, nibble_at};
-use crate::node::{ChildKind, ChildRef, Layout, NodeValue, NodeView, INLINE_MAX};
+use crate::node::{ChildKind, ChildRef, Layout, NodeError, NodeValue, NodeView, INLINE_MAX};
 
 use super::out::{BuilderSink, Out};
 use super::place::encode_branch;
@@ -246,8 +246,8 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
 
     /// A decoded node at `path`, owned.
     fn decoded<'a>(&self, path: &[u8], bytes: &[u8]) -> Result<Loaded<'a>, WalkError<P>> {
-        let node = L::decode_node(bytes)
-            .map_err(|source| UpdateError::Node { path: path.to_vec(), source })?;
+        let node =
+            L::decode(bytes).map_err(|source| UpdateError::Node { path: path.to_vec(), source })?;
         Ok(match node {
             NodeView::Empty => Loaded::Empty,
             NodeView::Leaf { path: rest, value } => {
@@ -262,10 +262,16 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
             }
             NodeView::Extension { path: ext, child } => Loaded::Extension { path: ext.0, child },
             NodeView::Branch { path: partial, children, value } => {
-                let value = value.map(|v| match v {
-                    NodeValue::Inline(v) => Val::Bytes(Cow::Owned(v.to_vec())),
-                    NodeValue::Node(h) => Val::Hashed(h),
-                });
+                let value = match value {
+                    None => None,
+                    Some(NodeValue::Inline(v)) => Some(Val::Bytes(Cow::Owned(v.to_vec()))),
+                    // Invariant: only layouts with value nodes hold hashed values.
+                    Some(NodeValue::Node(_)) if L::FAMILY.has_extensions() => {
+                        let source = NodeError::ValueNode;
+                        return Err(UpdateError::Node { path: path.to_vec(), source });
+                    }
+                    Some(NodeValue::Node(h)) => Some(Val::Hashed(h)),
+                };
                 Loaded::Branch { partial: partial.0, children, value, virt: None }
             }
         })
@@ -379,7 +385,7 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
         }
         let common = common_prefix_nibbles(&first.0, &last.0);
         let ext: Vec<u8> = (start..common).map(|i| nibble_at(&first.0, i)).collect();
-        if !L::USES_EXTENSION {
+        if !L::FAMILY.has_extensions() {
             return self.built_unplaced(ext, common, &entries, out);
         }
         let branch = Ref::Ready(self.built(common, &entries, out)?);
@@ -623,7 +629,7 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
             refs[v as usize] = self.place(path, shape, false, out);
             path.pop();
         }
-        if !L::USES_EXTENSION {
+        if !L::FAMILY.has_extensions() {
             let partial = Vec::new();
             return Shape::Branch(Box::new(Unplaced { partial, refs, value }));
         }
@@ -709,7 +715,7 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
             }
             // Without extensions the branch takes the parent's nibble into its partial key
             // and moves to the parent's slot.
-            Loaded::Branch { partial, children, value, .. } if !L::USES_EXTENSION => {
+            Loaded::Branch { partial, children, value, .. } if !L::FAMILY.has_extensions() => {
                 let refs = children.map(Ref::Ready);
                 (Shape::Branch(Box::new(Unplaced { partial, refs, value })), stored)
             }
