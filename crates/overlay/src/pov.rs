@@ -54,7 +54,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use state::{key_bounds, StateReader, TransactionError, TrieId, VecRange, H256};
 use trie::{Layout, NodeSource, StoredValue, Trie, TrieError};
 
-use crate::overlay::Overlay;
+use crate::stack::Overlay;
 /// Why a proof-recording operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

@@ -52,7 +52,7 @@ mod rlp;
 mod scale;
 mod source;
 mod substrate;
-mod trie;
+mod mutable;
 mod update;
 
 pub use builder::{
@@ -76,7 +76,7 @@ pub use recorder::Recorder;
 pub use rlp::{rlp_encode_list, rlp_encode_string, RlpError, RlpItem, RlpListIter};
 pub use source::{MemoryNodeSource, NodeSource, SourceError};
 pub use substrate::{SubstrateV0, SubstrateV1, SUBSTRATE_V1_VALUE_NODE_MIN};
-pub use trie::{
+pub use mutable::{
     path_hex, CollapseDelta, CommittedNode, CommittedValue, Entry, RemovedNode, StoredValue, Trie,
     TrieError, TrieUpdates,
 };

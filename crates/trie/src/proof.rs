@@ -20,7 +20,7 @@ use crate::builder::root_from_sorted;
 use crate::nibbles::Nibbles;
 use crate::node::{ChildKind, ChildRef, Layout, NodeError, NodeValue, NodeView};
 use crate::source::{NodeSource, SourceError};
-use crate::trie::{path_hex, Entry, Kind, NodeId, Trie, TrieError, Value, NONE};
+use crate::mutable::{path_hex, Entry, Kind, NodeId, Trie, TrieError, Value, NONE};
 
 /// Why a proof does not verify.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

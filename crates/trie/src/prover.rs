@@ -111,7 +111,7 @@ mod tests {
     use crate::ethereum::EthLayout;
     use crate::proof::verify_proof;
     use crate::source::MemoryNodeSource;
-    use crate::trie::Trie;
+    use crate::mutable::Trie;
 
     #[test]
     fn matches_the_mutable_tries_proofs() {

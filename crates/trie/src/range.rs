@@ -30,7 +30,7 @@ use crate::nibbles::{nibble_at, NibbleSlice, Nibbles};
 use crate::node::{ChildKind, ChildRef, Layout, NodeError, NodeValue, NodeView};
 use crate::proof::ProofError;
 use crate::source::NodeSource;
-use crate::trie::{path_hex, TrieError};
+use crate::mutable::{path_hex, TrieError};
 
 /// Where the keys under a nibble path lie relative to a range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

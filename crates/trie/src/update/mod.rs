@@ -46,7 +46,7 @@ use state::{KeyValue, H256};
 use crate::builder::BuildError;
 use crate::nibbles::nibble_at;
 use crate::node::{ChildRef, Layout, NodeError, NodeValue};
-use crate::trie::path_hex;
+use crate::mutable::path_hex;
 use out::Out;
 
 /// A change to one key of the trie, for [`update_trie`].
