@@ -19,9 +19,12 @@ use trie::{keccak256, Layout, NodeSource, TrieError, WithLayout};
 
 use crate::dir::{CheckpointDir, DirError, Unsynced};
 use crate::format::{
-    BoundaryRule, ChunkInfo, ChunkWriter, Manifest, CHUNK_BYTES_MAX, VALUE_BYTES_MAX,
+    BoundaryRule, ChunkHash, ChunkInfo, ChunkWriter, Manifest, CHUNK_BYTES_MAX, VALUE_BYTES_MAX,
 };
 use crate::keys::{binding, binding_place, successor, Place};
+
+/// The hash new checkpoints name their chunks by (manifest version 3).
+const CHUNK_HASH: ChunkHash = ChunkHash::Blake3;
 
 /// Most threads a creation uses.
 pub const THREADS_MAX: usize = 256;
@@ -198,6 +201,7 @@ pub fn create_cancellable(
     let (block, root) = state.head();
     let manifest = Manifest {
         layout: state.layout(),
+        chunk_hash: CHUNK_HASH,
         block,
         root,
         rule: opts.rule,
@@ -436,7 +440,7 @@ impl Ctx<'_, '_> {
             let len = bytes.len() as u64;
             return Err(CreateError::ChunkTooLarge { first, bytes: len, max: CHUNK_BYTES_MAX });
         }
-        let digest = keccak256(&bytes);
+        let digest = CHUNK_HASH.digest(&bytes);
         if let Some(file) = self.out.put_chunk_unsynced(&digest, &bytes)? {
             self.written.fetch_add(1, Ordering::Relaxed);
             // The syncer ends only after every sender is gone: it cannot be closed here.

@@ -1,7 +1,7 @@
 //! The checkpoint layout, shared by directories, the HTTP server and object storage:
 //!
 //! ```text
-//! chunks/<digest hex>            a chunk, named by the keccak256 of its bytes (immutable)
+//! chunks/<digest hex>            a chunk, named by its manifest's hash of its bytes (immutable)
 //! checkpoints/<id hex>/manifest  a manifest, named by the keccak256 of its bytes
 //! ```
 //!
@@ -219,7 +219,7 @@ impl CheckpointDir {
             }
             Opened::Other(_) => return Ok(false),
         };
-        // Equal bytes are the digest's bytes: the name is their keccak256.
+        // Equal bytes are the bytes the name is the digest of.
         let mut held = Vec::with_capacity(bytes.len());
         f.take(bytes.len() as u64 + 1).read_to_end(&mut held).map_err(Self::io(path))?;
         Ok(held == bytes)

@@ -1,7 +1,8 @@
 //! Byte formats of checkpoints (`docs/design.md`, "Checkpoints"): the chunk (version 1)
 //! and the manifest (version 1: an Ethereum checkpoint; version 2: the same fields after
-//! the trie layout's name), with decoders that return typed errors on any input and never
-//! allocate more than the input can hold.
+//! the trie layout's name; both name chunks by keccak256. Version 3, what `create` writes:
+//! the layout's name for every layout, chunks named by BLAKE3), with decoders that return
+//! typed errors on any input and never allocate more than the input can hold.
 
 use state::{TrieId, H256};
 use trie::{keccak256, LayoutName};
@@ -17,6 +18,9 @@ pub const FORMAT_VERSION: u8 = 1;
 /// The manifest version that records the trie layout (every layout but Ethereum, whose
 /// manifests stay at [`FORMAT_VERSION`]).
 pub const MANIFEST_LAYOUT_VERSION: u8 = 2;
+/// The manifest version whose chunks are named by BLAKE3 (any layout, named): what
+/// `create` writes. Versions 1 and 2 (keccak256 chunk names) are still read.
+pub const MANIFEST_BLAKE3_VERSION: u8 = 3;
 /// Longest layout name a manifest holds.
 const LAYOUT_NAME_BYTES_MAX: usize = 32;
 /// Largest chunk, the hard bound every reader and verifier checks before it allocates (a
@@ -456,6 +460,36 @@ impl BoundaryRule {
     }
 }
 
+/// The hash that names a checkpoint's chunks (its digests), fixed by its manifest's
+/// version. A manifest's own id is the keccak256 of its bytes whatever the version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ChunkHash {
+    /// keccak256 (manifest versions 1 and 2).
+    Keccak256,
+    /// BLAKE3 with its 32-byte output (manifest version 3): several times keccak's speed,
+    /// so naming a chunk costs less than reading its entries.
+    Blake3,
+}
+
+impl ChunkHash {
+    /// The digest of `bytes`.
+    pub fn digest(self, bytes: &[u8]) -> H256 {
+        match self {
+            ChunkHash::Keccak256 => keccak256(bytes),
+            ChunkHash::Blake3 => H256(*blake3::hash(bytes).as_bytes()),
+        }
+    }
+
+    /// Its name, as reports show it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChunkHash::Keccak256 => "keccak256",
+            ChunkHash::Blake3 => "blake3",
+        }
+    }
+}
+
 /// What the manifest says about one chunk.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChunkInfo {
@@ -467,7 +501,7 @@ pub struct ChunkInfo {
     pub entries: u64,
     /// Its length in bytes.
     pub len: u64,
-    /// keccak256 of its bytes: its id.
+    /// The manifest's [`ChunkHash`] of its bytes: its name.
     pub digest: H256,
     /// Its last segment runs to the end of its trie.
     pub ends_trie: bool,
@@ -480,6 +514,8 @@ pub struct Manifest {
     /// The trie layout of the state (every proof verifies in it; a restore creates its
     /// database in it).
     pub layout: LayoutName,
+    /// The hash its chunks are named by (the manifest's version: see [`ChunkHash`]).
+    pub chunk_hash: ChunkHash,
     /// The block whose state this is.
     pub block: u64,
     /// Its state root.
@@ -501,10 +537,12 @@ impl Manifest {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(96 + self.chunks.len() * 120);
         out.extend_from_slice(MANIFEST_MAGIC);
-        if self.layout == LayoutName::Ethereum {
-            out.push(FORMAT_VERSION);
-        } else {
-            out.push(MANIFEST_LAYOUT_VERSION);
+        match (self.chunk_hash, self.layout) {
+            (ChunkHash::Keccak256, LayoutName::Ethereum) => out.push(FORMAT_VERSION),
+            (ChunkHash::Keccak256, _) => out.push(MANIFEST_LAYOUT_VERSION),
+            (ChunkHash::Blake3, _) => out.push(MANIFEST_BLAKE3_VERSION),
+        }
+        if out[MANIFEST_MAGIC.len()] != FORMAT_VERSION {
             put_var_bytes(&mut out, self.layout.as_str().as_bytes());
         }
         out.extend_from_slice(&self.block.to_be_bytes());
@@ -534,7 +572,7 @@ impl Manifest {
     /// The trie layout a manifest records, reading its header only (the rest is not
     /// checked: see [`Manifest::decode`]).
     pub fn layout_of(bytes: &[u8]) -> Result<LayoutName, DecodeError> {
-        read_header(&mut Reader::new(bytes))
+        read_header(&mut Reader::new(bytes)).map(|(layout, _)| layout)
     }
 
     /// Decode and check a manifest: framing, the layout, the rule's ranges, chunks in
@@ -545,7 +583,7 @@ impl Manifest {
             return Err(DecodeError::TooLarge { len: bytes.len() as u64, max: MANIFEST_BYTES_MAX });
         }
         let mut r = Reader::new(bytes);
-        let layout = read_header(&mut r)?;
+        let (layout, chunk_hash) = read_header(&mut r)?;
         let block = r.u64()?;
         let root = r.h256()?;
         let rule = BoundaryRule { target_entries: r.u32()?, max_bytes: r.u32()? };
@@ -567,7 +605,17 @@ impl Manifest {
             chunks.push(c);
         }
         r.end()?;
-        let m = Manifest { layout, block, root, rule, entries, chunk_bytes, flat_bytes, chunks };
+        let m = Manifest {
+            layout,
+            chunk_hash,
+            block,
+            root,
+            rule,
+            entries,
+            chunk_bytes,
+            flat_bytes,
+            chunks,
+        };
         m.check_totals().map_err(|what| DecodeError::Field { at: bytes.len(), what })?;
         Ok(m)
     }
@@ -589,32 +637,38 @@ impl Manifest {
     }
 }
 
-/// A manifest's magic bytes, version and layout: version 1 is Ethereum; version 2 names
-/// any other layout (an Ethereum manifest is always version 1, so that each manifest has
-/// one encoding and one id).
-fn read_header(r: &mut Reader<'_>) -> Result<LayoutName, DecodeError> {
+/// A manifest's magic bytes, version and layout, and so the hash of its chunks' names:
+/// version 1 is Ethereum; version 2 names any other layout (an Ethereum manifest of
+/// keccak256 names is always version 1, so that each manifest has one encoding and one
+/// id); version 3 names its layout, whichever it is, and names chunks by BLAKE3.
+fn read_header(r: &mut Reader<'_>) -> Result<(LayoutName, ChunkHash), DecodeError> {
     if r.bytes(8).ok() != Some(&MANIFEST_MAGIC[..]) {
         return Err(DecodeError::Magic("manifest"));
     }
     match r.u8()? {
-        FORMAT_VERSION => Ok(LayoutName::Ethereum),
+        FORMAT_VERSION => Ok((LayoutName::Ethereum, ChunkHash::Keccak256)),
         MANIFEST_LAYOUT_VERSION => {
             let at = r.pos;
-            let name = r.var_bytes(LAYOUT_NAME_BYTES_MAX)?;
-            let unknown =
-                || DecodeError::Layout { at, name: String::from_utf8_lossy(name).into_owned() };
-            let layout: LayoutName =
-                std::str::from_utf8(name).map_err(|_| unknown())?.parse().map_err(|_| unknown())?;
+            let layout = read_layout(r)?;
             if layout == LayoutName::Ethereum {
                 return Err(DecodeError::Field {
                     at,
                     what: "an Ethereum manifest is version 1, without a layout",
                 });
             }
-            Ok(layout)
+            Ok((layout, ChunkHash::Keccak256))
         }
+        MANIFEST_BLAKE3_VERSION => Ok((read_layout(r)?, ChunkHash::Blake3)),
         found => Err(DecodeError::Version { what: "manifest", found }),
     }
+}
+
+/// A layout's name, as a manifest records it.
+fn read_layout(r: &mut Reader<'_>) -> Result<LayoutName, DecodeError> {
+    let at = r.pos;
+    let name = r.var_bytes(LAYOUT_NAME_BYTES_MAX)?;
+    let unknown = || DecodeError::Layout { at, name: String::from_utf8_lossy(name).into_owned() };
+    std::str::from_utf8(name).map_err(|_| unknown())?.parse().map_err(|_| unknown())
 }
 
 fn read_chunk_info(r: &mut Reader<'_>) -> Result<ChunkInfo, DecodeError> {
@@ -654,8 +708,13 @@ mod tests {
     }
 
     fn manifest(layout: LayoutName) -> Manifest {
+        manifest_of(layout, ChunkHash::Blake3)
+    }
+
+    fn manifest_of(layout: LayoutName, chunk_hash: ChunkHash) -> Manifest {
         Manifest {
             layout,
+            chunk_hash,
             block: 7,
             root: H256([3; 32]),
             rule: BoundaryRule::default(),
@@ -705,18 +764,24 @@ mod tests {
     }
 
     #[test]
-    fn manifests_record_their_layout() {
+    fn manifests_record_their_layout_and_chunk_hash() {
         for layout in LayoutName::ALL {
-            let m = manifest(layout);
-            let b = m.encode();
-            assert_eq!(Manifest::decode(&b), Ok(m));
-            assert_eq!(Manifest::layout_of(&b), Ok(layout));
-            let version = if layout == LayoutName::Ethereum { 1 } else { 2 };
-            assert_eq!(b[8], version, "{layout}");
+            for (hash, version) in [(ChunkHash::Keccak256, 2), (ChunkHash::Blake3, 3)] {
+                let m = manifest_of(layout, hash);
+                let b = m.encode();
+                assert_eq!(Manifest::decode(&b), Ok(m));
+                assert_eq!(Manifest::layout_of(&b), Ok(layout));
+                let keccak_eth = layout == LayoutName::Ethereum && hash == ChunkHash::Keccak256;
+                assert_eq!(b[8], if keccak_eth { 1 } else { version }, "{layout}");
+            }
         }
+        // Version 3 is version 2's layout, then the same fields.
+        let v2 = manifest_of(LayoutName::SubstrateV1, ChunkHash::Keccak256).encode();
+        let v3 = manifest(LayoutName::SubstrateV1).encode();
+        assert_eq!((v3[8], &v3[9..]), (3, &v2[9..]));
         // Version 1 is Ethereum, byte for byte as before layouts were recorded.
-        let eth = manifest(LayoutName::Ethereum).encode();
-        let v1 = manifest(LayoutName::SubstrateV1).encode();
+        let eth = manifest_of(LayoutName::Ethereum, ChunkHash::Keccak256).encode();
+        let v1 = v2;
         assert_eq!(&v1[..9], [&MANIFEST_MAGIC[..], &[2]].concat());
         assert_eq!(&v1[9..10], [12]);
         assert_eq!(&v1[10..22], b"substrate-v1");
@@ -724,8 +789,22 @@ mod tests {
     }
 
     #[test]
+    fn chunk_hashes_are_the_standard_functions() {
+        let hex = |h: H256| hex::encode(h.0);
+        assert_eq!(
+            hex(ChunkHash::Blake3.digest(b"")),
+            "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262"
+        );
+        assert_eq!(
+            hex(ChunkHash::Keccak256.digest(b"")),
+            "c5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470"
+        );
+        assert_ne!(ChunkHash::Blake3.digest(b"abc"), ChunkHash::Keccak256.digest(b"abc"));
+    }
+
+    #[test]
     fn bad_layouts_are_typed_errors() {
-        let v1 = manifest(LayoutName::SubstrateV1).encode();
+        let v1 = manifest_of(LayoutName::SubstrateV1, ChunkHash::Keccak256).encode();
         let with_name = |name: &[u8]| {
             let mut b = v1[..9].to_vec();
             put_var_bytes(&mut b, name);
@@ -748,9 +827,16 @@ mod tests {
         ));
         assert!(matches!(Manifest::decode(&with_name(&[b'x'; 33])), Err(DecodeError::Length(9))));
         assert!(matches!(Manifest::decode(&with_name(b"")), Err(DecodeError::Layout { .. })));
-        let mut v3 = v1.clone();
-        v3[8] = 3;
-        assert_eq!(Manifest::decode(&v3), Err(DecodeError::Version { what: "manifest", found: 3 }));
+        let mut v4 = v1.clone();
+        v4[8] = 4;
+        assert_eq!(Manifest::decode(&v4), Err(DecodeError::Version { what: "manifest", found: 4 }));
+        // Version 3 takes every layout by name, Ethereum's too, and refuses unknown ones.
+        let mut v3 = with_name(b"ethereum");
+        v3[8] = MANIFEST_BLAKE3_VERSION;
+        assert_eq!(Manifest::decode(&v3).map(|m| m.layout), Ok(LayoutName::Ethereum));
+        let mut v3 = polkadot.clone();
+        v3[8] = MANIFEST_BLAKE3_VERSION;
+        assert!(matches!(Manifest::decode(&v3), Err(DecodeError::Layout { at: 9, .. })));
         // The layout name edited into another known one: another manifest (another id),
         // which decodes; its chunks then fail to verify in that layout.
         let v0 = with_name(b"substrate-v0");

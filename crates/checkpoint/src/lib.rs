@@ -40,9 +40,9 @@ pub use fetch::{
     ALREADY_RESTORED, WORKERS_MAX,
 };
 pub use format::{
-    BoundaryRule, Chunk, ChunkInfo, DecodeError, Manifest, Segment, CHUNK_BYTES_MAX, CHUNK_MAGIC,
-    ENTRY_BYTES_MAX, FORMAT_VERSION, MANIFEST_BYTES_MAX, MANIFEST_LAYOUT_VERSION, MANIFEST_MAGIC,
-    VALUE_BYTES_MAX,
+    BoundaryRule, Chunk, ChunkHash, ChunkInfo, DecodeError, Manifest, Segment, CHUNK_BYTES_MAX,
+    CHUNK_MAGIC, ENTRY_BYTES_MAX, FORMAT_VERSION, MANIFEST_BLAKE3_VERSION, MANIFEST_BYTES_MAX,
+    MANIFEST_LAYOUT_VERSION, MANIFEST_MAGIC, VALUE_BYTES_MAX,
 };
 pub use open::open_source;
 pub use restore::{

@@ -2,7 +2,7 @@
 //!
 //! The only trusted input is `(block, root)`. A chunk offered for index `i` is checked in
 //! this order, and nothing of it is written unless every check passes:
-//! 1. its keccak256 is the manifest's digest for `i` (else the *source* is to blame);
+//! 1. its digest (the manifest's [`crate::ChunkHash`]) is the manifest's for `i` (else the *source* is to blame);
 //! 2. it decodes, names the checkpoint's block and root, and fits the manifest: its
 //!    entries, first and last keys, where its first segment starts (right after chunk
 //!    `i - 1`'s last key, or at the start of the next trie when that chunk ended its trie),
@@ -34,7 +34,7 @@ use store::{BulkError, RestoreWriter, StateDb, StoreError};
 use trie::{keccak256, Layout, LayoutName, NodeSink, ProofError, WithLayout};
 
 use crate::boundary::{check_cut, check_ends, ChunkBytes};
-use crate::format::{Chunk, DecodeError, Manifest, Segment};
+use crate::format::{Chunk, ChunkHash, DecodeError, Manifest, Segment};
 use crate::keys::{binding, binding_place, successor, unbound, Place};
 
 /// The trusted input of a restore: the block and its state root (from consensus).
@@ -439,7 +439,7 @@ impl<'db> Restorer<'db> {
             .chunks
             .get(index)
             .ok_or(ChunkError::Index { index, len: self.manifest.chunks.len() })?;
-        let actual = keccak256(bytes);
+        let actual = self.manifest.chunk_hash.digest(bytes);
         if actual != info.digest {
             return Err(ChunkError::Digest { index, expected: info.digest, actual });
         }
@@ -866,7 +866,8 @@ impl Staging {
         if self.bytes + bytes.len() as u64 > self.max {
             return Err(ChunkError::StagingFull { index });
         }
-        let path = self.dir.join(format!("{index}-{}", hex::encode(keccak256(bytes).0)));
+        let path =
+            self.dir.join(format!("{index}-{}", hex::encode(ChunkHash::Blake3.digest(bytes).0)));
         let tmp = path.with_extension("tmp");
         let io = |source| ChunkError::Staging { path: path.clone(), source };
         std::fs::write(&tmp, bytes).map_err(io)?;

@@ -14,10 +14,9 @@ use object_store::aws::AmazonS3Builder;
 use object_store::path::Path as ObjectPath;
 use object_store::{ClientOptions, ObjectStore, PutMode, PutOptions, PutPayload};
 use state::H256;
-use trie::keccak256;
 
 use crate::dir::{chunk_path, manifest_path, parse_id, CheckpointDir, DirError};
-use crate::format::{DecodeError, Manifest, MANIFEST_BYTES_MAX};
+use crate::format::{ChunkHash, DecodeError, Manifest, MANIFEST_BYTES_MAX};
 use crate::source::{Source, SourceError};
 
 /// Uploads in flight at once during a push.
@@ -142,10 +141,11 @@ impl S3Store {
         let manifest = Manifest::decode(&bytes)?;
         let done = std::sync::atomic::AtomicUsize::new(0);
         self.rt.block_on(async {
+            let hash = manifest.chunk_hash;
             let uploads = futures::stream::iter(manifest.chunks.iter().map(|c| {
                 let done = &done;
                 async move {
-                    let up = self.push_chunk(dir, &c.digest, c.len).await;
+                    let up = self.push_chunk(dir, hash, &c.digest, c.len).await;
                     progress(done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1);
                     up
                 }
@@ -170,6 +170,7 @@ impl S3Store {
     async fn push_chunk(
         &self,
         dir: &CheckpointDir,
+        hash: ChunkHash,
         digest: &H256,
         len: u64,
     ) -> Result<Option<u64>, PushError> {
@@ -180,7 +181,7 @@ impl S3Store {
             Err(e) => return Err(PushError::Store(e)),
         }
         let bytes = dir.chunk(digest)?.ok_or(PushError::Chunk(*digest))?;
-        if keccak256(&bytes) != *digest {
+        if hash.digest(&bytes) != *digest {
             return Err(PushError::Chunk(*digest));
         }
         let n = bytes.len() as u64;

@@ -316,10 +316,17 @@ pub struct Listed {
     /// The trie layout (absent from servers of earlier versions: ethereum).
     #[serde(default = "ethereum")]
     pub layout: String,
+    /// The hash naming its chunks (absent from servers of earlier versions: keccak256).
+    #[serde(default = "keccak256")]
+    pub chunk_hash: String,
 }
 
 fn ethereum() -> String {
     trie::LayoutName::Ethereum.as_str().to_string()
+}
+
+fn keccak256() -> String {
+    crate::ChunkHash::Keccak256.as_str().to_string()
 }
 
 impl Listed {
@@ -332,6 +339,7 @@ impl Listed {
             chunks: m.chunks.len(),
             bytes: m.chunk_bytes,
             layout: m.layout.as_str().to_string(),
+            chunk_hash: m.chunk_hash.as_str().to_string(),
         }
     }
 }

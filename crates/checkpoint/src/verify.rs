@@ -134,7 +134,7 @@ fn fetch_chunk(source: &dyn Source, m: &Manifest, index: usize) -> Result<Vec<u8
     let bytes = source
         .chunk(&info.digest, info.len)
         .map_err(|source| VerifyError::Source { what: format!("chunk {index}"), source })?;
-    let actual = keccak256(&bytes);
+    let actual = m.chunk_hash.digest(&bytes);
     if actual != info.digest {
         return Err(Box::new(ChunkError::Digest { index, expected: info.digest, actual }).into());
     }

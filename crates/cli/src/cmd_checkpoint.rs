@@ -508,13 +508,14 @@ fn list(a: &ListArgs) -> Result<ExitCode> {
     } else {
         for l in &out {
             outln!(
-                "{} block {} root {} {} chunks {} {}",
+                "{} block {} root {} {} chunks {} {} {}",
                 l.id,
                 l.block,
                 l.root,
                 l.chunks,
                 crate::output::human_bytes(l.bytes),
-                l.layout
+                l.layout,
+                l.chunk_hash
             )?;
         }
     }

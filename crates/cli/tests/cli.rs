@@ -20,6 +20,8 @@ mod bench_store;
 /// `arbor checkpoint …`: round trips, hostile sources and command lines, SIGKILL.
 #[path = "cli/checkpoint.rs"]
 mod checkpoint;
+#[path = "cli/checkpoint_v1.rs"]
+mod checkpoint_v1;
 /// `--json` field names and exit code classes.
 #[path = "cli/conventions.rs"]
 mod conventions;

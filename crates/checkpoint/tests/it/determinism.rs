@@ -68,7 +68,7 @@ fn golden_manifest_id() {
     // the proofs: every existing checkpoint would stop matching.
     assert_eq!(
         hex::encode(created.id.0),
-        "268310f57f946368ad8494c2bbd3789440b88136eb6f81682d627f414cca1c78"
+        "0e32cbb9488f284919b8c82a6a708711bdc6af696c21363dcd3363e5f6478f77"
     );
 }
 

@@ -307,7 +307,7 @@ fn rewritten(i: usize, bytes: &[u8], counts: bool) -> Manifest {
     let old = m.chunks[i].clone();
     m.chunk_bytes = m.chunk_bytes - old.len + bytes.len() as u64;
     m.chunks[i].len = bytes.len() as u64;
-    m.chunks[i].digest = keccak256(bytes);
+    m.chunks[i].digest = m.chunk_hash.digest(bytes);
     if counts {
         if let Ok(c) = Chunk::decode(bytes) {
             let entries: u64 = c.segments.iter().map(|s| s.entries.len() as u64).sum();
@@ -888,6 +888,7 @@ fn a_checkpoint_claiming_the_empty_state_or_one_chunk_of_it_is_refused() {
         };
         let m = Manifest {
             layout: fx.manifest.layout,
+            chunk_hash: fx.manifest.chunk_hash,
             block,
             root,
             rule: fx.manifest.rule,
@@ -899,7 +900,7 @@ fn a_checkpoint_claiming_the_empty_state_or_one_chunk_of_it_is_refused() {
                 last: flat(s.entries.last()),
                 entries: s.entries.len() as u64,
                 len: bytes.len() as u64,
-                digest: keccak256(&bytes),
+                digest: fx.manifest.chunk_hash.digest(&bytes),
                 ends_trie: true,
             }],
         };

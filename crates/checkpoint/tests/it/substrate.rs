@@ -187,7 +187,7 @@ fn substrate_checkpoints_round_trip() {
         assert_eq!((m.block, m.root), (3, src.head_root()));
         assert!(m.chunks.len() > 20, "{} chunks", m.chunks.len());
         let bytes = out.manifest_bytes(&created.id).unwrap().unwrap();
-        assert_eq!(bytes[8], checkpoint::MANIFEST_LAYOUT_VERSION);
+        assert_eq!(bytes[8], checkpoint::MANIFEST_BLAKE3_VERSION);
         assert_eq!(Manifest::layout_of(&bytes), Ok(layout));
         // The bytes do not depend on the thread count.
         let again = create(&src, &CheckpointDir::new(tmp.path().join("t1")), &small_chunks(1));
@@ -303,7 +303,7 @@ fn a_manifest_with_an_edited_layout_is_refused() {
         ("unknown name", edit(&|b| b[name_at + 11] = b'2')),
         ("unknown name bytes", edit(&|b| b[name_at] = 0xff)),
         ("version 1", edit(&|b| b[8] = 1)),
-        ("version 3", edit(&|b| b[8] = 3)),
+        ("version 2", edit(&|b| b[8] = 2)),
     ];
     for other in [LayoutName::SubstrateV0, LayoutName::Ethereum] {
         let mut m = created.manifest.clone();

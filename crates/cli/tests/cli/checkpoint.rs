@@ -143,13 +143,13 @@ fn strs(args: &[String]) -> Vec<&str> {
 }
 
 /// A running `arbor checkpoint serve` on a free port, killed when dropped.
-struct Server {
+pub(super) struct Server {
     child: Child,
-    url: String,
+    pub(super) url: String,
 }
 
 impl Server {
-    fn start(dir: &Path) -> Server {
+    pub(super) fn start(dir: &Path) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_arbor"))
             .args(["checkpoint", "serve", "--dir", s(dir), "--listen", "127.0.0.1:0"])
             .stdin(Stdio::null())
@@ -759,7 +759,7 @@ fn serve_answers_http() {
     let r = http(addr, "GET", &path, &[]);
     assert_eq!(r.status, 200);
     assert_eq!(r.body, bytes);
-    assert_eq!(hex::encode(trie::keccak256(&r.body).0), digest);
+    assert_eq!(hex::encode(checkpoint::ChunkHash::Blake3.digest(&r.body).0), digest);
     let etag = r.header("ETag").expect("ETag").to_string();
     assert_eq!(etag, format!("\"{digest}\""));
     // The digest with a 0x prefix names the same chunk.
@@ -1113,7 +1113,7 @@ fn a_bad_checkpoint_is_abandoned_and_an_honest_restore_follows() {
         *value.last_mut().unwrap() ^= 0x01;
         seg.entries.last_mut().unwrap().1 = &value;
         let altered = chunk.encode();
-        manifest.chunks[k].digest = trie::keccak256(&altered);
+        manifest.chunks[k].digest = manifest.chunk_hash.digest(&altered);
         out.put_chunk(&manifest.chunks[k].digest, &altered).unwrap();
     });
     let db = fresh_restore_db("forged");
@@ -1233,7 +1233,7 @@ fn a_substrate_checkpoint_restores_in_its_layout() {
     let listed = json(&ok(&["checkpoint", "list", "--source", s(&dir), "--json"]));
     assert_eq!(listed[0]["layout"], "substrate-v1", "{listed}");
     let text = ok(&["checkpoint", "list", "--source", s(&dir)]);
-    assert!(text.trim_end().ends_with(" substrate-v1"), "{text}");
+    assert!(text.trim_end().ends_with(" substrate-v1 blake3"), "{text}");
     let restore = |db: &str| {
         let args = ["checkpoint", "restore", "--db", db, "--block", "0", "--root", &root];
         arbor(&[&args[..], &["--source", s(&dir)]].concat())
