@@ -112,7 +112,7 @@ pub fn genesis_entries(genesis: &Genesis) -> GenesisEntries {
 pub struct EthState {
     /// The main trie and every non-empty storage trie. The tries cache node hashes as
     /// they are read, hence the cell: reads take `&self`.
-    tries: RefCell<BTreeMap<TrieId, Trie<MemoryNodeSource>>>,
+    tries: RefCell<BTreeMap<TrieId, Trie<MemoryNodeSource, EthLayout>>>,
     code: HashMap<H256, Vec<u8>>,
 }
 
@@ -164,7 +164,7 @@ impl EthState {
     fn with_trie<T>(
         &self,
         trie: &TrieId,
-        f: impl FnOnce(&mut Trie<MemoryNodeSource>) -> Result<T, TrieError>,
+        f: impl FnOnce(&mut Trie<MemoryNodeSource, EthLayout>) -> Result<T, TrieError>,
     ) -> Result<T, TrieError> {
         let mut tries = self.tries.borrow_mut();
         match tries.get_mut(trie) {
