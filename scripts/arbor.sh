@@ -153,7 +153,7 @@ go_valgrind() {
     (cd "$here/bindings/go" && go test -c -o "$bin" ./arbor)
     (cd "$(dirname "$bin")" && valgrind --leak-check=full --show-leak-kinds=definite \
         --num-callers=30 --log-file="$log" "$bin" -test.count=1 \
-        -test.run 'TestCommitGetRoot|TestProveAndVerify|TestBadInput|TestDebugPanic|TestUseAfterCloseAndDoubleClose|TestCheckpointRestoresThroughGo' \
+        -test.run 'TestCommitGetRoot|TestProveAndVerify|TestBadInput|TestDebugPanic|TestUseAfterCloseAndDoubleClose|TestCheckpointRestoresThroughGo|TestAccountReadsRefuse|TestRustRejectsBadAccountChanges' \
         >/dev/null)
     if ! grep -q "definitely lost: 0 bytes in 0 blocks" "$log"; then
         grep -A12 "definitely lost" "$log" >&2 || true

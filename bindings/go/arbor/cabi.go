@@ -16,6 +16,7 @@ package arbor
 import "C"
 
 import (
+	"math/big"
 	"unsafe"
 )
 
@@ -46,6 +47,8 @@ const (
 	_ uint = C.ARBOR_CONFIG_MAX - configMax
 	_ uint = inputMax - C.ARBOR_INPUT_MAX
 	_ uint = C.ARBOR_INPUT_MAX - inputMax
+	_ uint = ProofSlotsMax - C.ARBOR_PROOF_SLOTS_MAX
+	_ uint = C.ARBOR_PROOF_SLOTS_MAX - ProofSlotsMax
 )
 
 // code is an ArborCode.
@@ -255,6 +258,111 @@ func cVerifyProof(layout string, root *[32]byte, key, proof []byte) ([]byte, err
 		return nil, err
 	}
 	return v, nil
+}
+
+func cCommitAccounts(handle uint64, changes []byte) (Head, error) {
+	c, cn := in(changes)
+	var number C.uint64_t
+	var head Head
+	var msg C.ArborBytes
+	rc := C.arbor_commit_accounts(C.uint64_t(handle), c, cn, &number, (*C.uint8_t)(unsafe.Pointer(&head.Root[0])), &msg)
+	if err := result("commit accounts", rc, msg); err != nil {
+		return Head{}, err
+	}
+	head.Number = uint64(number)
+	return head, nil
+}
+
+// cGetAccount returns the account at address (nil when it does not exist), at the head
+// when block is nil, else at *block.
+func cGetAccount(handle uint64, block *uint64, address []byte) (*Account, error) {
+	a, an := in(address)
+	var acc C.ArborAccount
+	var msg C.ArborBytes
+	var rc C.enum_ArborCode
+	op := "get account"
+	if block == nil {
+		rc = C.arbor_get_account(C.uint64_t(handle), a, an, &acc, &msg)
+	} else {
+		op = "get account at"
+		rc = C.arbor_get_account_at(C.uint64_t(handle), C.uint64_t(*block), a, an, &acc, &msg)
+	}
+	if code(rc) == codeNotFound {
+		take(msg)
+		return nil, nil
+	}
+	if err := result(op, rc, msg); err != nil {
+		return nil, err
+	}
+	balance := *(*[32]byte)(unsafe.Pointer(&acc.balance))
+	return &Account{
+		Nonce:       uint64(acc.nonce),
+		Balance:     new(big.Int).SetBytes(balance[:]),
+		StorageRoot: *(*[32]byte)(unsafe.Pointer(&acc.storage_root)),
+		CodeHash:    *(*[32]byte)(unsafe.Pointer(&acc.code_hash)),
+	}, nil
+}
+
+// cGetStorage returns the word in slot of address's storage, at the head when block is
+// nil, else at *block.
+func cGetStorage(handle uint64, block *uint64, address, slot []byte) ([32]byte, error) {
+	a, an := in(address)
+	s, sn := in(slot)
+	var value [32]byte
+	out := (*C.uint8_t)(unsafe.Pointer(&value[0]))
+	var msg C.ArborBytes
+	var rc C.enum_ArborCode
+	op := "get storage"
+	if block == nil {
+		rc = C.arbor_get_storage(C.uint64_t(handle), a, an, s, sn, out, &msg)
+	} else {
+		op = "get storage at"
+		rc = C.arbor_get_storage_at(C.uint64_t(handle), C.uint64_t(*block), a, an, s, sn, out, &msg)
+	}
+	if err := result(op, rc, msg); err != nil {
+		return [32]byte{}, err
+	}
+	return value, nil
+}
+
+// cGetCode returns the code with hash (nil when the database holds none).
+func cGetCode(handle uint64, hash []byte) ([]byte, error) {
+	h, hn := in(hash)
+	var blob, msg C.ArborBytes
+	rc := C.arbor_get_code(C.uint64_t(handle), h, hn, &blob, &msg)
+	c := take(blob)
+	if code(rc) == codeNotFound {
+		take(msg)
+		return nil, nil
+	}
+	if err := result("get code", rc, msg); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// cGetProof returns the encoded account proof of address and slots (32-byte words one
+// after another) and the head it is of: the head when block is nil, else *block.
+func cGetProof(op string, handle uint64, block *uint64, address, slots []byte) ([]byte, Head, error) {
+	a, an := in(address)
+	s, sn := in(slots)
+	var head Head
+	root := (*C.uint8_t)(unsafe.Pointer(&head.Root[0]))
+	var proof, msg C.ArborBytes
+	var rc C.enum_ArborCode
+	if block == nil {
+		var number C.uint64_t
+		rc = C.arbor_get_proof(C.uint64_t(handle), a, an, s, sn, &number, root, &proof, &msg)
+		head.Number = uint64(number)
+	} else {
+		rc = C.arbor_get_proof_at(C.uint64_t(handle), C.uint64_t(*block), a, an, s, sn, root, &proof, &msg)
+		head.Number = *block
+	}
+	p := take(proof)
+	if err := result(op, rc, msg); err != nil {
+		return nil, Head{}, err
+	}
+	return p, head, nil
 }
 
 func cLayout(handle uint64) (string, error) {

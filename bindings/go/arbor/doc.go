@@ -10,6 +10,18 @@
 // `arbor checkpoint restore` command) turns back into a database. A DB is safe for
 // concurrent use: Get, GetAt and ProveAt run in parallel with a commit.
 //
+// # Ethereum accounts
+//
+// In a database of the Ethereum layout, [DB.CommitAccounts] commits a block of
+// [AccountChange]s (accounts written or removed, storage wiped, slots written, new code):
+// Arbor computes the touched accounts' storage roots and folds them into the account
+// leaves in the same commit. [DB.GetAccount], [DB.GetStorage] and [DB.GetCode] read the
+// model back, [DB.GetProof] returns the eth_getProof answer ([AccountProof], whose JSON
+// is the JSON-RPC result object), and the …At forms read at a recent block. The
+// answer's AccountProof verifies with [VerifyProof] against the returned head's root
+// under keccak256(address), each slot's proof against the account's StorageRoot under
+// keccak256(slot).
+//
 // # Errors
 //
 // Every error this package returns is an [*Error]; errors.Is matches it against one of

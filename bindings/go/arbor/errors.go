@@ -29,7 +29,8 @@ var (
 	// ErrInvalidProof: VerifyProof was given a proof that does not verify against the
 	// root. Such an error matches ErrInvalidArgument too.
 	ErrInvalidProof error = kind("invalid proof")
-	// ErrOutsideWindow: GetAt or ProveAt was given a block above the head or below the
+	// ErrOutsideWindow: GetAt, ProveAt or an account read's …At form (GetAccountAt,
+	// GetStorageAt, GetProofAt) was given a block above the head or below the
 	// recent window (head - history.recent_blocks, 128 by default; the message names the
 	// window), or the block was reverted while it was read.
 	ErrOutsideWindow error = kind("outside the readable window")
@@ -43,7 +44,9 @@ var (
 // from Go's own checks) and the sentinel errors it matches.
 type Error struct {
 	// Op is the operation: "open", "get", "get at", "commit", "root", "prove",
-	// "prove at", "verify proof", "create checkpoint", "restore", "close".
+	// "prove at", "verify proof", "commit accounts", "get account", "get account at",
+	// "get storage", "get storage at", "get code", "get proof", "get proof at",
+	// "create checkpoint", "restore", "close".
 	Op string
 	// Kind is the sentinel the error matches: ErrInvalidArgument, ErrCorrupt, ErrIO,
 	// ErrClosed, ErrCancelled, ErrPanic or ErrOutsideWindow.

@@ -1,6 +1,8 @@
-//! `arbor prove` and `arbor verify-proof`: eth_getProof (EIP-1186) proofs of a genesis
-//! state, proofs of a main-trie key of a database (at its head, or at a recent block with
-//! `--block`), and their verification against a state root.
+//! `arbor prove` and `arbor verify-proof`: eth_getProof (EIP-1186) proofs of an account
+//! and its slots in a genesis state or in a database of the account model (at its head, or
+//! at a recent block with `--block`), proofs of a main-trie key of a database, and their
+//! verification against a state root (and, with `--address`/`--slot`, against the question
+//! they answer).
 //!
 //! `verify-proof` separates a malformed input (not JSON, not a proof object, bad hex:
 //! `error: …`, exit 1) from a well-formed proof that does not verify (`invalid: …` on
@@ -11,37 +13,53 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::{ArgGroup, Args};
-use eth::{parse_address, parse_quantity, AccountProof, EthState};
+use eth::{parse_address, parse_quantity, AccountProof, AccountReader, EthState};
 use serde::Serialize;
 use serde_json::Value;
 use state::{TrieId, H256};
 use trie::{verify_proof, Layout, LayoutName, WithLayout};
 
+use crate::account_tries::{BlockTries, HeadTries};
 use crate::cmd_db::{at_block, at_error};
 use crate::db_args::{open_reading_as, DbArgs};
 use crate::input::{display_name, read_genesis, read_text_bytes, utf8_text};
 
-/// Arguments of `arbor prove`: `--genesis FILE --address A [--slot S…]`, or `--db DIR KEY`.
+/// Arguments of `arbor prove`: `--genesis FILE --address A [--slot S…]`, `--db DIR
+/// --address A [--slot S…]`, or `--db DIR KEY`.
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("source").required(true).args(["genesis", "db"])))]
 pub(crate) struct ProveArgs {
     /// The genesis whose state is proven (with --address).
     #[arg(long, value_name = "FILE", requires = "address")]
     genesis: Option<PathBuf>,
-    /// The account: 40 hex digits, 0x optional (with --genesis).
-    #[arg(long, value_name = "0x…", requires = "genesis", value_parser = parse_address_arg)]
+    /// The account to prove, eth_getProof's answer (with --genesis, or --db of an Ethereum
+    /// database): 40 hex digits, 0x optional.
+    #[arg(long, value_name = "0x…", value_parser = parse_address_arg)]
     address: Option<eth::Address>,
-    /// A storage slot to prove (a quantity such as 0x0, or up to 32 bytes of hex); repeatable.
-    #[arg(long = "slot", value_name = "0x…", requires = "genesis", value_parser = parse_slot)]
+    /// A storage slot to prove (a quantity such as 0x0, or up to 32 bytes of hex);
+    /// repeatable, proven in the order given.
+    #[arg(
+        long = "slot",
+        value_name = "0x…",
+        requires = "address",
+        conflicts_with = "key",
+        value_parser = parse_slot
+    )]
     slots: Vec<H256>,
-    /// A database whose main-trie KEY is proven against its head root (or --block's).
-    #[arg(long, value_name = "DIR", requires = "key")]
+    /// A database whose account (--address) or main-trie KEY is proven against its head
+    /// root (or --block's).
+    #[arg(long, value_name = "DIR")]
     db: Option<PathBuf>,
     /// Store configuration file for --db.
     #[arg(long, value_name = "FILE", requires = "db")]
     config: Option<PathBuf>,
     /// The main-trie key to prove (hex, 0x optional; with --db).
-    #[arg(value_name = "KEY", requires = "db", value_parser = crate::input::parse_key)]
+    #[arg(
+        value_name = "KEY",
+        requires = "db",
+        conflicts_with = "address",
+        value_parser = crate::input::parse_key
+    )]
     key: Option<crate::input::HexKey>,
     /// Prove at block N instead of the head (with --db): any block from head -
     /// `history.recent_blocks` (128 by default) to the head; 0 to 9,223,372,036,854,775,807.
@@ -80,6 +98,14 @@ struct KeyProof {
 /// Arguments of `arbor verify-proof`.
 #[derive(Debug, Args)]
 pub(crate) struct VerifyArgs {
+    /// The account an eth_getProof result must be of: the proof answers this question
+    /// (40 hex digits, 0x optional). A proof of another account is invalid.
+    #[arg(long, value_name = "0x…", value_parser = parse_address_arg)]
+    address: Option<eth::Address>,
+    /// With --address: a slot the result must prove, repeatable, in the order of its
+    /// storage proofs (none: it must hold no storage proof).
+    #[arg(long = "slot", value_name = "0x…", requires = "address", value_parser = parse_slot)]
+    slots: Vec<H256>,
     /// The state root to verify against: 0x + 64 hex digits.
     #[arg(long, value_name = "0x…", value_parser = crate::input::parse_h256)]
     root: H256,
@@ -97,12 +123,66 @@ pub(crate) struct VerifyArgs {
 
 /// Run `arbor prove`.
 pub(crate) fn prove(args: &ProveArgs) -> Result<ExitCode> {
+    // clap waives `requires = "db"` once --genesis is given (the two exclude each other), so
+    // the flags of a database are checked here.
+    if args.genesis.is_some() {
+        let db_flags = [
+            ("--block", args.block.is_some()),
+            ("--config", args.config.is_some()),
+            ("--layout", args.layout.is_some()),
+        ];
+        if let Some((flag, _)) = db_flags.into_iter().find(|(_, given)| *given) {
+            return Err(crate::usage(format!(
+                "{flag} needs --db: a genesis is proven in memory, without blocks or a store"
+            )));
+        }
+    }
     match (&args.genesis, &args.address, &args.db, &args.key) {
         (Some(genesis), Some(address), None, None) => prove_genesis(genesis, address, &args.slots),
+        (None, Some(address), Some(db), None) => prove_account_db(args, db, address),
         (None, None, Some(db), Some(key)) => prove_db(args, db, &key.0),
-        // clap's groups and `requires` rule out every other combination.
-        _ => bail!("give either --genesis FILE --address ADDRESS or --db DIR KEY"),
+        // clap's group and conflicts rule out the rest but for --db without a KEY or an
+        // --address.
+        _ => Err(crate::usage(
+            "give --genesis FILE --address ADDRESS, --db DIR --address ADDRESS or --db DIR KEY",
+        )),
     }
+}
+
+/// The eth_getProof answer for an account (and slots) of a database, at the head or at
+/// `--block`; `eth::AccountReader` checks it against the block's root before it is printed.
+/// The block and its root go to stderr: the answer itself has no field for them.
+fn prove_account_db(args: &ProveArgs, db: &Path, address: &eth::Address) -> Result<ExitCode> {
+    if let Some(layout) = args.layout.filter(|l| *l != LayoutName::Ethereum) {
+        return Err(crate::usage(format!(
+            "--address proves an Ethereum account; --layout {layout} names another layout"
+        )));
+    }
+    let db_args = DbArgs { db: db.to_path_buf(), config: args.config.clone() };
+    let db = open_reading_as(&db_args, Some(LayoutName::Ethereum))?;
+    let what = "cannot build the proof";
+    let (block, root, proof) = match args.block {
+        None => {
+            let reader = AccountReader::new(HeadTries(&db));
+            let proof = reader.prove(address, &args.slots).context(what)?;
+            (db.head_number(), db.head_root(), proof)
+        }
+        Some(n) => {
+            let view = at_block(&db, n)?;
+            let (block, root) = (view.number(), view.root());
+            let proof =
+                AccountReader::new(BlockTries(view)).prove(address, &args.slots).map_err(|e| {
+                    match e {
+                        eth::ReadError::Source(e) => at_error(e, what),
+                        e => anyhow::Error::new(e).context(what),
+                    }
+                })?;
+            (block, root, proof)
+        }
+    };
+    outln!("{}", serde_json::to_string_pretty(&proof.to_json())?)?;
+    errln!("proof of block {block}, state root {root}");
+    Ok(ExitCode::SUCCESS)
 }
 
 /// A proof of a key at one block, with the value the store reads there.
@@ -198,8 +278,9 @@ pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
     // A file that cannot be read is exit 3; one that is not a proof (not even UTF-8 text)
     // is a negative verdict (exit 1), like a proof that fails.
     let bytes = read_text_bytes(&args.file)?;
+    let query = args.address.as_ref().map(|a| (a, args.slots.as_slice()));
     let verdict = utf8_text(&args.file, bytes)
-        .and_then(|text| check_proof(&text, &args.file, &root, args.layout))
+        .and_then(|text| check_proof(&text, &args.file, &root, args.layout, query))
         .map_err(|e| crate::rejected(&e))?;
     if args.json {
         let reason = verdict.as_ref().err().map(ToString::to_string);
@@ -213,13 +294,17 @@ pub(crate) fn verify(args: &VerifyArgs) -> Result<ExitCode> {
     Ok(if verdict.is_ok() { ExitCode::SUCCESS } else { crate::negative() })
 }
 
-/// Decode `text` as either proof shape and check it against `root`: the verdict, or why
-/// the text is no proof at all.
+/// The question an eth_getProof result must answer: an account and its slots, in order.
+type Query<'a> = (&'a eth::Address, &'a [H256]);
+
+/// Decode `text` as either proof shape and check it against `root` (and an eth_getProof
+/// result against `query` when given): the verdict, or why the text is no proof at all.
 fn check_proof(
     text: &str,
     file: &Path,
     root: &H256,
     layout: Option<LayoutName>,
+    query: Option<Query<'_>>,
 ) -> Result<Result<(), String>> {
     // A key given twice in one object (a second "balance" or "value") is refused: the
     // verdict must be about the values a reader of the file sees.
@@ -231,6 +316,9 @@ fn check_proof(
         let proof = KeyProof::from_json(obj).with_context(|| {
             format!("{} is neither an eth_getProof result nor a key proof", display_name(file))
         })?;
+        if query.is_some() {
+            return Ok(Err("--address asks for an eth_getProof result, not a key proof".into()));
+        }
         Ok(proof.verify(root, layout))
     } else {
         if layout.is_some_and(|l| l != LayoutName::Ethereum) {
@@ -238,7 +326,11 @@ fn check_proof(
         }
         let proof = AccountProof::from_json(obj)
             .with_context(|| format!("{} is not an eth_getProof result", display_name(file)))?;
-        Ok(proof.verify(root).map_err(|e| e.to_string()))
+        let asked = match query {
+            Some((address, slots)) => proof.check_query(address, slots),
+            None => Ok(()),
+        };
+        Ok(asked.and_then(|()| proof.verify(root)).map_err(|e| e.to_string()))
     }
 }
 
@@ -343,7 +435,7 @@ mod tests {
     fn a_key_given_twice_is_no_proof() {
         let file = Path::new("p.json");
         let text = r#"{"address": "0x00", "balance": "0x1", "balance": "0x0"}"#;
-        let e = check_proof(text, file, &H256::ZERO, None).unwrap_err();
+        let e = check_proof(text, file, &H256::ZERO, None, None).unwrap_err();
         assert!(format!("{e:#}").contains("duplicate key \"balance\""), "{e:#}");
     }
 }

@@ -43,6 +43,7 @@ macro_rules! errln {
     }};
 }
 
+mod account_tries;
 mod auto_checkpoint;
 mod cmd_bench;
 mod cmd_block;
@@ -99,7 +100,8 @@ fn init_logs(format: Option<&str>) {
 enum Command {
     /// Print the state root of a genesis allocation, a key/value JSON object or a chain spec.
     Root(cmd_root::RootArgs),
-    /// Prove an account (and slots) of a genesis (eth_getProof JSON), or a key of a database.
+    /// Prove an account (and slots) of a genesis or a database (eth_getProof JSON), or a key
+    /// of a database.
     Prove(cmd_proof::ProveArgs),
     /// Check an eth_getProof result against a state root: prints `valid` or `invalid: …`.
     VerifyProof(cmd_proof::VerifyArgs),

@@ -28,6 +28,9 @@ mod conventions;
 /// SIGKILL during `init` and bulk loads.
 #[path = "cli/crash.rs"]
 mod crash;
+/// `prove --db --address`: eth_getProof answers from account-model databases, tampering.
+#[path = "cli/eth_proof.rs"]
+mod eth_proof;
 #[path = "cli/import.rs"]
 mod import;
 #[path = "cli/limits.rs"]

@@ -15,6 +15,9 @@
 //! - The model as a store commits it ([`AccountModel`], [`EthChanges::to_nested`]): which
 //!   storage trie an account leaf commits to, and a block's changes as one nested commit.
 //! - eth_getProof (EIP-1186) responses ([`AccountProof`]): parse, emit, verify.
+//! - Reads and proofs of the account model over any back-end of tries ([`AccountReader`]
+//!   over a [`TrieReader`] / [`TrieProver`]: a store at a block, [`EthState`]): account,
+//!   slot, code, and the eth_getProof answer, checked against the root before it is served.
 //! - Numbers are [`alloy_primitives::U256`] (imported from there: this crate re-exports
 //!   nothing); [`parse_quantity`] reads the JSON-RPC spelling with typed errors
 //!   ([`NumberError`]), and the genesis parser reads geth's.
@@ -30,6 +33,7 @@ mod memory_world;
 mod model;
 mod number;
 mod proof;
+mod reader;
 mod world;
 
 pub use account::{decode_storage_value, secure_key, storage_value_rlp, Account, AccountError};
@@ -41,4 +45,5 @@ pub use memory_world::{MemoryWorld, WorldError};
 pub use model::AccountModel;
 pub use number::{parse_quantity, NumberError};
 pub use proof::{AccountProof, EthProofError, FieldProblem, StorageProof};
+pub use reader::{AccountReader, ReadError, TrieProver, TrieReader};
 pub use world::{genesis_entries, genesis_state_root, EthState, GenesisEntries};

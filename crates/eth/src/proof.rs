@@ -66,6 +66,24 @@ pub enum EthProofError {
     /// The account is proven absent but claimed non-empty.
     #[error("account is proven absent but the response claims a non-empty account")]
     AbsentButClaimed,
+    /// The proof is of another account than the one asked for.
+    #[error("the proof is of account 0x{claimed}, not of the asked 0x{asked}", claimed = hex::encode(.claimed), asked = hex::encode(.asked))]
+    OtherAccount {
+        /// The account the proof is of.
+        claimed: Address,
+        /// The account asked for.
+        asked: Address,
+    },
+    /// The storage proofs are of other slots than the ones asked for (or in another order).
+    #[error("the proof holds {claimed} storage proofs and {asked} slots were asked for; they differ first at position {index}")]
+    OtherSlots {
+        /// How many storage proofs the proof holds.
+        claimed: usize,
+        /// How many slots were asked for.
+        asked: usize,
+        /// The first position (from 0) where the slots differ.
+        index: usize,
+    },
     /// A storage proof does not verify.
     #[error("storage proof for slot {key} invalid: {source}")]
     StorageProof {
@@ -205,6 +223,28 @@ impl AccountProof {
         })
     }
 
+    /// Check that this is the answer to the question asked: the proof of `address` with
+    /// a storage proof for each of `slots`, in that order. Verification alone cannot tell:
+    /// an exclusion proof of an absent slot often proves other slots absent too, so a
+    /// changed `key` (or the address of an absent account) still verifies.
+    pub fn check_query(&self, address: &Address, slots: &[H256]) -> Result<(), EthProofError> {
+        if self.address != *address {
+            return Err(EthProofError::OtherAccount { claimed: self.address, asked: *address });
+        }
+        let claimed = self.storage_proof.iter().map(|s| &s.key);
+        if let Some(index) = claimed.zip(slots).position(|(c, a)| c != a).or_else(|| {
+            (self.storage_proof.len() != slots.len())
+                .then(|| slots.len().min(self.storage_proof.len()))
+        }) {
+            return Err(EthProofError::OtherSlots {
+                claimed: self.storage_proof.len(),
+                asked: slots.len(),
+                index,
+            });
+        }
+        Ok(())
+    }
+
     /// Verify against `state_root`.
     pub fn verify(&self, state_root: &H256) -> Result<(), EthProofError> {
         let key = secure_key(&self.address);
@@ -249,5 +289,39 @@ impl AccountProof {
             .map_err(|source| EthProofError::StorageProof { key: sp.key, source })?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_proof_answers_only_its_own_question() {
+        let slot = |i: u8| H256([i; 32]);
+        let proof = |slots: &[u8]| AccountProof {
+            address: [1; 20],
+            account: Account::default(),
+            account_proof: Vec::new(),
+            storage_proof: slots
+                .iter()
+                .map(|&i| StorageProof { key: slot(i), value: U256::ZERO, proof: Vec::new() })
+                .collect(),
+        };
+        let p = proof(&[1, 2]);
+        p.check_query(&[1; 20], &[slot(1), slot(2)]).unwrap();
+        let other = p.check_query(&[2; 20], &[slot(1), slot(2)]).unwrap_err();
+        assert!(matches!(other, EthProofError::OtherAccount { .. }), "{other}");
+        for (asked, index) in [(&[1, 3][..], 1), (&[2, 1], 0), (&[1], 1), (&[1, 2, 3], 2), (&[], 0)]
+        {
+            let asked: Vec<H256> = asked.iter().map(|&i| slot(i)).collect();
+            match p.check_query(&[1; 20], &asked) {
+                Err(EthProofError::OtherSlots { index: i, .. }) => {
+                    assert_eq!(i, index, "{asked:?}")
+                }
+                r => panic!("{asked:?}: {r:?}"),
+            }
+        }
+        proof(&[]).check_query(&[1; 20], &[]).unwrap();
     }
 }

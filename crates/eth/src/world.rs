@@ -1,23 +1,26 @@
 //! World state built from a genesis allocation: the state root (via the streaming
 //! builder), the flat entries a store bulk-loads, and an in-memory state with per-account
-//! storage tries that answers eth_getProof.
+//! storage tries that answers account-model reads and eth_getProof (a
+//! [`crate::TrieProver`], read through [`crate::AccountReader`] as a store is).
 //!
 //! All three lay the state out the same way: slot `s` of account `a` is the leaf
 //! `keccak(s) → RLP(value)` of the storage trie `TrieId::Storage(keccak(a))` (zero values
 //! are absent), and account `a` is the leaf `keccak(a) → RLP(account)` of the main trie.
 //! Roots cost one hash per node, each node hashed once; nothing is cached.
 
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
 
-use alloy_primitives::U256;
 use state::{TrieId, H256};
 use trie::{
     keccak256, root_from_sorted, EthLayout, MemoryNodeSource, Trie, TrieError, EMPTY_CODE_HASH,
+    EMPTY_ROOT,
 };
 
-use crate::account::{decode_storage_value, secure_key, storage_value_rlp, Account};
+use crate::account::{secure_key, storage_value_rlp, Account};
 use crate::genesis::{Address, Genesis, GenesisAccount};
-use crate::proof::{AccountProof, StorageProof};
+use crate::proof::AccountProof;
+use crate::reader::{AccountReader, ReadError, TrieProver, TrieReader};
 
 /// The storage leaves of an account, sorted by key.
 fn storage_leaves(acc: &GenesisAccount) -> Vec<(H256, Vec<u8>)> {
@@ -103,65 +106,92 @@ pub fn genesis_entries(genesis: &Genesis) -> GenesisEntries {
     GenesisEntries { entries, storage_roots, state_root }
 }
 
-/// An in-memory Ethereum state: the account trie plus one storage trie per account.
+/// An in-memory Ethereum state: the account trie plus one storage trie per account, and
+/// the code; it answers account-model reads and eth_getProof through [`AccountReader`]
+/// (as the store does), being a [`TrieProver`] itself.
 pub struct EthState {
-    accounts: Trie<MemoryNodeSource, EthLayout>,
-    storage: BTreeMap<Address, Trie<MemoryNodeSource, EthLayout>>,
+    /// The main trie and every non-empty storage trie. The tries cache node hashes as
+    /// they are read, hence the cell: reads take `&self`.
+    tries: RefCell<BTreeMap<TrieId, Trie<MemoryNodeSource, EthLayout>>>,
+    code: HashMap<H256, Vec<u8>>,
 }
 
 impl EthState {
     /// Build the state of a genesis allocation.
     pub fn from_genesis(genesis: &Genesis) -> Result<EthState, TrieError> {
+        let mut tries = BTreeMap::new();
+        let mut code = HashMap::new();
         let mut accounts = Trie::new(MemoryNodeSource::new());
-        let mut storage = BTreeMap::new();
         for (addr, acc) in &genesis.alloc {
+            let key = secure_key(addr);
             let mut st = Trie::new(MemoryNodeSource::new());
             for (k, v) in storage_leaves(acc) {
                 st.insert(k.as_bytes(), &v)?;
             }
             let account = account_of(acc, st.root()?);
-            accounts.insert(secure_key(addr).as_bytes(), &account.rlp())?;
-            storage.insert(*addr, st);
+            accounts.insert(key.as_bytes(), &account.rlp())?;
+            if account.code_hash != EMPTY_CODE_HASH {
+                code.insert(account.code_hash, acc.code.clone());
+            }
+            if account.storage_root != EMPTY_ROOT {
+                tries.insert(TrieId::Storage(key), st);
+            }
         }
-        Ok(EthState { accounts, storage })
+        tries.insert(TrieId::Main, accounts);
+        Ok(EthState { tries: RefCell::new(tries), code })
     }
 
     /// The state root.
     pub fn root(&mut self) -> Result<H256, TrieError> {
-        self.accounts.root()
+        self.state_root()
     }
 
     /// The account at `address`, if it exists.
-    pub fn account(&mut self, address: &Address) -> Result<Option<Account>, TrieError> {
-        let Some(raw) = self.accounts.get(secure_key(address).as_bytes())? else { return Ok(None) };
-        // Values were written by this type from `Account::rlp`.
-        Ok(Some(Account::decode(&raw).expect("account leaves written by EthState decode")))
+    pub fn account(&mut self, address: &Address) -> Result<Option<Account>, ReadError<TrieError>> {
+        AccountReader::new(&*self).account(address)
     }
 
     /// An eth_getProof-shaped proof of `address` and the given storage slots.
-    pub fn prove(&mut self, address: &Address, slots: &[H256]) -> Result<AccountProof, TrieError> {
-        let account_proof = self.accounts.prove(secure_key(address).as_bytes())?;
-        let account = self.account(address)?;
-        let mut storage_proof = Vec::with_capacity(slots.len());
-        for slot in slots {
-            let key = secure_key(&slot.0);
-            let (value, proof) = match self.storage.get_mut(address) {
-                Some(st) => {
-                    let value = st.get(key.as_bytes())?;
-                    let value = value
-                        .map(|v| decode_storage_value(&v).expect("written by EthState"))
-                        .unwrap_or(U256::ZERO);
-                    (value, st.prove(key.as_bytes())?)
-                }
-                None => (U256::ZERO, Vec::new()),
-            };
-            storage_proof.push(StorageProof { key: *slot, value, proof });
+    pub fn prove(
+        &mut self,
+        address: &Address,
+        slots: &[H256],
+    ) -> Result<AccountProof, ReadError<TrieError>> {
+        AccountReader::new(&*self).prove(address, slots)
+    }
+
+    /// Run `f` on `trie` (an empty trie when the state has none of that name).
+    fn with_trie<T>(
+        &self,
+        trie: &TrieId,
+        f: impl FnOnce(&mut Trie<MemoryNodeSource, EthLayout>) -> Result<T, TrieError>,
+    ) -> Result<T, TrieError> {
+        let mut tries = self.tries.borrow_mut();
+        match tries.get_mut(trie) {
+            Some(t) => f(t),
+            None => f(&mut Trie::new(MemoryNodeSource::new())),
         }
-        Ok(AccountProof {
-            address: *address,
-            account: account.unwrap_or_default(),
-            account_proof,
-            storage_proof,
-        })
+    }
+}
+
+impl TrieReader for EthState {
+    type Error = TrieError;
+
+    fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, TrieError> {
+        self.with_trie(trie, |t| t.get(key))
+    }
+
+    fn code(&self, hash: &H256) -> Result<Option<Vec<u8>>, TrieError> {
+        Ok(self.code.get(hash).cloned())
+    }
+}
+
+impl TrieProver for EthState {
+    fn state_root(&self) -> Result<H256, TrieError> {
+        self.with_trie(&TrieId::Main, Trie::root)
+    }
+
+    fn prove(&self, trie: &TrieId, key: &[u8]) -> Result<Vec<Vec<u8>>, TrieError> {
+        self.with_trie(trie, |t| t.prove(key))
     }
 }

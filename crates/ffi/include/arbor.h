@@ -37,6 +37,11 @@
 #define ARBOR_INPUT_MAX (1 << 30)
 
 /**
+ * Most slots one [`arbor_get_proof`] call proves.
+ */
+#define ARBOR_PROOF_SLOTS_MAX 4096
+
+/**
  * What a call returns. Anything but `ARBOR_CODE_OK` comes with a message (UTF-8) in the
  * call's `error` out-parameter.
  */
@@ -94,6 +99,28 @@ typedef struct ArborBytes {
    */
   size_t len;
 } ArborBytes;
+
+/**
+ * An Ethereum account as the state trie commits to it; numbers and hashes big-endian.
+ */
+typedef struct ArborAccount {
+  /**
+   * The nonce.
+   */
+  uint64_t nonce;
+  /**
+   * The balance in wei.
+   */
+  uint8_t balance[32];
+  /**
+   * The root of the account's storage trie.
+   */
+  uint8_t storage_root[32];
+  /**
+   * keccak256 of the account's code.
+   */
+  uint8_t code_hash[32];
+} ArborAccount;
 
 #ifdef __cplusplus
 extern "C" {
@@ -309,6 +336,114 @@ enum ArborCode arbor_native_commit_ns(uint64_t handle,
                                       double *ns,
                                       double *decode_ns,
                                       struct ArborBytes *error);
+
+/**
+ * The account at the 20-byte `address` at the head into `*account`;
+ * `ARBOR_CODE_NOT_FOUND` when it does not exist.
+ */
+enum ArborCode arbor_get_account(uint64_t handle,
+                                 const uint8_t *address,
+                                 size_t address_len,
+                                 struct ArborAccount *account,
+                                 struct ArborBytes *error);
+
+/**
+ * [`arbor_get_account`] at recent block `block` (head - `history.recent_blocks` to the
+ * head; outside: `ARBOR_CODE_OUTSIDE_WINDOW`).
+ */
+enum ArborCode arbor_get_account_at(uint64_t handle,
+                                    uint64_t block,
+                                    const uint8_t *address,
+                                    size_t address_len,
+                                    struct ArborAccount *account,
+                                    struct ArborBytes *error);
+
+/**
+ * The value of the 32-byte `slot` in the storage of the 20-byte `address` at the head
+ * into the 32 bytes at `value` (big-endian; zero when absent, also when the account does
+ * not exist).
+ */
+enum ArborCode arbor_get_storage(uint64_t handle,
+                                 const uint8_t *address,
+                                 size_t address_len,
+                                 const uint8_t *slot,
+                                 size_t slot_len,
+                                 uint8_t *value,
+                                 struct ArborBytes *error);
+
+/**
+ * [`arbor_get_storage`] at recent block `block` (outside the window:
+ * `ARBOR_CODE_OUTSIDE_WINDOW`).
+ */
+enum ArborCode arbor_get_storage_at(uint64_t handle,
+                                    uint64_t block,
+                                    const uint8_t *address,
+                                    size_t address_len,
+                                    const uint8_t *slot,
+                                    size_t slot_len,
+                                    uint8_t *value,
+                                    struct ArborBytes *error);
+
+/**
+ * The code whose keccak256 is the 32-byte `hash` into `*code` (empty for the empty
+ * code's hash); `ARBOR_CODE_NOT_FOUND` when the database holds none. Code is kept by hash
+ * for every block, so there is no `_at` form.
+ */
+enum ArborCode arbor_get_code(uint64_t handle,
+                              const uint8_t *hash,
+                              size_t hash_len,
+                              struct ArborBytes *code,
+                              struct ArborBytes *error);
+
+/**
+ * The eth_getProof answer for the 20-byte `address` and the `slots` (32-byte words one
+ * after another, at most [`ARBOR_PROOF_SLOTS_MAX`]) at the head into `*proof`, the head
+ * into `*number` and the 32 bytes at `root` (what the proof verifies against). Absent
+ * accounts and slots get exclusion proofs; the answer is checked against the root first.
+ * Encoding (big-endian): `exists (u8: 0 | 1) ‖ nonce (u64) ‖ balance (32) ‖ storage_root
+ * (32) ‖ code_hash (32) ‖ account proof ‖ count (u32)`, then per slot in the order asked
+ * `slot (32) ‖ value (32) ‖ proof`, each proof `count (u32)` and per node `len (u32) ‖
+ * node`, root first. An account that does not exist is all-empty (zero nonce and balance,
+ * the empty trie's root, the empty code's hash).
+ */
+enum ArborCode arbor_get_proof(uint64_t handle,
+                               const uint8_t *address,
+                               size_t address_len,
+                               const uint8_t *slots,
+                               size_t slots_len,
+                               uint64_t *number,
+                               uint8_t *root,
+                               struct ArborBytes *proof,
+                               struct ArborBytes *error);
+
+/**
+ * [`arbor_get_proof`] at recent block `block`: its root into the 32 bytes at `root`
+ * (outside the window: `ARBOR_CODE_OUTSIDE_WINDOW`).
+ */
+enum ArborCode arbor_get_proof_at(uint64_t handle,
+                                  uint64_t block,
+                                  const uint8_t *address,
+                                  size_t address_len,
+                                  const uint8_t *slots,
+                                  size_t slots_len,
+                                  uint8_t *root,
+                                  struct ArborBytes *proof,
+                                  struct ArborBytes *error);
+
+/**
+ * Commit Ethereum account changes (encoded as in the `account_commit` module docs:
+ * `count (u32)`, per account `address (20) ‖ op (u8: 0 remove, 1 write)` and for a write
+ * `nonce (u64) ‖ balance (32) ‖ code_hash (32) ‖ clear_storage (u8) ‖ slots (u32)`, per
+ * slot `slot (32) ‖ value (32; zero deletes)`; then `codes (u32)`, per code `len (u32) ‖
+ * code`) as the next block: the storage roots are computed here. `*number` and the 32
+ * bytes at `root` receive the new head. Ethereum databases only.
+ */
+enum ArborCode arbor_commit_accounts(uint64_t handle,
+                                     const uint8_t *changes,
+                                     size_t changes_len,
+                                     uint64_t *number,
+                                     uint8_t *root,
+                                     struct ArborBytes *error);
 
 #ifdef __cplusplus
 }  // extern "C"

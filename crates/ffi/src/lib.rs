@@ -1,6 +1,8 @@
 //! Arbor's C ABI: open, close, get, commit, root, prove, verify a proof, get and prove at
-//! a recent block, create and restore checkpoints (with cancellation), free returned
-//! bytes. The header (`include/arbor.h`) is generated from this crate by cbindgen.
+//! a recent block, Ethereum accounts, slots, code and eth_getProof answers (`account`),
+//! commit Ethereum account changes with their storage roots computed (`account_commit`),
+//! create and restore checkpoints (with cancellation), free returned bytes. The header
+//! (`include/arbor.h`) is generated from this crate by cbindgen.
 //!
 //! Contract, for every export:
 //! - It returns an [`ArborCode`]; on anything but `ARBOR_CODE_OK` the `error` out-parameter
@@ -20,8 +22,12 @@
 //!   key_len (u16) ‖ key ‖ op (u8: 0 delete, 1 set) ‖ [value_len (u32) ‖ value]` (set values
 //!   are never empty);
 //! - a proof: `count (u32)`, then per node `len (u32) ‖ node`;
-//! - checkpoint sources: addresses separated by `\n`.
+//! - checkpoint sources: addresses separated by `\n`;
+//! - accounts, slots and account proofs: see `account`; account change sets: see
+//!   `account_commit`.
 
+mod account;
+mod account_commit;
 mod buf;
 mod error;
 mod handle;
@@ -36,6 +42,11 @@ use state::{ChangeSet, TrieId, H256};
 use store::{StateDb, StoreConfig};
 use trie::LayoutName;
 
+pub use account::{
+    arbor_get_account, arbor_get_account_at, arbor_get_code, arbor_get_proof, arbor_get_proof_at,
+    arbor_get_storage, arbor_get_storage_at, ArborAccount, ARBOR_PROOF_SLOTS_MAX,
+};
+pub use account_commit::arbor_commit_accounts;
 pub use buf::{copy_out, ArborBytes};
 pub use error::ArborCode;
 
