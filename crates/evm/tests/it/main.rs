@@ -1,11 +1,12 @@
-//! Integration tests of the evm crate: the Ethereum state-test subset of `testdata/` run
-//! in memory (every entry must pass), hostile fixtures (never a panic, errors that name
+//! Integration tests of the evm crate: the Ethereum state-test and blockchain-test subsets
+//! of `testdata/` run in memory (every entry and test must pass), hostile fixtures (never a panic, errors that name
 //! the field), and execution rules checked directly (EIP-7610 collisions, EIP-161 and the
 //! forks before it, read errors of the database adapter).
 
 // Test helpers outside #[test] functions unwrap too: a failure there is a test failure.
 #![allow(clippy::unwrap_used)]
 
+mod blocksuite;
 mod execution;
 mod fixture;
 mod suite;
