@@ -9,7 +9,8 @@
 //! - Codecs: [`Block`] and witness encodings ([`encode_witness`], [`decode_witness`]) with
 //!   typed decode errors.
 //! - [`block_txs`]: the runtime's transactions for `exec`'s executors (Block-STM).
-//! - The import road, execution and commit pipelined ([`import()`]).
+//! - The import road, execution and commit pipelined, for any [`BlockExecutor`]
+//!   ([`import_with`]); the transfer runtime's ([`import()`]).
 //! - Chain files ([`ChainReader`], [`write_header`], [`write_block`]) and the random chain
 //!   generator ([`generate`]).
 //! - [`verify_block`] re-executes a block on a partial trie built from its witness alone
@@ -23,10 +24,11 @@
 mod block;
 mod builder;
 mod chainfile;
-mod import;
 mod parallel;
 mod reader;
+mod road;
 mod runtime;
+mod runtime_road;
 mod verify;
 
 pub use block::{decode_witness, encode_witness, Block, CodecError, Format};
@@ -38,9 +40,12 @@ pub use chainfile::{
     generate, write_block, write_header, ChainFileError, ChainHeader, ChainParams, GenerateError,
     BLOCK_BYTES_MAX, GENESIS_ACCOUNTS_MAX, GENESIS_BALANCE,
 };
-pub use import::{import, ImportConfig, ImportError, ImportStats, Imported, InvalidBlock};
 pub use parallel::{block_txs, BlockTx, ChainReceipt, ChainTx};
 pub use reader::ChainReader;
+pub use road::{
+    import_with, BlockChanges, BlockExecutor, Executed, IdKind, ImportConfig, ImportError,
+    ImportStats, Imported, InvalidBlock, Link, Pending, Rejection,
+};
 pub use runtime::{
     account, account_id, account_key, apply, default_author, event_key, finish_block,
     funded_accounts, genesis, paired_transfers, start_block, Account, AccountId, ApplyError,
@@ -48,4 +53,5 @@ pub use runtime::{
     TransferKind, BLOCK_LENGTH_KEY, BLOCK_WEIGHT_KEY, EVENT_COUNT_KEY, EXISTENTIAL_DEPOSIT, FEE,
     FEE_POT_KEY, TRANSFER_BYTES, TRANSFER_WEIGHT,
 };
+pub use runtime_road::import;
 pub use verify::{verify_block, verify_block_within, BlockLimits, VerifyError};

@@ -42,6 +42,7 @@ mod builder;
 mod ethereum;
 mod hash;
 mod layout_name;
+mod mutable;
 mod nibbles;
 mod node;
 mod proof;
@@ -52,7 +53,6 @@ mod rlp;
 mod scale;
 mod source;
 mod substrate;
-mod mutable;
 mod update;
 
 pub use builder::{
@@ -61,6 +61,10 @@ pub use builder::{
 pub use ethereum::EthLayout;
 pub use hash::{blake2_256, keccak256, EMPTY_CODE_HASH, EMPTY_ROOT, SUBSTRATE_EMPTY_ROOT};
 pub use layout_name::{LayoutName, UnknownLayout, WithLayout};
+pub use mutable::{
+    path_hex, CollapseDelta, CommittedNode, CommittedValue, Entry, RemovedNode, StoredValue, Trie,
+    TrieError, TrieUpdates,
+};
 pub use nibbles::{common_prefix_nibbles, nibble_at, NibbleSlice, Nibbles};
 pub use node::{
     ChildKind, ChildRef, ExtensionCodec, Family, Layout, NibbledCodec, NodeError, NodeValue,
@@ -76,8 +80,4 @@ pub use recorder::Recorder;
 pub use rlp::{rlp_encode_list, rlp_encode_string, RlpError, RlpItem, RlpListIter};
 pub use source::{MemoryNodeSource, NodeSource, SourceError};
 pub use substrate::{SubstrateV0, SubstrateV1, SUBSTRATE_V1_VALUE_NODE_MIN};
-pub use mutable::{
-    path_hex, CollapseDelta, CommittedNode, CommittedValue, Entry, RemovedNode, StoredValue, Trie,
-    TrieError, TrieUpdates,
-};
 pub use update::{update_trie, Change, NodeWrite, PreState, UpdateError, Updated};

@@ -17,10 +17,10 @@ use std::collections::{HashMap, HashSet};
 use state::H256;
 
 use crate::builder::root_from_sorted;
+use crate::mutable::{path_hex, Entry, Kind, NodeId, Trie, TrieError, Value, NONE};
 use crate::nibbles::Nibbles;
 use crate::node::{ChildKind, ChildRef, Layout, NodeError, NodeValue, NodeView};
 use crate::source::{NodeSource, SourceError};
-use crate::mutable::{path_hex, Entry, Kind, NodeId, Trie, TrieError, Value, NONE};
 
 /// Why a proof does not verify.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

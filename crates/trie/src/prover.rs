@@ -109,9 +109,9 @@ where
 mod tests {
     use super::*;
     use crate::ethereum::EthLayout;
+    use crate::mutable::Trie;
     use crate::proof::verify_proof;
     use crate::source::MemoryNodeSource;
-    use crate::mutable::Trie;
 
     #[test]
     fn matches_the_mutable_tries_proofs() {

@@ -26,11 +26,11 @@ use std::collections::{HashMap, HashSet};
 use state::H256;
 
 use crate::builder::{EmittedKind, NodeSink, RootBuilder};
+use crate::mutable::{path_hex, TrieError};
 use crate::nibbles::{nibble_at, NibbleSlice, Nibbles};
 use crate::node::{ChildKind, ChildRef, Layout, NodeError, NodeValue, NodeView};
 use crate::proof::ProofError;
 use crate::source::NodeSource;
-use crate::mutable::{path_hex, TrieError};
 
 /// Where the keys under a nibble path lie relative to a range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

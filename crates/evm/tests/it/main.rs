@@ -1,5 +1,7 @@
-//! Integration tests of the evm crate: the Ethereum state-test and blockchain-test subsets
-//! of `testdata/` run in memory (every entry and test must pass), hostile fixtures (never a panic, errors that name
+//! Integration tests of the evm crate: the Ethereum state-test subset of `testdata/` run
+//! in memory (every entry must pass) and, a file in nine of every category, on the RocksDB
+//! store; the blockchain-test subset run in memory (every test must pass); the store's
+//! reads against the in-memory world; hostile fixtures (never a panic, errors that name
 //! the field), and execution rules checked directly (EIP-7610 collisions, EIP-161 and the
 //! forks before it, read errors of the database adapter).
 
@@ -9,6 +11,8 @@
 mod blocksuite;
 mod execution;
 mod fixture;
+mod in_store;
+mod stored;
 mod suite;
 
 /// Property-test case count: `ARBOR_PROPTEST_CASES` (default small enough for CI).

@@ -44,9 +44,9 @@ use std::sync::Arc;
 use state::{KeyValue, H256};
 
 use crate::builder::BuildError;
+use crate::mutable::path_hex;
 use crate::nibbles::nibble_at;
 use crate::node::{ChildRef, Layout, NodeError, NodeValue};
-use crate::mutable::path_hex;
 use out::Out;
 
 /// A change to one key of the trie, for [`update_trie`].
