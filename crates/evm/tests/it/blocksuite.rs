@@ -78,6 +78,8 @@ fn every_test_of_the_subset_passes_in_memory() {
         println!("skipped networks the block executor does not run: {:?}", t.skipped);
     }
     assert!(t.failures.is_empty(), "{} failures:\n{}", t.failures.len(), t.failures.join("\n"));
-    assert!(t.passed >= 2000, "{} tests passed", t.passed);
-    assert!(t.invalid_blocks >= 300, "{} invalid blocks", t.invalid_blocks);
+    // The subset's counts (SOURCES.md): 1,844 tests, all of networks the executor runs,
+    // 235 blocks expected refused.
+    assert!(t.passed >= 1800 && skipped == 0, "{} tests passed, {skipped} skipped", t.passed);
+    assert!(t.invalid_blocks >= 200, "{} invalid blocks", t.invalid_blocks);
 }

@@ -8,6 +8,7 @@
 // Test helpers outside #[test] functions unwrap too: a failure there is a test failure.
 #![allow(clippy::unwrap_used)]
 
+mod blockrun;
 mod blocksuite;
 mod execution;
 mod fixture;
