@@ -56,7 +56,9 @@ impl Fork {
 
 /// A block at or after the activation of a fork this executor does not implement.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the block's timestamp {timestamp} is in fork {fork}, which this executor does not implement")]
+#[error(
+    "the block's timestamp {timestamp} is in fork {fork}, which this executor does not implement"
+)]
 pub struct UnsupportedFork {
     /// The fork's name.
     pub fork: String,
@@ -235,8 +237,12 @@ impl ChainConfig {
 }
 
 /// The forks after Prague whose activation a geth config may name.
-const UNSUPPORTED_TIMES: [(&str, &str); 4] =
-    [("osakaTime", "Osaka"), ("bpo1Time", "BPO1"), ("bpo2Time", "BPO2"), ("amsterdamTime", "Amsterdam")];
+const UNSUPPORTED_TIMES: [(&str, &str); 4] = [
+    ("osakaTime", "Osaka"),
+    ("bpo1Time", "BPO1"),
+    ("bpo2Time", "BPO2"),
+    ("amsterdamTime", "Amsterdam"),
+];
 
 fn first_unsupported(fields: &Map<String, Value>) -> Result<Option<(String, u64)>, ConfigError> {
     let mut first: Option<(String, u64)> = None;
@@ -343,7 +349,9 @@ mod tests {
         let p = ChainConfig::for_network("CancunToPragueAtTime15k").unwrap();
         assert_eq!((p.fork_at(0), p.fork_at(15_000)), (Ok(Fork::Cancun), Ok(Fork::Prague)));
         assert_eq!(ChainConfig::for_network("Paris").unwrap().fork_at(u64::MAX), Ok(Fork::Paris));
-        for skipped in ["London", "Osaka", "ArrowGlacierToParisAtDiffC0000", "PragueToOsakaAtTime15k"] {
+        for skipped in
+            ["London", "Osaka", "ArrowGlacierToParisAtDiffC0000", "PragueToOsakaAtTime15k"]
+        {
             assert!(ChainConfig::for_network(skipped).is_none(), "{skipped}");
         }
         assert_eq!(p.blob_params(Fork::Prague).unwrap().max_blob_count, 9);

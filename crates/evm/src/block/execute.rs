@@ -169,8 +169,7 @@ fn run_transactions<R: WorldReader, B: BlockHashes + ?Sized>(
         if gas_limit > available {
             return Err(InvalidBlock::GasAllowanceExceeded { index, gas_limit, available }.into());
         }
-        let mut evm =
-            world_context(&*overlay, env.cfg.clone(), env.block.clone()).build_mainnet();
+        let mut evm = world_context(&*overlay, env.cfg.clone(), env.block.clone()).build_mainnet();
         let out = evm.transact(tx_env(signed)).map_err(|e| match e {
             EVMError::Transaction(reason) => {
                 ExecError::Invalid(InvalidBlock::Transaction { index, reason: reason.to_string() })

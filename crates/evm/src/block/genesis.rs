@@ -49,7 +49,8 @@ pub enum GenesisHeaderError {
 /// The genesis header of the geth genesis `genesis` under `chain`.
 pub fn genesis_header(genesis: &Value, chain: &ChainConfig) -> Result<Header, GenesisHeaderError> {
     let fields = genesis.as_object().ok_or(GenesisHeaderError::NotAnObject)?;
-    let alloc = Genesis::from_value(genesis).map_err(|e| GenesisHeaderError::Alloc(e.to_string()))?;
+    let alloc =
+        Genesis::from_value(genesis).map_err(|e| GenesisHeaderError::Alloc(e.to_string()))?;
     let timestamp = number(fields, "timestamp")?.unwrap_or_default();
     let fork = chain.fork_at(timestamp)?;
     let mut header = Header {
@@ -93,25 +94,39 @@ fn field_error(field: &'static str, problem: impl ToString) -> GenesisHeaderErro
     GenesisHeaderError::Field { field, problem: problem.to_string() }
 }
 
-fn word(fields: &Map<String, Value>, field: &'static str) -> Result<Option<U256>, GenesisHeaderError> {
+fn word(
+    fields: &Map<String, Value>,
+    field: &'static str,
+) -> Result<Option<U256>, GenesisHeaderError> {
     match fields.get(field) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => {
-            n.as_u64().map(|n| Some(U256::from(n))).ok_or_else(|| field_error(field, "not an unsigned integer"))
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .map(|n| Some(U256::from(n)))
+            .ok_or_else(|| field_error(field, "not an unsigned integer")),
+        Some(Value::String(s)) => {
+            eth::parse_quantity(s).map(Some).map_err(|e| field_error(field, e))
         }
-        Some(Value::String(s)) => eth::parse_quantity(s).map(Some).map_err(|e| field_error(field, e)),
         Some(_) => Err(field_error(field, "expected a number")),
     }
 }
 
-fn number(fields: &Map<String, Value>, field: &'static str) -> Result<Option<u64>, GenesisHeaderError> {
+fn number(
+    fields: &Map<String, Value>,
+    field: &'static str,
+) -> Result<Option<u64>, GenesisHeaderError> {
     match word(fields, field)? {
         None => Ok(None),
-        Some(n) => u64::try_from(n).map(Some).map_err(|_| field_error(field, "does not fit 64 bits")),
+        Some(n) => {
+            u64::try_from(n).map(Some).map_err(|_| field_error(field, "does not fit 64 bits"))
+        }
     }
 }
 
-fn bytes(fields: &Map<String, Value>, field: &'static str) -> Result<Option<Vec<u8>>, GenesisHeaderError> {
+fn bytes(
+    fields: &Map<String, Value>,
+    field: &'static str,
+) -> Result<Option<Vec<u8>>, GenesisHeaderError> {
     match fields.get(field) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => decode_hex(s).map(Some).map_err(|e| field_error(field, e)),

@@ -46,7 +46,9 @@ pub enum InvalidBlock {
     #[error("gas limit {0} is below 5000")]
     GasLimitTooLow(u64),
     /// The gas limit moved by parent/1024 or more.
-    #[error("gas limit {got} moved too far from the parent's {parent} (less than parent/1024 allowed)")]
+    #[error(
+        "gas limit {got} moved too far from the parent's {parent} (less than parent/1024 allowed)"
+    )]
     GasLimitChange {
         /// The header's.
         got: u64,

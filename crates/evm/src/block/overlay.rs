@@ -145,7 +145,8 @@ mod tests {
         let b = [2u8; 20];
         let mut alloc = BTreeMap::new();
         let storage = [(H256([1; 32]), U256::from(10u8)), (H256([2; 32]), U256::from(20u8))];
-        let account = GenesisAccount { storage: storage.into_iter().collect(), ..Default::default() };
+        let account =
+            GenesisAccount { storage: storage.into_iter().collect(), ..Default::default() };
         alloc.insert(a, account.clone());
         alloc.insert(b, account);
         let world = MemoryWorld::from_genesis(&Genesis { alloc }).unwrap();
@@ -155,7 +156,10 @@ mod tests {
         changes.remove_account(b);
         overlay.apply(changes);
         let read = |addr: &Address, s: u8| overlay.storage(addr, &H256([s; 32])).unwrap();
-        assert_eq!((read(&a, 1), read(&a, 2), read(&a, 3)), (U256::ZERO, U256::from(20u8), U256::from(30u8)));
+        assert_eq!(
+            (read(&a, 1), read(&a, 2), read(&a, 3)),
+            (U256::ZERO, U256::from(20u8), U256::from(30u8))
+        );
         assert_eq!(read(&b, 2), U256::ZERO);
         assert!(overlay.account(&b).unwrap().is_none());
         let parent_root = world.account(&a).unwrap().storage_root;
@@ -165,7 +169,11 @@ mod tests {
         again.write_account(b, write(false, &[(4, 0)]));
         overlay.apply(again);
         let read = |addr: &Address, s: u8| overlay.storage(addr, &H256([s; 32])).unwrap();
-        assert_eq!(overlay.account(&b).unwrap().unwrap().storage_root, EMPTY_ROOT, "removed, then zeros");
+        assert_eq!(
+            overlay.account(&b).unwrap().unwrap().storage_root,
+            EMPTY_ROOT,
+            "removed, then zeros"
+        );
         assert_eq!(read(&b, 1), U256::ZERO, "a removal clears the storage for later writes");
         let mut fresh = EthChanges::new();
         fresh.write_account([3; 20], write(true, &[(5, 1)]));

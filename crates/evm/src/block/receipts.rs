@@ -8,7 +8,9 @@
 //! Arbor's own trie ([`trie::root_from_sorted`]) over the keys in byte order. Cost: one
 //! encoding per item and the trie's hashes, about one keccak per item.
 
-use alloy_consensus::{Eip658Value, Header, Receipt as AlloyReceipt, ReceiptEnvelope, ReceiptWithBloom};
+use alloy_consensus::{
+    Eip658Value, Header, Receipt as AlloyReceipt, ReceiptEnvelope, ReceiptWithBloom,
+};
 use alloy_eips::eip2718::Encodable2718;
 use alloy_eips::eip4895::Withdrawal;
 use alloy_primitives::{Bloom, Log};
@@ -119,7 +121,10 @@ mod tests {
             .map(|i| {
                 let log = Log {
                     address: Address::repeat_byte(i as u8),
-                    data: LogData::new_unchecked(vec![B256::repeat_byte(7)], Bytes::from(vec![1; 3])),
+                    data: LogData::new_unchecked(
+                        vec![B256::repeat_byte(7)],
+                        Bytes::from(vec![1; 3]),
+                    ),
                 };
                 Receipt::new((i % 5) as u8, i % 3 != 0, 21_000 * (i + 1), vec![log])
             })
@@ -128,7 +133,12 @@ mod tests {
         let reference = alloy_trie::root::ordered_trie_root_encoded(&envelopes);
         assert_eq!(receipts_root(&receipts).0, reference.0);
         let withdrawals: Vec<Withdrawal> = (0..20u64)
-            .map(|i| Withdrawal { index: i, validator_index: i * 2, address: Address::repeat_byte(1), amount: i })
+            .map(|i| Withdrawal {
+                index: i,
+                validator_index: i * 2,
+                address: Address::repeat_byte(1),
+                amount: i,
+            })
             .collect();
         let reference = alloy_consensus::proofs::calculate_withdrawals_root(&withdrawals);
         assert_eq!(withdrawals_root(&withdrawals).0, reference.0);

@@ -139,8 +139,16 @@ pub(crate) fn requests<R: WorldReader, B: BlockHashes + ?Sized>(
     let mut requests = Requests::default();
     requests.push_request_with_type(DEPOSIT_REQUEST_TYPE, deposits(receipts, deposit_contract)?);
     let queues = [
-        (WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS, WITHDRAWAL_REQUEST_TYPE, "EIP-7002 withdrawal requests"),
-        (CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS, CONSOLIDATION_REQUEST_TYPE, "EIP-7251 consolidation requests"),
+        (
+            WITHDRAWAL_REQUEST_PREDEPLOY_ADDRESS,
+            WITHDRAWAL_REQUEST_TYPE,
+            "EIP-7002 withdrawal requests",
+        ),
+        (
+            CONSOLIDATION_REQUEST_PREDEPLOY_ADDRESS,
+            CONSOLIDATION_REQUEST_TYPE,
+            "EIP-7251 consolidation requests",
+        ),
     ];
     for (contract, request_type, name) in queues {
         if !has_code(overlay, contract)? {

@@ -44,7 +44,10 @@ pub fn validate_header(
     let fork = chain.fork_at(header.timestamp)?;
     let parent_hash = H256(parent.hash_slow().0);
     if header.parent_hash.0 != parent_hash.0 {
-        return Err(InvalidBlock::ParentHash { got: H256(header.parent_hash.0), want: parent_hash });
+        return Err(InvalidBlock::ParentHash {
+            got: H256(header.parent_hash.0),
+            want: parent_hash,
+        });
     }
     let want = parent.number.saturating_add(1);
     if header.number != want {
@@ -152,7 +155,11 @@ fn check_fields(header: &Header, fork: Fork) -> Result<(), InvalidBlock> {
 
 /// Check `block`'s body against its header at `fork`: ommers, transactions root,
 /// withdrawals, transaction types, blob gas.
-pub fn validate_body(block: &EthBlock, fork: Fork, chain: &ChainConfig) -> Result<(), InvalidBlock> {
+pub fn validate_body(
+    block: &EthBlock,
+    fork: Fork,
+    chain: &ChainConfig,
+) -> Result<(), InvalidBlock> {
     let header = &block.header;
     if !block.ommers.is_empty() {
         return Err(InvalidBlock::Ommers(block.ommers.len()));

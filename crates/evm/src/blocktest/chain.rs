@@ -21,8 +21,8 @@ use eth::{EthChanges, Genesis, MemoryWorld, WorldError};
 use state::H256;
 
 use crate::block::{
-    decode_block, execute_block, validate_header, BlockHashes, ChainConfig, DecodeError,
-    EthBlock, ExecError, InvalidBlock,
+    decode_block, execute_block, validate_header, BlockHashes, ChainConfig, DecodeError, EthBlock,
+    ExecError, InvalidBlock,
 };
 
 /// Why a backend refused a block (its head is unchanged).
@@ -74,7 +74,12 @@ pub trait BlockBackend {
 
     /// Start the chain at `genesis` (its block) with `pre` as its state, under `chain`;
     /// the genesis state root.
-    fn start(&mut self, pre: &Genesis, genesis: &EthBlock, chain: &ChainConfig) -> Result<H256, Self::Error>;
+    fn start(
+        &mut self,
+        pre: &Genesis,
+        genesis: &EthBlock,
+        chain: &ChainConfig,
+    ) -> Result<H256, Self::Error>;
 
     /// Import the block whose RLP is `rlp`.
     fn import(&mut self, rlp: &[u8]) -> Result<Verdict, Self::Error>;
@@ -213,7 +218,12 @@ impl BlockBackend for InMemoryChain {
     type State<'a> = &'a MemoryWorld;
     type Error = InMemoryError;
 
-    fn start(&mut self, pre: &Genesis, genesis: &EthBlock, chain: &ChainConfig) -> Result<H256, InMemoryError> {
+    fn start(
+        &mut self,
+        pre: &Genesis,
+        genesis: &EthBlock,
+        chain: &ChainConfig,
+    ) -> Result<H256, InMemoryError> {
         let changes = EthChanges::from_genesis(pre);
         let mut world = MemoryWorld::new();
         let root = world.apply(&changes)?;

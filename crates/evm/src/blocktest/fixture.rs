@@ -128,7 +128,9 @@ fn parse_test(name: &str, value: &Value) -> Result<BlockTest, FixtureError> {
         .map(|(i, b)| parse_block(&format!("{blocks_path}[{i}]"), b))
         .collect::<Result<Vec<_>, _>>()?;
     let post = match (test.get("postState"), test.get("postStateHash")) {
-        (Some(state), _) if !state.is_null() => PostState::Accounts(alloc(state, &at("postState"))?),
+        (Some(state), _) if !state.is_null() => {
+            PostState::Accounts(alloc(state, &at("postState"))?)
+        }
         (_, Some(root)) if !root.is_null() => PostState::Root(hash32(root, &at("postStateHash"))?),
         _ => return Err(field(at("postState"), "missing (and no postStateHash)")),
     };
@@ -143,7 +145,10 @@ fn parse_test(name: &str, value: &Value) -> Result<BlockTest, FixtureError> {
         network: string(required(test, name, "network")?, &at("network"))?.to_string(),
         chain_id,
         pre: alloc(required(test, name, "pre")?, &at("pre"))?,
-        genesis_hash: hash32(required(genesis, &genesis_path, "hash")?, &format!("{genesis_path}.hash"))?,
+        genesis_hash: hash32(
+            required(genesis, &genesis_path, "hash")?,
+            &format!("{genesis_path}.hash"),
+        )?,
         genesis_state_root: hash32(
             required(genesis, &genesis_path, "stateRoot")?,
             &format!("{genesis_path}.stateRoot"),
@@ -188,7 +193,9 @@ fn alloc(value: &Value, path: &str) -> Result<Genesis, FixtureError> {
 
 fn chain_id(value: &Value, path: &str) -> Result<u64, FixtureError> {
     let n = match value {
-        Value::Number(n) => n.as_u64().ok_or_else(|| field(path.to_string(), "not a 64-bit integer"))?,
+        Value::Number(n) => {
+            n.as_u64().ok_or_else(|| field(path.to_string(), "not a 64-bit integer"))?
+        }
         other => {
             let text = string(other, path)?;
             let n = eth::parse_quantity(text).map_err(|e| field(path.to_string(), e))?;
@@ -198,7 +205,11 @@ fn chain_id(value: &Value, path: &str) -> Result<u64, FixtureError> {
     Ok(n)
 }
 
-fn required<'a>(obj: &'a Map<String, Value>, path: &str, name: &str) -> Result<&'a Value, FixtureError> {
+fn required<'a>(
+    obj: &'a Map<String, Value>,
+    path: &str,
+    name: &str,
+) -> Result<&'a Value, FixtureError> {
     obj.get(name).filter(|v| !v.is_null()).ok_or_else(|| field(format!("{path}.{name}"), "missing"))
 }
 

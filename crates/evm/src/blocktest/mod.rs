@@ -13,5 +13,7 @@ mod fixture;
 mod run;
 
 pub use chain::{BlockBackend, InMemoryChain, InMemoryError, Rejection, Verdict};
-pub use fixture::{parse_file, BlockRlp, BlockTest, BlockTestFile, FixtureError, PostState, TestBlock};
+pub use fixture::{
+    parse_file, BlockRlp, BlockTest, BlockTestFile, FixtureError, PostState, TestBlock,
+};
 pub use run::{run_file, run_test, Outcome, TestReport};

@@ -44,7 +44,10 @@ pub enum Outcome {
 }
 
 /// Run every test of `file` on a fresh backend from `backend` each.
-pub fn run_file<B: BlockBackend>(file: &BlockTestFile, mut backend: impl FnMut() -> B) -> Vec<TestReport> {
+pub fn run_file<B: BlockBackend>(
+    file: &BlockTestFile,
+    mut backend: impl FnMut() -> B,
+) -> Vec<TestReport> {
     file.tests
         .iter()
         .map(|(name, test)| TestReport {
@@ -69,20 +72,32 @@ pub fn run_test<B: BlockBackend>(test: &BlockTest, backend: &mut B) -> Outcome {
     }
 }
 
-fn run_chain<B: BlockBackend>(test: &BlockTest, chain: &ChainConfig, backend: &mut B) -> Result<(), String> {
+fn run_chain<B: BlockBackend>(
+    test: &BlockTest,
+    chain: &ChainConfig,
+    backend: &mut B,
+) -> Result<(), String> {
     let genesis = decode_block(&test.genesis_rlp).map_err(|e| format!("genesisRLP: {e}"))?;
     if genesis.hash != test.genesis_hash {
-        return Err(format!("genesis hash {}, genesisBlockHeader.hash is {}", genesis.hash, test.genesis_hash));
+        return Err(format!(
+            "genesis hash {}, genesisBlockHeader.hash is {}",
+            genesis.hash, test.genesis_hash
+        ));
     }
     let root = backend.start(&test.pre, &genesis, chain).map_err(|e| format!("genesis: {e}"))?;
     if root != test.genesis_state_root {
-        return Err(format!("genesis state root {root}, genesisBlockHeader.stateRoot is {}", test.genesis_state_root));
+        return Err(format!(
+            "genesis state root {root}, genesisBlockHeader.stateRoot is {}",
+            test.genesis_state_root
+        ));
     }
     for (i, block) in test.blocks.iter().enumerate() {
         let head = backend.head();
         let verdict = match &block.rlp {
             BlockRlp::Bytes(rlp) => backend.import(rlp).map_err(|e| format!("block {i}: {e}"))?,
-            BlockRlp::Malformed(text) => Verdict::Rejected(super::chain::Rejection::NotHex(text.clone())),
+            BlockRlp::Malformed(text) => {
+                Verdict::Rejected(super::chain::Rejection::NotHex(text.clone()))
+            }
         };
         match (&block.expect_exception, verdict) {
             (None, Verdict::Imported(hash)) => {
@@ -90,7 +105,9 @@ fn run_chain<B: BlockBackend>(test: &BlockTest, chain: &ChainConfig, backend: &m
                     return Err(format!("block {i}: hash {hash}, blockHeader.hash is {want}"));
                 }
             }
-            (None, Verdict::Rejected(reason)) => return Err(format!("block {i} refused: {reason}")),
+            (None, Verdict::Rejected(reason)) => {
+                return Err(format!("block {i} refused: {reason}"))
+            }
             (Some(expected), Verdict::Imported(_)) => {
                 return Err(format!("block {i} accepted, expected it refused ({expected})"))
             }
@@ -150,7 +167,8 @@ fn check_account<R: WorldReader>(
     if got.balance != want.balance {
         return Err(format!("{name}: balance {}, expected {}", got.balance, want.balance));
     }
-    let code_hash = if want.code.is_empty() { trie::EMPTY_CODE_HASH } else { keccak256(&want.code) };
+    let code_hash =
+        if want.code.is_empty() { trie::EMPTY_CODE_HASH } else { keccak256(&want.code) };
     if got.code_hash != code_hash {
         return Err(format!("{name}: code hash {}, expected {code_hash}", got.code_hash));
     }
@@ -162,7 +180,9 @@ fn check_account<R: WorldReader>(
     }
     if got.storage_root != storage_root {
         let got = got.storage_root;
-        return Err(format!("{name}: storage root {got}, expected {storage_root} (a slot beyond the expected ones)"));
+        return Err(format!(
+            "{name}: storage root {got}, expected {storage_root} (a slot beyond the expected ones)"
+        ));
     }
     Ok(())
 }

@@ -6,8 +6,8 @@
 
 use alloy_primitives::U256;
 use evm::blocktest::{
-    parse_file, run_file, run_test, BlockBackend, BlockRlp, BlockTest, FixtureError,
-    InMemoryChain, Outcome, PostState, Verdict,
+    parse_file, run_file, run_test, BlockBackend, BlockRlp, BlockTest, FixtureError, InMemoryChain,
+    Outcome, PostState, Verdict,
 };
 use serde_json::{json, Value};
 use state::H256;
@@ -174,7 +174,9 @@ fn hostile_fixture_text_is_a_typed_error() {
     }
     assert!(matches!(parse_file("{}"), Err(FixtureError::NoTests)));
     assert!(field_path(&edited(|t| t["blocks"] = json!({}))).ends_with(".blocks"));
-    assert!(field_path(&edited(|t| t["blocks"][0]["rlp"] = json!("0xzz"))).ends_with("blocks[0].rlp"));
+    assert!(
+        field_path(&edited(|t| t["blocks"][0]["rlp"] = json!("0xzz"))).ends_with("blocks[0].rlp")
+    );
     assert!(field_path(&edited(|t| t["lastblockhash"] = json!("0x12"))).ends_with(".lastblockhash"));
     assert!(field_path(&edited(|t| {
         t.as_object_mut().unwrap().remove("genesisRLP");
