@@ -37,7 +37,7 @@ use state::H256;
 use super::chain::{ChainConfig, Fork};
 use super::decode::EthBlock;
 use super::invalid::InvalidBlock;
-use super::overlay::{BlockHashes, BlockOverlay};
+use super::overlay::BlockOverlay;
 use super::receipts::{block_bloom, receipts_root, Receipt};
 use super::system::{self, Env};
 use super::txenv::tx_env;
@@ -46,6 +46,7 @@ use crate::changes::{evm_changes, ConvertError};
 use crate::database::DbError;
 use crate::journal::world_context;
 use crate::reader::WorldReader;
+use crate::stored::BlockHashes;
 
 /// A valid block's results.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,7 +8,7 @@
 //! 2. [`validate_header`] against the parent's header under a [`ChainConfig`]: the fork's
 //!    rules for the header alone and for the child of that parent; the block's [`Fork`].
 //! 3. [`execute_block`] over a [`crate::WorldReader`] of the parent's post-state and the
-//!    caller's [`BlockHashes`]: the body checks, the system calls, the transactions, the
+//!    caller's [`crate::BlockHashes`]: the body checks, the system calls, the transactions, the
 //!    withdrawals and requests; a [`BlockOutcome`] (the block's [`eth::EthChanges`], its
 //!    [`Receipt`]s) when every commitment but the state root matches, else an
 //!    [`ExecError`] ([`ExecError::Invalid`] with the [`InvalidBlock`] reason).
@@ -36,6 +36,5 @@ pub use decode::{decode_block, BlockTx, DecodeError, EthBlock, SignatureProblem,
 pub use execute::{execute_block, BlockOutcome, ExecError};
 pub use genesis::{genesis_header, header_hash, GenesisHeaderError};
 pub use invalid::InvalidBlock;
-pub use overlay::BlockHashes;
 pub use receipts::Receipt;
 pub use validate::{validate_body, validate_header};

@@ -1,6 +1,6 @@
 //! [`BlockOverlay`]: the state a transaction of a block runs on, the block's parent state
 //! (any [`WorldReader`]) under the changes of the block's earlier transactions and system
-//! calls, and the block hashes BLOCKHASH reads ([`BlockHashes`], the caller's).
+//! calls, and the block hashes BLOCKHASH reads ([`crate::BlockHashes`], the caller's).
 //!
 //! Reads look in the changes first (a removed account is absent with empty storage, a
 //! written one has its new fields, a slot its new value, storage cleared reads zero), then
@@ -21,13 +21,7 @@ use state::H256;
 use trie::EMPTY_ROOT;
 
 use crate::reader::WorldReader;
-
-/// The hashes of the blocks before the executing one, for BLOCKHASH (the last 256).
-pub trait BlockHashes {
-    /// The hash of block `number`, or `None` if unknown. Asked only for the 256 blocks
-    /// before the executing one; an unknown one stops execution with an error.
-    fn block_hash(&self, number: u64) -> Option<H256>;
-}
+use crate::stored::BlockHashes;
 
 /// The parent state under a block's changes so far (see the module docs).
 pub(crate) struct BlockOverlay<'a, R, B: ?Sized> {
@@ -122,13 +116,6 @@ mod tests {
     use eth::{AccountWrite, Genesis, GenesisAccount, MemoryWorld};
     use std::collections::BTreeMap;
 
-    struct NoHashes;
-    impl BlockHashes for NoHashes {
-        fn block_hash(&self, _: u64) -> Option<H256> {
-            None
-        }
-    }
-
     fn write(cleared: bool, slots: &[(u8, u64)]) -> AccountWrite {
         AccountWrite {
             nonce: 1,
@@ -150,7 +137,7 @@ mod tests {
         alloc.insert(a, account.clone());
         alloc.insert(b, account);
         let world = MemoryWorld::from_genesis(&Genesis { alloc }).unwrap();
-        let mut overlay = BlockOverlay::new(&world, &NoHashes);
+        let mut overlay = BlockOverlay::new(&world, &crate::NoBlockHashes);
         let mut changes = EthChanges::new();
         changes.write_account(a, write(false, &[(1, 0), (3, 30)]));
         changes.remove_account(b);

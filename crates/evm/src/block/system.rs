@@ -29,11 +29,12 @@ use trie::EMPTY_CODE_HASH;
 
 use super::execute::ExecError;
 use super::invalid::InvalidBlock;
-use super::overlay::{BlockHashes, BlockOverlay};
+use super::overlay::BlockOverlay;
 use super::receipts::Receipt;
 use crate::changes::evm_changes;
 use crate::journal::world_context;
 use crate::reader::WorldReader;
+use crate::stored::BlockHashes;
 
 /// The block's environment for system calls (the same as its transactions').
 pub(crate) struct Env<'e> {

@@ -68,7 +68,7 @@ pub fn validate_header(
     }
     if let Some(params) = chain.blob_params(fork) {
         let used = header.blob_gas_used.unwrap_or_default();
-        if used % DATA_GAS_PER_BLOB != 0 {
+        if !used.is_multiple_of(DATA_GAS_PER_BLOB) {
             return Err(InvalidBlock::BlobGasUsedNotMultiple(used));
         }
         let max = params.max_blob_gas_per_block();

@@ -21,9 +21,10 @@ use eth::{EthChanges, Genesis, MemoryWorld, WorldError};
 use state::H256;
 
 use crate::block::{
-    decode_block, execute_block, validate_header, BlockHashes, ChainConfig, DecodeError, EthBlock,
-    ExecError, InvalidBlock,
+    decode_block, execute_block, validate_header, ChainConfig, DecodeError, EthBlock, ExecError,
+    InvalidBlock,
 };
+use crate::BlockHashes;
 
 /// Why a backend refused a block (its head is unchanged).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
