@@ -1,6 +1,6 @@
-//! `arbor blocktest PATH… [--json]`: the Ethereum blockchain tests (`BlockchainTests`
-//! JSON) through the block executor (decode, validate, execute through revm, commit), in
-//! memory.
+//! `arbor blocktest PATH… [--db [--db-dir DIR]] [--json]`: the Ethereum blockchain tests
+//! (`BlockchainTests` JSON) through the block executor (decode, validate, execute through
+//! revm, commit).
 //!
 //! PATHs are files or directories (searched recursively for `*.json`, in path order).
 //! Every file is read and parsed before any runs, so a malformed one is a usage error
@@ -12,19 +12,27 @@
 //! failed. `--json` prints the same summary as one document. A progress bar on stderr
 //! counts files.
 //!
-//! Back-ends: the chain is in memory (`evm::blocktest::InMemoryChain`). The import road
-//! over RocksDB (`--db`) will be a second `evm::blocktest::BlockBackend` chosen here.
+//! Back-ends: the chain's state is in memory (`evm::blocktest::InMemoryChain`) by default;
+//! with `--db` it is a RocksDB store per test (`evm::blocktest::InStoreChain`: every block
+//! through the store's account-model commit, side chains by reverts, flush and `verify` at
+//! the test's end; a failure there fails the test), in a temporary directory made under
+//! the system's temporary directory, or under `--db-dir DIR` (which must exist), and
+//! removed at the end; Ctrl-C or SIGTERM stops after the files under way, removes it and
+//! exits 3.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{bail, Context, Result};
 use clap::Args;
-use evm::blocktest::{parse_file, run_file, BlockTestFile, InMemoryChain, Outcome, TestReport};
+use evm::blocktest::{
+    parse_file, run_file, BlockBackend, BlockTestFile, InMemoryChain, InStoreChain, Outcome,
+    TestReport,
+};
 
 use crate::cmd_statetest::collect_files;
 use crate::input::{display_name, file_usage, read_text_bytes, utf8_text};
@@ -35,6 +43,14 @@ pub(crate) struct BlocktestArgs {
     /// Blockchain-test files, or directories searched recursively for *.json.
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
+    /// Run on temporary RocksDB stores (one per test: the store's commit, reverts and a
+    /// verify) instead of in memory.
+    #[arg(long)]
+    db: bool,
+    /// Where --db makes its temporary directory [default: the system's temporary
+    /// directory].
+    #[arg(long, value_name = "DIR", requires = "db")]
+    db_dir: Option<PathBuf>,
     /// Print one JSON summary instead of the text lines.
     #[arg(long)]
     json: bool,
@@ -48,7 +64,44 @@ pub(crate) fn run(args: &BlocktestArgs) -> Result<ExitCode> {
         parse(file)?;
     }
     let started = Instant::now();
-    let pb = crate::progress::counter(!args.json, Some(files.len() as u64), "running", "files");
+    let summary = if args.db {
+        let base = args.db_dir.clone().unwrap_or_else(std::env::temp_dir);
+        let dir = tempfile::Builder::new()
+            .prefix("arbor-blocktest-")
+            .tempdir_in(&base)
+            .with_context(|| format!("cannot make a temporary directory in {}", base.display()))?;
+        let stop = crate::signals::stop_flag()?;
+        let made = AtomicUsize::new(0);
+        let backend = || {
+            let n = made.fetch_add(1, Ordering::Relaxed);
+            InStoreChain::in_dir(dir.path().join(format!("test-{n}")))
+        };
+        let summary = run_files(&files, backend, args.json, Some(&stop));
+        let path = dir.path().display().to_string();
+        dir.close().with_context(|| format!("cannot remove the temporary databases at {path}"))?;
+        summary?
+    } else {
+        run_files(&files, InMemoryChain::new, args.json, None)?
+    };
+    let elapsed_s = started.elapsed().as_secs_f64();
+    if args.json {
+        let backend = if args.db { "db" } else { "memory" };
+        outln!("{}", summary.json(files.len(), elapsed_s, backend))?;
+    } else {
+        summary.print()?;
+    }
+    Ok(if summary.failures.is_empty() { ExitCode::SUCCESS } else { crate::negative() })
+}
+
+/// Run every file (parsed again: a thread holds one at a time), on all cores, each test on
+/// a fresh backend from `backend`; stopping between files when `stop` is set.
+fn run_files<B: BlockBackend>(
+    files: &[PathBuf],
+    backend: impl Fn() -> B + Sync,
+    json: bool,
+    stop: Option<&AtomicBool>,
+) -> Result<Summary> {
+    let pb = crate::progress::counter(!json, Some(files.len() as u64), "running", "files");
     let reports: Vec<Mutex<Option<Vec<TestReport>>>> =
         files.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
@@ -57,13 +110,13 @@ pub(crate) fn run(args: &BlocktestArgs) -> Result<ExitCode> {
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| loop {
+                if stop.is_some_and(|s| s.load(Ordering::SeqCst)) {
+                    break;
+                }
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(file) = files.get(i) else { break };
                 match parse(file) {
-                    Ok(parsed) => {
-                        let report = run_file(&parsed, InMemoryChain::new);
-                        *lock(&reports[i]) = Some(report);
-                    }
+                    Ok(parsed) => *lock(&reports[i]) = Some(run_file(&parsed, &backend)),
                     Err(e) => *lock(&failed_read) = Some(e),
                 }
                 pb.inc(1);
@@ -74,18 +127,16 @@ pub(crate) fn run(args: &BlocktestArgs) -> Result<ExitCode> {
     if let Some(e) = failed_read.into_inner().unwrap_or_else(|p| p.into_inner()) {
         return Err(e);
     }
+    if stop.is_some_and(|s| s.load(Ordering::SeqCst)) {
+        let done = reports.iter().filter(|r| lock(r).is_some()).count();
+        bail!("stopped by a signal after {done} of {} files", files.len());
+    }
     let mut summary = Summary::default();
     for (file, report) in files.iter().zip(reports) {
         let report = report.into_inner().unwrap_or_else(|p| p.into_inner()).unwrap_or_default();
         summary.add(file, report);
     }
-    let elapsed_s = started.elapsed().as_secs_f64();
-    if args.json {
-        outln!("{}", summary.json(files.len(), elapsed_s))?;
-    } else {
-        summary.print()?;
-    }
-    Ok(if summary.failures.is_empty() { ExitCode::SUCCESS } else { crate::negative() })
+    Ok(summary)
 }
 
 /// A mutex's guard, also after a panic elsewhere (the data is a plain slot).
@@ -154,7 +205,7 @@ impl Summary {
         )
     }
 
-    fn json(&self, files: usize, elapsed_s: f64) -> serde_json::Value {
+    fn json(&self, files: usize, elapsed_s: f64, backend: &str) -> serde_json::Value {
         let failures: Vec<serde_json::Value> = self
             .failures
             .iter()
@@ -179,7 +230,7 @@ impl Summary {
                 .collect::<Vec<_>>(),
             "failures": failures,
             "elapsed_s": elapsed_s,
-            "backend": "memory",
+            "backend": backend,
         })
     }
 }

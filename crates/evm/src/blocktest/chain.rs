@@ -1,29 +1,31 @@
-//! [`BlockBackend`], where a blockchain test's chain lives, and its in-memory
-//! implementation [`InMemoryChain`].
+//! [`BlockBackend`], where a blockchain test's chain lives, and [`Chain`], its one
+//! implementation over a [`ChainTip`] (the state: in memory, [`super::MemoryTip`], or on a
+//! RocksDB store, [`super::StoreTip`]).
 //!
 //! A backend starts from a genesis (allocation and genesis block), imports blocks by
 //! their RLP (each accepted, becoming the head, or refused with a [`Rejection`] that
-//! leaves the head unchanged) and answers for the head: its hash, its state root, reads of
-//! its state. The import road with RocksDB (`arbor blocktest --db`) plugs in as a second
-//! backend running the same blocks.
+//! leaves the head unchanged), answers for the head (its hash, its state root, reads of
+//! its state) and, at the end, checks its own consistency ([`BlockBackend::finish`]).
 //!
-//! [`InMemoryChain`] keeps every accepted block's header and state changes, and the head's
-//! state in a [`MemoryWorld`]. A block may extend any known block, not only the head (the
-//! tests' side chains): the world is then rebuilt at the parent by replaying the changes
-//! from genesis. A block whose state root does not match is refused and the world rebuilt
-//! at the head the same way (in memory a commit cannot be taken back). Cost per block:
-//! decode, validate, execute, one commit; a replay costs one commit per block replayed.
+//! [`Chain`] keeps every accepted block's header and state changes; its tip holds the
+//! state after a path of blocks from genesis. A block may extend any known block, not
+//! only the head (the tests' side chains): the tip then undoes its blocks down to the
+//! common ancestor and applies the parent's branch. A block is decoded, validated against
+//! its parent, executed over the tip at its parent and its changes applied only if they
+//! give its header's state root. Cost per block: decode, validate, execute, one commit;
+//! moving between branches costs the tip's undo and one commit per block replayed.
 
 use std::collections::HashMap;
 
 use alloy_consensus::Header;
-use eth::{EthChanges, Genesis, MemoryWorld, WorldError};
+use eth::{EthChanges, Genesis};
 use state::H256;
 
 use crate::block::{
     decode_block, execute_block, validate_header, ChainConfig, DecodeError, EthBlock, ExecError,
     InvalidBlock,
 };
+use crate::reader::WorldReader;
 use crate::BlockHashes;
 
 /// Why a backend refused a block (its head is unchanged).
@@ -93,34 +95,68 @@ pub trait BlockBackend {
 
     /// A reader of the head's state.
     fn head_state(&self) -> Self::State<'_>;
+
+    /// The end of a test: the backend's own checks (a store's flush and verify).
+    fn finish(&mut self) -> Result<(), Self::Error>;
 }
 
-/// A known block of an [`InMemoryChain`].
+/// A known block of a [`Chain`].
 struct Known {
     header: Header,
     /// The block's changes (the genesis allocation for the genesis block).
     changes: EthChanges,
 }
 
-/// A blockchain test's chain in memory (see the module docs).
-#[derive(Default)]
-pub struct InMemoryChain {
+/// Where a [`Chain`]'s state lives: the state after a path of blocks from genesis.
+pub trait ChainTip {
+    /// A reader of the state.
+    type Reader<'a>: WorldReader
+    where
+        Self: 'a;
+    /// Why the tip failed (not a block's fault).
+    type Error: std::error::Error + 'static;
+
+    /// The blocks whose changes the state holds, genesis first.
+    fn holds(&self) -> &[H256];
+
+    /// Undo the last `n` blocks held.
+    fn undo(&mut self, n: usize) -> Result<(), Self::Error>;
+
+    /// Apply block `hash`'s `changes`; with `expected`, only if they give that root
+    /// (else `Ok(Err(root they give))`, the state unchanged). The new root.
+    fn apply(
+        &mut self,
+        hash: H256,
+        changes: &EthChanges,
+        expected: Option<H256>,
+    ) -> Result<Result<H256, H256>, Self::Error>;
+
+    /// A reader of the state.
+    fn reader(&self) -> Self::Reader<'_>;
+
+    /// The state's root.
+    fn root(&self) -> H256;
+
+    /// The end of a test: the tip's own checks.
+    fn finish(&mut self) -> Result<(), Self::Error>;
+}
+
+/// A blockchain test's chain over a [`ChainTip`] (see the module docs).
+pub struct Chain<T> {
     chain: Option<ChainConfig>,
     blocks: HashMap<H256, Known>,
     genesis: H256,
     head: H256,
-    /// The state at `world_at`.
-    world: MemoryWorld,
-    world_at: H256,
+    tip: T,
 }
 
-/// Why the in-memory chain failed.
+/// Why a [`Chain`] failed (not a block's fault).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum InMemoryError {
-    /// A commit failed.
+pub enum ChainError<E: std::error::Error + 'static> {
+    /// The tip failed.
     #[error(transparent)]
-    World(#[from] WorldError),
+    Tip(E),
     /// Execution failed for a reason that is not the block's.
     #[error("execution failed: {0}")]
     Execution(String),
@@ -129,13 +165,19 @@ pub enum InMemoryError {
     NotStarted,
 }
 
-impl InMemoryChain {
-    /// An empty chain; [`BlockBackend::start`] gives it a genesis.
-    pub fn new() -> Self {
-        Self::default()
+impl<T: ChainTip> Chain<T> {
+    /// A chain over `tip`, without a genesis yet ([`BlockBackend::start`] gives it one).
+    pub fn with_tip(tip: T) -> Self {
+        Chain {
+            chain: None,
+            blocks: HashMap::new(),
+            genesis: H256::default(),
+            head: H256::default(),
+            tip,
+        }
     }
 
-    /// The hashes from `to` back to genesis, `to` first.
+    /// The hashes from genesis to `to`, genesis first.
     fn path(&self, to: H256) -> Vec<H256> {
         let mut path = vec![to];
         let mut at = to;
@@ -144,27 +186,26 @@ impl InMemoryChain {
             at = H256(known.header.parent_hash.0);
             path.push(at);
         }
+        path.reverse();
         path
     }
 
-    /// Make `world` the state after block `at` (replaying from genesis if it is not).
-    fn world_at(&mut self, at: H256) -> Result<(), InMemoryError> {
-        if self.world_at == at {
-            return Ok(());
+    /// Make the tip hold the state after block `at`: undo to the common ancestor, then
+    /// apply `at`'s branch.
+    fn tip_at(&mut self, at: H256) -> Result<(), ChainError<T::Error>> {
+        let path = self.path(at);
+        let held = self.tip.holds();
+        let common = held.iter().zip(&path).take_while(|(a, b)| a == b).count();
+        self.tip.undo(held.len() - common).map_err(ChainError::Tip)?;
+        for hash in &path[common..] {
+            let Some(known) = self.blocks.get(hash) else { break };
+            self.tip.apply(*hash, &known.changes, None).map_err(ChainError::Tip)?.ok();
         }
-        let mut world = MemoryWorld::new();
-        for hash in self.path(at).into_iter().rev() {
-            if let Some(known) = self.blocks.get(&hash) {
-                world.apply(&known.changes)?;
-            }
-        }
-        self.world = world;
-        self.world_at = at;
         Ok(())
     }
 
-    fn import_block(&mut self, block: EthBlock) -> Result<Verdict, InMemoryError> {
-        let chain = self.chain.clone().ok_or(InMemoryError::NotStarted)?;
+    fn import_block(&mut self, block: EthBlock) -> Result<Verdict, ChainError<T::Error>> {
+        let chain = self.chain.clone().ok_or(ChainError::NotStarted)?;
         let parent_hash = H256(block.header.parent_hash.0);
         let Some(parent) = self.blocks.get(&parent_hash) else {
             return Ok(Verdict::Rejected(Rejection::UnknownParent(parent_hash)));
@@ -172,21 +213,18 @@ impl InMemoryChain {
         if let Err(invalid) = validate_header(&block.header, &parent.header, &chain) {
             return Ok(Verdict::Rejected(invalid.into()));
         }
-        self.world_at(parent_hash)?;
+        self.tip_at(parent_hash)?;
         let hashes = Ancestors { blocks: &self.blocks, parent: parent_hash };
-        let outcome = match execute_block(&block, &self.world, &hashes, &chain) {
+        let outcome = match execute_block(&block, &self.tip.reader(), &hashes, &chain) {
             Ok(outcome) => outcome,
             Err(ExecError::Invalid(invalid)) => return Ok(Verdict::Rejected(invalid.into())),
-            Err(e) => return Err(InMemoryError::Execution(e.to_string())),
+            Err(e) => return Err(ChainError::Execution(e.to_string())),
         };
-        let got = self.world.apply(&outcome.changes)?;
         let want = H256(block.header.state_root.0);
-        if got != want {
-            // The world holds the refused block's state: `import` rebuilds it at the head.
-            self.world_at = H256::default();
+        let applied = self.tip.apply(block.hash, &outcome.changes, Some(want));
+        if let Err(got) = applied.map_err(ChainError::Tip)? {
             return Ok(Verdict::Rejected(Rejection::StateRoot { got, want }));
         }
-        self.world_at = block.hash;
         self.head = block.hash;
         self.blocks.insert(block.hash, Known { header: block.header, changes: outcome.changes });
         Ok(Verdict::Imported(self.head))
@@ -215,39 +253,38 @@ impl BlockHashes for Ancestors<'_> {
     }
 }
 
-impl BlockBackend for InMemoryChain {
-    type State<'a> = &'a MemoryWorld;
-    type Error = InMemoryError;
+impl<T: ChainTip> BlockBackend for Chain<T> {
+    type State<'a>
+        = T::Reader<'a>
+    where
+        T: 'a;
+    type Error = ChainError<T::Error>;
 
     fn start(
         &mut self,
         pre: &Genesis,
         genesis: &EthBlock,
         chain: &ChainConfig,
-    ) -> Result<H256, InMemoryError> {
+    ) -> Result<H256, Self::Error> {
         let changes = EthChanges::from_genesis(pre);
-        let mut world = MemoryWorld::new();
-        let root = world.apply(&changes)?;
-        *self = InMemoryChain {
-            chain: Some(chain.clone()),
-            blocks: HashMap::new(),
-            genesis: genesis.hash,
-            head: genesis.hash,
-            world,
-            world_at: genesis.hash,
-        };
-        self.blocks.insert(genesis.hash, Known { header: genesis.header.clone(), changes });
+        self.tip.undo(self.tip.holds().len()).map_err(ChainError::Tip)?;
+        let root = self.tip.apply(genesis.hash, &changes, None).map_err(ChainError::Tip)?;
+        let root = root.unwrap_or_else(|got| got);
+        self.chain = Some(chain.clone());
+        self.blocks =
+            HashMap::from([(genesis.hash, Known { header: genesis.header.clone(), changes })]);
+        self.genesis = genesis.hash;
+        self.head = genesis.hash;
         Ok(root)
     }
 
-    fn import(&mut self, rlp: &[u8]) -> Result<Verdict, InMemoryError> {
+    fn import(&mut self, rlp: &[u8]) -> Result<Verdict, Self::Error> {
         let verdict = match decode_block(rlp) {
             Ok(block) => self.import_block(block)?,
             Err(e) => Verdict::Rejected(e.into()),
         };
-        // A refused block may have moved the world to its parent: bring it back to the head.
-        let head = self.head;
-        self.world_at(head)?;
+        // A refused block may have moved the tip to its parent: bring it back to the head.
+        self.tip_at(self.head)?;
         Ok(verdict)
     }
 
@@ -256,10 +293,14 @@ impl BlockBackend for InMemoryChain {
     }
 
     fn head_root(&self) -> H256 {
-        self.world.root()
+        self.tip.root()
     }
 
-    fn head_state(&self) -> &MemoryWorld {
-        &self.world
+    fn head_state(&self) -> T::Reader<'_> {
+        self.tip.reader()
+    }
+
+    fn finish(&mut self) -> Result<(), Self::Error> {
+        self.tip.finish().map_err(ChainError::Tip)
     }
 }

@@ -8,7 +8,7 @@
 //! code and storage, and the root) or `postStateHash`.
 //!
 //! Cost per test: one genesis commit, and per block a decode, a validation, an execution
-//! and a commit (see [`InMemoryChain`]).
+//! and a commit (see [`super::Chain`]); at the end the backend's own checks.
 
 use std::collections::HashMap;
 
@@ -121,7 +121,8 @@ fn run_chain<B: BlockBackend>(
     if backend.head() != test.last_block_hash {
         return Err(format!("head {}, lastblockhash is {}", backend.head(), test.last_block_hash));
     }
-    check_post(test, backend)
+    check_post(test, backend)?;
+    backend.finish().map_err(|e| format!("at the end: {e}"))
 }
 
 /// The head's state against the expected post-state.

@@ -7,7 +7,7 @@
 use alloy_primitives::U256;
 use evm::blocktest::{
     parse_file, run_file, run_test, BlockBackend, BlockRlp, BlockTest, FixtureError, InMemoryChain,
-    Outcome, PostState, Verdict,
+    InStoreChain, Outcome, PostState, Verdict,
 };
 use serde_json::{json, Value};
 use state::H256;
@@ -202,4 +202,42 @@ fn hostile_fixture_text_is_a_typed_error() {
     let file = parse_file(&text).unwrap();
     let reports = run_file(&file, InMemoryChain::new);
     assert_eq!(reports[0].outcome, Outcome::Passed, "{reports:?}");
+}
+
+/// A chain of three blocks, imported, then its blocks again from the first (each a branch
+/// from below the head, so the backend undoes blocks and replays): same head, same root.
+fn branches_replay_on(mut backend: impl BlockBackend) {
+    let test = only_test("ValidBlocks/bcValidBlockTest/RecallSuicidedContract.json");
+    let genesis = evm::block::decode_block(&test.genesis_rlp).unwrap();
+    let chain = evm::block::ChainConfig::for_network(&test.network).unwrap();
+    backend.start(&test.pre, &genesis, &chain).unwrap();
+    let rlps: Vec<&Vec<u8>> = test
+        .blocks
+        .iter()
+        .map(|b| match &b.rlp {
+            BlockRlp::Bytes(rlp) => rlp,
+            BlockRlp::Malformed(_) => panic!("hex rlp"),
+        })
+        .collect();
+    let mut roots = Vec::new();
+    for rlp in &rlps {
+        assert!(matches!(backend.import(rlp).unwrap(), Verdict::Imported(_)));
+        roots.push(backend.head_root());
+    }
+    assert_eq!(backend.head(), test.last_block_hash);
+    for (i, rlp) in rlps.iter().enumerate() {
+        let Verdict::Imported(hash) = backend.import(rlp).unwrap() else { panic!("block {i}") };
+        assert_eq!(backend.head(), hash);
+        assert_eq!(backend.head_root(), roots[i], "block {i} again");
+    }
+    assert_eq!(backend.head(), test.last_block_hash);
+    backend.finish().unwrap();
+}
+
+#[test]
+fn branches_below_the_head_replay_in_memory_and_on_the_store() {
+    branches_replay_on(InMemoryChain::new());
+    let dir = tempfile::tempdir().unwrap();
+    branches_replay_on(InStoreChain::in_dir(dir.path().join("db")));
+    assert!(!dir.path().join("db").exists(), "the database is removed when the chain drops");
 }

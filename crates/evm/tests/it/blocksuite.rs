@@ -1,14 +1,15 @@
 //! The blockchain-test subset in `testdata/ethereum/blockchain-tests/` (see its SOURCES.md),
-//! run in memory through the block executor: every test of every network it runs must
-//! pass (blocks marked invalid refused with the head unchanged, the post-state and last
-//! block hash matched); skipped networks are printed by name. Files run on all cores,
+//! run through the block executor: every test of every network it runs must pass (blocks
+//! marked invalid refused with the head unchanged, the post-state and last block hash
+//! matched); skipped networks are printed by name. Every file in memory, and every tenth
+//! (in path order) with the side-chain files on RocksDB stores. Files run on all cores,
 //! the largest first.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use evm::blocktest::{parse_file, run_file, InMemoryChain, Outcome};
+use evm::blocktest::{parse_file, run_file, BlockBackend, InMemoryChain, InStoreChain, Outcome};
 use test_support::statetests::{blocktests_archive_path, read_archive};
 
 #[derive(Default)]
@@ -33,38 +34,7 @@ fn every_test_of_the_subset_passes_in_memory() {
     assert!(files.len() >= 800, "{} files", files.len());
     assert_eq!(groups.len(), 3, "ValidBlocks, InvalidBlocks, GeneralStateTests: {groups:?}");
     assert_eq!(categories.len(), 60, "every category folder of GeneralStateTests: {categories:?}");
-    files.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
-    let next = AtomicUsize::new(0);
-    let totals = Mutex::new(Totals::default());
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some((path, bytes)) = files.get(i) else { break };
-                let text = std::str::from_utf8(bytes).unwrap();
-                let file = parse_file(text).unwrap_or_else(|e| panic!("{path}: {e}"));
-                let invalid: usize = file
-                    .tests
-                    .iter()
-                    .map(|(_, t)| t.blocks.iter().filter(|b| b.expect_exception.is_some()).count())
-                    .sum();
-                let reports = run_file(&file, InMemoryChain::new);
-                let mut t = totals.lock().unwrap();
-                t.invalid_blocks += invalid;
-                for r in reports {
-                    match r.outcome {
-                        Outcome::Passed => t.passed += 1,
-                        Outcome::Skipped => *t.skipped.entry(r.network).or_default() += 1,
-                        Outcome::Failed(why) => {
-                            t.failures.push(format!("{path} {} {}: {why}", r.test, r.network))
-                        }
-                    }
-                }
-            });
-        }
-    });
-    let t = totals.into_inner().unwrap();
+    let t = run_all(&mut files, InMemoryChain::new);
     let skipped: usize = t.skipped.values().sum();
     println!(
         "{} files: {} passed, {} failed, {skipped} skipped ({} blocks expected invalid) in {:.1} s",
@@ -82,4 +52,72 @@ fn every_test_of_the_subset_passes_in_memory() {
     // 235 blocks expected refused.
     assert!(t.passed >= 1800 && skipped == 0, "{} tests passed, {skipped} skipped", t.passed);
     assert!(t.invalid_blocks >= 200, "{} invalid blocks", t.invalid_blocks);
+}
+
+/// Run `files` (largest first) on all cores, each test on a fresh backend from `backend`.
+fn run_all<B: BlockBackend>(
+    files: &mut [(String, Vec<u8>)],
+    backend: impl Fn() -> B + Sync,
+) -> Totals {
+    files.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
+    let next = AtomicUsize::new(0);
+    let totals = Mutex::new(Totals::default());
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some((path, bytes)) = files.get(i) else { break };
+                let text = std::str::from_utf8(bytes).unwrap();
+                let file = parse_file(text).unwrap_or_else(|e| panic!("{path}: {e}"));
+                let invalid: usize = file
+                    .tests
+                    .iter()
+                    .map(|(_, t)| t.blocks.iter().filter(|b| b.expect_exception.is_some()).count())
+                    .sum();
+                let reports = run_file(&file, &backend);
+                let mut t = totals.lock().unwrap();
+                t.invalid_blocks += invalid;
+                for r in reports {
+                    match r.outcome {
+                        Outcome::Passed => t.passed += 1,
+                        Outcome::Skipped => *t.skipped.entry(r.network).or_default() += 1,
+                        Outcome::Failed(why) => {
+                            t.failures.push(format!("{path} {} {}: {why}", r.test, r.network))
+                        }
+                    }
+                }
+            });
+        }
+    });
+    totals.into_inner().unwrap()
+}
+
+#[test]
+fn every_tenth_file_and_the_side_chains_pass_on_the_store() {
+    let started = std::time::Instant::now();
+    let side_chains = ["/bcForkStressTest/", "/bcMultiChainTest/"];
+    let mut files: Vec<(String, Vec<u8>)> = read_archive(&blocktests_archive_path())
+        .into_iter()
+        .enumerate()
+        .filter(|(i, (p, _))| i % 10 == 0 || side_chains.iter().any(|s| p.contains(s)))
+        .map(|(_, f)| f)
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let made = AtomicUsize::new(0);
+    let t = run_all(&mut files, || {
+        let n = made.fetch_add(1, Ordering::Relaxed);
+        InStoreChain::in_dir(dir.path().join(format!("test-{n}")))
+    });
+    println!(
+        "{} files on the store: {} passed, {} failed in {:.1} s",
+        files.len(),
+        t.passed,
+        t.failures.len(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(t.failures.is_empty(), "{} failures:\n{}", t.failures.len(), t.failures.join("\n"));
+    assert!(files.len() >= 80 && t.passed >= 150, "{} files, {} passed", files.len(), t.passed);
+    assert!(t.skipped.is_empty(), "{:?}", t.skipped);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "every database removed");
 }
