@@ -2,7 +2,8 @@
 //! blocks and blocks the fixtures expect refused); a wrong expected last block hash is one
 //! `FAIL` line naming file, test and network, and exit 1; a network the executor does not
 //! run is skipped and named; malformed fixtures are usage errors naming the file (exit 2)
-//! before anything runs; a missing path is exit 3.
+//! before anything runs; a missing path is exit 3; `--db` runs the same on temporary stores
+//! and removes them.
 
 use std::path::PathBuf;
 
@@ -125,4 +126,41 @@ fn malformed_fixtures_and_paths_are_refused() {
     assert_one_line_error(&o, "no *.json");
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(arbor(&["blocktest"]).status.code(), Some(2));
+}
+
+#[test]
+fn the_store_back_end_passes_and_cleans_up() {
+    let dir = extract("db", &["/bcExample/", "/bcMultiChainTest/", SIMPLE]);
+    let dbs = dir.join("dbs");
+    std::fs::create_dir_all(&dbs).unwrap();
+    let (tests, d) = (dir.join("BlockchainTests"), dbs.to_str().unwrap());
+    let out = ok(&["blocktest", "--db", "--db-dir", d, tests.to_str().unwrap()]);
+    let (passed, failed, skipped) = counts(&out);
+    assert!(passed >= 6 && failed == 0 && skipped == 0, "{out}");
+    assert_eq!(std::fs::read_dir(&dbs).unwrap().count(), 0, "the temporary databases are removed");
+    let o = arbor(&["blocktest", "--db", "--json", "--db-dir", d, tests.to_str().unwrap()]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    conventions::assert_json_names(&v);
+    assert_eq!((v["backend"].as_str(), v["passed"].as_u64()), (Some("db"), Some(passed)), "{v}");
+
+    // A wrong expected head fails its test alone, as in memory.
+    let one = dir.join(SIMPLE);
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&one).unwrap()).unwrap();
+    v["SimpleTx_Cancun"]["lastblockhash"] = Value::String(format!("0x{}", "11".repeat(32)));
+    std::fs::write(&one, v.to_string()).unwrap();
+    let o = arbor(&["blocktest", "--db", "--db-dir", d, tests.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("FAIL ") && out.contains(" SimpleTx_Cancun Cancun: head "), "{out}");
+    assert_eq!(counts(&out), (passed - 1, 1, 0));
+    assert_eq!(std::fs::read_dir(&dbs).unwrap().count(), 0);
+
+    let one = one.to_str().unwrap();
+    let o = arbor(&["blocktest", "--db-dir", d, one]);
+    assert_one_line_error(&o, "--db");
+    assert_eq!(o.status.code(), Some(2), "--db-dir needs --db");
+    let missing = dir.join("no-such-dir");
+    let o = arbor(&["blocktest", "--db", "--db-dir", missing.to_str().unwrap(), one]);
+    assert_one_line_error(&o, "no-such-dir");
+    assert_eq!(o.status.code(), Some(3));
 }
