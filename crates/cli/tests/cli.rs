@@ -17,6 +17,9 @@ use trie::{keccak256, EthLayout};
 /// `arbor bench store`: its report, its worker processes, a driver killed mid-run.
 #[path = "cli/bench_store.rs"]
 mod bench_store;
+/// `blocktest`: the Ethereum blockchain-test subset, failures, skipped networks, bad fixtures.
+#[path = "cli/blocktest.rs"]
+mod blocktest;
 /// `arbor checkpoint …`: round trips, hostile sources and command lines, SIGKILL.
 #[path = "cli/checkpoint.rs"]
 mod checkpoint;
