@@ -3,7 +3,7 @@
 //! to exactly the same bytes: the format has one encoding per node.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use trie::{Layout, NibbleSlice, NodeValue, NodeView, SubstrateV0, SubstrateV1};
+use trie::{Layout, NibbleSlice, NibbledCodec, NodeValue, NodeView, SubstrateV0, SubstrateV1};
 
 /// Unpacked nibbles as packed bytes and the window over them.
 fn packed(path: &[u8]) -> (Vec<u8>, usize) {
@@ -15,7 +15,7 @@ fn packed(path: &[u8]) -> (Vec<u8>, usize) {
 
 fuzz_target!(|data: &[u8]| {
     let _ = SubstrateV1::decode(data);
-    let Ok(node) = SubstrateV0::decode_node(data) else { return };
+    let Ok(node) = SubstrateV0::decode(data) else { return };
     let mut out = Vec::new();
     match node {
         NodeView::Leaf { path, value: NodeValue::Inline(v) } => {
@@ -29,7 +29,7 @@ fuzz_target!(|data: &[u8]| {
             };
             let (bytes, pad) = packed(path.as_slice());
             let slice = NibbleSlice::range(&bytes, pad, pad + path.len());
-            SubstrateV0::encode_nibbled_branch(slice, &children, value, &mut out);
+            SubstrateV0.encode_nibbled_branch(slice, &children, value, &mut out);
         }
         _ => return,
     }

@@ -3,9 +3,10 @@
 #![no_main]
 use chain::{decode_witness, encode_witness};
 use libfuzzer_sys::fuzz_target;
+use trie::EthLayout;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(nodes) = decode_witness(data) {
+    if let Ok(nodes) = decode_witness::<EthLayout>(data) {
         for (hash, node) in &nodes {
             assert_eq!(*hash, trie::keccak256(node), "a witness node keyed by another hash");
         }

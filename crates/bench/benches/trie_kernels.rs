@@ -100,7 +100,7 @@ fn root_10k(c: &mut Criterion) {
 fn incremental(c: &mut Criterion) {
     let mut r = rng();
     let items = random_items(&mut r, 100_000);
-    let mut t: Trie<MemoryNodeSource> = Trie::new(MemoryNodeSource::new());
+    let mut t: Trie<MemoryNodeSource, EthLayout> = Trie::new(MemoryNodeSource::new());
     for (k, v) in &items {
         t.insert(k, v).expect("in-memory insert");
     }

@@ -7,7 +7,7 @@
 //! nodes deduplicated and sorted by hash. Values travel inside their leaves.
 
 use state::H256;
-use trie::{EthLayout, Layout};
+use trie::Layout;
 
 use crate::runtime::{AccountId, Transfer, TRANSFER_BYTES};
 
@@ -201,16 +201,9 @@ pub fn encode_witness(nodes: &[Vec<u8>]) -> Vec<u8> {
     out
 }
 
-/// Decode [`encode_witness`]'s output into nodes keyed by their hash (Ethereum's layout:
-/// keccak256).
-pub fn decode_witness(bytes: &[u8]) -> Result<Vec<(H256, Vec<u8>)>, CodecError> {
-    decode_witness_in_layout::<EthLayout>(bytes)
-}
-
-/// [`decode_witness`] for a witness of layout `L`: nodes keyed by `L`'s hash.
-pub fn decode_witness_in_layout<L: Layout>(
-    bytes: &[u8],
-) -> Result<Vec<(H256, Vec<u8>)>, CodecError> {
+/// Decode [`encode_witness`]'s output, a witness of trie layout `L`, into nodes keyed by
+/// `L`'s hash.
+pub fn decode_witness<L: Layout>(bytes: &[u8]) -> Result<Vec<(H256, Vec<u8>)>, CodecError> {
     let mut r = Reader { bytes, at: 0, what: Format::Witness };
     r.header()?;
     let count = u32::from_be_bytes(r.array()?) as usize;

@@ -13,13 +13,14 @@
 //! at the block's end), the exact root after every transaction, or a naive root recomputed
 //! from scratch after every transaction.
 //!
-//! Layouts: [`build_block`] and [`build_block_unrecorded`] build in Ethereum's layout;
-//! their `_in_layout` forms take the layout as a type parameter (Substrate's V0 and V1:
-//! Blake2-256 roots, proof sizes in Substrate's SCALE accounting, empty values kept).
+//! Layouts: [`build_block`] and [`build_block_unrecorded`] take the trie layout as a type
+//! parameter, which the caller names (the CLI from `--layout`): Ethereum's, or Substrate's
+//! V0 and V1 (Blake2-256 roots, proof sizes in Substrate's SCALE accounting, empty values
+//! kept).
 
 use overlay::{ChangeSetError, Overlay, PovError, PovSession};
 use state::{ChangeSet, StateReader, TransactionError, TrieId, H256};
-use trie::{EthLayout, Layout, NodeSource, Trie, TrieError};
+use trie::{Layout, NodeSource, Trie, TrieError};
 
 use crate::block::Block;
 use crate::runtime::{self, ApplyError, BlockContext, Outcome, Transfer, TRANSFER_WEIGHT};
@@ -136,32 +137,22 @@ pub enum BuildError<E: std::error::Error + 'static = PovError> {
     Changes(#[source] ChangeSetError<E>),
 }
 
-/// Build a block on the parent `root` served by `source`, recording its witness.
+/// Build a block in trie layout `L` on the parent `root` served by `source`, recording its
+/// witness: the parent `root` and every node `source` serves are `L`'s, and the proof size
+/// and limit are counted by `L`'s rule.
 ///
 /// With [`PerTx::ProofSize`] the limit must be at least the witness of an empty block on
 /// this parent (the block-start bookkeeping's reads and the root computation), the
 /// smallest block the builder can produce: a smaller limit is refused with
 /// [`BuildError::PovLimitTooSmall`], which names that size.
-pub fn build_block<S: NodeSource>(
+pub fn build_block<L: Layout, S: NodeSource>(
     source: &S,
     root: H256,
     ctx: BlockContext,
     pool: &[Transfer],
     config: &BuildConfig,
 ) -> Result<Built, BuildError> {
-    build_block_in_layout::<EthLayout, S>(source, root, ctx, pool, config)
-}
-
-/// [`build_block`] in trie layout `L`: the parent `root` and every node `source` serves
-/// are `L`'s, and the proof size and limit are counted by `L`'s rule.
-pub fn build_block_in_layout<L: Layout, S: NodeSource>(
-    source: &S,
-    root: H256,
-    ctx: BlockContext,
-    pool: &[Transfer],
-    config: &BuildConfig,
-) -> Result<Built, BuildError> {
-    let mut s: PovSession<&S, L> = PovSession::with_layout(source, root);
+    let mut s: PovSession<&S, L> = PovSession::new(source, root);
     runtime::start_block(s.overlay(), &ctx).map_err(BuildError::Runtime)?;
     if config.per_tx == PerTx::ProofSize {
         let min = s.proof_size()?;
@@ -265,22 +256,11 @@ fn naive_root<L: Layout, S: NodeSource>(
     Ok(t.hash_stats().hashes)
 }
 
-/// Build a block without recording (the benchmark's baseline): reads go to `reader`
-/// (flat state), and the post-state root is computed once at the end on a trie over
-/// `source`. No limit is enforced: there is no proof size to check.
-pub fn build_block_unrecorded<R: StateReader, S: NodeSource>(
-    reader: R,
-    source: S,
-    root: H256,
-    ctx: BlockContext,
-    pool: &[Transfer],
-) -> Result<Built, BuildError<R::Error>> {
-    build_block_unrecorded_in_layout::<EthLayout, R, S>(reader, source, root, ctx, pool)
-}
-
-/// [`build_block_unrecorded`] in trie layout `L` (the root is computed in `L`; `reader`
-/// must hold empty values as `L` does).
-pub fn build_block_unrecorded_in_layout<L: Layout, R: StateReader, S: NodeSource>(
+/// Build a block in trie layout `L` without recording (the benchmark's baseline): reads go
+/// to `reader` (flat state, holding empty values as `L` does), and the post-state root is
+/// computed once at the end on a trie over `source`. No limit is enforced: there is no
+/// proof size to check.
+pub fn build_block_unrecorded<L: Layout, R: StateReader, S: NodeSource>(
     reader: R,
     source: S,
     root: H256,

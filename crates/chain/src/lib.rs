@@ -9,40 +9,43 @@
 //! - Codecs: [`Block`] and witness encodings ([`encode_witness`], [`decode_witness`]) with
 //!   typed decode errors.
 //! - [`block_txs`]: the runtime's transactions for `exec`'s executors (Block-STM).
-//! - The import road, execution and commit pipelined ([`import()`]).
+//! - The import road, execution and commit pipelined, for any [`BlockExecutor`]
+//!   ([`import_with`]); the transfer runtime's ([`import()`]).
 //! - Chain files ([`ChainReader`], [`write_header`], [`write_block`]) and the random chain
 //!   generator ([`generate`]).
 //! - [`verify_block`] re-executes a block on a partial trie built from its witness alone
 //!   and checks the post-state root.
-//! - Layouts: the builder, the witness codec and verification work in Ethereum's layout,
-//!   and in any layout through their `_in_layout` forms ([`build_block_in_layout`],
-//!   [`decode_witness_in_layout`], [`verify_block_in_layout`]).
+//! - Layouts: the builder, the witness codec and verification take the trie layout as a
+//!   type parameter (`build_block::<SubstrateV1, _>`), chosen at the edge (the CLI's
+//!   `--layout`, through `trie::LayoutName::dispatch`).
 
 #![forbid(unsafe_code)]
 
 mod block;
 mod builder;
 mod chainfile;
-mod import;
 mod parallel;
 mod reader;
+mod road;
 mod runtime;
+mod runtime_road;
 mod verify;
 
-pub use block::{
-    decode_witness, decode_witness_in_layout, encode_witness, Block, CodecError, Format,
-};
+pub use block::{decode_witness, encode_witness, Block, CodecError, Format};
 pub use builder::{
-    build_block, build_block_in_layout, build_block_unrecorded, build_block_unrecorded_in_layout,
-    BuildConfig, BuildError, Built, PerTx, Stop, DEFAULT_POV_LIMIT, DEFAULT_WEIGHT_LIMIT,
+    build_block, build_block_unrecorded, BuildConfig, BuildError, Built, PerTx, Stop,
+    DEFAULT_POV_LIMIT, DEFAULT_WEIGHT_LIMIT,
 };
 pub use chainfile::{
     generate, write_block, write_header, ChainFileError, ChainHeader, ChainParams, GenerateError,
     BLOCK_BYTES_MAX, GENESIS_ACCOUNTS_MAX, GENESIS_BALANCE,
 };
-pub use import::{import, ImportConfig, ImportError, ImportStats, Imported, InvalidBlock};
 pub use parallel::{block_txs, BlockTx, ChainReceipt, ChainTx};
 pub use reader::ChainReader;
+pub use road::{
+    import_with, BlockChanges, BlockExecutor, Executed, IdKind, ImportConfig, ImportError,
+    ImportStats, Imported, InvalidBlock, Link, Pending, Rejection,
+};
 pub use runtime::{
     account, account_id, account_key, apply, default_author, event_key, finish_block,
     funded_accounts, genesis, paired_transfers, start_block, Account, AccountId, ApplyError,
@@ -50,6 +53,5 @@ pub use runtime::{
     TransferKind, BLOCK_LENGTH_KEY, BLOCK_WEIGHT_KEY, EVENT_COUNT_KEY, EXISTENTIAL_DEPOSIT, FEE,
     FEE_POT_KEY, TRANSFER_BYTES, TRANSFER_WEIGHT,
 };
-pub use verify::{
-    verify_block, verify_block_in_layout, verify_block_within, BlockLimits, VerifyError,
-};
+pub use runtime_road::import;
+pub use verify::{verify_block, verify_block_within, BlockLimits, VerifyError};

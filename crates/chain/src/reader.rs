@@ -11,7 +11,7 @@ use crate::block::Block;
 use crate::chainfile::{
     ChainFileError, ChainHeader, BLOCK_BYTES_MAX, GENESIS_ACCOUNTS_MAX, MAGIC, VERSION,
 };
-use crate::import::{ImportError, InvalidBlock};
+use crate::road::{ImportError, InvalidBlock};
 
 /// Reads a chain file: the header, then the blocks as an iterator (for [`crate::import()`]).
 #[derive(Debug)]

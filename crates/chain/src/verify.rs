@@ -9,9 +9,8 @@
 //! other node and not the parent root refer to. A witness that verifies but holds nodes
 //! the block never needed is refused too, so every altered byte fails verification.
 //!
-//! Layouts: [`verify_block`] and [`verify_block_within`] verify in Ethereum's layout,
-//! [`verify_block_in_layout`] in any (nodes addressed by the layout's hash, sizes by its
-//! proof-size rule). The block's writes are applied to the trie as they are, without
+//! Layouts: [`verify_block`] and [`verify_block_within`] verify in the trie layout their
+//! caller names (nodes addressed by the layout's hash, sizes by its proof-size rule). The block's writes are applied to the trie as they are, without
 //! reading the values they replace, as the builder's session does: in Substrate V1 a value
 //! node is needed only where the block reads a value.
 
@@ -21,8 +20,7 @@ use std::collections::{HashMap, HashSet};
 use overlay::{ChangeSetError, Overlay};
 use state::{TransactionError, TrieId, H256};
 use trie::{
-    ChildKind, ChildRef, EthLayout, Layout, NodeError, NodeValue, NodeView, Trie, TrieError,
-    UsedNodes,
+    ChildKind, ChildRef, Layout, NodeError, NodeValue, NodeView, Trie, TrieError, UsedNodes,
 };
 
 use crate::block::{Block, CodecError};
@@ -180,31 +178,20 @@ fn check_limits<L: Layout>(
     Ok(())
 }
 
-/// Re-execute `block` from `parent_root` using only `witness` (nodes keyed by their hash,
-/// as [`crate::decode_witness`] gives them), within the default [`BlockLimits`]; returns
-/// the verified post-state root.
-pub fn verify_block(
+/// Re-execute `block` from `parent_root` in trie layout `L` using only `witness` (`L`'s
+/// nodes keyed by `L`'s hash, as [`crate::decode_witness`] gives them), within the default
+/// [`BlockLimits`]; returns the verified post-state root.
+pub fn verify_block<L: Layout>(
     parent_root: H256,
     block: &Block,
     witness: Vec<(H256, Vec<u8>)>,
 ) -> Result<H256, VerifyError> {
-    verify_block_within(parent_root, block, witness, &BlockLimits::default())
+    verify_block_within::<L>(parent_root, block, witness, &BlockLimits::default())
 }
 
-/// [`verify_block`] within `limits` (a chain built with other limits than the defaults).
-pub fn verify_block_within(
-    parent_root: H256,
-    block: &Block,
-    witness: Vec<(H256, Vec<u8>)>,
-    limits: &BlockLimits,
-) -> Result<H256, VerifyError> {
-    verify_block_in_layout::<EthLayout>(parent_root, block, witness, limits)
-}
-
-/// [`verify_block_within`] in trie layout `L`: `witness` holds `L`'s nodes keyed by `L`'s
-/// hash (as [`crate::decode_witness_in_layout`] gives them), and its size is counted by
-/// `L`'s proof-size rule.
-pub fn verify_block_in_layout<L: Layout>(
+/// [`verify_block`] within `limits` (a chain built with other limits than the defaults);
+/// the witness's size is counted by `L`'s proof-size rule.
+pub fn verify_block_within<L: Layout>(
     parent_root: H256,
     block: &Block,
     witness: Vec<(H256, Vec<u8>)>,
@@ -301,7 +288,7 @@ fn collect_refs<L: Layout>(encoded: &[u8], out: &mut HashSet<H256>) {
         ChildKind::Inline(bytes) => collect_refs::<L>(bytes, out),
         ChildKind::Empty => {}
     };
-    let value = match L::decode_node(encoded) {
+    let value = match L::decode(encoded) {
         Ok(NodeView::Leaf { value, .. }) => Some(value),
         Ok(NodeView::Extension { child, .. }) => {
             visit(child, out);

@@ -10,9 +10,8 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use chain::{
-    account_id, account_key, apply, block_txs, build_block, build_block_in_layout,
-    build_block_unrecorded_in_layout, decode_witness, decode_witness_in_layout, encode_witness,
-    finish_block, genesis, start_block, verify_block, verify_block_in_layout, verify_block_within,
+    account_id, account_key, apply, block_txs, build_block, build_block_unrecorded, decode_witness,
+    encode_witness, finish_block, genesis, start_block, verify_block, verify_block_within,
     ApplyError, Block, BlockContext, BlockLimits, BuildConfig, BuildError, ChainReceipt,
     CodecError, CorruptState, Counter, Format, PerTx, Stop, Transfer, TransferKind, VerifyError,
     EXISTENTIAL_DEPOSIT, FEE, FEE_POT_KEY,
@@ -35,7 +34,7 @@ fn parent(balances: &[u128]) -> (BTreeMap<Vec<u8>, Vec<u8>>, MemoryNodeSource, H
             map.insert(k, v);
         }
     }
-    let (src, root) = MemoryNodeSource::committed(&map).unwrap();
+    let (src, root) = MemoryNodeSource::committed::<EthLayout, _, _>(&map).unwrap();
     (map, src, root)
 }
 
@@ -105,7 +104,7 @@ fn reference(
     parent: &BTreeMap<Vec<u8>, Vec<u8>>,
     txs: &[Transfer],
 ) -> (usize, H256) {
-    let mut t: Trie<_> = Trie::from_root(src.clone(), root);
+    let mut t: Trie<_, EthLayout> = Trie::from_root(src.clone(), root);
     t.start_recording();
     let mut o = Overlay::new(RefCell::new(t));
     start_block(&mut o, &ctx()).unwrap();
@@ -141,7 +140,7 @@ proptest! {
         let n = balances.len();
         let raw = among(raw, n);
         let (map, src, root) = parent(&balances);
-        let mut s = PovSession::new(&src, root);
+        let mut s = PovSession::<_, EthLayout>::new(&src, root);
         start_block(s.overlay(), &ctx()).unwrap();
         let mut included = Vec::new();
         for tx in with_nonces(&raw) {
@@ -174,18 +173,18 @@ proptest! {
         let n = balances.len();
         let raw = among(raw, n);
         let (_, src, root) = parent(&balances);
-        let built = build_block(&src, root, ctx(), &with_nonces(&raw), &BuildConfig::default()).unwrap();
+        let built = build_block::<EthLayout, _>(&src, root, ctx(), &with_nonces(&raw), &BuildConfig::default()).unwrap();
         let block_bytes = built.block.encode();
         let witness_bytes = encode_witness(&built.witness);
         let block = Block::decode(&block_bytes).unwrap();
         prop_assert_eq!(&block, &built.block);
-        let nodes = decode_witness(&witness_bytes).unwrap();
-        prop_assert_eq!(verify_block(root, &block, nodes.clone()).unwrap(), built.block.state_root);
+        let nodes = decode_witness::<EthLayout>(&witness_bytes).unwrap();
+        prop_assert_eq!(verify_block::<EthLayout>(root, &block, nodes.clone()).unwrap(), built.block.state_root);
         // Drop each node in turn.
         for i in 0..nodes.len() {
             let mut fewer = nodes.clone();
             fewer.remove(i);
-            let e = verify_block(root, &block, fewer).unwrap_err();
+            let e = verify_block::<EthLayout>(root, &block, fewer).unwrap_err();
             prop_assert!(matches!(e, VerifyError::Incomplete { .. }), "dropping node {}: {}", i, e);
             prop_assert!(e.to_string().contains("witness incomplete"));
         }
@@ -194,7 +193,7 @@ proptest! {
             let mut bad = witness_bytes.clone();
             let at = flip.0 % bad.len();
             bad[at] ^= flip.2.max(1);
-            let outcome = decode_witness(&bad).map(|w| verify_block(root, &block, w));
+            let outcome = decode_witness::<EthLayout>(&bad).map(|w| verify_block::<EthLayout>(root, &block, w));
             prop_assert!(!matches!(outcome, Ok(Ok(_))), "flipping byte {} still verified", at);
         }
         // And one byte of the block (a block without transactions does not depend on its
@@ -202,7 +201,7 @@ proptest! {
         let mut bad = block_bytes.clone();
         let at = flip.1 % bad.len();
         bad[at] ^= flip.2.max(1);
-        let outcome = Block::decode(&bad).map(|b| verify_block(root, &b, nodes.clone()));
+        let outcome = Block::decode(&bad).map(|b| verify_block::<EthLayout>(root, &b, nodes.clone()));
         let header_only = (5..13).contains(&at) || (77..109).contains(&at);
         if !block.transfers.is_empty() || !header_only {
             prop_assert!(!matches!(outcome, Ok(Ok(_))), "flipping block byte {} still verified", at);
@@ -228,7 +227,7 @@ proptest! {
         let mut b = match prefix { 0 => b"ARBB\x01".to_vec(), 1 => b"ARBW\x01".to_vec(), _ => Vec::new() };
         b.extend_from_slice(&bytes);
         let _ = Block::decode(&b);
-        let _ = decode_witness(&b);
+        let _ = decode_witness::<EthLayout>(&b);
     }
 }
 
@@ -248,18 +247,18 @@ fn builder_fills_to_the_pov_limit() {
         .collect();
     for limit in [4_000usize, 20_000, 40_000] {
         let config = BuildConfig { pov_limit: limit, ..BuildConfig::default() };
-        let built = build_block(&src, root, ctx(), &pool, &config).unwrap();
+        let built = build_block::<EthLayout, _>(&src, root, ctx(), &pool, &config).unwrap();
         assert!(built.proof_size <= limit, "{} > {limit}", built.proof_size);
         assert_eq!(built.stop, Stop::PovLimit);
         let k = built.block.transfers.len();
         // With the next transaction the witness would have been over the limit.
         let more = BuildConfig { per_tx: PerTx::Nothing, ..BuildConfig::default() };
-        let over = build_block(&src, root, ctx(), &pool[..k + 1], &more).unwrap();
+        let over = build_block::<EthLayout, _>(&src, root, ctx(), &pool[..k + 1], &more).unwrap();
         assert!(over.proof_size > limit, "limit {limit}: {} transactions fit", k + 1);
-        assert!(verify_block(
+        assert!(verify_block::<EthLayout>(
             root,
             &built.block,
-            decode_witness(&encode_witness(&built.witness)).unwrap()
+            decode_witness::<EthLayout>(&encode_witness(&built.witness)).unwrap()
         )
         .is_ok());
     }
@@ -332,7 +331,7 @@ fn commit(
     changes: &state::ChangeSet,
 ) -> (BTreeMap<Vec<u8>, Vec<u8>>, MemoryNodeSource, H256) {
     let post = post_state(map, changes.get(&TrieId::Main).into_iter().flatten());
-    let (src, root) = MemoryNodeSource::committed(&post).unwrap();
+    let (src, root) = MemoryNodeSource::committed::<EthLayout, _, _>(&post).unwrap();
     (post, src, root)
 }
 
@@ -351,30 +350,33 @@ fn pov_limit_below_an_empty_block_is_refused() {
             kind: TransferKind::KeepAlive,
         })
         .collect();
-    let first = build_block(&src, root, ctx(), &pool[..10], &BuildConfig::default()).unwrap();
+    let first =
+        build_block::<EthLayout, _>(&src, root, ctx(), &pool[..10], &BuildConfig::default())
+            .unwrap();
     let (_, src2, root2) = commit(&map, &first.changes);
     let next: Vec<Transfer> = pool[10..].to_vec();
     for (src, root, pool) in [(&src, root, &pool[..]), (&src2, root2, &next[..])] {
-        let empty = build_block(src, root, ctx(), &[], &BuildConfig::default()).unwrap();
+        let empty =
+            build_block::<EthLayout, _>(src, root, ctx(), &[], &BuildConfig::default()).unwrap();
         let min = empty.proof_size;
         assert!(min > 0);
         let config = BuildConfig { pov_limit: min - 1, ..BuildConfig::default() };
-        match build_block(src, root, ctx(), pool, &config) {
+        match build_block::<EthLayout, _>(src, root, ctx(), pool, &config) {
             Err(BuildError::PovLimitTooSmall { limit, min: m }) => {
                 assert_eq!((limit, m), (min - 1, min));
             }
             other => panic!("expected PovLimitTooSmall, got {other:?}"),
         }
-        let e = build_block(src, root, ctx(), pool, &config).unwrap_err();
+        let e = build_block::<EthLayout, _>(src, root, ctx(), pool, &config).unwrap_err();
         assert!(e.to_string().contains(&format!("at least {min} bytes")), "{e}");
         for limit in [min, min + 1, min + 500] {
             let config = BuildConfig { pov_limit: limit, ..BuildConfig::default() };
-            let built = build_block(src, root, ctx(), pool, &config).unwrap();
+            let built = build_block::<EthLayout, _>(src, root, ctx(), pool, &config).unwrap();
             assert!(built.proof_size <= limit, "{} > {limit}", built.proof_size);
         }
         // Modes that do not enforce the limit do not check it either.
         let config = BuildConfig { pov_limit: 0, per_tx: PerTx::Nothing, ..BuildConfig::default() };
-        assert!(build_block(src, root, ctx(), pool, &config).is_ok());
+        assert!(build_block::<EthLayout, _>(src, root, ctx(), pool, &config).is_ok());
     }
 }
 
@@ -385,7 +387,7 @@ fn corrupt_state_is_typed() {
     let (mut map, _, _) = parent(&[EXISTENTIAL_DEPOSIT * 100; 4]);
     let key = account_key(&account_id(0));
     map.insert(key.as_bytes().to_vec(), vec![1, 2, 3]);
-    let (src, root) = MemoryNodeSource::committed(&map).unwrap();
+    let (src, root) = MemoryNodeSource::committed::<EthLayout, _, _>(&map).unwrap();
     let tx = Transfer {
         from: account_id(0),
         to: account_id(1),
@@ -412,7 +414,8 @@ fn corrupt_state_is_typed() {
         other => panic!("expected a corrupt counter, got {other:?}"),
     }
 
-    let e = build_block(&src, root, ctx(), &[tx], &BuildConfig::default()).unwrap_err();
+    let e =
+        build_block::<EthLayout, _>(&src, root, ctx(), &[tx], &BuildConfig::default()).unwrap_err();
     match &e {
         BuildError::Runtime(ApplyError::Corrupt(c)) => assert_eq!(c, &want),
         other => panic!("expected a runtime error, got {other:?}"),
@@ -421,7 +424,7 @@ fn corrupt_state_is_typed() {
     assert!(source.to_string().contains("holds 3 bytes"), "{source}");
 
     // The witness of the reads so far is enough to re-execute up to the corrupt read.
-    let mut s = PovSession::new(&src, root);
+    let mut s = PovSession::<_, EthLayout>::new(&src, root);
     start_block(s.overlay(), &ctx()).unwrap();
     assert!(apply(s.overlay(), &ctx(), 0, &tx).is_err());
     let witness = s.witness().unwrap();
@@ -432,9 +435,9 @@ fn corrupt_state_is_typed() {
         author: ctx().author,
         transfers: vec![tx],
     };
-    let nodes = decode_witness(&encode_witness(&witness)).unwrap();
+    let nodes = decode_witness::<EthLayout>(&encode_witness(&witness)).unwrap();
     assert_eq!(
-        verify_block(root, &block, nodes).unwrap_err(),
+        verify_block::<EthLayout>(root, &block, nodes).unwrap_err(),
         VerifyError::CorruptState { index: 0, source: want.clone() }
     );
 
@@ -451,9 +454,9 @@ fn codec_errors_name_the_format() {
     let e = Block::decode(b"ARBW\x01").unwrap_err();
     assert_eq!(e, CodecError::Magic { what: Format::Block });
     assert_eq!(e.to_string(), "not a block: the file does not start with \"ARBB\"");
-    let e = decode_witness(b"ARBW\x02").unwrap_err();
+    let e = decode_witness::<EthLayout>(b"ARBW\x02").unwrap_err();
     assert_eq!(e, CodecError::Version { what: Format::Witness, version: 2 });
-    let e = decode_witness(b"ARBW\x01\x00\x00\x00\x01\x00").unwrap_err();
+    let e = decode_witness::<EthLayout>(b"ARBW\x01\x00\x00\x00\x01\x00").unwrap_err();
     assert_eq!(e, CodecError::Length { what: Format::Witness, offset: 9 });
 }
 
@@ -472,17 +475,21 @@ fn blocks_over_the_limits_are_refused() {
             kind: TransferKind::KeepAlive,
         })
         .collect();
-    let built = build_block(&src, root, ctx(), &pool, &BuildConfig::default()).unwrap();
-    let nodes = || decode_witness(&encode_witness(&built.witness)).unwrap();
-    assert_eq!(verify_block(root, &built.block, nodes()).unwrap(), built.block.state_root);
+    let built =
+        build_block::<EthLayout, _>(&src, root, ctx(), &pool, &BuildConfig::default()).unwrap();
+    let nodes = || decode_witness::<EthLayout>(&encode_witness(&built.witness)).unwrap();
+    assert_eq!(
+        verify_block::<EthLayout>(root, &built.block, nodes()).unwrap(),
+        built.block.state_root
+    );
 
     let tight = BlockLimits { pov_limit: built.proof_size - 1, ..BlockLimits::default() };
     assert_eq!(
-        verify_block_within(root, &built.block, nodes(), &tight).unwrap_err(),
+        verify_block_within::<EthLayout>(root, &built.block, nodes(), &tight).unwrap_err(),
         VerifyError::PovTooLarge { bytes: built.proof_size, limit: built.proof_size - 1 }
     );
     let exact = BlockLimits { pov_limit: built.proof_size, ..BlockLimits::default() };
-    assert!(verify_block_within(root, &built.block, nodes(), &exact).is_ok());
+    assert!(verify_block_within::<EthLayout>(root, &built.block, nodes(), &exact).is_ok());
 
     let limit = BlockLimits::default().weight_limit;
     let transfers = usize::try_from(limit / chain::TRANSFER_WEIGHT).unwrap() + 1;
@@ -490,7 +497,7 @@ fn blocks_over_the_limits_are_refused() {
     heavy.transfers = vec![pool[0]; transfers];
     let weight = transfers as u64 * chain::TRANSFER_WEIGHT;
     assert_eq!(
-        verify_block(root, &heavy, nodes()).unwrap_err(),
+        verify_block::<EthLayout>(root, &heavy, nodes()).unwrap_err(),
         VerifyError::Overweight { transfers, weight, limit }
     );
 }
@@ -501,21 +508,20 @@ fn built_block_verifies_in<L: Layout>(
     txs: &[Transfer],
 ) -> Result<(), TestCaseError> {
     let (map, _, _) = parent(balances);
-    let (src, root) = MemoryNodeSource::committed_in_layout::<L, _, _>(&map).unwrap();
-    let built =
-        build_block_in_layout::<L, _>(&src, root, ctx(), txs, &BuildConfig::default()).unwrap();
-    let plain = build_block_unrecorded_in_layout::<L, _, _>(&map, &src, root, ctx(), txs).unwrap();
+    let (src, root) = MemoryNodeSource::committed::<L, _, _>(&map).unwrap();
+    let built = build_block::<L, _>(&src, root, ctx(), txs, &BuildConfig::default()).unwrap();
+    let plain = build_block_unrecorded::<L, _, _>(&map, &src, root, ctx(), txs).unwrap();
     prop_assert_eq!(built.block.state_root, plain.block.state_root);
     let size: usize = built.witness.iter().map(|n| L::PROOF_SIZE.item_size(n.len())).sum();
     prop_assert_eq!(built.proof_size, size);
-    let nodes = decode_witness_in_layout::<L>(&encode_witness(&built.witness)).unwrap();
+    let nodes = decode_witness::<L>(&encode_witness(&built.witness)).unwrap();
     let limits = BlockLimits::default();
-    let verified = verify_block_in_layout::<L>(root, &built.block, nodes.clone(), &limits);
+    let verified = verify_block_within::<L>(root, &built.block, nodes.clone(), &limits);
     prop_assert_eq!(verified.unwrap(), built.block.state_root);
     for i in 0..nodes.len() {
         let mut fewer = nodes.clone();
         fewer.remove(i);
-        let e = verify_block_in_layout::<L>(root, &built.block, fewer, &limits).unwrap_err();
+        let e = verify_block_within::<L>(root, &built.block, fewer, &limits).unwrap_err();
         prop_assert!(matches!(e, VerifyError::Incomplete { .. }), "dropping node {}: {}", i, e);
     }
     Ok(())

@@ -5,7 +5,8 @@
 //! ([`binding`], found where [`binding_place`] says). Both are cheap: a copy of the key,
 //! one RLP decode or a prefix test.
 //!
-//! The storage rule depends on the layout:
+//! The storage rule depends on the layout's family (an exhaustive match: a new family must
+//! state its rule):
 //! - Ethereum: the main-trie key is the account key hash (32 bytes), the value an account
 //!   `RLP[nonce, balance, storage_root, code_hash]`; its storage trie is
 //!   `TrieId::Storage(key)` with root `storage_root`.
@@ -16,7 +17,7 @@
 //! In both, a root equal to the layout's empty root commits to no trie.
 
 use state::H256;
-use trie::LayoutName;
+use trie::{Family, LayoutName};
 
 /// The main-trie key prefix under which a Substrate chain keeps each default child trie's
 /// root.
@@ -34,18 +35,15 @@ pub(crate) fn successor(k: &[u8]) -> Vec<u8> {
 /// key hash (its `TrieId::Storage`) and its root; `None` for any other entry (and for a
 /// root that is the empty trie's). The one rule creation, restore and verification share.
 pub(crate) fn binding(layout: LayoutName, key: &[u8], value: &[u8]) -> Option<(H256, H256)> {
-    let bound = match layout {
-        LayoutName::Ethereum => {
+    let bound = match layout.family() {
+        Family::Ethereum(()) => {
             let account = H256::from_slice(key)?;
             (account, eth::Account::decode(value).ok()?.storage_root)
         }
-        LayoutName::SubstrateV0 | LayoutName::SubstrateV1 => {
+        Family::Substrate(()) => {
             let child = key.strip_prefix(CHILD_STORAGE_PREFIX)?;
             (trie::blake2_256(child), H256::from_slice(value)?)
         }
-        // A layout without a known rule commits to no storage trie: creating a
-        // checkpoint of one that has storage tries fails (`CreateError::UnboundStorage`).
-        _ => return None,
     };
     Some(bound).filter(|(_, root)| *root != layout.empty_root())
 }
@@ -62,9 +60,9 @@ pub(crate) enum Place {
 
 /// Where the entry committing to storage trie `trie` lies in `layout`'s main trie.
 pub(crate) fn binding_place(layout: LayoutName, trie: &H256) -> Place {
-    match layout {
-        LayoutName::Ethereum => Place::Key(trie.0.to_vec()),
-        _ => {
+    match layout.family() {
+        Family::Ethereum(()) => Place::Key(trie.0.to_vec()),
+        Family::Substrate(()) => {
             let mut end = CHILD_STORAGE_PREFIX.to_vec();
             // ':' + 1: the first key after every key under the prefix.
             if let Some(last) = end.last_mut() {
@@ -77,9 +75,9 @@ pub(crate) fn binding_place(layout: LayoutName, trie: &H256) -> Place {
 
 /// Why no entry of the main trie commits to storage trie `trie` (for errors).
 pub(crate) fn unbound(layout: LayoutName, trie: &H256) -> String {
-    match layout {
-        LayoutName::Ethereum => format!("storage trie {trie} has no account with storage"),
-        _ => format!(
+    match layout.family() {
+        Family::Ethereum(()) => format!("storage trie {trie} has no account with storage"),
+        Family::Substrate(()) => format!(
             "storage trie {trie} has no child-trie entry ({}…) in the main trie",
             String::from_utf8_lossy(CHILD_STORAGE_PREFIX)
         ),

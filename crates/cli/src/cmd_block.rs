@@ -10,9 +10,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use chain::{
-    build_block_in_layout, decode_witness_in_layout, default_author, encode_witness,
-    funded_accounts, genesis, paired_transfers, verify_block_in_layout, Block, BlockContext,
-    BlockLimits, BuildConfig, BuildError, Built, Transfer, TransferKind, EXISTENTIAL_DEPOSIT,
+    build_block, decode_witness, default_author, encode_witness, funded_accounts, genesis,
+    paired_transfers, verify_block_within, Block, BlockContext, BlockLimits, BuildConfig,
+    BuildError, Built, Transfer, TransferKind, EXISTENTIAL_DEPOSIT,
 };
 use clap::Args;
 use state::H256;
@@ -125,9 +125,9 @@ impl WithLayout for BuildIn<'_> {
     type Output = Result<(H256, std::result::Result<Built, BuildError>)>;
     fn run<L: Layout>(self) -> Self::Output {
         let entries = genesis(&funded_accounts(self.accounts), self.balance);
-        let (src, root) = MemoryNodeSource::committed_in_layout::<L, _, _>(entries)?;
+        let (src, root) = MemoryNodeSource::committed::<L, _, _>(entries)?;
         let ctx = BlockContext { number: 1, author: default_author() };
-        Ok((root, build_block_in_layout::<L, _>(&src, root, ctx, self.pool, self.config)))
+        Ok((root, build_block::<L, _>(&src, root, ctx, self.pool, self.config)))
     }
 }
 
@@ -144,9 +144,9 @@ struct VerifyIn<'a> {
 impl WithLayout for VerifyIn<'_> {
     type Output = std::result::Result<H256, String>;
     fn run<L: Layout>(self) -> Self::Output {
-        let witness = decode_witness_in_layout::<L>(self.witness)
+        let witness = decode_witness::<L>(self.witness)
             .map_err(|e| format!("{}: {e}", self.witness_file.display()))?;
-        verify_block_in_layout::<L>(self.parent, self.block, witness, self.limits)
+        verify_block_within::<L>(self.parent, self.block, witness, self.limits)
             .map_err(|e| e.to_string())
     }
 }

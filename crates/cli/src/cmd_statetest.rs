@@ -1,5 +1,5 @@
-//! `arbor statetest PATH… [--json]`: the Ethereum state tests (`GeneralStateTests` JSON)
-//! through revm and Arbor's account-model commit, in memory.
+//! `arbor statetest PATH… [--db [--db-dir DIR]] [--json]`: the Ethereum state tests
+//! (`GeneralStateTests` JSON) through revm and Arbor's account-model commit.
 //!
 //! PATHs are files or directories (searched recursively for `*.json`, in path order).
 //! Every file is read and parsed before any runs, so a malformed one is a usage error
@@ -12,18 +12,26 @@
 //! reads and writes summed (what a per-transaction proof will need). A progress bar on
 //! stderr counts files.
 //!
-//! Back-ends: the states are in memory (`evm::statetest::InMemory`). `--db`, a temporary
-//! RocksDB store per run committing through the store's account-model commit, will be a
-//! second `evm::statetest::TestBackend` chosen here.
+//! Back-ends: the states are in memory (`evm::statetest::InMemory`) by default; with `--db`
+//! they are RocksDB stores (`evm::statetest::InStore`: one database per file, the
+//! pre-state and each transaction committed through the store's account-model commit and
+//! reverted after each entry, `verify` at the file's end; a failure there fails the file's
+//! entries). The databases go in a temporary directory made under the system's temporary
+//! directory, or under `--db-dir DIR` (which must exist), and removed at the end; Ctrl-C
+//! or SIGTERM stops after the file under way, removes them and exits 3.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
-use evm::statetest::{parse_file, run_file, EntryReport, FileReport, InMemory};
+use evm::statetest::{
+    parse_file, run_file, EntryReport, FileReport, InMemory, InStore, StateTestFile, TestBackend,
+};
 use evm::PovNeeds;
 
 use crate::input::{display_name, file_usage, read_text_bytes, utf8_text};
@@ -34,6 +42,14 @@ pub(crate) struct StatetestArgs {
     /// State-test files, or directories searched recursively for *.json.
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
+    /// Run on temporary RocksDB stores (one per file; the store's commit, reverts and a
+    /// verify) instead of in memory.
+    #[arg(long)]
+    db: bool,
+    /// Where --db makes its temporary directory [default: the system's temporary
+    /// directory].
+    #[arg(long, value_name = "DIR", requires = "db")]
+    db_dir: Option<PathBuf>,
     /// Print one JSON summary instead of the text lines.
     #[arg(long)]
     json: bool,
@@ -47,21 +63,54 @@ pub(crate) fn run(args: &StatetestArgs) -> Result<ExitCode> {
         parse(file)?;
     }
     let started = Instant::now();
-    let pb = crate::progress::counter(!args.json, Some(files.len() as u64), "running", "files");
-    let mut summary = Summary::default();
-    for file in &files {
-        let report = run_file(&parse(file)?, &mut InMemory);
-        summary.add(file, &report);
-        pb.inc(1);
-    }
-    pb.finish_and_clear();
+    let summary = if args.db {
+        let base = args.db_dir.clone().unwrap_or_else(std::env::temp_dir);
+        let dir = tempfile::Builder::new()
+            .prefix("arbor-statetest-")
+            .tempdir_in(&base)
+            .with_context(|| format!("cannot make a temporary directory in {}", base.display()))?;
+        let stop = crate::signals::stop_flag()?;
+        let mut backend = InStore::new(dir.path().to_path_buf());
+        let summary = run_files(&files, &mut backend, args.json, Some(&stop));
+        drop(backend);
+        let path = dir.path().display().to_string();
+        dir.close().with_context(|| format!("cannot remove the temporary databases at {path}"))?;
+        summary?
+    } else {
+        run_files(&files, &mut InMemory, args.json, None)?
+    };
     let elapsed_s = started.elapsed().as_secs_f64();
     if args.json {
-        outln!("{}", summary.json(files.len(), elapsed_s))?;
+        let backend = if args.db { "db" } else { "memory" };
+        outln!("{}", summary.json(files.len(), elapsed_s, backend))?;
     } else {
         summary.print()?;
     }
     Ok(if summary.failures.is_empty() { ExitCode::SUCCESS } else { crate::negative() })
+}
+
+/// Run every file on `backend` (each parsed again: only one is held at a time), stopping
+/// between files when `stop` is set.
+fn run_files<B: TestBackend>(
+    files: &[PathBuf],
+    backend: &mut B,
+    json: bool,
+    stop: Option<&Arc<AtomicBool>>,
+) -> Result<Summary> {
+    let pb = crate::progress::counter(!json, Some(files.len() as u64), "running", "files");
+    let mut summary = Summary::default();
+    for (done, file) in files.iter().enumerate() {
+        if stop.is_some_and(|s| s.load(Ordering::SeqCst)) {
+            pb.finish_and_clear();
+            bail!("stopped by a signal after {done} of {} files", files.len());
+        }
+        let parsed: StateTestFile = parse(file)?;
+        let report = run_file(&parsed, backend);
+        summary.add(file, &report);
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    Ok(summary)
 }
 
 /// Parse one state-test file: its content's problems are usage errors naming it.
@@ -178,7 +227,7 @@ impl Summary {
         )
     }
 
-    fn json(&self, files: usize, elapsed_s: f64) -> serde_json::Value {
+    fn json(&self, files: usize, elapsed_s: f64, backend: &str) -> serde_json::Value {
         let failures: Vec<serde_json::Value> = self
             .failures
             .iter()
@@ -210,7 +259,7 @@ impl Summary {
             "pov_total": pov_json(&self.pov_total),
             "pov_max": pov_json(&self.pov_max),
             "elapsed_s": elapsed_s,
-            "backend": "memory",
+            "backend": backend,
         })
     }
 }

@@ -16,7 +16,7 @@ use chain::{
 };
 use serde::Serialize;
 use state::{TrieId, H256};
-use trie::{MemoryNodeSource, Trie};
+use trie::{EthLayout, MemoryNodeSource, Trie};
 
 const ACCOUNTS: u64 = 2_000;
 const BALANCE: u128 = EXISTENTIAL_DEPOSIT * 1_000;
@@ -87,7 +87,7 @@ fn block_stm_check(
     let options = exec::ParallelOptions { always_parallel: true, ..Default::default() };
     let out = exec::execute_parallel_with(&txs, state, workers, options)?;
     let ms = start.elapsed().as_secs_f64() * 1e3;
-    let mut t: Trie<&MemoryNodeSource> = Trie::from_root(src, root);
+    let mut t: Trie<&MemoryNodeSource, EthLayout> = Trie::from_root(src, root);
     for (k, v) in &out.writes {
         t.write(k, v.as_deref())?;
     }
@@ -107,7 +107,7 @@ fn pool(first: u64, n: u64, kind: TransferKind) -> Vec<Transfer> {
 
 /// Apply a block's changes to the in-memory state; returns the new root.
 fn apply(src: &mut MemoryNodeSource, root: H256, changes: &chain::Built) -> Result<H256> {
-    let mut t: Trie<&MemoryNodeSource> = Trie::from_root(&*src, root);
+    let mut t: Trie<&MemoryNodeSource, EthLayout> = Trie::from_root(&*src, root);
     for (k, v) in changes.changes.get(&TrieId::Main).into_iter().flatten() {
         t.write(k, v.as_deref())?;
     }
@@ -121,7 +121,7 @@ fn apply(src: &mut MemoryNodeSource, root: H256, changes: &chain::Built) -> Resu
 pub(crate) fn run() -> Result<ChainDemo> {
     let state: BTreeMap<Vec<u8>, Vec<u8>> =
         genesis(&funded_accounts(ACCOUNTS), BALANCE).into_iter().collect();
-    let (mut src, mut root) = MemoryNodeSource::committed(&state)?;
+    let (mut src, mut root) = MemoryNodeSource::committed::<EthLayout, _, _>(&state)?;
     let author = default_author();
     let plan = [
         ("300 x transfer_keep_alive", pool(0, 300, TransferKind::KeepAlive), usize::MAX),
@@ -139,20 +139,21 @@ pub(crate) fn run() -> Result<ChainDemo> {
             ..BuildConfig::default()
         };
         let start = Instant::now();
-        let built = build_block(&src, root, ctx, &txs, &config).context("demo block production")?;
+        let built = build_block::<EthLayout, _>(&src, root, ctx, &txs, &config)
+            .context("demo block production")?;
         let build_ms = start.elapsed().as_secs_f64() * 1e3;
         let block_bytes = built.block.encode();
         let witness_bytes = encode_witness(&built.witness);
         let start = Instant::now();
-        let result = Block::decode(&block_bytes)
-            .map_err(VerifyError::from)
-            .and_then(|b| verify_block(root, &b, decode_witness(&witness_bytes)?));
+        let result = Block::decode(&block_bytes).map_err(VerifyError::from).and_then(|b| {
+            verify_block::<EthLayout>(root, &b, decode_witness::<EthLayout>(&witness_bytes)?)
+        });
         let verify_ms = start.elapsed().as_secs_f64() * 1e3;
         if number == 1 {
             block_stm = Some(block_stm_check(&state, &src, root, &built.block)?);
-            let mut w = decode_witness(&witness_bytes)?;
+            let mut w = decode_witness::<EthLayout>(&witness_bytes)?;
             w.remove(w.len() / 2);
-            match verify_block(root, &built.block, w) {
+            match verify_block::<EthLayout>(root, &built.block, w) {
                 Err(e @ VerifyError::Incomplete { .. }) => {
                     dropped_node_refused = true;
                     dropped_node_reason = e.to_string();

@@ -1,5 +1,5 @@
-//! Loading a genesis allocation into a database, crash-safe: one bulk load labelled with
-//! the genesis's state root, so that an interrupted `init` is finished only by the same
+//! Loading a genesis allocation into a database, crash-safe: one bulk load (accounts,
+//! storage and contract code) labelled with the genesis's state root, so that an interrupted `init` is finished only by the same
 //! genesis and refused for any other.
 
 use anyhow::{ensure, Context, Result};
@@ -32,9 +32,17 @@ pub(crate) fn load_genesis(db: &mut StateDb, genesis: &Genesis, pb: &ProgressBar
         }
         e
     });
-    let summary = db
-        .bulk_load(&genesis_label(&expected), counted)
-        .context("cannot load the genesis state")?;
+    let mut load =
+        db.begin_bulk_load(&genesis_label(&expected)).context("cannot load the genesis state")?;
+    for (trie, key, value) in counted {
+        load.put(&trie, &key, &value).context("cannot load the genesis state")?;
+    }
+    // Contract code goes beside the tries, by hash (the accounts name it).
+    for account in genesis.alloc.values().filter(|a| !a.code.is_empty()) {
+        load.put_code(&trie::keccak256(&account.code), &account.code)
+            .context("cannot load the genesis code")?;
+    }
+    let summary = load.finish().context("cannot load the genesis state")?;
     ensure!(
         summary.root == expected,
         "the store rebuilt root {} from the genesis, expected {expected}",

@@ -134,7 +134,8 @@ enum Command {
     Import(cmd_chain::ImportArgs),
     /// Verifiable chunked checkpoints: create, verify, serve, push, list, restore.
     Checkpoint(cmd_checkpoint::CheckpointArgs),
-    /// Run Ethereum state tests (GeneralStateTests JSON) through revm and Arbor's commit.
+    /// Run Ethereum state tests (GeneralStateTests JSON) through revm and Arbor's commit, in
+    /// memory or (--db) on temporary RocksDB stores.
     Statetest(cmd_statetest::StatetestArgs),
 }
 

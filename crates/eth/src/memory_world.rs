@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use alloy_primitives::U256;
 use state::H256;
-use trie::{MemoryNodeSource, Trie, TrieError, EMPTY_CODE_HASH, EMPTY_ROOT};
+use trie::{EthLayout, MemoryNodeSource, Trie, TrieError, EMPTY_CODE_HASH, EMPTY_ROOT};
 
 use crate::account::{secure_key, storage_value_rlp, Account};
 use crate::changes::{AccountChange, AccountWrite, EthChanges};
@@ -49,9 +49,9 @@ pub struct MemoryWorld {
     /// Invariant: no empty inner map and no zero value.
     storage: BTreeMap<Address, BTreeMap<H256, U256>>,
     code: HashMap<H256, Vec<u8>>,
-    account_trie: Trie<MemoryNodeSource>,
+    account_trie: Trie<MemoryNodeSource, EthLayout>,
     /// Invariant: exactly the accounts of `storage` have a trie.
-    storage_tries: BTreeMap<Address, Trie<MemoryNodeSource>>,
+    storage_tries: BTreeMap<Address, Trie<MemoryNodeSource, EthLayout>>,
     root: H256,
 }
 

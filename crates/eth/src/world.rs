@@ -105,8 +105,8 @@ pub fn genesis_entries(genesis: &Genesis) -> GenesisEntries {
 
 /// An in-memory Ethereum state: the account trie plus one storage trie per account.
 pub struct EthState {
-    accounts: Trie<MemoryNodeSource>,
-    storage: BTreeMap<Address, Trie<MemoryNodeSource>>,
+    accounts: Trie<MemoryNodeSource, EthLayout>,
+    storage: BTreeMap<Address, Trie<MemoryNodeSource, EthLayout>>,
 }
 
 impl EthState {

@@ -2,7 +2,10 @@
 //!
 //! - [`WorldReader`] (`reader`): the reads execution runs over (account, storage slot,
 //!   code by hash, block hash), with a typed error; the in-memory [`eth::MemoryWorld`]
-//!   implements it here, the RocksDB store will be the second back-end.
+//!   implements it here.
+//! - [`StoreWorld`] (`stored`): the same reads over the RocksDB store (the head through a
+//!   `store::ReadHandle` or `&store::StateDb`, a recent block through a `store::BlockView`),
+//!   block hashes from a caller's [`BlockHashes`], errors [`StoreReadError`].
 //! - [`WorldDb`] (`database`): revm's `Database` and `DatabaseRef` over any
 //!   [`WorldReader`], with its errors ([`DbError`]).
 //! - [`Eip7610Journal`] and [`world_context`] (`journal`): revm's journal with EIP-7610's
@@ -27,9 +30,11 @@ mod database;
 mod journal;
 mod reader;
 pub mod statetest;
+mod stored;
 
 pub use access::{PovNeeds, Reads, RecordingReader};
 pub use changes::{evm_changes, ConvertError};
 pub use database::{DbError, WorldDb};
 pub use journal::{world_context, Eip7610Journal, WorldContext};
 pub use reader::WorldReader;
+pub use stored::{BlockHashes, NoBlockHashes, StoreReadError, StoreState, StoreWorld};

@@ -3,7 +3,8 @@
 //! fallible with the reader's own typed error. revm's `Database` is implemented once over
 //! it ([`crate::WorldDb`]); a back-end only implements these four reads. The in-memory
 //! [`MemoryWorld`] is one back-end (it never fails and knows no chain, so it has no block
-//! hashes); the RocksDB store will be the second, with the last 256 block hashes.
+//! hashes); the RocksDB store is the second ([`crate::StoreWorld`], block hashes from the
+//! caller).
 
 use std::convert::Infallible;
 

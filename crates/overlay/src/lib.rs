@@ -19,12 +19,12 @@
 #![forbid(unsafe_code)]
 
 mod error;
-mod overlay;
 mod pov;
 mod range;
 mod slot;
+mod stack;
 
 pub use error::ChangeSetError;
-pub use overlay::{Overlay, PendingWrite};
 pub use pov::{PovError, PovSession, RecordingBackend};
 pub use range::RangeIter;
+pub use stack::{Overlay, PendingWrite};

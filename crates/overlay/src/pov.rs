@@ -1,7 +1,6 @@
 //! [`PovSession`]: a block's overlay over a recording trie of the parent state, with the
-//! exact proof size and the exact state root available after every transaction, in any
-//! trie layout (Ethereum's by default; Substrate's V0 and V1 through
-//! [`PovSession::with_layout`]).
+//! exact proof size and the exact state root available after every transaction, in the
+//! trie layout its caller names (`PovSession::<_, SubstrateV1>::new(source, root)`).
 //!
 //! The witness of a block (its proof of validity) is every pre-state node that executing
 //! the block reads plus every pre-state node that computing its post-state root reads.
@@ -53,9 +52,9 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use state::{key_bounds, StateReader, TransactionError, TrieId, VecRange, H256};
-use trie::{EthLayout, Layout, NodeSource, StoredValue, Trie, TrieError};
+use trie::{Layout, NodeSource, StoredValue, Trie, TrieError};
 
-use crate::overlay::Overlay;
+use crate::stack::Overlay;
 /// Why a proof-recording operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -213,7 +212,7 @@ impl<S: NodeSource, L: Layout> Inner<S, L> {
 }
 
 /// The overlay's backend: reads walk the recording trie, values come from the parent.
-pub struct RecordingBackend<S: NodeSource, L: Layout = EthLayout> {
+pub struct RecordingBackend<S: NodeSource, L: Layout> {
     inner: RefCell<Inner<S, L>>,
 }
 
@@ -269,7 +268,7 @@ impl<S: NodeSource, L: Layout> StateReader for RecordingBackend<S, L> {
 
 /// A block being built or verified with proof recording, in trie layout `L`. See the
 /// module docs.
-pub struct PovSession<S: NodeSource, L: Layout = EthLayout> {
+pub struct PovSession<S: NodeSource, L: Layout> {
     overlay: Overlay<RecordingBackend<S, L>>,
     parent_root: H256,
     /// Keys applied to the trie (the keys of `Inner::pre`), each with whether the trie
@@ -282,18 +281,10 @@ pub struct PovSession<S: NodeSource, L: Layout = EthLayout> {
     candidate_open: bool,
 }
 
-impl<S: NodeSource> PovSession<S> {
-    /// A session over the parent state `root` served by `source`, in Ethereum's layout
-    /// ([`PovSession::with_layout`] for another).
-    pub fn new(source: S, root: H256) -> Self {
-        Self::with_layout(source, root)
-    }
-}
-
 impl<S: NodeSource, L: Layout> PovSession<S, L> {
     /// A session over the parent state `root` served by `source`, in layout `L`:
-    /// `PovSession::<_, SubstrateV1>::with_layout(source, root)`.
-    pub fn with_layout(source: S, root: H256) -> Self {
+    /// `PovSession::<_, SubstrateV1>::new(source, root)`.
+    pub fn new(source: S, root: H256) -> Self {
         let mut t: Trie<S, L> = Trie::from_root(source, root);
         t.start_recording();
         t.set_record_collapse_loads(false);

@@ -30,6 +30,9 @@ pub struct NestedChanges {
     /// Content-addressed blobs the state refers to by hash (contract code), stored outside
     /// the tries. Invariant (the model's to keep): each key is the blob's hash.
     pub code: BTreeMap<H256, Vec<u8>>,
+    /// The block's record, kept with it (an Ethereum block's header); `None` for a commit
+    /// that is not a whole block of such a chain.
+    pub record: Option<Vec<u8>>,
 }
 
 impl NestedChanges {
@@ -38,6 +41,7 @@ impl NestedChanges {
         self.changes.values().all(|kv| kv.is_empty())
             && self.cleared.is_empty()
             && self.code.is_empty()
+            && self.record.is_none()
     }
 }
 

@@ -50,6 +50,13 @@ pub(crate) const META_NODES_AT: &[u8] = b"nodes_at";
 /// Meta key of the trie layout the database was created with (its name, as `--layout`
 /// spells it). Absent in databases created before layouts could be chosen: Ethereum.
 pub(crate) const META_LAYOUT: &[u8] = b"layout";
+/// Meta key prefix of a block's record: `b"block" ‖ number (u64 BE) → bytes`, what the
+/// block's executor keeps with it (an Ethereum block's header: its hash, the parent a
+/// successor is checked against, the hashes `BLOCKHASH` reads). Written with the block,
+/// undone by its revert, and deleted [`BLOCK_RECORDS_KEPT`] blocks later.
+pub(crate) const META_BLOCK: &[u8] = b"block";
+/// Blocks whose records are kept: the 256 `BLOCKHASH` can reach, and the head's.
+pub(crate) const BLOCK_RECORDS_KEPT: u64 = 257;
 /// Meta key of the cache counters summed over every closed session
 /// ([`crate::tiers::cache::CacheTotals`], six `u64` BE).
 pub(crate) const META_CACHE_TOTALS: &[u8] = b"cache_totals";
@@ -150,6 +157,13 @@ pub(crate) fn history_key(number: u64) -> [u8; 8] {
 pub(crate) fn root_key(trie: &TrieId) -> Vec<u8> {
     let mut k = META_ROOT.to_vec();
     trie.write_prefix(&mut k);
+    k
+}
+
+/// The meta key of block `number`'s record.
+pub(crate) fn block_record_key(number: u64) -> Vec<u8> {
+    let mut k = META_BLOCK.to_vec();
+    k.extend_from_slice(&number.to_be_bytes());
     k
 }
 

@@ -1,11 +1,13 @@
 //! The store's calls into layout-generic code: each is a [`WithLayout`] that the database's
 //! recorded [`LayoutName`] dispatches, so nothing in the store names a layout type.
 
-use state::H256;
-use trie::{Layout, LayoutName, NodeSource, Trie, TrieError, TrieUpdates, WithLayout};
+use state::{TrieId, H256};
+use trie::{
+    update_trie, Change, Layout, LayoutName, NodeSource, PreState, Trie, TrieError, TrieUpdates,
+    UpdateError, Updated, WithLayout,
+};
 
-use crate::error::StoreError;
-use crate::update::{update_trie, Change, PreState, Updated};
+use crate::error::{Corruption, StoreError};
 
 /// The keys a proof covers.
 #[derive(Debug, Clone, Copy)]
@@ -69,9 +71,11 @@ pub(crate) fn rewrite<'w, S: NodeSource>(
     layout.dispatch(Rewrite { source, root, writes })
 }
 
-/// [`update_trie`] in `layout`.
-pub(crate) fn update<P: PreState>(
+/// [`update_trie`] of trie `trie` in `layout`; what contradicts the trie is a
+/// [`Corruption`] naming `trie`.
+pub(crate) fn update<P: PreState<Error = StoreError>>(
     layout: LayoutName,
+    trie: TrieId,
     pre: &P,
     root: H256,
     changes: &[Change<'_>],
@@ -84,10 +88,24 @@ pub(crate) fn update<P: PreState>(
         verify_old: bool,
     }
     impl<P: PreState> WithLayout for Update<'_, '_, P> {
-        type Output = Result<Updated, StoreError>;
+        type Output = Result<Updated, UpdateError<P::Error>>;
         fn run<L: Layout>(self) -> Self::Output {
             update_trie::<L, P>(self.pre, self.root, self.changes, self.verify_old)
         }
     }
-    layout.dispatch(Update { pre, root, changes, verify_old })
+    layout.dispatch(Update { pre, root, changes, verify_old }).map_err(|e| update_error(trie, e))
+}
+
+/// An update's failure as the store reports it.
+fn update_error(trie: TrieId, e: UpdateError<StoreError>) -> StoreError {
+    let corruption = match e {
+        UpdateError::Source(e) => return e,
+        UpdateError::NodeHash { path, expected } => Corruption::NodeHash { trie, path, expected },
+        UpdateError::Node { path, source } => Corruption::Node { trie, path, source },
+        UpdateError::OddKey { path } => Corruption::OddKey { trie, path },
+        UpdateError::OldValue { key } => Corruption::OldValue { trie, key },
+        UpdateError::MissingLeaf { path } => Corruption::MissingLeaf { trie, path },
+        UpdateError::KeyOrder(source) => Corruption::FlatOrder { trie, source },
+    };
+    corruption.into()
 }

@@ -59,7 +59,6 @@ mod shared;
 mod statedb;
 mod stats;
 mod tiers;
-mod update;
 mod verify;
 mod writer;
 

@@ -173,7 +173,7 @@ fn stage_nodes(
     u: &TrieUpdates,
 ) {
     // Leaves are rebuilt from `flat` and not stored, except at the root: the store keeps a
-    // trie's root node whatever it is (see `update::place_root`), so a root leaf that a
+    // trie's root node whatever it is (see `trie::update_trie`), so a root leaf that a
     // revert replaces or removes must be rewritten or deleted like any stored node.
     let stored = |path: &[u8], is_leaf: bool| !is_leaf || path.is_empty();
     for r in u.removed.iter().filter(|r| stored(r.path.as_slice(), r.is_leaf)) {

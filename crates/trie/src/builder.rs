@@ -23,7 +23,7 @@ use rayon::prelude::*;
 use state::H256;
 
 use crate::nibbles::{common_prefix_nibbles, nibble_at, NibbleSlice};
-use crate::node::{ChildRef, EthLayout, Layout};
+use crate::node::{ChildRef, ExtensionCodec, Family, Layout, NibbledCodec};
 
 /// Hash work done by a builder or trie.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -116,7 +116,7 @@ struct Frame {
 }
 
 /// Builds a root from strictly ascending keys. See the module docs.
-pub struct RootBuilder<L: Layout = EthLayout, S: NodeSink = ()> {
+pub struct RootBuilder<L: Layout, S: NodeSink = ()> {
     /// Nibbles every key shares (0 for a whole trie); the result is the node at this depth.
     depth0: usize,
     frames: Vec<Frame>,
@@ -259,7 +259,7 @@ impl<L: Layout, S: NodeSink> RootBuilder<L, S> {
     /// Count the hash of a value node, if the layout stores `value` as one.
     #[inline]
     fn count_value(&mut self, value_len: usize) {
-        if L::VALUE_NODE_MIN.is_some_and(|min| value_len >= min) {
+        if L::FAMILY.value_node_min().is_some_and(|min| value_len >= min) {
             self.count(value_len);
         }
     }
@@ -377,27 +377,30 @@ impl<L: Layout, S: NodeSink> RootBuilder<L, S> {
     /// `start`, an extension over it; without, one branch with the partial key in between.
     fn encode_node(&mut self, i: usize, start: usize) -> ChildRef {
         let depth = self.frames[i].depth;
-        if !L::USES_EXTENSION {
-            self.buf.clear();
-            let f = &self.frames[i];
-            let path = NibbleSlice::range(&self.prev_key, start, depth);
-            L::encode_nibbled_branch(path, &f.children, f.value.as_deref(), &mut self.buf);
-            let value_len = f.value.as_ref().map(Vec::len);
-            if let Some(len) = value_len {
-                self.count_value(len);
+        let ext = match L::FAMILY {
+            Family::Ethereum(ext) => ext,
+            Family::Substrate(nibbled) => {
+                self.buf.clear();
+                let f = &self.frames[i];
+                let path = NibbleSlice::range(&self.prev_key, start, depth);
+                nibbled.encode_nibbled_branch(path, &f.children, f.value.as_deref(), &mut self.buf);
+                let value_len = f.value.as_ref().map(Vec::len);
+                if let Some(len) = value_len {
+                    self.count_value(len);
+                }
+                let r = self.seal();
+                let at = NibbleSlice::range(&self.prev_key, 0, start);
+                self.sink.node(EmittedKind::Branch, at, &self.buf, &r);
+                return r;
             }
-            let r = self.seal();
-            let at = NibbleSlice::range(&self.prev_key, 0, start);
-            self.sink.node(EmittedKind::Branch, at, &self.buf, &r);
-            return r;
-        }
+        };
         let child_ref = self.encode_frame(i);
         if depth == start {
             return child_ref;
         }
         let path = NibbleSlice::range(&self.prev_key, start, depth);
         self.buf.clear();
-        L::encode_extension(path, &child_ref, &mut self.buf);
+        ext.encode_extension(path, &child_ref, &mut self.buf);
         let ext_ref = self.seal();
         let at = NibbleSlice::range(&self.prev_key, 0, start);
         self.sink.node(EmittedKind::Extension, at, &self.buf, &ext_ref);
@@ -503,6 +506,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ethereum::EthLayout;
     use crate::hash::EMPTY_ROOT;
 
     fn root(items: &[(&[u8], &[u8])]) -> H256 {

@@ -8,8 +8,9 @@ use std::str::FromStr;
 
 use state::H256;
 
+use crate::ethereum::EthLayout;
 use crate::nibbles::NibbleSlice;
-use crate::node::{EthLayout, Layout};
+use crate::node::{Family, Layout};
 use crate::substrate::{SubstrateV0, SubstrateV1};
 
 /// A computation generic over the layout, run in a layout named at run time by
@@ -77,6 +78,12 @@ impl LayoutName {
     /// True when an empty value is a value (Substrate), false when it means absent.
     pub fn allows_empty_value(self) -> bool {
         self.dispatch(AllowsEmpty)
+    }
+
+    /// The layout's family ([`Layout::FAMILY`] without its codec): what code above the trie
+    /// matches on, exhaustively, where the families' conventions differ.
+    pub fn family(self) -> Family {
+        self.dispatch(FamilyOf)
     }
 
     /// The name as `--layout` spells it.
@@ -147,7 +154,16 @@ struct ValueNode(usize);
 impl WithLayout for ValueNode {
     type Output = bool;
     fn run<L: Layout>(self) -> bool {
-        L::VALUE_NODE_MIN.is_some_and(|min| self.0 >= min)
+        L::FAMILY.value_node_min().is_some_and(|min| self.0 >= min)
+    }
+}
+
+struct FamilyOf;
+
+impl WithLayout for FamilyOf {
+    type Output = Family;
+    fn run<L: Layout>(self) -> Family {
+        L::FAMILY.name()
     }
 }
 
@@ -201,5 +217,8 @@ mod tests {
         assert!(!LayoutName::SubstrateV0.value_node(1000) && !LayoutName::Ethereum.value_node(99));
         assert!(LayoutName::SubstrateV0.allows_empty_value());
         assert!(!LayoutName::Ethereum.allows_empty_value());
+        assert_eq!(LayoutName::Ethereum.family(), Family::Ethereum(()));
+        assert_eq!(LayoutName::SubstrateV0.family(), Family::Substrate(()));
+        assert_eq!(LayoutName::SubstrateV1.family(), Family::Substrate(()));
     }
 }

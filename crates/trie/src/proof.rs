@@ -17,10 +17,10 @@ use std::collections::{HashMap, HashSet};
 use state::H256;
 
 use crate::builder::root_from_sorted;
+use crate::mutable::{path_hex, Entry, Kind, NodeId, Trie, TrieError, Value, NONE};
 use crate::nibbles::Nibbles;
 use crate::node::{ChildKind, ChildRef, Layout, NodeError, NodeValue, NodeView};
 use crate::source::{NodeSource, SourceError};
-use crate::trie::{path_hex, Entry, Kind, NodeId, Trie, TrieError, Value, NONE};
 
 /// Why a proof does not verify.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -204,7 +204,7 @@ pub(crate) fn walk<'p, L: Layout>(
                 &inline_copy
             }
         };
-        let node = L::decode_node(bytes)
+        let node = L::decode(bytes)
             .map_err(|source| ProofError::Malformed { path: path_hex(&path[..depth]), source })?;
         let value = match node {
             NodeView::Empty => return Ok(None),
@@ -321,7 +321,7 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
             is_root = false;
             // Without extension nodes, an extension slot and its branch are one node.
             let node = match &self.slots[id as usize].kind {
-                Kind::Extension { path: ep, child } if !L::USES_EXTENSION => {
+                Kind::Extension { path: ep, child } if !L::FAMILY.has_extensions() => {
                     if !path[depth..].starts_with(ep) {
                         break;
                     }

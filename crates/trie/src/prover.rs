@@ -78,7 +78,7 @@ where
         builder.add(k.as_ref(), v.as_ref())?;
     }
     let (root, mut sink, _) = builder.finish_with();
-    if let Some(min) = L::VALUE_NODE_MIN {
+    if let Some(min) = L::FAMILY.value_node_min() {
         for key in keys {
             if let Ok(i) = items.binary_search_by(|(k, _)| k.as_ref().cmp(key.as_ref())) {
                 let v = items[i].1.as_ref();
@@ -108,10 +108,10 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::EthLayout;
+    use crate::ethereum::EthLayout;
+    use crate::mutable::Trie;
     use crate::proof::verify_proof;
     use crate::source::MemoryNodeSource;
-    use crate::trie::Trie;
 
     #[test]
     fn matches_the_mutable_tries_proofs() {

@@ -26,11 +26,11 @@ use std::collections::{HashMap, HashSet};
 use state::H256;
 
 use crate::builder::{EmittedKind, NodeSink, RootBuilder};
+use crate::mutable::{path_hex, TrieError};
 use crate::nibbles::{nibble_at, NibbleSlice, Nibbles};
 use crate::node::{ChildKind, ChildRef, Layout, NodeError, NodeValue, NodeView};
 use crate::proof::ProofError;
 use crate::source::NodeSource;
-use crate::trie::{path_hex, TrieError};
 
 /// Where the keys under a nibble path lie relative to a range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,8 +134,8 @@ fn prove_below<L: Layout, S: NodeSource>(
     out: &mut Vec<Vec<u8>>,
     seen: &mut HashSet<H256>,
 ) -> Result<(), TrieError> {
-    let node = L::decode_node(enc)
-        .map_err(|source| TrieError::Corrupt { path: path_hex(path), source })?;
+    let node =
+        L::decode(enc).map_err(|source| TrieError::Corrupt { path: path_hex(path), source })?;
     let mut visit = |path: &mut Vec<u8>, child: &ChildRef| -> Result<(), TrieError> {
         if bounds.place(path) != Place::Straddle {
             return Ok(());
@@ -322,7 +322,7 @@ impl<'p, L: Layout, S: NodeSink> Verifier<'p, '_, L, S> {
     ) -> Result<(), ProofError> {
         self.stats.boundary_nodes += 1;
         let malformed = |source| ProofError::Malformed { path: path_hex(path), source };
-        match L::decode_node(enc).map_err(malformed)? {
+        match L::decode(enc).map_err(malformed)? {
             NodeView::Empty => Err(mismatch(path, "an empty node inside a trie")),
             NodeView::Leaf { path: rest, value } => {
                 let mut key = path.clone();

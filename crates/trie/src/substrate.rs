@@ -17,12 +17,15 @@
 //! an empty bitmap, a child reference of 0 or more than 32 bytes and trailing bytes are
 //! typed [`NodeError`]s, never panics.
 
+use std::convert::Infallible;
+
 use state::H256;
 
 use crate::hash::{blake2_256, SUBSTRATE_EMPTY_ROOT};
 use crate::nibbles::{NibbleSlice, Nibbles};
 use crate::node::{
-    ChildKind, ChildRef, DecodedNode, Layout, NodeError, NodeValue, NodeView, ProofSizeRule,
+    ChildKind, ChildRef, Family, Layout, NibbledCodec, NodeError, NodeValue, NodeView,
+    ProofSizeRule,
 };
 use crate::scale::{compact_len, write_compact, Reader};
 
@@ -301,29 +304,14 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<NodeView<'_>, NodeError> {
     Ok(node)
 }
 
-/// A Substrate node in Ethereum's shape, when it has one.
-fn decode_as_eth(bytes: &[u8]) -> Result<DecodedNode<'_>, NodeError> {
-    match decode(bytes)? {
-        NodeView::Empty => Ok(DecodedNode::Empty),
-        NodeView::Leaf { path, value: NodeValue::Inline(value) } => {
-            Ok(DecodedNode::Leaf { path, value })
-        }
-        NodeView::Branch { path, children, value } if path.is_empty() => match value {
-            None => Ok(DecodedNode::Branch { children, value: None }),
-            Some(NodeValue::Inline(v)) => Ok(DecodedNode::Branch { children, value: Some(v) }),
-            Some(NodeValue::Node(_)) => Err(NodeError::Unrepresentable),
-        },
-        _ => Err(NodeError::Unrepresentable),
-    }
-}
-
-/// `Layout` for a Substrate layout whose value-node threshold is `$min`.
+/// `Layout` and `NibbledCodec` for a Substrate layout whose value-node threshold is `$min`.
 macro_rules! substrate_layout {
-    ($layout:ty, $min:expr, $value_node_min:expr) => {
+    ($layout:ident, $min:expr, $value_node_min:expr) => {
         impl Layout for $layout {
-            const USES_EXTENSION: bool = false;
+            type Extension = Infallible;
+            type Nibbled = $layout;
+            const FAMILY: Family<Infallible, $layout> = Family::Substrate($layout);
             const ALLOW_EMPTY_VALUE: bool = true;
-            const VALUE_NODE_MIN: Option<usize> = $value_node_min;
             const PROOF_SIZE: ProofSizeRule = ProofSizeRule::ScaleEncoded;
 
             #[inline]
@@ -345,26 +333,26 @@ macro_rules! substrate_layout {
             }
 
             #[inline]
-            fn encode_leaf_with(path: &[u8], value: NodeValue<'_>, out: &mut Vec<u8>) {
-                encode_leaf(Partial::Unpacked(path), value, out);
-            }
-
-            fn encode_extension(_: NibbleSlice<'_>, _: &ChildRef, _: &mut Vec<u8>) {
-                panic!("Substrate layouts have no extension nodes");
-            }
-
-            fn encode_extension_unpacked(_: &[u8], _: &ChildRef, _: &mut Vec<u8>) {
-                panic!("Substrate layouts have no extension nodes");
-            }
-
-            #[inline]
             fn encode_branch(children: &[ChildRef; 16], value: Option<&[u8]>, out: &mut Vec<u8>) {
                 let value = value.map(|v| stored(v, $min));
                 encode_branch(Partial::Unpacked(&[]), children, value, out);
             }
 
+            fn decode(bytes: &[u8]) -> Result<NodeView<'_>, NodeError> {
+                decode(bytes)
+            }
+
+            fn branch_hash_offsets(encoded: &[u8], children: &[ChildRef; 16]) -> [usize; 16] {
+                child_hash_offsets(encoded, children)
+            }
+        }
+
+        impl NibbledCodec for $layout {
+            const VALUE_NODE_MIN: Option<usize> = $value_node_min;
+
             #[inline]
             fn encode_nibbled_branch(
+                self,
                 path: NibbleSlice<'_>,
                 children: &[ChildRef; 16],
                 value: Option<&[u8]>,
@@ -375,25 +363,19 @@ macro_rules! substrate_layout {
             }
 
             #[inline]
+            fn encode_leaf_with(self, path: &[u8], value: NodeValue<'_>, out: &mut Vec<u8>) {
+                encode_leaf(Partial::Unpacked(path), value, out);
+            }
+
+            #[inline]
             fn encode_branch_with(
+                self,
                 path: &[u8],
                 children: &[ChildRef; 16],
                 value: Option<NodeValue<'_>>,
                 out: &mut Vec<u8>,
             ) {
                 encode_branch(Partial::Unpacked(path), children, value, out);
-            }
-
-            fn branch_hash_offsets(encoded: &[u8], children: &[ChildRef; 16]) -> [usize; 16] {
-                child_hash_offsets(encoded, children)
-            }
-
-            fn decode(bytes: &[u8]) -> Result<DecodedNode<'_>, NodeError> {
-                decode_as_eth(bytes)
-            }
-
-            fn decode_node(bytes: &[u8]) -> Result<NodeView<'_>, NodeError> {
-                decode(bytes)
             }
         }
     };
@@ -426,6 +408,27 @@ mod tests {
     /// among inline and empty children, with and without a value and a partial key.
     #[test]
     fn branch_hash_offsets_find_each_hash() {
+        /// A branch of `L` over `children`: with the partial key `path` and `value` as held
+        /// (Substrate), or with `value`'s bytes and no partial key (Ethereum).
+        fn encode<L: Layout>(
+            path: &[u8],
+            children: &[ChildRef; 16],
+            value: Option<NodeValue<'_>>,
+        ) -> Vec<u8> {
+            let mut enc = Vec::new();
+            match L::FAMILY {
+                Family::Substrate(s) => s.encode_branch_with(path, children, value, &mut enc),
+                Family::Ethereum(_) => {
+                    assert!(path.is_empty(), "an Ethereum branch has no partial key");
+                    let bytes = value.map(|v| match v {
+                        NodeValue::Inline(v) => v,
+                        NodeValue::Node(_) => panic!("an Ethereum branch holds its value"),
+                    });
+                    L::encode_branch(children, bytes, &mut enc);
+                }
+            }
+            enc
+        }
         fn check<L: Layout>(path: &[u8], value: Option<NodeValue<'_>>) {
             let mut children = [ChildRef::EMPTY; 16];
             for (i, c) in children.iter_mut().enumerate() {
@@ -435,8 +438,7 @@ mod tests {
                     _ => ChildRef::EMPTY,
                 };
             }
-            let mut enc = Vec::new();
-            L::encode_branch_with(path, &children, value, &mut enc);
+            let enc = encode::<L>(path, &children, value);
             let offsets = L::branch_hash_offsets(&enc, &children);
             for (i, c) in children.iter().enumerate() {
                 if let Some(h) = c.as_hash() {
@@ -497,7 +499,7 @@ mod tests {
         children[15] = ChildRef::hash(H256([9; 32]));
         for value in [None, Some(&small[..]), Some(&big[..]), Some(&[][..])] {
             let mut out = Vec::new();
-            SubstrateV1::encode_branch_with(
+            SubstrateV1.encode_branch_with(
                 &[1, 2, 3],
                 &children,
                 value.map(|v| stored(v, 33)),
@@ -534,21 +536,5 @@ mod tests {
         long_child.extend_from_slice(&[0u8; 33]);
         assert_eq!(decode(&long_child).err(), Some(NodeError::BadChild(33)));
         assert_eq!(decode(&[0x00]), Ok(NodeView::Empty));
-    }
-
-    #[test]
-    fn eth_shape_only_where_it_fits() {
-        let enc = leaf::<SubstrateV0>(&[1, 2], b"v");
-        assert!(matches!(SubstrateV0::decode(&enc), Ok(DecodedNode::Leaf { .. })));
-        let enc = leaf::<SubstrateV1>(&[1, 2], &[0u8; 33]);
-        assert_eq!(SubstrateV1::decode(&enc), Err(NodeError::Unrepresentable));
-        let mut children = [ChildRef::EMPTY; 16];
-        children[2] = ChildRef::hash(H256([1; 32]));
-        let mut out = Vec::new();
-        SubstrateV0::encode_nibbled_branch(NibbleSlice::new(&[0x12]), &children, None, &mut out);
-        assert_eq!(SubstrateV0::decode(&out), Err(NodeError::Unrepresentable));
-        out.clear();
-        SubstrateV0::encode_branch(&children, None, &mut out);
-        assert!(matches!(SubstrateV0::decode(&out), Ok(DecodedNode::Branch { value: None, .. })));
     }
 }

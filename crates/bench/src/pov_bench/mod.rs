@@ -31,10 +31,9 @@ use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
 use chain::{
-    build_block_in_layout, build_block_unrecorded_in_layout, decode_witness_in_layout,
-    default_author, encode_witness, funded_accounts, genesis, paired_transfers,
-    verify_block_in_layout, BlockContext, BlockLimits, BuildConfig, Built, PerTx, Transfer,
-    TransferKind, EXISTENTIAL_DEPOSIT,
+    build_block, build_block_unrecorded, decode_witness, default_author, encode_witness,
+    funded_accounts, genesis, paired_transfers, verify_block_within, BlockContext, BlockLimits,
+    BuildConfig, Built, PerTx, Transfer, TransferKind, EXISTENTIAL_DEPOSIT,
 };
 use indicatif::ProgressBar;
 use serde::Serialize;
@@ -188,7 +187,7 @@ impl ParentState {
         let entries = genesis(&funded_accounts(opts.accounts), balance);
         if opts.memory {
             let flat: BTreeMap<Vec<u8>, Vec<u8>> = entries.into_iter().collect();
-            let (nodes, root) = MemoryNodeSource::committed_in_layout::<L, _, _>(&flat)?;
+            let (nodes, root) = MemoryNodeSource::committed::<L, _, _>(&flat)?;
             return Ok(ParentState { root, backend: Backend::Memory { flat, nodes } });
         }
         let tmp = match &opts.dir {
@@ -241,17 +240,17 @@ fn build<L: Layout>(
     Ok(match (&state.backend, per_tx) {
         (Backend::Store(db, _), None) => {
             let source = db.node_source(TrieId::Main)?;
-            build_block_unrecorded_in_layout::<L, _, _>(db, source, root, ctx, pool)?
+            build_block_unrecorded::<L, _, _>(db, source, root, ctx, pool)?
         }
         (Backend::Store(db, _), Some(per_tx)) => {
             let source = db.node_source(TrieId::Main)?;
-            build_block_in_layout::<L, _>(&source, root, ctx, pool, &config(per_tx))?
+            build_block::<L, _>(&source, root, ctx, pool, &config(per_tx))?
         }
         (Backend::Memory { flat, nodes }, None) => {
-            build_block_unrecorded_in_layout::<L, _, _>(flat, nodes, root, ctx, pool)?
+            build_block_unrecorded::<L, _, _>(flat, nodes, root, ctx, pool)?
         }
         (Backend::Memory { nodes, .. }, Some(per_tx)) => {
-            build_block_in_layout::<L, _>(nodes, root, ctx, pool, &config(per_tx))?
+            build_block::<L, _>(nodes, root, ctx, pool, &config(per_tx))?
         }
     })
 }
@@ -361,8 +360,8 @@ impl<L: Layout> Job<'_, L> {
             let got = warm.block.transfers.len();
             ensure!(got == n, "mode {mode} included {got} of {n} transactions");
             if *mode == "b" {
-                let w = decode_witness_in_layout::<L>(&encode_witness(&warm.witness))?;
-                verify_block_in_layout::<L>(parent, &warm.block, w, &BlockLimits::default())
+                let w = decode_witness::<L>(&encode_witness(&warm.witness))?;
+                verify_block_within::<L>(parent, &warm.block, w, &BlockLimits::default())
                     .context("the (b) witness does not verify")?;
                 witness_verified = true;
             }

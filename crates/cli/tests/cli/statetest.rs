@@ -1,8 +1,8 @@
 //! `arbor statetest`: files and directories of the state-test subset pass (the EIP-7610
-//! collision files among them); a wrong expected root is one `FAIL` line naming file, test,
-//! fork and indexes, and exit 1; an unsupported fork is skipped and named; malformed
-//! fixtures are usage errors naming the file (exit 2) before anything runs; a missing path
-//! is exit 3.
+//! collision files among them), in memory and with `--db` (temporary stores, removed at the
+//! end); a wrong expected root is one `FAIL` line naming file, test, fork and indexes, and
+//! exit 1; an unsupported fork is skipped and named; malformed fixtures are usage errors
+//! naming the file (exit 2) before anything runs, with `--db` too; a missing path is exit 3.
 
 use std::path::{Path, PathBuf};
 
@@ -129,4 +129,71 @@ fn malformed_fixtures_and_paths_are_refused() {
     assert_one_line_error(&o, "no *.json");
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(arbor(&["statetest"]).status.code(), Some(2));
+}
+
+/// The entries of a directory (none once `--db` removed its temporary directory).
+fn entries_in(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect()
+}
+
+#[test]
+fn the_store_back_end_passes_and_cleans_up() {
+    let dir = extract("db", &["stSStoreTest/InitCollisionParis", "/vmTests/suicide.json"]);
+    let dbs = dir.join("dbs");
+    std::fs::create_dir_all(&dbs).unwrap();
+    let (tests, d) = (dir.join("GeneralStateTests"), dbs.to_str().unwrap());
+    let out = ok(&["statetest", "--db", "--db-dir", d, tests.to_str().unwrap()]);
+    assert_eq!(counts(&out), (7, 0, 0), "{out}");
+    assert_eq!(entries_in(&dbs), Vec::<PathBuf>::new(), "the temporary databases are removed");
+    let o = arbor(&["statetest", "--db", "--json", "--db-dir", d, tests.to_str().unwrap()]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    conventions::assert_json_names(&v);
+    assert_eq!((v["backend"].as_str(), v["passed"].as_u64()), (Some("db"), Some(7)), "{v}");
+    // Without --db-dir, under the system's temporary directory.
+    let one = file(&dir, "GeneralStateTests/VMTests/vmTests/suicide.json");
+    assert_eq!(counts(&ok(&["statetest", "--db", &one])), (3, 0, 0));
+
+    // A wrong root fails its entry alone, as in memory.
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&one).unwrap()).unwrap();
+    v["suicide"]["post"]["Cancun"][1]["hash"] = Value::String(format!("0x{}", "11".repeat(32)));
+    std::fs::write(&one, v.to_string()).unwrap();
+    let o = arbor(&["statetest", "--db", "--db-dir", d, &one]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("FAIL ") && out.contains(" suicide Cancun d=1 "), "{out}");
+    assert_eq!(counts(&out), (2, 1, 0));
+    assert_eq!(entries_in(&dbs), Vec::<PathBuf>::new());
+
+    let o = arbor(&["statetest", "--db-dir", d, &one]);
+    assert_one_line_error(&o, "--db");
+    assert_eq!(o.status.code(), Some(2), "--db-dir needs --db");
+    let missing = dir.join("no-such-dir");
+    let o = arbor(&["statetest", "--db", "--db-dir", missing.to_str().unwrap(), &one]);
+    assert_one_line_error(&o, "no-such-dir");
+    assert_eq!(o.status.code(), Some(3));
+}
+
+#[test]
+fn a_malformed_fixture_is_a_usage_error_with_db_too() {
+    let dir = extract("bad-db", &["/stExample/add11.json"]);
+    let good = file(&dir, "GeneralStateTests/stExample/add11.json");
+    let text = std::fs::read_to_string(&good).unwrap();
+    let dbs = dir.join("dbs");
+    std::fs::create_dir_all(&dbs).unwrap();
+    let d = dbs.to_str().unwrap();
+    let bad = dir.join("GeneralStateTests/stExample/zz_bad.json");
+    for broken in [
+        text[..text.len() / 3].to_string(),
+        text.replace("\"currentGasLimit\"", "\"currentGasLimit\" : {}, \"x\""),
+        text.replace(
+            "\"indexes\"",
+            "\"indexes\" : {\"data\" : 9, \"gas\" : 0, \"value\" : 0}, \"y\"",
+        ),
+    ] {
+        std::fs::write(&bad, &broken).unwrap();
+        let o = arbor(&["statetest", "--db", "--db-dir", d, dir.to_str().unwrap()]);
+        assert_one_line_error(&o, "zz_bad.json");
+        assert_eq!((o.status.code(), stdout(&o).as_str()), (Some(2), ""), "nothing runs");
+        assert_eq!(entries_in(&dbs), Vec::<PathBuf>::new(), "no database was made");
+    }
 }

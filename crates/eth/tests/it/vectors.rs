@@ -32,7 +32,7 @@ fn bytes_of(v: &Value) -> Option<Vec<u8>> {
 /// reference on the final map.
 fn check_ops(name: &str, ops: Vec<(Vec<u8>, Option<Vec<u8>>)>, secure: bool, root: &str) {
     let expected = H256::from_hex(root).unwrap();
-    let mut t: Trie<MemoryNodeSource> = Trie::new(MemoryNodeSource::new());
+    let mut t: Trie<MemoryNodeSource, EthLayout> = Trie::new(MemoryNodeSource::new());
     let mut model = BTreeMap::new();
     for (k, v) in ops {
         let k = if secure { keccak256(&k).0.to_vec() } else { k };
@@ -96,7 +96,7 @@ fn trie_tests_all_files() {
 fn trie_tests_next_prev() {
     let doc = read_json("ethereum-tests/TrieTests/trietestnextprev.json");
     for (name, case) in doc.as_object().unwrap() {
-        let mut t: Trie<MemoryNodeSource> = Trie::new(MemoryNodeSource::new());
+        let mut t: Trie<MemoryNodeSource, EthLayout> = Trie::new(MemoryNodeSource::new());
         for k in case["in"].as_array().unwrap() {
             let k = k.as_str().unwrap().as_bytes();
             t.insert(k, k).unwrap();

@@ -1,14 +1,14 @@
-//! Running a parsed state test: for every fork revm supports and every post entry, the
-//! pre-state into a fresh [`MemoryWorld`], the entry's transaction through revm (over
-//! [`WorldDb`]), revm's state turned into [`eth::EthChanges`] and committed through the
-//! world, then the state root against the entry's `hash` and the logs' hash against its
+//! Running a parsed state test: for every fork revm supports and every post entry, a state
+//! holding the pre-state (a fresh [`MemoryWorld`] in memory), the entry's transaction
+//! through revm (over [`WorldDb`]), revm's state turned into [`eth::EthChanges`] and
+//! committed to that state, then the state root against the entry's `hash` and the logs' hash against its
 //! `logs`. A transaction the fixture expects to fail must be rejected by validation (or
 //! be one the wire format cannot carry) and leave the pre-state's root, but for the
 //! zero-value touch of the coinbase that geth's state-test runner (which filled the
 //! fixtures) applies after every transaction, executed or not ([`coinbase_touch`]).
 //!
-//! States come from a [`TestBackend`]: in memory ([`InMemory`]) by default.
-//! Block hashes are the state tests' convention: keccak256 of the block number written in
+//! States come from a [`TestBackend`]: in memory ([`InMemory`]) by default, or in a RocksDB
+//! store ([`super::InStore`]). Block hashes are the state tests' convention: keccak256 of the block number written in
 //! decimal. Entries of forks revm does not support are counted per fork name, never run.
 //! Cost per entry: building the pre-state's tries, one transaction, one commit.
 
@@ -125,7 +125,9 @@ impl FileReport {
     }
 }
 
-/// Run every entry of every test of `file` on `backend`.
+/// Run every entry of every test of `file` on `backend`, then end the file on it
+/// ([`TestBackend::end_file`]: a failure there fails every entry that passed, with its
+/// reason).
 pub fn run_file<B: TestBackend>(file: &StateTestFile, backend: &mut B) -> FileReport {
     let mut report = FileReport::default();
     for (name, test) in &file.tests {
@@ -149,20 +151,27 @@ pub fn run_file<B: TestBackend>(file: &StateTestFile, backend: &mut B) -> FileRe
             }
         }
     }
+    if let Err(e) = backend.end_file() {
+        let reason = format!("the back-end's check at the end of the file failed: {e}");
+        for entry in report.entries.iter_mut().filter(|e| e.failure.is_none()) {
+            entry.failure = Some(Failure::Error { reason: reason.clone() });
+        }
+    }
     report
 }
 
-/// Where a state test's states live: a fresh state per post entry built from the test's
-/// `pre`, read through [`WorldReader`] while revm runs, then committed. The in-memory
-/// [`InMemory`] is the default; a RocksDB back-end (`arbor statetest --db`) plugs in here,
-/// its commit being the store's account-model commit.
+/// Where a state test's states live: a state per post entry holding the test's `pre`, read
+/// through [`WorldReader`] while revm runs, then committed; told when the entry is done
+/// with it and when the file is. The in-memory [`InMemory`] is the default; the RocksDB
+/// store ([`super::InStore`], `arbor statetest --db`) commits through the store's
+/// account-model commit and reverts to the pre-state after each entry.
 pub trait TestBackend {
     /// One entry's state.
     type State: WorldReader;
-    /// Why loading or committing failed.
+    /// Why loading, committing or a back-end's own check failed.
     type Error: std::error::Error + 'static;
 
-    /// A fresh state holding `pre`.
+    /// A state holding `pre` (and nothing else).
     fn load(&mut self, pre: &Genesis) -> Result<Self::State, Self::Error>;
 
     /// Commit `changes` to `state`; the new state root.
@@ -173,7 +182,17 @@ pub trait TestBackend {
     ) -> Result<H256, Self::Error>;
 
     /// The state root of `state`.
-    fn root(&self, state: &Self::State) -> H256;
+    fn root(&self, state: &Self::State) -> Result<H256, Self::Error>;
+
+    /// The entry is done with `state` (called after every successful [`load`], whatever
+    /// the entry's outcome); an error fails the entry.
+    ///
+    /// [`load`]: TestBackend::load
+    fn end_entry(&mut self, state: Self::State) -> Result<(), Self::Error>;
+
+    /// The file's entries have all run ([`run_file`] calls it last); an error fails every
+    /// entry of the file that passed.
+    fn end_file(&mut self) -> Result<(), Self::Error>;
 }
 
 /// States in memory: a [`MemoryWorld`] per entry.
@@ -196,8 +215,16 @@ impl TestBackend for InMemory {
         state.apply(changes)
     }
 
-    fn root(&self, state: &MemoryWorld) -> H256 {
-        state.root()
+    fn root(&self, state: &MemoryWorld) -> Result<H256, WorldError> {
+        Ok(state.root())
+    }
+
+    fn end_entry(&mut self, _state: MemoryWorld) -> Result<(), WorldError> {
+        Ok(())
+    }
+
+    fn end_file(&mut self) -> Result<(), WorldError> {
+        Ok(())
     }
 }
 
@@ -236,7 +263,8 @@ fn error(reason: impl std::fmt::Display) -> Failure {
     Failure::Error { reason: reason.to_string() }
 }
 
-/// The pre-state, the transaction through revm, the commit.
+/// The pre-state, the transaction through revm, the commit; then the entry's end on the
+/// back-end.
 fn execute<B: TestBackend>(
     test: &StateTest,
     spec: SpecId,
@@ -244,12 +272,27 @@ fn execute<B: TestBackend>(
     backend: &mut B,
 ) -> Result<Executed, Failure> {
     let mut world = backend.load(&test.pre).map_err(error)?;
+    let executed = execute_on(test, spec, indexes, backend, &mut world);
+    let ended = backend.end_entry(world).map_err(error);
+    let executed = executed?;
+    ended?;
+    Ok(executed)
+}
+
+/// [`execute`] on a loaded state.
+fn execute_on<B: TestBackend>(
+    test: &StateTest,
+    spec: SpecId,
+    indexes: Indexes,
+    backend: &mut B,
+    world: &mut B::State,
+) -> Result<Executed, Failure> {
     let tx = match build_tx(&test.transaction, indexes, test.env.chain_id) {
         Ok(tx) => tx,
         Err(e @ TxBuildError::Index { .. }) => return Err(error(e)),
-        Err(e) => return rejected(backend, &mut world, test.env.coinbase, spec, e.to_string()),
+        Err(e) => return rejected(backend, world, test.env.coinbase, spec, e.to_string()),
     };
-    let recorder = RecordingReader::new(TestChain(&world));
+    let recorder = RecordingReader::new(TestChain(&*world));
     let mut cfg = CfgEnv::new_with_spec(spec);
     cfg.chain_id = test.env.chain_id;
     cfg.max_blobs_per_tx = Some(max_blobs_per_tx(spec));
@@ -261,7 +304,7 @@ fn execute<B: TestBackend>(
         Ok(out) => out,
         Err(EVMError::Transaction(e)) => {
             drop(recorder);
-            return rejected(backend, &mut world, test.env.coinbase, spec, e.to_string());
+            return rejected(backend, world, test.env.coinbase, spec, e.to_string());
         }
         Err(e) => return Err(error(e)),
     };
@@ -269,7 +312,7 @@ fn execute<B: TestBackend>(
     let pov = PovNeeds::new(&recorder.take_reads(), &changes);
     drop(recorder);
     let logs = logs_hash(logs_of(&out.result));
-    let root = backend.commit(&mut world, &changes).map_err(error)?;
+    let root = backend.commit(world, &changes).map_err(error)?;
     Ok(Executed { root, logs, pov: Some(pov), rejected: None })
 }
 
@@ -284,7 +327,7 @@ fn rejected<B: TestBackend>(
 ) -> Result<Executed, Failure> {
     let changes = coinbase_touch(&*world, coinbase, spec).map_err(error)?;
     let root = if changes.is_empty() {
-        backend.root(world)
+        backend.root(world).map_err(error)?
     } else {
         backend.commit(world, &changes).map_err(error)?
     };

@@ -87,7 +87,7 @@ fn case<L: Layout>() -> impl Strategy<Value = (Model, Vec<Tx>)> {
 }
 
 fn committed<L: Layout>(parent: &Model) -> (MemoryNodeSource, H256) {
-    MemoryNodeSource::committed_in_layout::<L, _, _>(parent).unwrap()
+    MemoryNodeSource::committed::<L, _, _>(parent).unwrap()
 }
 
 /// Run ops on an overlay; the model tracks the visible values (an empty value is one if
@@ -176,7 +176,7 @@ impl NodeSource for WitnessSource {
 /// transaction, then check range reads.
 fn check_block<L: Layout>(parent: &Model, txs: &[Tx]) -> Result<(), TestCaseError> {
     let (src, root) = committed::<L>(parent);
-    let mut s: PovSession<MemoryNodeSource, L> = PovSession::with_layout(src.clone(), root);
+    let mut s: PovSession<MemoryNodeSource, L> = PovSession::new(src.clone(), root);
     let mut model = parent.clone();
     let mut kept: Vec<Tx> = Vec::new();
     for tx in txs {
@@ -223,8 +223,7 @@ fn check_exact<L: Layout>(
     prop_assert_eq!(s.proof_size().unwrap(), want_bytes);
     // The witness alone re-executes the kept transactions and gives the root.
     prop_assert_eq!(&witness, &want);
-    let mut stateless: PovSession<WitnessSource, L> =
-        PovSession::with_layout(WitnessSource(witness), root);
+    let mut stateless: PovSession<WitnessSource, L> = PovSession::new(WitnessSource(witness), root);
     let mut m2 = parent.clone();
     for tx in kept {
         run(stateless.overlay(), &tx.ops, &mut m2).unwrap();
@@ -286,7 +285,7 @@ proptest! {
 fn candidate_misuse_is_refused<L: Layout>() {
     let parent = Model::from([(b"a".to_vec(), b"1".to_vec()), (b"b".to_vec(), b"2".to_vec())]);
     let (src, root) = committed::<L>(&parent);
-    let mut s: PovSession<MemoryNodeSource, L> = PovSession::with_layout(src, root);
+    let mut s: PovSession<MemoryNodeSource, L> = PovSession::new(src, root);
     assert_eq!(s.keep(), Err(PovError::NoCandidate));
     assert_eq!(s.discard(), Err(PovError::NoCandidate));
     s.begin_candidate().unwrap();
@@ -310,12 +309,12 @@ fn candidate_misuse_is_refused_with_a_typed_error() {
     candidate_misuse_is_refused::<SubstrateV1>();
 }
 
-/// `PovSession::new` is Ethereum's layout: existing callers name no layout.
+/// In Ethereum's layout an empty value written through the session deletes the key.
 #[test]
-fn new_is_the_ethereum_layout() {
+fn an_empty_value_deletes_in_the_ethereum_layout() {
     let parent = Model::from([(b"a".to_vec(), b"1".to_vec())]);
     let (src, root) = committed::<EthLayout>(&parent);
-    let mut s = PovSession::new(src, root);
+    let mut s = PovSession::<_, EthLayout>::new(src, root);
     s.overlay().set(&TrieId::Main, b"a", Vec::new());
     assert_eq!(s.storage_root().unwrap(), EthLayout::empty_root());
 }
@@ -329,7 +328,7 @@ fn cumulus_proof_size_vector_through_the_session() {
     let parent =
         Model::from([(b"key1".to_vec(), vec![1u8; 64]), (b"key2".to_vec(), vec![2u8; 64])]);
     let (src, root) = committed::<SubstrateV1>(&parent);
-    let mut s: PovSession<MemoryNodeSource, SubstrateV1> = PovSession::with_layout(src, root);
+    let mut s: PovSession<MemoryNodeSource, SubstrateV1> = PovSession::new(src, root);
     assert_eq!(s.proof_size().unwrap(), 0);
     for (key, total) in [(b"key1", 175), (b"key2", 275)] {
         s.begin_candidate().unwrap();

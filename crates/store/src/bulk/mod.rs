@@ -20,8 +20,8 @@ pub(crate) mod rebuild;
 use crate::bulk::rebuild::{rebuild, Mode};
 use crate::error::{BulkError, StoreError};
 use crate::keys::{
-    cf, encode_head, flat_key, root_key, CF_FLAT, CF_HISTORY, CF_META, CF_NODES, KEY_BYTES_MAX,
-    META_BULK, META_HEAD, META_NODES_AT, META_ROOT,
+    block_record_key, cf, encode_head, flat_key, root_key, CF_CODE, CF_FLAT, CF_HISTORY, CF_META,
+    CF_NODES, KEY_BYTES_MAX, META_BULK, META_HEAD, META_NODES_AT, META_ROOT,
 };
 use crate::rocks::first_entry;
 use crate::statedb::StateDb;
@@ -40,6 +40,8 @@ pub struct BulkLoad<'a> {
     entries: u64,
     /// Non-main tries that received entries: their roots are rebuilt and recorded.
     tries: BTreeSet<TrieId>,
+    /// Block 0's record, written with the head (see [`BulkLoad::set_record`]).
+    record: Option<Vec<u8>>,
 }
 
 /// What a finished bulk load produced.
@@ -62,7 +64,8 @@ impl StateDb {
         if self.claim_marker(label)? {
             self.clear_partial_state()?;
         }
-        Ok(BulkLoad { db: self, batch: WriteBatch::default(), entries: 0, tries: BTreeSet::new() })
+        let batch = WriteBatch::default();
+        Ok(BulkLoad { db: self, batch, entries: 0, tries: BTreeSet::new(), record: None })
     }
 
     /// Run a whole bulk load of `entries` (see [`StateDb::begin_bulk_load`]).
@@ -161,6 +164,23 @@ impl BulkLoad<'_> {
         Ok(())
     }
 
+    /// Store a blob (contract code) under `hash`, outside the tries (see
+    /// [`StateDb::code`]); the caller keeps the invariant that `hash` names the blob.
+    pub fn put_code(&mut self, hash: &H256, code: &[u8]) -> Result<(), BulkError> {
+        let db = &self.db.reader().db;
+        self.batch.put_cf(cf(db, CF_CODE)?, hash.0, code);
+        if self.batch.size_in_bytes() >= BATCH_BYTES_TARGET {
+            db.write(std::mem::take(&mut self.batch)).map_err(StoreError::from)?;
+        }
+        Ok(())
+    }
+
+    /// Block 0's record (a chain's genesis header), written in the load's last batch with
+    /// the head (see [`StateDb::block_record`]).
+    pub fn set_record(&mut self, record: &[u8]) {
+        self.record = Some(record.to_vec());
+    }
+
     /// Entries written so far.
     pub fn entries(&self) -> u64 {
         self.entries
@@ -169,7 +189,7 @@ impl BulkLoad<'_> {
     /// Rebuild the nodes of every trie that received entries, record their roots, and in
     /// one synced batch make block 0 the head and delete the marker.
     pub fn finish(self) -> Result<BulkSummary, BulkError> {
-        let BulkLoad { db: state, batch, entries, tries } = self;
+        let BulkLoad { db: state, batch, entries, tries, record } = self;
         let db = state.reader().db.clone();
         db.write(batch).map_err(StoreError::from)?;
         let mut last = WriteBatch::default();
@@ -183,6 +203,9 @@ impl BulkLoad<'_> {
             rebuild(state.layout(), &db, &TrieId::Main, Mode::Write, state.scanned(), None)?.root;
         let meta = cf(&db, CF_META)?;
         last.put_cf(meta, META_HEAD, encode_head(0, &root));
+        if let Some(record) = &record {
+            last.put_cf(meta, block_record_key(0), record);
+        }
         last.delete_cf(meta, META_BULK);
         last.delete_cf(meta, META_NODES_AT);
         let mut sync = WriteOptions::default();

@@ -8,14 +8,14 @@ use state::{TrieId, H256};
 
 use crate::error::{Corruption, StoreError};
 use crate::history::ReverseDiff;
-use crate::keys::{encode_head, root_key, Column, META_HEAD};
+use crate::keys::{block_record_key, encode_head, root_key, Column, BLOCK_RECORDS_KEPT, META_HEAD};
 use crate::statedb::StateDb;
 use crate::tiers::layer::{touch_counts, ChangeMap, Entry, Layer};
 use crate::tiers::reader::Values;
 use crate::tiers::recent::RecentBlock;
 
 use super::pass::{ReadBelow, TrieCommit, Walked};
-use super::{CommitInfo, CommitTimings};
+use super::{CommitInfo, CommitTimings, Extras};
 
 impl StateDb {
     /// The block's layer from its tries' results, the nodes to admit, and the commit info.
@@ -24,7 +24,7 @@ impl StateDb {
         number: u64,
         head_root: H256,
         tries: Vec<TrieCommit>,
-        code: Vec<Entry>,
+        extras: Extras<'_>,
     ) -> Result<(Layer, Walked, CommitInfo), StoreError> {
         let mut rev = ReverseDiff::new();
         let mut flat = Vec::new();
@@ -60,6 +60,9 @@ impl StateDb {
             misses += t.resident_misses;
         }
         self.resident.count(hits, misses);
+        if let Some(record) = extras.record {
+            self.stage_record(number, record, &mut rev, &mut meta)?;
+        }
         let head = (self.head_number(), head_root);
         rev.record(Column::Meta, META_HEAD.to_vec(), Some(encode_head(head.0, &head.1)));
         meta.push((META_HEAD.to_vec(), Some(Arc::from(encode_head(number, &main_root)))));
@@ -69,7 +72,7 @@ impl StateDb {
             flat: ChangeMap::from_sorted(flat),
             nodes: ChangeMap::from_writes(nodes),
             meta: ChangeMap::from_writes(meta),
-            code: ChangeMap::from_sorted(code),
+            code: ChangeMap::from_sorted(extras.code),
             history: rev.encode(),
             prune: number.checked_sub(self.config().layers.history_depth),
             bytes: 0,
@@ -146,6 +149,28 @@ impl StateDb {
         }
         block.set_old_nodes(keys.with_values(old));
         shared.recent.write().push(block);
+        Ok(())
+    }
+
+    /// Block `number`'s record into the layer's meta writes, and the record that leaves the
+    /// kept window deleted; both undone by the block's reverse diff.
+    fn stage_record(
+        &self,
+        number: u64,
+        record: &[u8],
+        rev: &mut ReverseDiff,
+        meta: &mut Vec<Entry>,
+    ) -> Result<(), StoreError> {
+        let key = block_record_key(number);
+        rev.record(Column::Meta, key.clone(), self.read_meta(&key)?);
+        meta.push((key, Some(Arc::from(record))));
+        if let Some(old) = number.checked_sub(BLOCK_RECORDS_KEPT) {
+            let key = block_record_key(old);
+            if let Some(value) = self.read_meta(&key)? {
+                rev.record(Column::Meta, key.clone(), Some(value));
+                meta.push((key, None));
+            }
+        }
         Ok(())
     }
 

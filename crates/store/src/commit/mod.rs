@@ -3,7 +3,7 @@
 //! 1. The old value of every changed key is read in one batch (layers, then sorted RocksDB
 //!    MultiGets on every thread): the reverse diff needs them, and they tell the walk which
 //!    keys exist, so that a leaf is recognised without a probe.
-//! 2. Every touched trie is updated by one sorted pass ([`crate::update`], `pass.rs`) over a pre-state
+//! 2. Every touched trie is updated by one sorted pass ([`trie::update_trie`], `pass.rs`) over a pre-state
 //!    that serves nodes from the resident trie first ([`crate::tiers::resident`]), then the layers,
 //!    caches and RocksDB; tries run in parallel, and the big ones fan out by child. Beside
 //!    each walk, on the pool, the trie's flat changes and reverse diff are built.
@@ -27,6 +27,15 @@ use crate::error::{CommitError, Corruption, StoreError};
 use crate::keys::{flat_key, Column, KEY_BYTES_MAX};
 use crate::statedb::StateDb;
 use crate::tiers::layer::Entry;
+
+/// What a block stores beside its tries: blobs by hash (code), and its record.
+#[derive(Default)]
+pub(crate) struct Extras<'a> {
+    /// `code` writes, ascending by hash.
+    pub(crate) code: Vec<Entry>,
+    /// The block's record (see `keys::META_BLOCK`).
+    pub(crate) record: Option<&'a [u8]>,
+}
 use pass::TrieCommit;
 
 /// What a commit produced.
@@ -228,16 +237,16 @@ impl StateDb {
         let start = Instant::now();
         let keep_reads = self.shared().recent.read().enabled();
         let tries = self.update_tries(changes, keys, olds, verify_old, keep_reads)?;
-        self.publish_block(tries, Vec::new(), start.elapsed(), expected)
+        self.publish_block(tries, Extras::default(), start.elapsed(), expected)
     }
 
-    /// The block from its tries' results (in trie order, the main trie first) and the blobs
-    /// it stores: its layer assembled, the expected root checked, the resident trie
+    /// The block from its tries' results (in trie order, the main trie first) and what it
+    /// stores beside its tries: its layer assembled, the expected root checked, the resident trie
     /// updated, the layer published and the head moved.
     pub(super) fn publish_block(
         &mut self,
         tries: Vec<TrieCommit>,
-        code: Vec<Entry>,
+        extras: Extras<'_>,
         trie_updates: Duration,
         expected: Option<H256>,
     ) -> Result<CommitInfo, CommitError> {
@@ -248,7 +257,7 @@ impl StateDb {
         let mut timings = CommitTimings { trie_updates, ..CommitTimings::default() };
 
         let start = Instant::now();
-        let (layer, walked, info) = self.assemble(number, head_root, tries, code)?;
+        let (layer, walked, info) = self.assemble(number, head_root, tries, extras)?;
         timings.assemble = start.elapsed();
         if let Some(expected) = expected.filter(|e| *e != info.root) {
             return Err(CommitError::RootMismatch { expected, computed: info.root });

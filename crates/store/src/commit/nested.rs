@@ -13,7 +13,8 @@
 //! 4. Each written parent leaf takes its child's root: the new one where the child changed,
 //!    else the one its old leaf holds, else the empty root. A parent that ends absent while
 //!    its child keeps entries is refused ([`CommitError::ChildWithoutParent`]).
-//! 5. The main trie's pass, then one layer with the blobs (code) beside the tries.
+//! 5. The main trie's pass, then one layer with the blobs (code) and the block's record
+//!    beside the tries.
 
 use std::collections::{btree_map, BTreeMap, HashMap};
 use std::sync::Arc;
@@ -27,7 +28,7 @@ use crate::statedb::StateDb;
 use crate::tiers::layer::Entry;
 
 use super::pass::TrieCommit;
-use super::{flat_keys, CommitInfo};
+use super::{flat_keys, CommitInfo, Extras};
 
 /// One trie's writes: key → new value (`None` deletes).
 type Writes = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
@@ -75,7 +76,8 @@ impl StateDb {
         let tries = self.update_nested(changes, keys, &olds, model)?;
         let code: Vec<Entry> =
             block.code.iter().map(|(h, c)| (h.0.to_vec(), Some(Arc::from(c.as_slice())))).collect();
-        let mut info = self.publish_block(tries, code, start.elapsed(), expected)?;
+        let extras = Extras { code, record: block.record.as_deref() };
+        let mut info = self.publish_block(tries, extras, start.elapsed(), expected)?;
         info.timings.read_old_values = read;
         Ok(info)
     }

@@ -9,7 +9,8 @@ use parking_lot::Mutex;
 use rayon::prelude::*;
 use rocksdb::DBRawIterator;
 use rustc_hash::FxHashMap;
-use state::{ChangeSet, TrieId, H256};
+use state::{ChangeSet, KeyValue, TrieId, H256};
+use trie::{Change, PreState};
 
 use crate::error::StoreError;
 use crate::history::ReverseDiff;
@@ -19,7 +20,6 @@ use crate::statedb::StateDb;
 use crate::tiers::layer::{Entry, Layer};
 use crate::tiers::reader::{leaf_under_in, Reader};
 use crate::tiers::resident::{OldNode, Resident};
-use crate::update::{Change, KeyValue, PreState};
 
 /// Nodes a walk loaded for the resident trie to admit: node key and stored value.
 pub(super) type LoadedNodes = Vec<(Vec<u8>, Arc<[u8]>)>;
@@ -111,9 +111,7 @@ thread_local! {
 }
 
 impl PreState for StorePre<'_> {
-    fn trie(&self) -> TrieId {
-        self.trie
-    }
+    type Error = StoreError;
 
     fn node_in_memory(&self, path: &[u8]) -> Option<Option<&[u8]>> {
         NODE_KEY.with_borrow_mut(|key| {
@@ -233,7 +231,7 @@ impl StateDb {
         };
         let layout = self.reader().layout;
         let (updated, (flat, undo)) = rayon::join(
-            || crate::layout::update(layout, &pre, old_root, &list, verify_old),
+            || crate::layout::update(layout, trie, &pre, old_root, &list, verify_old),
             || flat_and_undo(&list, flat_keys),
         );
         let updated = updated?;

@@ -12,7 +12,9 @@ use state::{TrieId, H256};
 
 use crate::error::{Corruption, StoreError};
 use crate::history::{parent_root, ReverseDiff};
-use crate::keys::{cf, decode_head, history_key, Column, CF_HISTORY, CF_META, META_HEAD};
+use crate::keys::{
+    block_record_key, cf, decode_head, history_key, Column, CF_HISTORY, CF_META, META_HEAD,
+};
 use crate::layout::Keys;
 use crate::statedb::{ReadHandle, StateDb};
 use crate::tiers::layer::block_layers;
@@ -61,6 +63,15 @@ impl StateDb {
         Ok(StoreSource { reader: &self.shared.reader, trie })
     }
 
+    /// Block `number`'s record as its commit (or the bulk load of block 0) stored it (an
+    /// Ethereum block's header), while the store keeps it: for the head and the 256
+    /// blocks before it. `None` for a block committed without one.
+    pub fn block_record(&self, number: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        self.check_complete()?;
+        let key = block_record_key(number);
+        Ok(self.shared.reader.read(Column::Meta, &key)?.map(|v| v.to_vec()))
+    }
+
     /// The blob (contract code) stored under `hash`, if any: code is content-addressed
     /// and outside the tries, so this answers for every block the store holds.
     pub fn code(&self, hash: &H256) -> Result<Option<Vec<u8>>, StoreError> {
@@ -101,6 +112,12 @@ impl ReadHandle {
             keys.iter().map(|k| crate::keys::flat_key(trie, k)).collect::<Result<_, _>>()?;
         let values = self.shared.reader.read_batch(Column::Flat, &flat)?;
         Ok(values.into_iter().map(|v| v.map(|v| v.to_vec())).collect())
+    }
+
+    /// Block `number`'s record ([`StateDb::block_record`]).
+    pub fn block_record(&self, number: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        let key = block_record_key(number);
+        Ok(self.shared.reader.read(Column::Meta, &key)?.map(|v| v.to_vec()))
     }
 
     /// The blob (contract code) stored under `hash`, if any ([`StateDb::code`]).

@@ -52,7 +52,7 @@ fn open_err(path: &Path) -> OpenError {
     }
 }
 
-const FAMILIES: [&str; 4] = ["flat", "nodes", "history", "meta"];
+const FAMILIES: [&str; 5] = ["flat", "nodes", "history", "meta", "code"];
 
 /// Put `value` under `key` in column family `family` of a closed store.
 fn put_raw(path: &Path, family: &str, key: &[u8], value: &[u8]) {

@@ -157,7 +157,7 @@ fn verify_checks_storage_tries_without_root_records() {
         let raw = rocksdb::DB::open_cf(
             &rocksdb::Options::default(),
             dir.path(),
-            ["flat", "nodes", "history", "meta"],
+            ["flat", "nodes", "history", "meta", "code"],
         )
         .unwrap();
         let mut key = orphan.prefix();

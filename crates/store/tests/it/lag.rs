@@ -18,7 +18,7 @@ use crate::common::{
 
 const KEYS: u32 = 3_000;
 const UPDATES: usize = 150;
-const FAMILIES: [&str; 4] = ["flat", "nodes", "history", "meta"];
+const FAMILIES: [&str; 5] = ["flat", "nodes", "history", "meta", "code"];
 
 /// Groups of two blocks, a node buffer that never fills: nodes lag until a flush.
 fn lag_config() -> StoreConfig {

@@ -282,3 +282,38 @@ fn sigkill_during_nested_commits() {
     }
     assert!(replayed > 0, "seed {seed}: no block was committed before the kills");
 }
+
+/// Block records: written with their block, read back, removed by its revert, kept for
+/// the 257 newest blocks; block 0's and code come with a bulk load.
+#[test]
+fn block_records_follow_their_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut db = open(dir.path(), &small_config());
+    let code = b"\x60\x00\x60\x00".to_vec();
+    let code_hash = trie::keccak256(&code);
+    let mut load = db.begin_bulk_load("genesis").unwrap();
+    load.put_code(&code_hash, &code).unwrap();
+    load.set_record(b"genesis header");
+    load.finish().unwrap();
+    assert_eq!(db.block_record(0).unwrap().as_deref(), Some(&b"genesis header"[..]));
+    assert_eq!(db.code(&code_hash).unwrap(), Some(code));
+    let record = |n: u64| format!("header {n}").into_bytes();
+    for n in 1..=300u64 {
+        let mut block = eth_block(7, n).to_nested();
+        block.record = Some(record(n));
+        db.commit_nested(&block, &AccountModel).unwrap();
+    }
+    let handle = db.read_handle().unwrap();
+    assert_eq!(handle.block_record(300).unwrap(), Some(record(300)));
+    assert_eq!(db.block_record(44).unwrap(), Some(record(44)), "the oldest kept");
+    assert_eq!(db.block_record(43).unwrap(), None, "deleted 257 blocks later");
+    assert_eq!(db.block_record(0).unwrap(), None);
+    db.revert(3).unwrap();
+    assert_eq!(db.block_record(298).unwrap(), None, "reverted with its block");
+    assert_eq!(db.block_record(297).unwrap(), Some(record(297)));
+    assert_eq!(db.block_record(41).unwrap(), Some(record(41)), "restored by the revert");
+    drop(handle);
+    drop(db);
+    let db = open(dir.path(), &small_config());
+    assert_eq!(db.block_record(297).unwrap(), Some(record(297)), "after reopening");
+}

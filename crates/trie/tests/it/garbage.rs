@@ -4,8 +4,8 @@ use proptest::prelude::*;
 use state::H256;
 use trie::{
     blake2_256, keccak256, verify_key_range, verify_multiproof, verify_proof, verify_range_proof,
-    EthLayout, Layout, NibbleSlice, NodeError, NodeValue, NodeView, RlpError, RlpItem, SubstrateV0,
-    SubstrateV1,
+    EthLayout, Layout, NibbleSlice, NibbledCodec, NodeError, NodeValue, NodeView, RlpError,
+    RlpItem, SubstrateV0, SubstrateV1,
 };
 
 /// Noise, or plausible list headers followed by noise.
@@ -48,7 +48,7 @@ proptest! {
     #[test]
     fn substrate_decoders_never_panic(bytes in substrate_node_like()) {
         let _ = SubstrateV1::decode(&bytes);
-        if let Some(again) = SubstrateV0::decode_node(&bytes).ok().and_then(|n| reencode_v0(&n)) {
+        if let Some(again) = SubstrateV0::decode(&bytes).ok().and_then(|n| reencode_v0(&n)) {
             prop_assert_eq!(again, bytes, "a decoded node re-encodes to other bytes");
         }
     }
@@ -89,7 +89,7 @@ fn reencode_v0(node: &NodeView<'_>) -> Option<Vec<u8>> {
                 std::iter::repeat_n(0, pad).chain(path.0.iter().copied()).collect();
             let bytes: Vec<u8> = nibbles.chunks(2).map(|c| (c[0] << 4) | c[1]).collect();
             let slice = NibbleSlice::range(&bytes, pad, pad + path.len());
-            SubstrateV0::encode_nibbled_branch(slice, children, value, &mut out);
+            SubstrateV0.encode_nibbled_branch(slice, children, value, &mut out);
         }
         _ => return None,
     }
@@ -98,13 +98,13 @@ fn reencode_v0(node: &NodeView<'_>) -> Option<Vec<u8>> {
 
 #[test]
 fn substrate_decoder_errors_are_typed() {
-    assert_eq!(SubstrateV0::decode_node(&[]), Err(NodeError::Truncated));
-    assert_eq!(SubstrateV0::decode_node(&[0x01]), Err(NodeError::BadHeader(0x01)));
-    assert_eq!(SubstrateV1::decode_node(&[0x80, 0, 0]), Err(NodeError::NoChildren));
+    assert_eq!(SubstrateV0::decode(&[]), Err(NodeError::Truncated));
+    assert_eq!(SubstrateV0::decode(&[0x01]), Err(NodeError::BadHeader(0x01)));
+    assert_eq!(SubstrateV1::decode(&[0x80, 0, 0]), Err(NodeError::NoChildren));
     // A leaf claiming 2^16 nibbles in a few bytes: truncated, no allocation of that size.
     let mut huge = vec![0x7f];
     huge.extend(std::iter::repeat_n(0xff, 300));
-    assert_eq!(SubstrateV1::decode_node(&huge), Err(NodeError::Truncated));
+    assert_eq!(SubstrateV1::decode(&huge), Err(NodeError::Truncated));
 }
 
 #[test]

@@ -7,7 +7,7 @@ use trie::{
     verify_multiproof, verify_proof, verify_range_proof, EthLayout, MemoryNodeSource, Trie,
 };
 
-fn build(map: &BTreeMap<Vec<u8>, Vec<u8>>) -> Trie<MemoryNodeSource> {
+fn build(map: &BTreeMap<Vec<u8>, Vec<u8>>) -> Trie<MemoryNodeSource, EthLayout> {
     let mut t = Trie::new(MemoryNodeSource::new());
     for (k, v) in map {
         t.insert(k, v).unwrap();

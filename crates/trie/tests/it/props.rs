@@ -51,7 +51,7 @@ proptest! {
 
     #[test]
     fn mutable_builder_reference_agree(ops in prop::collection::vec(op(), 1..120)) {
-        let mut t: Trie<MemoryNodeSource> = Trie::new(MemoryNodeSource::new());
+        let mut t: Trie<MemoryNodeSource, EthLayout> = Trie::new(MemoryNodeSource::new());
         let mut model = BTreeMap::new();
         let mut stored = std::collections::HashMap::new();
         for op in ops {
@@ -76,7 +76,7 @@ proptest! {
                     for n in &u.new { stored.insert(n.path.as_slice().to_vec(), (n.hash, n.is_leaf)); }
                     for n in u.new { t.source_mut().insert_hashed(n.hash, n.encoded); }
                     // Reload from the committed root: a fresh trie sees the same state.
-                    let mut fresh: Trie<MemoryNodeSource> = Trie::from_root(t.source().clone(), u.root);
+                    let mut fresh: Trie<MemoryNodeSource, EthLayout> = Trie::from_root(t.source().clone(), u.root);
                     for (k, v) in &model {
                         let got = fresh.get(k).unwrap();
                         prop_assert_eq!(got.as_ref(), Some(v));
@@ -110,12 +110,12 @@ proptest! {
         ops in prop::collection::vec(op(), 1..60),
     ) {
         // Build, commit into a source, reopen lazily, mutate: roots must match the model.
-        let mut t: Trie<MemoryNodeSource> = Trie::new(MemoryNodeSource::new());
+        let mut t: Trie<MemoryNodeSource, EthLayout> = Trie::new(MemoryNodeSource::new());
         for (k, v) in &base { t.insert(k, v).unwrap(); }
         let u = t.commit().unwrap();
         let mut src = MemoryNodeSource::new();
         for n in u.new { src.insert_hashed(n.hash, n.encoded); }
-        let mut lazy: Trie<MemoryNodeSource> = Trie::from_root(src, u.root);
+        let mut lazy: Trie<MemoryNodeSource, EthLayout> = Trie::from_root(src, u.root);
         let mut model = base.clone();
         for op in ops {
             match op {
@@ -137,7 +137,7 @@ fn incremental_root_hashes_only_dirty_paths() {
     use rand::{Rng, SeedableRng};
     let seed = 0xA4B0_u64;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let mut t: Trie<MemoryNodeSource> = Trie::new(MemoryNodeSource::new());
+    let mut t: Trie<MemoryNodeSource, EthLayout> = Trie::new(MemoryNodeSource::new());
     let keys: Vec<[u8; 32]> = (0..10_000).map(|_| rng.gen()).collect();
     for k in &keys {
         t.insert(k, &[7u8; 40]).unwrap();
@@ -174,7 +174,7 @@ fn builder_hashes_each_node_once() {
         }
         let items: Vec<_> = map.iter().collect();
         let (root, stats) = root_from_sorted::<EthLayout, _, _>(&items).unwrap();
-        let mut t: Trie<MemoryNodeSource> = Trie::new(MemoryNodeSource::new());
+        let mut t: Trie<MemoryNodeSource, EthLayout> = Trie::new(MemoryNodeSource::new());
         for (k, v) in &map {
             t.insert(k, v).unwrap();
         }

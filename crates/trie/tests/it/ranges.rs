@@ -37,7 +37,7 @@ fn map_strategy() -> impl Strategy<Value = Map> {
 }
 
 fn whole(map: &Map) -> (MemoryNodeSource, H256, Collect) {
-    let (src, root) = MemoryNodeSource::committed(map.iter()).unwrap();
+    let (src, root) = MemoryNodeSource::committed::<EthLayout, _, _>(map.iter()).unwrap();
     let mut all = Collect::default();
     let mut b = RootBuilder::<EthLayout, _>::with_sink(&mut all);
     for (k, v) in map {

@@ -77,7 +77,7 @@ impl<L: Layout> Run<L> {
             self.stored.insert(n.path.as_slice().to_vec(), (n.hash, n.is_leaf));
         }
         for v in &u.values {
-            prop_assert!(L::VALUE_NODE_MIN.is_some_and(|min| v.value.len() >= min));
+            prop_assert!(L::FAMILY.value_node_min().is_some_and(|min| v.value.len() >= min));
             prop_assert_eq!(L::hash(&v.value), v.hash);
         }
         let root = u.root;

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use trie::{MemoryNodeSource, Trie, TrieError};
+use trie::{EthLayout, MemoryNodeSource, Trie, TrieError};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -28,7 +28,7 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn apply(t: &mut Trie<MemoryNodeSource>, op: &Op) -> Result<(), TrieError> {
+fn apply(t: &mut Trie<MemoryNodeSource, EthLayout>, op: &Op) -> Result<(), TrieError> {
     match op {
         Op::Get(k) => t.get(k).map(|_| ()),
         Op::Insert(k, v) => t.insert(k, v),
@@ -37,7 +37,7 @@ fn apply(t: &mut Trie<MemoryNodeSource>, op: &Op) -> Result<(), TrieError> {
 }
 
 fn committed(base: &BTreeMap<Vec<u8>, Vec<u8>>) -> (MemoryNodeSource, state::H256) {
-    MemoryNodeSource::committed(base).unwrap()
+    MemoryNodeSource::committed::<EthLayout, _, _>(base).unwrap()
 }
 
 proptest! {
@@ -51,7 +51,7 @@ proptest! {
         ops in prop::collection::vec(op(), 1..40),
     ) {
         let (src, root) = committed(&base);
-        let mut full: Trie<MemoryNodeSource> = Trie::from_root(src, root);
+        let mut full: Trie<MemoryNodeSource, EthLayout> = Trie::from_root(src, root);
         full.start_recording();
         for op in &ops { apply(&mut full, op).unwrap(); }
         let post = full.root().unwrap();
@@ -63,7 +63,7 @@ proptest! {
             witness.insert::<trie::EthLayout>(n);
         }
         prop_assert_eq!(total, rec.encoded_bytes());
-        let mut stateless: Trie<MemoryNodeSource> = Trie::from_root(witness, root);
+        let mut stateless: Trie<MemoryNodeSource, EthLayout> = Trie::from_root(witness, root);
         for op in &ops { apply(&mut stateless, op).unwrap(); }
         prop_assert_eq!(stateless.root().unwrap(), post);
     }
@@ -77,13 +77,13 @@ proptest! {
     ) {
         let (src, root) = committed(&base);
         // Reference: only `before` recorded.
-        let mut a: Trie<MemoryNodeSource> = Trie::from_root(src.clone(), root);
+        let mut a: Trie<MemoryNodeSource, EthLayout> = Trie::from_root(src.clone(), root);
         a.start_recording();
         for op in &before { apply(&mut a, op).unwrap(); }
         let expected = a.recorder().unwrap().encoded_bytes();
         // Same, plus a scope with `inside` that is rolled back. (The trie's data changes are
         // not undone by the recorder; only what was recorded.)
-        let mut b: Trie<MemoryNodeSource> = Trie::from_root(src, root);
+        let mut b: Trie<MemoryNodeSource, EthLayout> = Trie::from_root(src, root);
         b.start_recording();
         for op in &before { apply(&mut b, op).unwrap(); }
         b.recorder_mut().unwrap().start();
@@ -101,7 +101,7 @@ fn collapse_records_sibling() {
     let base: BTreeMap<Vec<u8>, Vec<u8>> =
         [(vec![0x10; 32], vec![1u8; 40]), (vec![0x20; 32], vec![2u8; 40])].into_iter().collect();
     let (src, root) = committed(&base);
-    let mut t: Trie<MemoryNodeSource> = Trie::from_root(src, root);
+    let mut t: Trie<MemoryNodeSource, EthLayout> = Trie::from_root(src, root);
     t.start_recording();
     t.remove(&[0x10; 32]).unwrap();
     // Deletion is lazy: root branch + removed leaf so far.

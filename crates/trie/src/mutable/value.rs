@@ -8,15 +8,17 @@
 //! only where a value was read. Reading a committed value node records it, as a node;
 //! [`Trie::get_stored`] reports it by its hash without reading it.
 //!
-//! Invariant: a value keeps the form it was loaded in (an inline value of 33 bytes or more,
-//! written before a chain moved to V1, stays inline until it is written again); new values
-//! take the layout's form ([`Value::new`]).
+//! Invariants: a value keeps the form it was loaded in (an inline value of 33 bytes or
+//! more, written before a chain moved to V1, stays inline until it is written again); new
+//! values take the layout's form ([`Value::new`]). Value nodes exist only in layouts of the
+//! Substrate [`Family`]: [`Value::new`] makes them only there, and [`Value::from_view`]
+//! refuses one read in a layout of another family.
 
 use state::H256;
 
 use super::{path_hex, Kind, NodeId, NodeSource, Trie, TrieError};
 use crate::nibbles::Nibbles;
-use crate::node::{Layout, NodeValue};
+use crate::node::{ChildRef, Family, Layout, NibbledCodec, NodeError, NodeValue};
 
 /// A value in a leaf or branch. See the module docs.
 #[derive(Clone, Debug)]
@@ -42,7 +44,7 @@ pub(crate) struct ValueNode {
 impl Value {
     /// A new value in layout `L`'s form.
     pub(crate) fn new<L: Layout>(bytes: &[u8]) -> Value {
-        match L::VALUE_NODE_MIN {
+        match L::FAMILY.value_node_min() {
             Some(min) if bytes.len() >= min => Value::Node(Box::new(ValueNode {
                 hash: L::hash(bytes),
                 bytes: Some(bytes.to_vec()),
@@ -56,7 +58,7 @@ impl Value {
     /// holding it changes. A value node with the same hash is unchanged; an inline value
     /// that `bytes` would store as a node changes (trie-db does the same).
     pub(crate) fn set<L: Layout>(&mut self, bytes: &[u8]) -> bool {
-        if L::VALUE_NODE_MIN.is_some_and(|min| bytes.len() >= min) {
+        if L::FAMILY.value_node_min().is_some_and(|min| bytes.len() >= min) {
             let new = Value::new::<L>(bytes);
             if let (Value::Node(old), Value::Node(n)) = (&*self, &new) {
                 if old.hash == n.hash {
@@ -89,13 +91,25 @@ impl Value {
         }
     }
 
-    /// A value decoded from a committed node.
-    pub(crate) fn from_view(v: NodeValue<'_>) -> Value {
+    /// A value decoded from a committed node of layout `L`; a value node is an error in a
+    /// layout without them.
+    pub(crate) fn from_view<L: Layout>(v: NodeValue<'_>) -> Result<Value, NodeError> {
         match v {
-            NodeValue::Inline(v) => Value::Inline(v.to_vec()),
+            NodeValue::Inline(v) => Ok(Value::Inline(v.to_vec())),
+            NodeValue::Node(_) if L::FAMILY.has_extensions() => Err(NodeError::ValueNode),
             NodeValue::Node(hash) => {
-                Value::Node(Box::new(ValueNode { hash, bytes: None, committed: true }))
+                Ok(Value::Node(Box::new(ValueNode { hash, bytes: None, committed: true })))
             }
+        }
+    }
+
+    /// The bytes of a value that is held inline: every value in a layout of the Ethereum
+    /// family (see the module's invariants).
+    #[inline]
+    fn inline(&self) -> &[u8] {
+        match self {
+            Value::Inline(v) => v,
+            Value::Node(_) => unreachable!("a value node in a layout without value nodes"),
         }
     }
 
@@ -105,6 +119,29 @@ impl Value {
             Value::Inline(v) => Some(v.as_slice()),
             Value::Node(n) => n.bytes.as_deref(),
         }
+    }
+}
+
+/// Encode into `out` the leaf over the unpacked `path` that holds `value`, in its form.
+pub(crate) fn encode_leaf<L: Layout>(path: &[u8], value: &Value, out: &mut Vec<u8>) {
+    match L::FAMILY {
+        Family::Substrate(codec) => codec.encode_leaf_with(path, value.view(), out),
+        Family::Ethereum(_) => L::encode_leaf_unpacked(path, value.inline(), out),
+    }
+}
+
+/// Encode into `out` a branch without partial key over `refs` that holds `value`, in its
+/// form.
+pub(crate) fn encode_branch<L: Layout>(
+    refs: &[ChildRef; 16],
+    value: Option<&Value>,
+    out: &mut Vec<u8>,
+) {
+    match L::FAMILY {
+        Family::Substrate(codec) => {
+            codec.encode_branch_with(&[], refs, value.map(Value::view), out)
+        }
+        Family::Ethereum(_) => L::encode_branch(refs, value.map(Value::inline), out),
     }
 }
 

@@ -7,13 +7,13 @@
 
 use state::H256;
 
-use super::value::value_node_mut;
+use super::value::{self, value_node_mut};
 use super::{
     CommittedNode, CommittedValue, Kind, NodeId, NodeSource, Trie, TrieError, TrieUpdates, Value,
     NONE,
 };
 use crate::nibbles::Nibbles;
-use crate::node::{ChildKind, ChildRef, EthLayout, Layout, INLINE_MAX};
+use crate::node::{ChildKind, ChildRef, ExtensionCodec, Family, Layout, NibbledCodec, INLINE_MAX};
 use crate::source::MemoryNodeSource;
 
 /// One change of the collapse node set (see [`Trie::collapse_delta`]).
@@ -262,37 +262,42 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         let mut buf = match &self.slots[id as usize].kind {
             Kind::Extension { child, .. } if self.is_single(*child) => self.encode_canon(id),
             Kind::Branch { .. } if self.is_single(id) => self.encode_canon(id),
-            Kind::Extension { child, .. } if L::USES_EXTENSION => {
-                let c = *child;
-                let r = self.hash_node(c);
-                let mut buf = std::mem::take(&mut self.buf);
-                buf.clear();
-                if let Kind::Extension { path, .. } = &self.slots[id as usize].kind {
-                    L::encode_extension_unpacked(path, &r, &mut buf);
-                }
-                buf
-            }
             Kind::Extension { child, .. } => {
-                inner = *child;
-                let refs = self.hash_children(inner);
-                let mut buf = std::mem::take(&mut self.buf);
-                buf.clear();
-                if let Kind::Extension { path, .. } = &self.slots[id as usize].kind {
-                    self.write_branch(path, &refs, inner, &mut buf);
+                let c = *child;
+                match L::FAMILY {
+                    Family::Ethereum(codec) => {
+                        let r = self.hash_node(c);
+                        let mut buf = std::mem::take(&mut self.buf);
+                        buf.clear();
+                        if let Kind::Extension { path, .. } = &self.slots[id as usize].kind {
+                            codec.encode_extension_unpacked(path, &r, &mut buf);
+                        }
+                        buf
+                    }
+                    Family::Substrate(codec) => {
+                        inner = c;
+                        let refs = self.hash_children(inner);
+                        let mut buf = std::mem::take(&mut self.buf);
+                        buf.clear();
+                        if let Kind::Extension { path, .. } = &self.slots[id as usize].kind {
+                            let value = self.branch_value(inner).map(Value::view);
+                            codec.encode_branch_with(path, &refs, value, &mut buf);
+                        }
+                        buf
+                    }
                 }
-                buf
             }
             Kind::Branch { .. } => {
                 let refs = self.hash_children(id);
                 let mut buf = std::mem::take(&mut self.buf);
                 buf.clear();
-                self.write_branch(&[], &refs, id, &mut buf);
+                value::encode_branch::<L>(&refs, self.branch_value(id), &mut buf);
                 buf
             }
             Kind::Leaf { path, value } => {
                 let mut buf = std::mem::take(&mut self.buf);
                 buf.clear();
-                L::encode_leaf_with(path, value.view(), &mut buf);
+                value::encode_leaf::<L>(path, value, &mut buf);
                 buf
             }
             Kind::Hashed(_) => unreachable!("unloaded nodes always carry their hash"),
@@ -326,12 +331,12 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         refs
     }
 
-    /// Append branch `id` with the partial key `path` over the children references `refs`.
-    fn write_branch(&self, path: &[u8], refs: &[ChildRef; 16], id: NodeId, out: &mut Vec<u8>) {
+    /// The value branch `id` holds.
+    fn branch_value(&self, id: NodeId) -> Option<&Value> {
         let Kind::Branch { value, .. } = &self.slots[id as usize].kind else {
-            panic!("write_branch of a node that is not a branch")
+            panic!("branch_value of a node that is not a branch")
         };
-        L::encode_branch_with(path, refs, value.as_ref().map(Value::view), out);
+        value.as_ref()
     }
 
     /// The encoding of node `id`'s canonical form (in the shared buffer).
@@ -340,24 +345,27 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
             Canon::Leaf { path, value } => {
                 let mut buf = std::mem::take(&mut self.buf);
                 buf.clear();
-                L::encode_leaf_with(&path, value.view(), &mut buf);
+                value::encode_leaf::<L>(&path, &value, &mut buf);
                 buf
             }
-            Canon::Ext { path, branch } if L::USES_EXTENSION => {
-                let r = self.hash_node(branch);
-                let mut buf = std::mem::take(&mut self.buf);
-                buf.clear();
-                L::encode_extension_unpacked(&path, &r, &mut buf);
-                buf
-            }
-            Canon::Ext { path, branch } => {
-                // The branch stays where it is in the structure: its own cache is not set.
-                let refs = self.hash_children(branch);
-                let mut buf = std::mem::take(&mut self.buf);
-                buf.clear();
-                self.write_branch(&path, &refs, branch, &mut buf);
-                buf
-            }
+            Canon::Ext { path, branch } => match L::FAMILY {
+                Family::Ethereum(codec) => {
+                    let r = self.hash_node(branch);
+                    let mut buf = std::mem::take(&mut self.buf);
+                    buf.clear();
+                    codec.encode_extension_unpacked(&path, &r, &mut buf);
+                    buf
+                }
+                Family::Substrate(codec) => {
+                    // The branch stays where it is in the structure: its own cache is not set.
+                    let refs = self.hash_children(branch);
+                    let mut buf = std::mem::take(&mut self.buf);
+                    buf.clear();
+                    let value = self.branch_value(branch).map(Value::view);
+                    codec.encode_branch_with(&path, &refs, value, &mut buf);
+                    buf
+                }
+            },
             // `canon` of a single node never stops at a plain branch: hash_node handles those.
             Canon::Branch(_) => unreachable!("encode_canon of a plain branch"),
         }
@@ -390,7 +398,7 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
             Kind::Extension { path: ep, child } => {
                 let (ep_len, c) = (ep.len(), *child);
                 path.extend_from_slice(ep);
-                if L::USES_EXTENSION {
+                if L::FAMILY.has_extensions() {
                     self.collect_fresh(c, path, false, out);
                 } else {
                     // The branch below is part of this node.
@@ -463,17 +471,9 @@ impl MemoryNodeSource {
         }
     }
 
-    /// The committed state of `entries` (key, value) in Ethereum's layout: its nodes and
-    /// its root.
-    pub fn committed<K: AsRef<[u8]>, V: AsRef<[u8]>>(
-        entries: impl IntoIterator<Item = (K, V)>,
-    ) -> Result<(MemoryNodeSource, H256), TrieError> {
-        Self::committed_in_layout::<EthLayout, K, V>(entries)
-    }
-
     /// The committed state of `entries` (key, value) in layout `L`: its nodes, value nodes
     /// included, and its root.
-    pub fn committed_in_layout<L: Layout, K: AsRef<[u8]>, V: AsRef<[u8]>>(
+    pub fn committed<L: Layout, K: AsRef<[u8]>, V: AsRef<[u8]>>(
         entries: impl IntoIterator<Item = (K, V)>,
     ) -> Result<(MemoryNodeSource, H256), TrieError> {
         let mut t: Trie<MemoryNodeSource, L> = Trie::new(Self::new());

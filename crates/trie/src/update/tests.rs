@@ -4,14 +4,15 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use state::H256;
-use trie::{
-    root_from_sorted, ChildRef, EmittedKind, EthLayout, Layout, NibbleSlice, NodeSink, SubstrateV0,
-    SubstrateV1,
-};
 
 use super::mem::{Known, Mem};
-use super::{update_trie, Change};
-use crate::error::Corruption;
+use super::{update_trie, Change, UpdateError};
+use crate::builder::{root_from_sorted, EmittedKind, NodeSink, RootBuilder};
+use crate::ethereum::EthLayout;
+use crate::hash::keccak256;
+use crate::nibbles::NibbleSlice;
+use crate::node::{ChildRef, Layout};
+use crate::substrate::{SubstrateV0, SubstrateV1};
 
 /// What a bottom-up rebuild stores: every hashed node, and the root whatever its size.
 struct Expected<L>(HashMap<Vec<u8>, Arc<[u8]>>, std::marker::PhantomData<L>);
@@ -31,7 +32,7 @@ impl<L: Layout> NodeSink for Expected<L> {
 
 fn expected_nodes<L: Layout>(flat: &BTreeMap<Vec<u8>, Vec<u8>>) -> HashMap<Vec<u8>, Arc<[u8]>> {
     let sink = Expected::<L>(HashMap::new(), std::marker::PhantomData);
-    let mut b = trie::RootBuilder::<L, _>::with_sink(sink);
+    let mut b = RootBuilder::<L, _>::with_sink(sink);
     for (k, v) in flat {
         b.add(k, v).unwrap();
     }
@@ -149,7 +150,7 @@ proptest! {
 fn fan_out_and_collapse<L: Layout>() {
     let mut mem = Mem::default();
     let mut root = L::empty_root();
-    let key = |i: u32| trie::keccak256(&i.to_be_bytes()).0.to_vec();
+    let key = |i: u32| keccak256(&i.to_be_bytes()).0.to_vec();
     let insert: BTreeMap<_, _> = (0..3000u32).map(|i| (key(i), Some(vec![1; 40]))).collect();
     step::<L>(&mut mem, &mut root, &insert);
     let mixed: BTreeMap<_, _> = (0..3000u32)
@@ -217,7 +218,7 @@ fn refuses_wrong_old_values<L: Layout>() {
             let e = update_trie::<L, _>(&mem, root, &[claim], true).unwrap_err();
             let key = claim.key.to_vec();
             assert!(
-                matches!(e.corruption(), Some(Corruption::OldValue { key: k, .. }) if *k == key),
+                matches!(&e, UpdateError::OldValue { key: k } if *k == key),
                 "{known:?}, {claim:?}: {e:?}"
             );
         }

@@ -1,12 +1,12 @@
 //! The in-memory pre-state the unit tests and the speed probe update.
 use std::collections::{BTreeMap, HashMap};
-
+use std::convert::Infallible;
 use std::sync::Arc;
 
-use state::TrieId;
+use state::KeyValue;
 
-use super::{KeyValue, PreState};
-use crate::error::StoreError;
+use super::PreState;
+use crate::nibbles::nibble_at;
 
 /// Which stored nodes memory knows without a lookup ([`PreState::node_in_memory`]).
 #[derive(Debug, Clone, Copy, Default)]
@@ -29,12 +29,15 @@ pub(crate) struct Mem {
     pub(crate) known: Known,
 }
 
-impl PreState for Mem {
-    fn trie(&self) -> TrieId {
-        TrieId::Main
-    }
+/// Whether `key`'s nibbles start with `path`.
+fn key_has_path(key: &[u8], path: &[u8]) -> bool {
+    path.len() <= key.len() * 2 && path.iter().enumerate().all(|(i, n)| nibble_at(key, i) == *n)
+}
 
-    fn node(&self, path: &[u8]) -> Result<Option<Arc<[u8]>>, StoreError> {
+impl PreState for Mem {
+    type Error = Infallible;
+
+    fn node(&self, path: &[u8]) -> Result<Option<Arc<[u8]>>, Infallible> {
         Ok(self.nodes.get(path).cloned())
     }
 
@@ -47,15 +50,14 @@ impl PreState for Mem {
         known.then(|| self.nodes.get(path).map(|v| &v[..]))
     }
 
-    fn leaf_under(&self, path: &[u8]) -> Result<Option<KeyValue>, StoreError> {
+    fn leaf_under(&self, path: &[u8]) -> Result<Option<KeyValue>, Infallible> {
         // The keys under `path` are the ones from its first (zero-padded) bytes on, up
         // to the first that is not under it.
         let mut lo = Vec::new();
         for pair in path.chunks(2) {
             lo.push((pair[0] << 4) | pair.get(1).copied().unwrap_or(0));
         }
-        let mut under =
-            self.flat.range(lo..).take_while(|(k, _)| crate::tiers::reader::key_has_path(k, path));
+        let mut under = self.flat.range(lo..).take_while(|(k, _)| key_has_path(k, path));
         let first = under.next().map(|(k, v)| (k.clone(), v.clone()));
         assert!(under.next().is_none(), "two keys under the leaf at {path:?}");
         Ok(first)

@@ -130,7 +130,7 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         let below = if ep.len() - c - 1 > 0 {
             self.new_node(Kind::Extension { path: ep[c + 1..].to_vec(), child })
         } else {
-            if !L::USES_EXTENSION {
+            if !L::FAMILY.has_extensions() {
                 // The branch loses its partial key: a new node, at a new path.
                 let mut child_path = prefix.clone();
                 child_path.extend_from_slice(&ep);

@@ -28,7 +28,9 @@ use state::H256;
 
 use crate::builder::HashStats;
 use crate::nibbles::Nibbles;
-use crate::node::{ChildKind, ChildRef, EthLayout, Layout, NodeError, NodeView};
+use crate::node::{
+    ChildKind, ChildRef, ExtensionCodec, Family, Layout, NibbledCodec, NodeError, NodeView,
+};
 use crate::recorder::Recorder;
 use crate::source::{NodeSource, SourceError};
 
@@ -87,6 +89,11 @@ pub fn path_hex(path: &[u8]) -> String {
         return "(root)".to_string();
     }
     path.iter().map(|n| char::from_digit(u32::from(*n), 16).unwrap_or('?')).collect()
+}
+
+/// The error for a node at `path` that does not decode.
+fn corrupt(path: &[u8], source: NodeError) -> TrieError {
+    TrieError::Corrupt { path: path_hex(path), source }
 }
 
 #[derive(Clone, Debug)]
@@ -177,7 +184,7 @@ pub struct RemovedNode {
 }
 
 /// A Merkle-Patricia trie over a node source. See the module docs.
-pub struct Trie<S: NodeSource, L: Layout = EthLayout> {
+pub struct Trie<S: NodeSource, L: Layout> {
     pub(crate) slots: Vec<Slot>,
     free: Vec<NodeId>,
     pub(crate) root: NodeId,
@@ -411,7 +418,7 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                     });
                 }
             }
-            let decoded = L::decode_node(&bytes)
+            let decoded = L::decode(&bytes)
                 .map_err(|source| TrieError::Corrupt { path: path_hex(path), source })?;
             let kind = self.kind_from_decoded(decoded, path, ChildRef::hash(hash))?;
             let slot = &mut self.slots[id as usize];
@@ -445,26 +452,33 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
     /// Encode a node whose children all have cached references.
     pub(crate) fn encode_clean(&self, id: NodeId, out: &mut Vec<u8>) {
         match &self.slots[id as usize].kind {
-            Kind::Leaf { path, value } => L::encode_leaf_with(path, value.view(), out),
-            Kind::Extension { path, child } if L::USES_EXTENSION => {
-                let c = self.slots[*child as usize].cached;
-                assert!(!c.is_empty(), "clean extension with dirty child");
-                L::encode_extension_unpacked(path, &c, out)
+            Kind::Leaf { path, value } => value::encode_leaf::<L>(path, value, out),
+            Kind::Extension { path, child } => match L::FAMILY {
+                Family::Ethereum(codec) => {
+                    let c = self.slots[*child as usize].cached;
+                    assert!(!c.is_empty(), "clean extension with dirty child");
+                    codec.encode_extension_unpacked(path, &c, out)
+                }
+                Family::Substrate(codec) => {
+                    let (refs, value) = self.clean_branch(*child);
+                    codec.encode_branch_with(path, &refs, value.map(Value::view), out)
+                }
+            },
+            Kind::Branch { .. } => {
+                let (refs, value) = self.clean_branch(id);
+                value::encode_branch::<L>(&refs, value, out)
             }
-            Kind::Extension { path, child } => self.encode_clean_branch(path, *child, out),
-            Kind::Branch { .. } => self.encode_clean_branch(&[], id, out),
             Kind::Hashed(_) => unreachable!("encode_clean on an unloaded node"),
         }
     }
 
-    /// Encode branch `branch` under the partial key `path` (empty in layouts with
-    /// extensions); its children all have cached references.
-    fn encode_clean_branch(&self, path: &[u8], branch: NodeId, out: &mut Vec<u8>) {
+    /// The children's cached references and the value of branch `branch`, whose children
+    /// all have cached references.
+    fn clean_branch(&self, branch: NodeId) -> ([ChildRef; 16], Option<&Value>) {
         let Kind::Branch { children, value } = &self.slots[branch as usize].kind else {
             panic!("an extension in a layout without extension nodes holds a branch")
         };
-        let refs = self.child_refs(children);
-        L::encode_branch_with(path, &refs, value.as_ref().map(Value::view), out)
+        (self.child_refs(children), value.as_ref())
     }
 
     fn child_refs(&self, children: &[NodeId; 16]) -> [ChildRef; 16] {
@@ -486,14 +500,10 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
         r: ChildRef,
     ) -> Result<Kind, TrieError> {
         Ok(match node {
-            NodeView::Empty => {
-                return Err(TrieError::Corrupt {
-                    path: path_hex(path),
-                    source: NodeError::BadExtension,
-                })
-            }
-            NodeView::Leaf { path, value } => {
-                Kind::Leaf { path: path.0, value: Value::from_view(value) }
+            NodeView::Empty => return Err(corrupt(path, NodeError::BadExtension)),
+            NodeView::Leaf { path: rest, value } => {
+                let value = Value::from_view::<L>(value).map_err(|source| corrupt(path, source))?;
+                Kind::Leaf { path: rest.0, value }
             }
             NodeView::Extension { path: ext, child } => {
                 let mut child_path = path.to_vec();
@@ -513,7 +523,9 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                         ids[i] = self.child_from_ref(*c, &child_path)?;
                     }
                 }
-                let branch = Kind::Branch { children: ids, value: value.map(Value::from_view) };
+                let value = value.map(Value::from_view::<L>).transpose();
+                let value = value.map_err(|source| corrupt(path, source))?;
+                let branch = Kind::Branch { children: ids, value };
                 if partial.is_empty() {
                     return Ok(branch);
                 }
@@ -544,7 +556,7 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                 known_branch: false,
             })),
             ChildKind::Inline(bytes) => {
-                let decoded = L::decode_node(bytes)
+                let decoded = L::decode(bytes)
                     .map_err(|source| TrieError::Corrupt { path: path_hex(path), source })?;
                 let kind = self.kind_from_decoded(decoded, path, r)?;
                 Ok(self.alloc(Slot {

@@ -263,7 +263,7 @@ impl<S: NodeSource, L: Layout> Trie<S, L> {
                     self.resolve(child, &child_path)?;
                 }
                 if known_branch || matches!(self.slots[child as usize].kind, Kind::Branch { .. }) {
-                    if !L::USES_EXTENSION {
+                    if !L::FAMILY.has_extensions() {
                         // The child branch takes a partial key: its node moves up to here.
                         self.touch(child, &child_path);
                     }

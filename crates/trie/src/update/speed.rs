@@ -1,9 +1,12 @@
-//! `cargo test --release -p store --lib -- --ignored pass_speed --nocapture`: the walk's
+//! `cargo test --release -p trie --lib -- --ignored pass_speed --nocapture`: the walk's
 //! own cost on an in-memory pre-state of 1M keys (no RocksDB), for profiling, in each
 //! layout (Blake2 has no multi-lane batch here; keccak hashes eight at a time).
 use std::time::Instant;
 
-use trie::{EthLayout, Layout, SubstrateV0, SubstrateV1};
+use crate::ethereum::EthLayout;
+use crate::hash::keccak256;
+use crate::node::Layout;
+use crate::substrate::{SubstrateV0, SubstrateV1};
 
 use super::mem::{Known, Mem};
 use super::{update_trie, Change};
@@ -17,7 +20,7 @@ fn pass_speed() {
 }
 
 fn run<L: Layout>(name: &str) {
-    let key = |i: u32| trie::keccak256(&i.to_be_bytes()).0.to_vec();
+    let key = |i: u32| keccak256(&i.to_be_bytes()).0.to_vec();
     let mut mem = Mem { known: Known::Everything, ..Mem::default() };
     let n = 1_000_000u32;
     let keys: Vec<Vec<u8>> = (0..n).map(key).collect();

@@ -1,11 +1,10 @@
 //! Placement: shapes encoded where they land, collapses, and the root.
 
 use state::H256;
-use trie::{ChildKind, ChildRef, Layout, NodeValue};
 
 use super::out::Out;
-use super::{PreState, Ref, Shape, Unplaced, Val, Walker};
-use crate::error::StoreError;
+use super::{PreState, Ref, Shape, Unplaced, Val, WalkError, Walker};
+use crate::node::{ChildKind, ChildRef, ExtensionCodec, Family, Layout, NibbledCodec, NodeValue};
 
 impl<P: PreState, L: Layout> Walker<'_, P, L> {
     /// The single child `n` (at `path`, already extended by `n`) absorbs its collapsing
@@ -96,7 +95,7 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
         &self,
         shape: Shape<'a>,
         out: &mut Out<L>,
-    ) -> Result<Shape<'a>, StoreError> {
+    ) -> Result<Shape<'a>, WalkError<P>> {
         out.resolve().map_err(|key| self.old_value_error(&key))?;
         Ok(match shape {
             Shape::Placed(r) => Shape::Placed(out.settled(r)),
@@ -118,7 +117,7 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
         shape: Shape<'_>,
         stored: bool,
         out: &mut Out<L>,
-    ) -> Result<H256, StoreError> {
+    ) -> Result<H256, WalkError<P>> {
         let root = match shape {
             Shape::Empty => {
                 if stored {
@@ -216,10 +215,13 @@ fn encode_unplaced<L: Layout>(
     force: bool,
     out: &mut Out<L>,
 ) -> Ref {
+    let Family::Substrate(codec) = L::FAMILY else {
+        unreachable!("a branch waits for its partial key only in layouts without extensions")
+    };
     let children = with_slots(&b.refs);
     let value: Option<NodeValue<'_>> = b.value.as_ref().map(Val::in_node::<L>);
     out.buf.clear();
-    L::encode_branch_with(&b.partial, &children, value, &mut out.buf);
+    codec.encode_branch_with(&b.partial, &children, value, &mut out.buf);
     pend_branch(&b.refs, &children, stored_at, force, out)
 }
 
@@ -232,12 +234,15 @@ fn encode_extension<L: Layout>(
     force: bool,
     out: &mut Out<L>,
 ) -> Ref {
+    let Family::Ethereum(codec) = L::FAMILY else {
+        unreachable!("only layouts with extension nodes place an extension")
+    };
     let (r, pending) = match child {
         Ref::Ready(r) => (r, None),
         Ref::Pending(id) => (ChildRef::hash(H256::ZERO), Some(id)),
     };
     out.buf.clear();
-    L::encode_extension_unpacked(ext, &r, &mut out.buf);
+    codec.encode_extension_unpacked(ext, &r, &mut out.buf);
     match pending {
         // The child's hash is the encoding's last 32 bytes.
         Some(id) => out.pend(&[(id, (out.buf.len() - 32) as u32)], stored_at, force),

@@ -5,17 +5,17 @@ use std::borrow::Cow;
 
 use rayon::prelude::*;
 use state::H256;
-use trie::{
-    common_prefix_nibbles, nibble_at, ChildKind, ChildRef, Layout, NodeValue, NodeView, RootBuilder,
-};
+
+use crate::builder::RootBuilder;
+use crate::nibbles::{common_prefix_nibbles, nibble_at};
+use crate::node::{ChildKind, ChildRef, Layout, NodeError, NodeValue, NodeView, INLINE_MAX};
 
 use super::out::{BuilderSink, Out};
 use super::place::encode_branch;
 use super::{
-    followed, pack, ready, Change, Loaded, Pre, PreState, Ref, Shape, Unplaced, Val, Walker,
-    PARALLEL_CHANGES_MIN, PARALLEL_DEPTH_MAX,
+    followed, pack, ready, Change, Loaded, Pre, PreState, Ref, Shape, Unplaced, UpdateError, Val,
+    WalkError, Walker, PARALLEL_CHANGES_MIN, PARALLEL_DEPTH_MAX,
 };
-use crate::error::{Corruption, StoreError};
 
 /// A surviving entry of a rebuilt subtree: key and value.
 type Pair<'a> = (Cow<'a, [u8]>, Cow<'a, [u8]>);
@@ -26,11 +26,93 @@ type Task<'a, L> = (u8, Shape<'a>, bool, Out<L>);
 /// A leaf's key and, when the changes do not decide it, its value.
 type LeafParts<'a> = (Cow<'a, [u8]>, Option<Cow<'a, [u8]>>);
 
-impl<P: PreState, L: Layout> Walker<'_, P, L> {
-    fn corrupt(&self, c: Corruption) -> StoreError {
-        c.into()
+/// A branch whose children the changes are rebuilding.
+struct Rebuild<'a> {
+    /// Its children as the pre-state refers to them; a child the changes empty is cleared.
+    children: [ChildRef; 16],
+    /// The value at its path (once the changes are applied, the new one).
+    value: Option<Val<'a>>,
+    /// A child that exists only in this pass (the rest of a split extension or partial
+    /// key), under its nibble, until a group of changes takes it over.
+    virt: Option<(u8, Shape<'a>)>,
+    /// The children the changes reached and left standing: nibble, new shape, and whether
+    /// a node was stored at the child's path.
+    touched: Vec<(u8, Shape<'a>, bool)>,
+}
+
+impl<'a> Rebuild<'a> {
+    /// A branch over `children` with `value`, and `virt` beside them.
+    fn new(
+        children: [ChildRef; 16],
+        value: Option<Val<'a>>,
+        virt: Option<(u8, Shape<'a>)>,
+    ) -> Self {
+        Rebuild { children, value, virt, touched: Vec::new() }
     }
 
+    /// `changes` (all below the branch at depth `base`) grouped by child, each with the
+    /// child's pre-state: the virtual child when the group is its, else the reference.
+    fn groups<'c>(
+        &mut self,
+        base: usize,
+        changes: &'c [Change<'a>],
+    ) -> Vec<(u8, Pre<'a>, &'c [Change<'a>])> {
+        let mut groups = Vec::with_capacity(16);
+        let mut i = 0;
+        while i < changes.len() {
+            let n = nibble_at(changes[i].key, base);
+            let j = i + changes[i..].iter().take_while(|c| nibble_at(c.key, base) == n).count();
+            let pre = match self.virt.take() {
+                Some((v, shape)) if v == n => Pre::Virtual(shape),
+                other => {
+                    self.virt = other;
+                    Pre::Ref(self.children[n as usize])
+                }
+            };
+            groups.push((n, pre, &changes[i..j]));
+            i = j;
+        }
+        groups
+    }
+
+    /// Take the children's new shapes: a child that is gone has its stored node (under
+    /// `path`, the branch's) deleted whatever becomes of the branch; the others are
+    /// touched.
+    fn take_shapes<L: Layout>(
+        &mut self,
+        path: &mut Vec<u8>,
+        shapes: Vec<(u8, Shape<'a>, bool)>,
+        out: &mut Out<L>,
+    ) {
+        self.touched.reserve(shapes.len());
+        for (n, shape, below_stored) in shapes {
+            if matches!(shape, Shape::Empty) {
+                if below_stored {
+                    path.push(n);
+                    out.delete(path);
+                    path.pop();
+                }
+                self.children[n as usize] = ChildRef::EMPTY;
+            } else {
+                self.touched.push((n, shape, below_stored));
+            }
+        }
+    }
+
+    /// The mask of its live children: untouched ones, touched ones and the virtual one.
+    fn alive(&self) -> u16 {
+        let mut alive: u16 = 0;
+        for (n, c) in self.children.iter().enumerate() {
+            alive |= u16::from(!c.is_empty()) << n;
+        }
+        for n in self.touched.iter().map(|t| t.0).chain(self.virt.as_ref().map(|v| v.0)) {
+            alive |= 1 << n;
+        }
+        alive
+    }
+}
+
+impl<P: PreState, L: Layout> Walker<'_, P, L> {
     /// The new shape of the node at `path` (whose pre-state is `pre`) under `changes`
     /// (non-empty, all under `path`), and whether a node was stored at `path` before.
     pub(super) fn apply<'a>(
@@ -39,7 +121,7 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
         pre: Pre<'a>,
         changes: &[Change<'a>],
         out: &mut Out<L>,
-    ) -> Result<(Shape<'a>, bool), StoreError> {
+    ) -> Result<(Shape<'a>, bool), WalkError<P>> {
         let (loaded, stored) = self.load(path, pre, changes, out)?;
         let shape = match loaded {
             // The common case: one change to the key whose leaf this is.
@@ -61,7 +143,8 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
                 return self.apply_partial(path, branch, stored, changes, out);
             }
             Loaded::Branch { children, value, virt, .. } => {
-                let shape = self.apply_branch(path, children, value, virt, stored, changes, out)?;
+                let branch = Rebuild::new(children, value, virt);
+                let shape = self.apply_branch(path, branch, stored, changes, out)?;
                 return Ok((shape, stored));
             }
         };
@@ -75,7 +158,7 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
         pre: Pre<'a>,
         changes: &[Change<'a>],
         out: &mut Out<L>,
-    ) -> Result<(Loaded<'a>, bool), StoreError> {
+    ) -> Result<(Loaded<'a>, bool), WalkError<P>> {
         let r = match pre {
             Pre::Virtual(Shape::Extension { path, child }) => {
                 return Ok((Loaded::Extension { path, child: ready(child) }, false))
@@ -109,7 +192,7 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
         hash: H256,
         changes: &[Change<'a>],
         out: &mut Out<L>,
-    ) -> Result<(Loaded<'a>, bool), StoreError> {
+    ) -> Result<(Loaded<'a>, bool), WalkError<P>> {
         let known = self.pre.node_in_memory(path);
         if known.is_some() {
             out.known += 1;
@@ -127,7 +210,7 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
             }
         }
         out.probes += 1;
-        match self.pre.node(path)? {
+        match self.pre.node(path).map_err(UpdateError::Source)? {
             Some(v) => self.stored_node(path, hash, &v),
             None => Ok((self.leaf_for(path, Some(hash), changes, out)?, false)),
         }
@@ -136,7 +219,7 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
     /// The hash of the leaf of `key` with `value` at `path` (`None` if it would be inline).
     fn leaf_hash(&self, path: &[u8], key: &[u8], value: &[u8], out: &mut Out<L>) -> Option<H256> {
         out.encode_leaf(key, path.len(), value);
-        if out.buf.len() <= trie::INLINE_MAX {
+        if out.buf.len() <= INLINE_MAX {
             return None;
         }
         out.hashes += 1;
@@ -144,8 +227,8 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
     }
 
     /// The change of `key` claims an old value the trie does not hold.
-    pub(super) fn old_value_error(&self, key: &[u8]) -> StoreError {
-        self.corrupt(Corruption::OldValue { trie: self.pre.trie(), key: key.to_vec() })
+    pub(super) fn old_value_error(&self, key: &[u8]) -> WalkError<P> {
+        UpdateError::OldValue { key: key.to_vec() }
     }
 
     /// A stored node (`hash ‖ encoding`) at `path`, checked against its parent's `hash`.
@@ -154,31 +237,23 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
         path: &[u8],
         hash: H256,
         v: &[u8],
-    ) -> Result<(Loaded<'a>, bool), StoreError> {
+    ) -> Result<(Loaded<'a>, bool), WalkError<P>> {
         if v.len() < 32 || v[..32] != hash.0 {
-            let trie = self.pre.trie();
-            return Err(self.corrupt(Corruption::NodeHash {
-                trie,
-                path: path.to_vec(),
-                expected: hash,
-            }));
+            return Err(UpdateError::NodeHash { path: path.to_vec(), expected: hash });
         }
         Ok((self.decoded(path, &v[32..])?, true))
     }
 
     /// A decoded node at `path`, owned.
-    fn decoded<'a>(&self, path: &[u8], bytes: &[u8]) -> Result<Loaded<'a>, StoreError> {
-        let node = L::decode_node(bytes).map_err(|source| {
-            self.corrupt(Corruption::Node { trie: self.pre.trie(), path: path.to_vec(), source })
-        })?;
+    fn decoded<'a>(&self, path: &[u8], bytes: &[u8]) -> Result<Loaded<'a>, WalkError<P>> {
+        let node =
+            L::decode(bytes).map_err(|source| UpdateError::Node { path: path.to_vec(), source })?;
         Ok(match node {
             NodeView::Empty => Loaded::Empty,
             NodeView::Leaf { path: rest, value } => {
                 let mut full = path.to_vec();
                 full.extend_from_slice(rest.as_slice());
-                let key = pack(&full).ok_or_else(|| {
-                    self.corrupt(Corruption::OddKey { trie: self.pre.trie(), path: full.clone() })
-                })?;
+                let key = pack(&full).ok_or_else(|| UpdateError::OddKey { path: full.clone() })?;
                 let value = match value {
                     NodeValue::Inline(v) => v.to_vec(),
                     NodeValue::Node(h) => self.value_of_node(path, &key, h)?,
@@ -187,10 +262,16 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
             }
             NodeView::Extension { path: ext, child } => Loaded::Extension { path: ext.0, child },
             NodeView::Branch { path: partial, children, value } => {
-                let value = value.map(|v| match v {
-                    NodeValue::Inline(v) => Val::Bytes(Cow::Owned(v.to_vec())),
-                    NodeValue::Node(h) => Val::Hashed(h),
-                });
+                let value = match value {
+                    None => None,
+                    Some(NodeValue::Inline(v)) => Some(Val::Bytes(Cow::Owned(v.to_vec()))),
+                    // Invariant: only layouts with value nodes hold hashed values.
+                    Some(NodeValue::Node(_)) if L::FAMILY.has_extensions() => {
+                        let source = NodeError::ValueNode;
+                        return Err(UpdateError::Node { path: path.to_vec(), source });
+                    }
+                    Some(NodeValue::Node(h)) => Some(Val::Hashed(h)),
+                };
                 Loaded::Branch { partial: partial.0, children, value, virt: None }
             }
         })
@@ -198,13 +279,10 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
 
     /// The value of a stored leaf at `path` that holds only its value node's hash (a root
     /// leaf in Substrate V1): `key`'s flat value, which must hash to it.
-    fn value_of_node(&self, path: &[u8], key: &[u8], hash: H256) -> Result<Vec<u8>, StoreError> {
-        match self.pre.leaf_under(path)? {
+    fn value_of_node(&self, path: &[u8], key: &[u8], hash: H256) -> Result<Vec<u8>, WalkError<P>> {
+        match self.pre.leaf_under(path).map_err(UpdateError::Source)? {
             Some((k, v)) if k == key && L::hash(&v) == hash => Ok(v),
-            _ => {
-                let trie = self.pre.trie();
-                Err(self.corrupt(Corruption::MissingLeaf { trie, path: path.to_vec() }))
-            }
+            _ => Err(UpdateError::MissingLeaf { path: path.to_vec() }),
         }
     }
 
@@ -218,7 +296,7 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
         hash: Option<H256>,
         changes: &[Change<'a>],
         out: &mut Out<L>,
-    ) -> Result<Loaded<'a>, StoreError> {
+    ) -> Result<Loaded<'a>, WalkError<P>> {
         let mut existing = changes.iter().filter(|c| c.old.is_some());
         match (existing.next(), existing.next()) {
             (Some(c), None) => {
@@ -235,9 +313,8 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
             (None, _) => {}
         }
         out.leaf_scans += 1;
-        let Some((key, value)) = self.pre.leaf_under(path)? else {
-            let trie = self.pre.trie();
-            return Err(self.corrupt(Corruption::MissingLeaf { trie, path: path.to_vec() }));
+        let Some((key, value)) = self.pre.leaf_under(path).map_err(UpdateError::Source)? else {
+            return Err(UpdateError::MissingLeaf { path: path.to_vec() });
         };
         if changes.iter().any(|c| c.key == key.as_slice()) {
             return Err(self.old_value_error(&key));
@@ -247,8 +324,7 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
         // instead of building a wrong trie.
         if let Some(expected) = hash {
             if self.leaf_hash(path, &key, &value, out) != Some(expected) {
-                let (trie, path) = (self.pre.trie(), path.to_vec());
-                return Err(self.corrupt(Corruption::NodeHash { trie, path, expected }));
+                return Err(UpdateError::NodeHash { path: path.to_vec(), expected });
             }
         }
         Ok(Loaded::Leaf { key: Cow::Owned(key), value: Some(Cow::Owned(value)) })
@@ -262,7 +338,7 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
         leaf: Option<LeafParts<'a>>,
         changes: &[Change<'a>],
         out: &mut Out<L>,
-    ) -> Result<Shape<'a>, StoreError> {
+    ) -> Result<Shape<'a>, WalkError<P>> {
         let mut entries: Vec<Pair<'a>> = Vec::with_capacity(changes.len() + 1);
         // The key whose leaf this is, when one of the changes decided it (verified there).
         let claimed = match &leaf {
@@ -309,7 +385,7 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
         }
         let common = common_prefix_nibbles(&first.0, &last.0);
         let ext: Vec<u8> = (start..common).map(|i| nibble_at(&first.0, i)).collect();
-        if !L::USES_EXTENSION {
+        if !L::FAMILY.has_extensions() {
             return self.built_unplaced(ext, common, &entries, out);
         }
         let branch = Ref::Ready(self.built(common, &entries, out)?);
@@ -329,7 +405,7 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
         common: usize,
         entries: &[Pair<'a>],
         out: &mut Out<L>,
-    ) -> Result<Shape<'a>, StoreError> {
+    ) -> Result<Shape<'a>, WalkError<P>> {
         let mut rest = entries;
         let mut value = None;
         if let Some(((k, v), tail)) = rest.split_first() {
@@ -362,12 +438,10 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
         depth: usize,
         entries: &[Pair<'_>],
         out: &mut Out<L>,
-    ) -> Result<ChildRef, StoreError> {
+    ) -> Result<ChildRef, WalkError<P>> {
         let mut b = RootBuilder::<L, _>::subtree(depth, BuilderSink(&mut out.writes, Vec::new()));
         for (k, v) in entries {
-            b.add(k, v).map_err(|source| {
-                self.corrupt(Corruption::FlatOrder { trie: self.pre.trie(), source })
-            })?;
+            b.add(k, v).map_err(UpdateError::KeyOrder)?;
         }
         let (r, _, stats) = b.finish_ref();
         out.hashes += stats.hashes;
@@ -383,7 +457,7 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
         stored: bool,
         changes: &[Change<'a>],
         out: &mut Out<L>,
-    ) -> Result<(Shape<'a>, bool), StoreError> {
+    ) -> Result<(Shape<'a>, bool), WalkError<P>> {
         let base = path.len();
         let Unplaced { partial: mut head, refs, value } = branch;
         // Every change follows `head`; where one leaves the partial key, a new branch
@@ -392,12 +466,15 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
         path.extend_from_slice(&head);
         // Nothing is stored at the branch's own path: it lives at its slot.
         let below = match tail.split_first() {
-            None => self.apply_branch(path, refs.map(ready), value, None, false, changes, out),
+            None => {
+                let branch = Rebuild::new(refs.map(ready), value, None);
+                self.apply_branch(path, branch, false, changes, out)
+            }
             Some((&first, rest)) => {
                 let old = Unplaced { partial: rest.to_vec(), refs, value };
                 let virt = Some((first, Shape::Branch(Box::new(old))));
-                let children = [ChildRef::EMPTY; 16];
-                self.apply_branch(path, children, None, virt, false, changes, out)
+                let branch = Rebuild::new([ChildRef::EMPTY; 16], None, virt);
+                self.apply_branch(path, branch, false, changes, out)
             }
         };
         path.truncate(base);
@@ -425,7 +502,7 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
         stored: bool,
         changes: &[Change<'a>],
         out: &mut Out<L>,
-    ) -> Result<(Shape<'a>, bool), StoreError> {
+    ) -> Result<(Shape<'a>, bool), WalkError<P>> {
         let base = path.len();
         let followed = followed(changes, base, &ext);
         if followed == 0 {
@@ -437,9 +514,8 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
             } else {
                 Shape::Extension { path: ext[1..].to_vec(), child }
             };
-            let children = [ChildRef::EMPTY; 16];
-            let virt = Some((ext[0], rest));
-            let shape = self.apply_branch(path, children, None, virt, stored, changes, out)?;
+            let branch = Rebuild::new([ChildRef::EMPTY; 16], None, Some((ext[0], rest)));
+            let shape = self.apply_branch(path, branch, stored, changes, out)?;
             return Ok((shape, stored));
         }
         // Every change follows the first `followed` nibbles: descend by them at once (nibble
@@ -483,78 +559,41 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
         Ok((shape, stored))
     }
 
-    /// Apply the changes under a branch; `virt` is a child that exists only in this pass.
-    #[allow(clippy::too_many_arguments)]
+    /// Apply the changes under `branch` at `path` (a node was stored there when `stored`).
     fn apply_branch<'a>(
         &self,
         path: &mut Vec<u8>,
-        mut children: [ChildRef; 16],
-        value: Option<Val<'a>>,
-        mut virt: Option<(u8, Shape<'a>)>,
+        mut branch: Rebuild<'a>,
         stored: bool,
         changes: &[Change<'a>],
         out: &mut Out<L>,
-    ) -> Result<Shape<'a>, StoreError> {
+    ) -> Result<Shape<'a>, WalkError<P>> {
         let base = path.len();
         // The change of the key that ends here (it sorts first), then one group per child.
         let (own, rest) = match changes.split_first() {
             Some((c, rest)) if c.key.len() * 2 == base => (Some(c), rest),
             _ => (None, changes),
         };
-        let mut groups: Vec<(u8, Pre<'a>, &[Change<'a>])> = Vec::with_capacity(16);
-        let mut i = 0;
-        while i < rest.len() {
-            let n = nibble_at(rest[i].key, base);
-            let j = i + rest[i..].iter().take_while(|c| nibble_at(c.key, base) == n).count();
-            let pre = match virt.take() {
-                Some((v, shape)) if v == n => Pre::Virtual(shape),
-                other => {
-                    virt = other;
-                    Pre::Ref(children[n as usize])
-                }
-            };
-            groups.push((n, pre, &rest[i..j]));
-            i = j;
-        }
+        let groups = branch.groups(base, rest);
         let shapes = self.apply_children(path, groups, out)?;
-        let new_value: Option<Val<'a>> = match own {
-            Some(c) => c.new.map(|v| Val::Bytes(Cow::Borrowed(v))),
-            None => value,
-        };
-        // Children that are gone: delete their stored nodes whatever becomes of this one.
-        let mut touched = Vec::with_capacity(shapes.len());
-        for (n, shape, below_stored) in shapes {
-            if matches!(shape, Shape::Empty) {
-                if below_stored {
-                    path.push(n);
-                    out.delete(path);
-                    path.pop();
-                }
-                children[n as usize] = ChildRef::EMPTY;
-            } else {
-                touched.push((n, shape, below_stored));
-            }
+        if let Some(c) = own {
+            branch.value = c.new.map(|v| Val::Bytes(Cow::Borrowed(v)));
         }
-        let mut alive: u16 = 0;
-        for (n, c) in children.iter().enumerate() {
-            alive |= u16::from(!c.is_empty()) << n;
-        }
-        for n in touched.iter().map(|t| t.0).chain(virt.as_ref().map(|v| v.0)) {
-            alive |= 1 << n;
-        }
-        match (alive.count_ones(), new_value) {
+        branch.take_shapes(path, shapes, out);
+        let alive = branch.alive();
+        match (alive.count_ones(), branch.value) {
             (0, None) => Ok(Shape::Empty),
             (0, Some(v)) => {
-                let key = pack(path).ok_or_else(|| {
-                    self.corrupt(Corruption::OddKey { trie: self.pre.trie(), path: path.clone() })
-                })?;
+                let key = pack(path).ok_or_else(|| UpdateError::OddKey { path: path.clone() })?;
                 Ok(Shape::Leaf { key: Cow::Owned(key), start: base, value: v })
             }
             (1, None) => {
                 let n = alive.trailing_zeros() as u8;
-                let (below, below_stored) = match touched.pop() {
+                let (below, below_stored) = match branch.touched.pop() {
                     Some((_, shape, st)) => (shape, st),
-                    None => self.untouched(path, n, children[n as usize], virt.take(), out)?,
+                    None => {
+                        self.untouched(path, n, branch.children[n as usize], branch.virt, out)?
+                    }
                 };
                 path.push(n);
                 let merged = self.collapse(path, n, below, below_stored, out);
@@ -562,28 +601,43 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
                 Ok(merged)
             }
             (_, value) => {
-                let mut refs = children.map(Ref::Ready);
-                for (n, shape, below_stored) in touched {
-                    path.push(n);
-                    refs[n as usize] = self.place(path, shape, below_stored, out);
-                    path.pop();
-                }
-                if let Some((v, shape)) = virt.take() {
-                    path.push(v);
-                    refs[v as usize] = self.place(path, shape, false, out);
-                    path.pop();
-                }
-                if !L::USES_EXTENSION {
-                    let partial = Vec::new();
-                    return Ok(Shape::Branch(Box::new(Unplaced { partial, refs, value })));
-                }
-                let r = encode_branch(&refs, value.as_ref().map(Val::bytes), path, out);
-                if stored && matches!(r, Ref::Ready(_)) {
-                    out.delete(path);
-                }
-                Ok(Shape::Placed(r))
+                branch.value = value;
+                Ok(self.close_branch(path, branch, stored, out))
             }
         }
+    }
+
+    /// The shape of `branch` at `path` when it keeps two or more children, or one and a
+    /// value: its children placed, and the branch itself encoded and written (layouts with
+    /// extensions) or left for its parent to encode (layouts without).
+    fn close_branch<'a>(
+        &self,
+        path: &mut Vec<u8>,
+        branch: Rebuild<'a>,
+        stored: bool,
+        out: &mut Out<L>,
+    ) -> Shape<'a> {
+        let Rebuild { children, value, virt, touched } = branch;
+        let mut refs = children.map(Ref::Ready);
+        for (n, shape, below_stored) in touched {
+            path.push(n);
+            refs[n as usize] = self.place(path, shape, below_stored, out);
+            path.pop();
+        }
+        if let Some((v, shape)) = virt {
+            path.push(v);
+            refs[v as usize] = self.place(path, shape, false, out);
+            path.pop();
+        }
+        if !L::FAMILY.has_extensions() {
+            let partial = Vec::new();
+            return Shape::Branch(Box::new(Unplaced { partial, refs, value }));
+        }
+        let r = encode_branch(&refs, value.as_ref().map(Val::bytes), path, out);
+        if stored && matches!(r, Ref::Ready(_)) {
+            out.delete(path);
+        }
+        Shape::Placed(r)
     }
 
     /// Apply each group to its child, on the rayon pool when there is enough work.
@@ -592,11 +646,11 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
         path: &mut Vec<u8>,
         groups: Vec<(u8, Pre<'a>, &[Change<'a>])>,
         out: &mut Out<L>,
-    ) -> Result<Vec<(u8, Shape<'a>, bool)>, StoreError> {
+    ) -> Result<Vec<(u8, Shape<'a>, bool)>, WalkError<P>> {
         let total: usize = groups.iter().map(|g| g.2.len()).sum();
         if groups.len() > 1 && total >= PARALLEL_CHANGES_MIN && path.len() <= PARALLEL_DEPTH_MAX {
             let base: &[u8] = path;
-            let results: Vec<Result<Task<'a, L>, StoreError>> = groups
+            let results: Vec<Result<Task<'a, L>, WalkError<P>>> = groups
                 .into_par_iter()
                 .map(|(n, pre, group)| {
                     let mut p = Vec::with_capacity(64);
@@ -639,7 +693,7 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
         child: ChildRef,
         virt: Option<(u8, Shape<'a>)>,
         out: &mut Out<L>,
-    ) -> Result<(Shape<'a>, bool), StoreError> {
+    ) -> Result<(Shape<'a>, bool), WalkError<P>> {
         if let Some((v, shape)) = virt {
             if v == n {
                 return Ok((shape, false));
@@ -661,7 +715,7 @@ impl<P: PreState, L: Layout> Walker<'_, P, L> {
             }
             // Without extensions the branch takes the parent's nibble into its partial key
             // and moves to the parent's slot.
-            Loaded::Branch { partial, children, value, .. } if !L::USES_EXTENSION => {
+            Loaded::Branch { partial, children, value, .. } if !L::FAMILY.has_extensions() => {
                 let refs = children.map(Ref::Ready);
                 (Shape::Branch(Box::new(Unplaced { partial, refs, value })), stored)
             }

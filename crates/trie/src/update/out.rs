@@ -4,7 +4,10 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use state::H256;
-use trie::{nibble_at, ChildRef, EmittedKind, Layout, NibbleSlice, NodeSink, NodeValue};
+
+use crate::builder::{EmittedKind, NodeSink};
+use crate::nibbles::{nibble_at, NibbleSlice};
+use crate::node::{ChildRef, Family, Layout, NibbledCodec, NodeValue, INLINE_MAX};
 
 use super::{NodeWrite, Ref, Val};
 
@@ -89,9 +92,12 @@ impl<L: Layout> Out<L> {
         match value {
             Val::Bytes(v) => self.encode_leaf(key, start, v),
             Val::Hashed(h) => {
+                let Family::Substrate(codec) = L::FAMILY else {
+                    unreachable!("only layouts with value nodes hold hashed values")
+                };
                 let rest: Vec<u8> = (start..key.len() * 2).map(|i| nibble_at(key, i)).collect();
                 self.buf.clear();
-                L::encode_leaf_with(&rest, NodeValue::Node(*h), &mut self.buf);
+                codec.encode_leaf_with(&rest, NodeValue::Node(*h), &mut self.buf);
             }
         }
     }
@@ -110,7 +116,7 @@ impl<L: Layout> Out<L> {
         stored_at: Option<&[u8]>,
         force: bool,
     ) -> Ref {
-        if self.buf.len() <= trie::INLINE_MAX && !force {
+        if self.buf.len() <= INLINE_MAX && !force {
             debug_assert!(children.is_empty(), "a node with a hashed child is not inline");
             return Ref::Ready(L::child_ref(&self.buf));
         }
@@ -135,7 +141,7 @@ impl<L: Layout> Out<L> {
     /// Check, when resolved, that the leaf encoded in `self.buf` hashes to `expected`;
     /// false when it cannot (an inline leaf under a hash reference).
     pub(super) fn check(&mut self, expected: H256, key: &[u8]) -> bool {
-        if self.buf.len() <= trie::INLINE_MAX {
+        if self.buf.len() <= INLINE_MAX {
             return false;
         }
         let Ref::Pending(id) = self.pend(&[], None, false) else {
