@@ -19,8 +19,12 @@
 //! - [`blockstm_bench`] (`blockstm_bench/`): Block-STM against the sequential executor.
 //! - [`import_bench`] (`import_bench/`): the import road pipelined against unpipelined.
 //! - [`checkpoint_bench`] (`checkpoint_bench/`): checkpoint creation, verified restore.
+//! - [`evm_bench`] (`evm_bench/`): blocks of real contract calls (ETH and ERC-20
+//!   transfers, a storage-heavy contract) executed by revm and committed by Arbor, beside
+//!   revm's in-memory database and plain RocksDB with undo records, rounds interleaved.
 //! - `common/`: machine info, timings, memory and CPU readings, progress bars, tables,
-//!   the HTML pages ([`html`]), the block [`workload`], temporary directories.
+//!   the HTML pages ([`html`]), the block [`workload`], temporary directories, the plain
+//!   RocksDB baseline, and the worker processes whose rounds interleave.
 //!
 //! Every comparison is a ratio from the same run; every timing is a median over repeated
 //! runs (or a percentile over blocks) with the machine beside it. Comparison engines are
@@ -31,6 +35,7 @@
 mod blockstm_bench;
 mod checkpoint_bench;
 mod common;
+mod evm_bench;
 mod history_bench;
 mod import_bench;
 mod pov_bench;
@@ -47,6 +52,12 @@ pub use common::rss::{cpu_seconds, peak_rss_bytes};
 pub use common::table::{table, text as table_text};
 pub use common::timing::Timing;
 pub use common::{html, workload};
+pub use evm_bench::opts::EvmBenchOpts;
+pub use evm_bench::report::{
+    EvmBenchReport, EvmEngineReport, EvmLoadReport, EvmRoots, EvmWorkloadReport,
+};
+pub use evm_bench::worker::{evm_worker, EvmWorkerBounds};
+pub use evm_bench::{evm_bench, ACCOUNTS_MIN as EVM_ACCOUNTS_MIN};
 pub use history_bench::history_bench;
 pub use history_bench::report::{
     BulkReport, CommitReport, CommitSeries, DepthReport, HistoryBenchOpts, HistoryBenchReport,

@@ -11,13 +11,13 @@ use serde::{Deserialize, Serialize};
 use state::TrieId;
 use store::{StateDb, StoreConfig, StoreStats};
 
+use crate::common::plain_db::{column_sst_bytes, dir_bytes, PlainDb};
 use crate::common::rss::{io_write_bytes, peak_rss_bytes, reset_peak_rss};
 use crate::common::timing::{percentile_sorted, ratio, sorted};
 use crate::common::workload::{
     LastWrites, LiveKeys, Workload, WORKLOAD_KEY_BYTES, WORKLOAD_VALUE_BYTES,
 };
 use crate::store_bench::nomt::NomtEngine;
-use crate::store_bench::plain_db::{column_sst_bytes, dir_bytes, PlainDb};
 use crate::store_bench::report::{CacheReport, EngineReport, PhaseReport, RSS_OVER_BUDGET_TARGET};
 
 /// How the Arbor engine learns the old values of a block's keys.

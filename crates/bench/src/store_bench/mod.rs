@@ -29,7 +29,6 @@ pub(crate) mod engines;
 pub(crate) mod html;
 pub(crate) mod nomt;
 pub(crate) mod opts;
-pub(crate) mod plain_db;
 pub(crate) mod report;
 pub(crate) mod worker;
 
@@ -43,19 +42,20 @@ use state::TrieId;
 use store::{StateDb, StoreConfig};
 
 use crate::common::machine::MachineInfo;
+use crate::common::plain_db::PlainDb;
 use crate::common::progress::bar;
 use crate::common::rss::load_average;
 use crate::common::timing::ratio;
+use crate::common::worker::{run_rounds, Launch, Worker};
 use crate::common::workload::Workload;
 use crate::store_bench::catch_up::measure_catch_up;
 use crate::store_bench::engines::{ArborExtras, EngineOutcome};
 use crate::store_bench::opts::StoreBenchOpts;
-use crate::store_bench::plain_db::PlainDb;
 use crate::store_bench::report::{
     EngineReport, RatioReport, StoreBenchReport, COMMIT_P50_TARGET_MS, MERKLE_OVERHEAD_TARGET,
     MERKLE_OVERHEAD_TARGET_10M, OVER_UNDO_TARGET, SIZE_RATIO_TARGET,
 };
-use crate::store_bench::worker::{EngineKind, Worker, WorkerSpec};
+use crate::store_bench::worker::{EngineKind, WorkerSpec};
 
 /// Keys whose values are compared between the two databases at the end.
 const CROSS_CHECK_KEYS: u64 = 1_000;
@@ -122,7 +122,7 @@ fn start_workers(
     config: &StoreConfig,
     base: &Path,
     progress: bool,
-) -> Result<Vec<Worker>> {
+) -> Result<Vec<Worker<EngineKind>>> {
     let exe = match &opts.worker {
         Some(exe) => exe.clone(),
         None => std::env::current_exe().context("cannot find this executable for the workers")?,
@@ -140,7 +140,8 @@ fn start_workers(
         };
         let pb = bar(progress, opts.keys, format!("{}: bulk load", kind.label()));
         let spec_path = base.join(format!("{}.json", dir_name(kind)));
-        workers.push(Worker::start(&exe, &spec, &spec_path, &pb)?);
+        let launch = Launch { exe: &exe, command: "store-worker", spec_path: &spec_path };
+        workers.push(Worker::start(&launch, kind, kind.label(), &spec, &pb)?);
         pb.finish();
     }
     Ok(workers)
@@ -159,17 +160,19 @@ struct Runs {
 /// Interleave the workers' blocks, then finish each one (flush, compaction, report); the
 /// databases no later step reads are removed.
 fn finish_workers(
-    mut workers: Vec<Worker>,
+    mut workers: Vec<Worker<EngineKind>>,
     blocks: u64,
     base: &Path,
     progress: bool,
 ) -> Result<Runs> {
-    run_rounds(&mut workers, blocks, progress)?;
+    let pb = bar(progress, blocks * workers.len() as u64, "blocks, engines interleaved");
+    run_rounds(&mut workers, 1..=blocks, ROUNDS, &pb, "blocks, engines interleaved")?;
+    pb.finish();
     let mut outcomes = Outcomes::default();
     for worker in workers {
         let kind = worker.kind;
         let pb = bar(progress, 1, format!("{}: flush, compaction", kind.label()));
-        outcomes.put(kind, worker.finish()?);
+        outcomes.put(kind, worker.finish::<EngineOutcome>()?);
         pb.finish();
         if matches!(kind, EngineKind::ArborReading | EngineKind::Nomt) {
             std::fs::remove_dir_all(base.join(dir_name(kind))).ok();
@@ -225,27 +228,6 @@ fn dir_name(kind: EngineKind) -> &'static str {
 /// Rounds per run: every engine's blocks come in this many rounds (fewer when there are
 /// fewer blocks), engine after engine, the order reversed every other round.
 const ROUNDS: u64 = 20;
-
-/// Commit every engine's blocks in interleaved rounds (see the module docs).
-fn run_rounds(workers: &mut [Worker], blocks: u64, progress: bool) -> Result<()> {
-    let per_round = blocks.div_ceil(ROUNDS).max(1);
-    let pb = bar(progress, blocks * workers.len() as u64, "blocks, engines interleaved");
-    let mut from = 1;
-    let mut round = 0;
-    while from <= blocks {
-        let to = (from + per_round - 1).min(blocks);
-        for i in 0..workers.len() {
-            let i = if round % 2 == 0 { i } else { workers.len() - 1 - i };
-            pb.set_message(format!("blocks, engines interleaved ({})", workers[i].kind.label()));
-            workers[i].blocks(from, to)?;
-            pb.inc(to - from + 1);
-        }
-        from = to + 1;
-        round += 1;
-    }
-    pb.finish();
-    Ok(())
-}
 
 /// The finished engines' outcomes.
 #[derive(Default)]

@@ -75,7 +75,7 @@ use nomt::trie::KeyPath;
 use nomt::HashTableUtilization;
 use nomt::{IoUringPermission, KeyReadWrite, Nomt, Options, SessionParams};
 
-use crate::store_bench::plain_db::dir_bytes;
+use crate::common::plain_db::dir_bytes;
 
 /// Bytes of a NOMT key path (and of every key this engine accepts).
 pub(crate) const KEY_BYTES: usize = 32;

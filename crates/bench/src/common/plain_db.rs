@@ -1,6 +1,7 @@
-//! The physical baseline of `arbor bench store`: a plain RocksDB database (default column
-//! family) that receives the same keys and values as the Arbor store, without any Merkle
-//! work, through the same kind of writes.
+//! The physical baseline of `arbor bench store` and `arbor bench evm`: a plain RocksDB
+//! database (default column family) that receives the same keys and values as the Arbor
+//! store (in `bench evm`, the account model flattened to keys), without any Merkle work,
+//! through the same kind of writes.
 //!
 //! Options are the store's own (`store::rocksdb_options`): one LRU block cache of the
 //! configured size, bloom filters, index and filter blocks in the cache, the same file,
@@ -32,6 +33,9 @@ const READ_CHUNK_MIN: usize = 256;
 
 /// Bulk-load batches are written at about this size (as in the store's bulk load).
 const BULK_BATCH_BYTES: usize = 8 << 20;
+
+/// What [`PlainDb::scan`] calls on each entry, key and value.
+pub(crate) type Visit<'a> = dyn FnMut(&[u8], &[u8]) -> Result<()> + 'a;
 
 /// A plain RocksDB database.
 pub(crate) struct PlainDb {
@@ -156,9 +160,33 @@ impl PlainDb {
         Ok(total)
     }
 
-    /// The value of `key` (cross-checks against the store).
-    pub(crate) fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(self.db.get(key)?)
+    /// The value of `key` (cross-checks against the store; `bench evm`'s reads).
+    pub(crate) fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, rocksdb::Error> {
+        self.db.get(key)
+    }
+
+    /// Every key that starts with `prefix`, in order (one iterator seek and scan).
+    pub(crate) fn keys_with_prefix(&self, prefix: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let mut keys = Vec::new();
+        self.scan(prefix, &mut |k, _| {
+            keys.push(k.to_vec());
+            Ok(())
+        })?;
+        Ok(keys)
+    }
+
+    /// Call `visit` on every entry whose key starts with `prefix`, in key order (the
+    /// default column family only: not the history records).
+    pub(crate) fn scan(&self, prefix: &[u8], visit: &mut Visit<'_>) -> Result<()> {
+        let mode = rocksdb::IteratorMode::From(prefix, rocksdb::Direction::Forward);
+        for entry in self.db.iterator_cf(self.default_cf()?, mode) {
+            let (k, v) = entry?;
+            if !k.starts_with(prefix) {
+                break;
+            }
+            visit(&k, &v)?;
+        }
+        Ok(())
     }
 }
 
@@ -225,6 +253,12 @@ mod tests {
         let key = 2u32.to_be_bytes().to_vec();
         assert_eq!(entries[0], (Column::Flat, key, Some(vec![7; 100])), "key 2 existed");
         assert!(db.sst_bytes().unwrap() > 0);
+        // Keys 0..100 and 500 (but 1): those under 0x0000_00 are 0 and 2..100.
+        let under = db.keys_with_prefix(&[0, 0, 0]).unwrap();
+        let want: Vec<Vec<u8>> =
+            [0u32].into_iter().chain(2..100).map(|i| i.to_be_bytes().to_vec()).collect();
+        assert_eq!(under, want);
+        assert!(db.keys_with_prefix(&[9]).unwrap().is_empty());
         drop(db);
         let cols = column_sst_bytes(dir.path()).unwrap();
         assert!(cols["default"] > 0, "{cols:?}");
