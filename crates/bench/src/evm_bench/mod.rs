@@ -214,7 +214,7 @@ fn check(outcomes: &[EvmOutcome]) -> Result<(Vec<EvmWorkloadReport>, EvmRoots, E
         agree: true,
     };
     let load = EvmLoadReport {
-        seconds: [arbor.load_s, memory.load_s, plain.load_s],
+        load_s: [arbor.load_s, memory.load_s, plain.load_s],
         peak_rss_bytes: [
             arbor.peak_rss_load_bytes,
             memory.peak_rss_load_bytes,
