@@ -50,6 +50,6 @@ pub use restore::{
     STAGING_DIR_NAME, STAGING_MARKER,
 };
 pub use s3::{PushError, PushReport, S3Store};
-pub use serve::{HttpServer, ServeError};
+pub use serve::{HttpServer, ServeError, REQUEST_HEAD_BYTES_MAX};
 pub use source::{Listed, Source, SourceError, SourceOptions};
 pub use verify::{verify_checkpoint, verify_manifest, VerifyError, VerifySummary};

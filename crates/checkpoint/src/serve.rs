@@ -7,7 +7,9 @@
 //! Manifests and chunks are immutable (named by their digests): each answer carries a
 //! strong `ETag` (the name) and honours `If-None-Match` (304) and a single `Range:
 //! bytes=…` (206, or 416 when unsatisfiable). `HEAD` answers without a body. Anything else
-//! is 404 (unknown path), 400 (a malformed id) or 405 (another method).
+//! is 404 (unknown path), 400 (a malformed id) or 405 (another method); a request whose
+//! target and header fields exceed [`REQUEST_HEAD_BYTES_MAX`] is answered 431 and nothing
+//! else is done for it.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -20,6 +22,11 @@ use tiny_http::{Header, Method, Request, Response, StatusCode};
 use crate::dir::{chunk_path, open_regular, parse_id, CheckpointDir, Opened};
 use crate::format::CHUNK_BYTES_MAX;
 use crate::source::Listed;
+
+/// The most bytes a request's target and header fields may take (names, values and their
+/// separators): more is answered 431 (Request Header Fields Too Large). Clients of a
+/// checkpoint send a handful of short fields.
+pub const REQUEST_HEAD_BYTES_MAX: usize = 16 * 1024;
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -158,7 +165,16 @@ fn status(req: Request, code: u16, text: &str) {
     let _ = req.respond(Response::from_string(text).with_status_code(StatusCode(code)));
 }
 
+/// The bytes of `req`'s target and header fields, as [`REQUEST_HEAD_BYTES_MAX`] counts them.
+fn head_bytes(req: &Request) -> usize {
+    let fields = req.headers().iter().map(|h| h.field.as_str().as_str().len() + h.value.len() + 4);
+    req.url().len() + fields.sum::<usize>()
+}
+
 fn handle(dir: &CheckpointDir, req: Request) {
+    if head_bytes(&req) > REQUEST_HEAD_BYTES_MAX {
+        return status(req, 431, "request header fields too large\n");
+    }
     let head = match req.method() {
         Method::Get => false,
         Method::Head => true,

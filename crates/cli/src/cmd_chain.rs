@@ -17,7 +17,7 @@ use state::TrieId;
 use store::StateDb;
 
 use crate::auto_checkpoint::AutoCheckpoint;
-use crate::db_args::{open_or_create, DbArgs};
+use crate::db_args::{open_for_load, DbArgs};
 use crate::limits;
 
 /// Arguments of `arbor gen-chain`.
@@ -161,13 +161,25 @@ fn rejects_chain(e: &ImportError) -> bool {
     }
 }
 
-/// An empty database gets the chain's genesis (checked against the header's root); one
-/// at block 0 must hold that genesis.
-fn init_genesis(db: &mut StateDb, header: &ChainHeader) -> Result<()> {
+/// The bulk-load label of a chain's genesis.
+fn chain_label(header: &ChainHeader) -> String {
+    format!("chain genesis {}", header.genesis_root)
+}
+
+/// An empty database gets the chain's genesis (checked against the header's root; the
+/// entries `checked`, if the caller has them); one at block 0 must hold that genesis.
+fn init_genesis(
+    db: &mut StateDb,
+    header: &ChainHeader,
+    checked: Option<Vec<(Vec<u8>, Vec<u8>)>>,
+) -> Result<()> {
     if db.unfinished_bulk_load().is_some() || db.is_empty()? {
-        let entries = checked_genesis(header)?;
+        let entries = match checked {
+            Some(entries) => entries,
+            None => checked_genesis(header)?,
+        };
         let entries = entries.into_iter().map(|(k, v)| (TrieId::Main, k, v));
-        let label = format!("chain genesis {}", header.genesis_root);
+        let label = chain_label(header);
         db.bulk_load(&label, entries).context("cannot load the chain's genesis")?;
     }
     if db.head_number() == 0 && db.head_root() != header.genesis_root {
@@ -207,17 +219,22 @@ fn exec_workers(requested: Option<usize>, pipelined: bool) -> usize {
 
 /// Run `arbor import`.
 pub(crate) fn import(args: &ImportArgs) -> Result<ExitCode> {
+    // First: a stop asked for from here on ends the run at a clean boundary.
+    let stop = crate::signals::stop_flag()?;
     let chain = open_chain(&args.chain)?;
     let listener = crate::metrics::bind(args.metrics.as_ref())?;
-    let mut db = open_or_create(&args.db, None)?;
-    init_genesis(&mut db, chain.header())?;
+    // A database to create: a forged header is refused before anything is written.
+    let dir = &args.db.db;
+    let exists = dir.join("CURRENT").is_file() && !store::creation_unfinished(dir);
+    let genesis = if exists { None } else { Some(checked_genesis(chain.header())?) };
+    let mut db = open_for_load(&args.db, None, &chain_label(chain.header()))?;
+    init_genesis(&mut db, chain.header(), genesis)?;
     let pipelined = !args.no_pipeline;
     let config = ImportConfig {
         pipelined,
         exec_workers: exec_workers(args.exec_workers, pipelined),
         queue_blocks: 1,
     };
-    let stop = crate::signals::stop_flag()?;
     // The chain file does not say how many blocks it holds: a rate, no ETA.
     let pb = crate::progress::counter(!args.json, None, "importing", "blocks");
     let first = db.head_number();

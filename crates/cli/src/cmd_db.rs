@@ -18,8 +18,8 @@ use store::{AtError, BlockView, RevertError, StateDb, StoreStats};
 use trie::LayoutName;
 
 use crate::cmd_root::CHILD_STORAGE_DEFAULT_PREFIX;
-use crate::db_args::{open_existing, open_or_create, open_reading, DbArgs};
-use crate::genesis_load::load_genesis;
+use crate::db_args::{open_existing, open_for_load, open_reading, DbArgs};
+use crate::genesis_load::{genesis_label, load_genesis};
 use crate::input::read_genesis;
 use crate::limits;
 
@@ -192,10 +192,12 @@ fn init_genesis(args: &InitArgs, path: &Path) -> Result<ExitCode> {
     }
     // Parse first: a bad genesis must not leave a new database directory behind.
     let genesis = read_genesis(path)?;
-    let mut db = open_or_create(&args.db, Some(LayoutName::Ethereum))?;
+    let entries = eth::genesis_entries(&genesis);
+    let label = genesis_label(&entries.state_root);
+    let mut db = open_for_load(&args.db, Some(LayoutName::Ethereum), &label)?;
     check_new(&db, &args.db.db)?;
     let pb = crate::progress::counter(!args.json, Some(0), "loading genesis", "entries");
-    let root = load_genesis(&mut db, &genesis, &pb)
+    let root = load_genesis(&mut db, &genesis, entries, &pb)
         .with_context(|| format!("cannot initialise {}", args.db.db.display()))?;
     pb.finish_and_clear();
     db.close().context("cannot close the database")?;
@@ -230,10 +232,11 @@ fn init_chain_spec(args: &InitArgs, path: &Path) -> Result<ExitCode> {
         )));
     }
     let expected = crate::cmd_root::file_root(path, layout, &spec.top)?;
-    let mut db = open_or_create(&args.db, Some(layout))?;
+    let label = format!("chain spec {expected}");
+    let mut db = open_for_load(&args.db, Some(layout), &label)?;
     check_new(&db, &args.db.db)?;
     let summary = db
-        .bulk_load(&format!("chain spec {expected}"), entries.iter().copied())
+        .bulk_load(&label, entries.iter().copied())
         .with_context(|| format!("cannot initialise {}", args.db.db.display()))?;
     if summary.root != expected {
         bail!("the store rebuilt root {} from the chain spec, expected {expected}", summary.root);

@@ -20,7 +20,7 @@ use state::H256;
 use store::{CommitInfo, StateDb};
 
 use crate::auto_checkpoint::AutoCheckpoint;
-use crate::db_args::{open_or_create, DbArgs};
+use crate::db_args::{open_for_load, DbArgs};
 use crate::limits;
 use crate::metrics::Endpoint;
 
@@ -96,8 +96,8 @@ impl Lines<'_> {
 /// Run `arbor load`.
 pub(crate) fn run(args: &LoadArgs) -> Result<ExitCode> {
     let listener = crate::metrics::bind(args.metrics.as_ref())?;
-    let mut db = open_or_create(&args.db, args.layout)?;
     let workload = Workload::new(args.seed, args.keys, args.updates_per_block);
+    let mut db = open_for_load(&args.db, args.layout, &workload_label(&workload))?;
     let stdout = std::io::stdout();
     let mut lines = Lines {
         tty: stdout.is_terminal(),

@@ -98,14 +98,28 @@ fn layout_usage(e: OpenError) -> anyhow::Error {
     }
 }
 
-/// Open a database, creating it when the directory is absent or empty (a mount point, say),
-/// or finishing its interrupted creation; a new database gets `layout` (else the
-/// configuration file's, else Ethereum), an existing one must have it.
-pub(crate) fn open_or_create(args: &DbArgs, layout: Option<LayoutName>) -> Result<StateDb> {
-    open_or_create_with(args, load_config(args.config.as_deref())?, layout)
+/// Open a database for its initial load `label` (a genesis, a workload), creating it when
+/// the directory is absent or empty (a mount point, say), or finishing its interrupted
+/// creation; a new database gets `layout` (else the configuration file's, else Ethereum),
+/// an existing one must have it. A new database is born holding the load `label`
+/// unfinished ([`StateDb::open_for_load`]): killed before its load is in, it is reported
+/// unfinished, never taken for an empty chain.
+pub(crate) fn open_for_load(
+    args: &DbArgs,
+    layout: Option<LayoutName>,
+    label: &str,
+) -> Result<StateDb> {
+    let mut config = load_config(args.config.as_deref())?;
+    config.layout = layout_of(&config, layout)?;
+    check_dir(&args.db)?;
+    StateDb::open_for_load(&args.db, config, label)
+        .map_err(layout_usage)
+        .with_context(|| format!("cannot open {}", args.db.display()))
 }
 
-/// [`open_or_create`] with the configuration already read from `args.config`.
+/// Open a database, creating it (empty) when the directory is absent or empty, or finishing
+/// its interrupted creation, with the configuration already read from `args.config`; as
+/// [`open_for_load`] for the layout.
 pub(crate) fn open_or_create_with(
     args: &DbArgs,
     mut config: StoreConfig,
@@ -113,6 +127,15 @@ pub(crate) fn open_or_create_with(
 ) -> Result<StateDb> {
     config.layout = layout_of(&config, layout)?;
     let dir = &args.db;
+    check_dir(dir)?;
+    StateDb::open(dir, config)
+        .map_err(layout_usage)
+        .with_context(|| format!("cannot open {}", dir.display()))
+}
+
+/// Refuse a directory that is not empty and holds no database (nor an unfinished
+/// creation of one).
+fn check_dir(dir: &Path) -> Result<()> {
     if dir.exists() && !dir.join("CURRENT").is_file() && !store::creation_unfinished(dir) {
         let mut entries = std::fs::read_dir(dir)
             .with_context(|| format!("cannot use {} as a database directory", dir.display()))?;
@@ -120,7 +143,5 @@ pub(crate) fn open_or_create_with(
             bail!("{} is not empty and holds no database; use a new directory", dir.display());
         }
     }
-    StateDb::open(dir, config)
-        .map_err(layout_usage)
-        .with_context(|| format!("cannot open {}", dir.display()))
+    Ok(())
 }

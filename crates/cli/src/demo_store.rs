@@ -13,6 +13,7 @@ use std::time::Instant;
 use alloy_primitives::U256;
 use anyhow::{Context, Result};
 use eth::{Account, Genesis};
+use indicatif::ProgressBar;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -82,9 +83,13 @@ pub(crate) fn run(genesis: &Genesis, expected_root: &H256) -> Result<StoreDemo> 
     let mut db = StateDb::open(dir.path(), StoreConfig::default())
         .context("cannot create the demo database")?;
     let start = Instant::now();
-    let genesis_root =
-        crate::genesis_load::load_genesis(&mut db, genesis, &indicatif::ProgressBar::hidden())
-            .context("cannot initialise the demo database")?;
+    let genesis_root = crate::genesis_load::load_genesis(
+        &mut db,
+        genesis,
+        eth::genesis_entries(genesis),
+        &ProgressBar::hidden(),
+    )
+    .context("cannot initialise the demo database")?;
     let init_ms = ms_since(start);
     let mut verify_ms = 0.0;
     let mut verified = |db: &StateDb| -> Result<bool> {

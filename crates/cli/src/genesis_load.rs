@@ -3,7 +3,7 @@
 //! genesis and refused for any other.
 
 use anyhow::{ensure, Context, Result};
-use eth::Genesis;
+use eth::{Genesis, GenesisEntries};
 use indicatif::ProgressBar;
 use state::H256;
 use store::StateDb;
@@ -13,12 +13,16 @@ pub(crate) fn genesis_label(root: &H256) -> String {
     format!("genesis {root}")
 }
 
-/// Bulk-load `genesis` into `db` (empty, or holding an unfinished load of the same
+/// Bulk-load `genesis` (whose entries, from `eth::genesis_entries`, are `entries`) into `db` (empty, or holding an unfinished load of the same
 /// genesis) and return its state root. The roots the store rebuilds from the flat entries
 /// must be the ones the entries commit to, storage tries included. `pb` counts the
 /// entries written (accounts and slots), then shows the node rebuild.
-pub(crate) fn load_genesis(db: &mut StateDb, genesis: &Genesis, pb: &ProgressBar) -> Result<H256> {
-    let entries = eth::genesis_entries(genesis);
+pub(crate) fn load_genesis(
+    db: &mut StateDb,
+    genesis: &Genesis,
+    entries: GenesisEntries,
+    pb: &ProgressBar,
+) -> Result<H256> {
     let expected = entries.state_root;
     let mut storage_roots = entries.storage_roots;
     pb.set_length(entries.entries.len() as u64);

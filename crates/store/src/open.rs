@@ -36,7 +36,25 @@ impl StateDb {
     /// the load finished); [`StateDb::unfinished_bulk_load`] names it, and reads, commits
     /// and reverts refuse it with [`StoreError::UnfinishedBulkLoad`].
     pub fn open(path: &Path, config: StoreConfig) -> Result<StateDb, OpenError> {
-        let (db, recorded) = open_db(path, &config).map_err(|e| in_use(path, e))?;
+        let (db, recorded) = open_db(path, &config, None).map_err(|e| in_use(path, e))?;
+        Self::with_db(db, recorded, config, false)
+    }
+
+    /// [`StateDb::open`], except that a database this call creates is born holding an
+    /// unfinished bulk load labelled `label` (the marker is in the birth records' synced
+    /// batch): a process killed before its load finishes leaves no database, an unfinished
+    /// creation or an unfinished load, never a finished empty database that a later
+    /// opener would take for a chain's start. An existing database is opened as it is.
+    pub fn open_for_load(
+        path: &Path,
+        config: StoreConfig,
+        label: &str,
+    ) -> Result<StateDb, OpenError> {
+        if label.len() > crate::bulk::BULK_LABEL_BYTES_MAX {
+            let max = crate::bulk::BULK_LABEL_BYTES_MAX;
+            return Err(OpenError::LabelTooLong { len: label.len(), max });
+        }
+        let (db, recorded) = open_db(path, &config, Some(label)).map_err(|e| in_use(path, e))?;
         Self::with_db(db, recorded, config, false)
     }
 

@@ -851,6 +851,29 @@ fn restore_ignores_a_damaged_manifest_beside_the_good_one() {
 }
 
 #[test]
+fn serve_refuses_oversized_request_heads_with_431() {
+    let m = make_checkpoint("serve-431", "500", "4");
+    let server = Server::start(&m.dir);
+    let addr = server.addr();
+    let path = format!("/checkpoints/{}/manifest", m.id);
+    // A header of 64 kB, and many small ones adding up to more than the bound.
+    let big = "a".repeat(64 * 1024);
+    let r = http(addr, "GET", &path, &[("X-Padding", &big)]);
+    assert_eq!(r.status, 431, "{}", String::from_utf8_lossy(&r.body));
+    let small = "b".repeat(1000);
+    let many: Vec<(String, &str)> =
+        (0..20).map(|i| (format!("X-Pad-{i}"), small.as_str())).collect();
+    let many: Vec<(&str, &str)> = many.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    assert_eq!(http(addr, "GET", &path, &many).status, 431);
+    let long_target = format!("/chunks/{}", "c".repeat(20 * 1024));
+    assert_eq!(http(addr, "HEAD", &long_target, &[]).status, 431);
+    // Below the bound, the same request is answered.
+    let r = http(addr, "GET", &path, &[("X-Padding", &small)]);
+    assert_eq!(r.status, 200);
+    assert_eq!(hex::encode(trie::keccak256(&r.body).0), m.id);
+}
+
+#[test]
 fn serve_lists_despite_a_damaged_manifest() {
     let m = make_checkpoint("damaged-serve", "3000", "64");
     let dir = with_damaged_manifest(&m, "damaged-serve-copy");

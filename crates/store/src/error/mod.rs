@@ -257,6 +257,14 @@ pub enum OpenError {
     /// `docs/design.md`, "Nodes behind the block"): nothing is served.
     #[error("cannot bring the trie nodes to the head: {0}")]
     CatchUp(#[source] StoreError),
+    /// The label of the bulk load a new database is born with is too long.
+    #[error("a bulk-load label of {len} bytes is longer than the {max}-byte limit")]
+    LabelTooLong {
+        /// Its length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
 }
 
 impl OpenError {

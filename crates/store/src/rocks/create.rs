@@ -11,7 +11,8 @@ use trie::LayoutName;
 use crate::config::StoreConfig;
 use crate::error::OpenError;
 use crate::keys::{
-    encode_head, CF_META, COLUMN_FAMILIES, META_HEAD, META_LAYOUT, META_SCHEMA, SCHEMA_VERSION,
+    encode_head, CF_META, COLUMN_FAMILIES, META_BULK, META_HEAD, META_LAYOUT, META_SCHEMA,
+    SCHEMA_VERSION,
 };
 
 use super::{base_options, block_cache, family_descriptors, first_entry};
@@ -47,7 +48,14 @@ pub fn creation_unfinished(path: &Path) -> bool {
 /// everything else in the directory and creates the database again; read-only opens refuse
 /// it. The marker is locked (`flock`) by the opener creating, so two openers never create
 /// (or clean up) at once: the second is told the database is in use.
-pub(super) fn create_db(path: &Path, config: &StoreConfig) -> Result<(), OpenError> {
+///
+/// With `bulk`, the birth records carry that unfinished bulk load's marker: the database is
+/// never seen finished and empty (see [`crate::StateDb::open_for_load`]).
+pub(super) fn create_db(
+    path: &Path,
+    config: &StoreConfig,
+    bulk: Option<&str>,
+) -> Result<(), OpenError> {
     create_dir_synced(path).map_err(create_error(path))?;
     // Resolved, as `open_db` opens it: RocksDB's in-process lock compares path strings.
     let real = std::fs::canonicalize(path).map_err(create_error(path))?;
@@ -55,7 +63,7 @@ pub(super) fn create_db(path: &Path, config: &StoreConfig) -> Result<(), OpenErr
         // Another opener completed the database meanwhile.
         return Ok(());
     };
-    let created = create_in(&real, path, config).and_then(|()| {
+    let created = create_in(&real, path, config, bulk).and_then(|()| {
         std::fs::remove_file(real.join(CREATING)).map_err(create_error(path))?;
         sync_dir(&real).map_err(create_error(path))
     });
@@ -73,7 +81,12 @@ pub(super) fn create_db(path: &Path, config: &StoreConfig) -> Result<(), OpenErr
 
 /// The RocksDB database with Arbor's column families and birth records, in the claimed
 /// directory `dir` (`shown` as the caller named it).
-fn create_in(dir: &Path, shown: &Path, config: &StoreConfig) -> Result<(), OpenError> {
+fn create_in(
+    dir: &Path,
+    shown: &Path,
+    config: &StoreConfig,
+    bulk: Option<&str>,
+) -> Result<(), OpenError> {
     let cache = block_cache(config);
     let mut opts = base_options(config, cache.as_ref());
     opts.create_if_missing(true);
@@ -84,7 +97,7 @@ fn create_in(dir: &Path, shown: &Path, config: &StoreConfig) -> Result<(), OpenE
         name: CF_META,
     })?;
     // Synced: the records are durable before the marker goes.
-    Ok(write_birth_records(&db, meta, config.layout.unwrap_or_default())?)
+    Ok(write_birth_records(&db, meta, config.layout.unwrap_or_default(), bulk)?)
 }
 
 /// Take the creation of a database in the existing directory `dir` (resolved; `shown` is
@@ -252,11 +265,15 @@ pub(super) fn write_birth_records(
     db: &DB,
     meta: &rocksdb::ColumnFamily,
     layout: LayoutName,
+    bulk: Option<&str>,
 ) -> Result<(), rocksdb::Error> {
     let mut batch = WriteBatch::default();
     batch.put_cf(meta, META_SCHEMA, SCHEMA_VERSION.to_be_bytes());
     batch.put_cf(meta, META_LAYOUT, layout.as_str());
     batch.put_cf(meta, META_HEAD, encode_head(0, &layout.empty_root()));
+    if let Some(label) = bulk {
+        batch.put_cf(meta, META_BULK, label.as_bytes());
+    }
     let mut sync = WriteOptions::default();
     sync.set_sync(true);
     db.write_opt(batch, &sync)

@@ -21,14 +21,20 @@ use super::create::{
 };
 use super::{base_options, block_cache, family_descriptors, memtable_manager};
 
-pub(crate) fn open_db(path: &Path, config: &StoreConfig) -> Result<(DB, Option<Head>), OpenError> {
+/// Open (or create, born with the unfinished bulk load `bulk` if given) the database at
+/// `path` for writing.
+pub(crate) fn open_db(
+    path: &Path,
+    config: &StoreConfig,
+    bulk: Option<&str>,
+) -> Result<(DB, Option<Head>), OpenError> {
     config.validate()?;
     let recorded = check_durable(path)?;
     if recorded.is_none() {
         check_orphaned_tables(path)?;
     }
     if no_database(path) {
-        create_db(path, config)?;
+        create_db(path, config, bulk)?;
     }
     // RocksDB tells a second open in this process by comparing its lock file's path as a
     // string: `db`, `db/` and a symlink to it would each get a handle on the same files
@@ -51,7 +57,7 @@ pub(crate) fn open_db(path: &Path, config: &StoreConfig) -> Result<(DB, Option<H
     match has_schema(&db, meta)? {
         true => {}
         false if every_family_empty(&db)? => {
-            write_birth_records(&db, meta, config.layout.unwrap_or_default())?
+            write_birth_records(&db, meta, config.layout.unwrap_or_default(), bulk)?
         }
         false => return Err(OpenError::NotArbor { path: path.to_path_buf() }),
     }

@@ -31,7 +31,7 @@ fn string_options_are_set_on_every_family() {
 fn options_file_of(config: &StoreConfig) -> String {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
-    drop(open_db(&path, config).unwrap().0);
+    drop(open_db(&path, config, None).unwrap().0);
     let options = std::fs::read_dir(&path)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -72,7 +72,7 @@ fn scans_one_prefix_when_the_range_shares_its_prefix() {
 #[test]
 fn flat_iterators_see_every_key_in_every_mode() {
     let dir = tempfile::tempdir().unwrap();
-    let (db, _) = open_db(&dir.path().join("db"), &StoreConfig::default()).unwrap();
+    let (db, _) = open_db(&dir.path().join("db"), &StoreConfig::default(), None).unwrap();
     let mut model = Model::new();
     for round in 0..4 {
         put_keys(&db, &mut model, round, round < 3);

@@ -134,6 +134,37 @@ fn a_restart_forgets_entries_the_interrupted_load_wrote() {
 }
 
 #[test]
+fn a_database_opened_for_a_load_is_born_with_it_unfinished() {
+    // Created by open_for_load, the database holds the load unfinished from its birth: no
+    // moment at which it is finished and empty.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let db = StateDb::open_for_load(&path, small_config(), "genesis A").unwrap();
+    assert_eq!(db.unfinished_bulk_load(), Some("genesis A"));
+    assert!(unfinished(&db.verify().unwrap_err(), "genesis A"));
+    db.close().unwrap();
+    let read_only = StateDb::open_read_only(&path, small_config()).unwrap();
+    assert_eq!(read_only.unfinished_bulk_load(), Some("genesis A"));
+    drop(read_only);
+    // Another label does not touch an existing database; the load itself finishes it.
+    let mut db = StateDb::open_for_load(&path, small_config(), "genesis B").unwrap();
+    assert_eq!(db.unfinished_bulk_load(), Some("genesis A"));
+    let (entries, state) = entries(300);
+    assert!(matches!(
+        db.bulk_load("genesis B", entries.clone()).unwrap_err(),
+        BulkError::OtherUnfinished { .. }
+    ));
+    assert_eq!(db.bulk_load("genesis A", entries).unwrap().root, model_root(&state, &TrieId::Main));
+    assert!(db.verify().unwrap().ok());
+    // A label over the bound is refused before anything is created.
+    let long = "x".repeat(store::BULK_LABEL_BYTES_MAX + 1);
+    let other = dir.path().join("other");
+    let e = StateDb::open_for_load(&other, small_config(), &long).err().unwrap();
+    assert!(matches!(e, store::OpenError::LabelTooLong { .. }), "{e:?}");
+    assert!(!other.exists());
+}
+
+#[test]
 fn labels_are_bounded() {
     let dir = tempfile::tempdir().unwrap();
     let mut db = open(dir.path(), &small_config());
