@@ -503,10 +503,9 @@ fn worker(which: &BenchCommand) -> Result<()> {
 
 fn evm(args: &EvmArgs) -> Result<ExitCode> {
     let config = crate::db_args::load_config(args.config.as_deref())?;
-    if config.layout.is_some_and(|l| l != trie::LayoutName::Ethereum) {
+    if let Some(layout) = config.layout.filter(|l| *l != trie::LayoutName::Ethereum) {
         return Err(crate::usage(format!(
-            "--config names layout {:?}: bench evm stores the account model, in the ethereum layout",
-            config.layout
+            "--config names layout {layout}: bench evm stores the account model, in the ethereum layout"
         )));
     }
     let opts = bench::EvmBenchOpts {

@@ -71,6 +71,26 @@ fn bench_evm_smoke() {
 }
 
 #[test]
+fn a_configuration_in_another_layout_is_a_usage_error() {
+    let dir = bench_dir("layout");
+    let config = dir.join("substrate.toml");
+    std::fs::write(&config, "layout = \"substrate-v1\"\n").unwrap();
+    let o = arbor(&[
+        "bench",
+        "evm",
+        "--accounts",
+        "16",
+        "--blocks",
+        "1",
+        "--config",
+        config.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--config names layout substrate-v1"), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn the_evm_worker_refuses_a_spec_past_the_bounds() {
     let dir = bench_dir("worker");
     let o = arbor(&["bench", "evm-worker", "--spec", dir.join("absent.json").to_str().unwrap()]);
