@@ -14,6 +14,9 @@ use state::H256;
 use test_support::dir_snapshot;
 use trie::{keccak256, EthLayout};
 
+/// `arbor bench evm`: a tiny run's report, its worker command's refusals.
+#[path = "cli/bench_evm.rs"]
+mod bench_evm;
 /// `arbor bench store`: its report, its worker processes, a driver killed mid-run.
 #[path = "cli/bench_store.rs"]
 mod bench_store;
