@@ -189,10 +189,9 @@ go_bench() {
 }
 
 # The workspace's declared rust-version must cover every dependency's own (on this
-# platform). 1.91 is revm 43.0.3's own (crates/evm); before it, `cargo +1.90 check` passed at 1.90.
+# platform). 1.94.1 is alloy-consensus 2.5's own (crates/evm's block formats); revm 43.0.3 needs 1.91.
 # Only packages cargo builds count: `cargo metadata`'s resolve also lists optional
-# dependencies named only in another's `dep?/feature` (revm-database's alloy-eips, which
-# would ask for 1.94), and those are never compiled.
+# dependencies named only in another's `dep?/feature`, and those are never compiled.
 msrv_check() {
     local declared needed built
     declared="$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)"

@@ -1,8 +1,8 @@
 //! `arbor bench …`: thin front ends over the benchmark programs of the `bench` crate.
 //!
 //! `arbor bench trie` maps its flags onto [`bench::TrieBenchOpts`], `arbor bench store`
-//! onto [`bench::StoreBenchOpts`] and `arbor bench history` onto
-//! [`bench::HistoryBenchOpts`]; each draws progress bars on stderr unless `--json` is
+//! onto [`bench::StoreBenchOpts`], `arbor bench history` onto [`bench::HistoryBenchOpts`],
+//! `arbor bench evm` onto [`bench::EvmBenchOpts`], and so on; each draws progress bars on stderr unless `--json` is
 //! given, and print the human report or the JSON report (optionally also written to
 //! `--out`). Timings are only meaningful in a release build. Every numeric flag is
 //! bounded by [`crate::limits`] (a usage error outside its bounds).
@@ -114,18 +114,62 @@ enum BenchCommand {
     Import(ImportArgs),
     /// Checkpoints: create vs a scan of flat, restore vs a bulk load, 3 HTTP sources vs local, bytes.
     Checkpoint(CheckpointArgs),
+    /// Ethereum blocks (ETH and ERC-20 transfers, a storage-heavy contract): revm + Arbor
+    /// vs revm in memory and vs plain RocksDB with undo records (Mgas/s, tx/s, commit).
+    Evm(EvmArgs),
     /// One engine of `bench store` as a worker process, driven over stdin and stdout by
     /// `bench store` itself (not meant to be run by hand).
     #[command(hide = true)]
-    StoreWorker(StoreWorkerArgs),
+    StoreWorker(WorkerArgs),
+    /// One engine of `bench evm` as a worker process, driven over stdin and stdout by
+    /// `bench evm` itself (not meant to be run by hand).
+    #[command(hide = true)]
+    EvmWorker(WorkerArgs),
 }
 
-/// Arguments of the hidden `arbor bench store-worker`.
+/// Arguments of the hidden `arbor bench store-worker` and `evm-worker`.
 #[derive(Debug, Args)]
-struct StoreWorkerArgs {
-    /// The worker's spec (JSON, written by `bench store`).
+struct WorkerArgs {
+    /// The worker's spec (JSON, written by `bench store` or `bench evm`).
     #[arg(long, value_name = "FILE")]
     spec: PathBuf,
+}
+
+/// Arguments of `arbor bench evm`.
+#[derive(Debug, Args)]
+struct EvmArgs {
+    /// Accounts of the genesis state (the first 65,536 send; each holds the token, and the
+    /// storage-heavy contract has as many slots); 16 to 10,000,000.
+    #[arg(
+        long,
+        default_value_t = 1_000_000,
+        value_parser = limits::u64_in(bench::EVM_ACCOUNTS_MIN, limits::EVM_ACCOUNTS_MAX)
+    )]
+    accounts: u64,
+    /// Blocks per workload (eth-transfer, erc20-transfer, storage-heavy); 1 to 10,000.
+    #[arg(long, default_value_t = 200, value_parser = limits::u64_in(1, limits::EVM_BLOCKS_MAX))]
+    blocks: u64,
+    /// Each block's gas limit (filled by its transactions' gas limits); 1,000,000 to
+    /// 1,000,000,000.
+    #[arg(
+        long,
+        default_value_t = 36_000_000,
+        value_parser = limits::u64_in(limits::EVM_GAS_LIMIT_MIN, limits::EVM_GAS_LIMIT_MAX)
+    )]
+    gas_limit: u64,
+    /// Seed of the state and the blocks (any 64-bit unsigned integer).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Create the temporary databases and block files under DIR [default: the system
+    /// temp directory].
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Store configuration file (TOML) used by Arbor and, for `[rocksdb]`, by the plain
+    /// baseline (its layout must be ethereum).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(flatten)]
+    report: ReportArgs,
 }
 
 impl BenchCommand {
@@ -139,7 +183,8 @@ impl BenchCommand {
             BenchCommand::Blockstm(a) => &a.report,
             BenchCommand::Import(a) => &a.report,
             BenchCommand::Checkpoint(a) => &a.report,
-            BenchCommand::StoreWorker(_) => return None,
+            BenchCommand::Evm(a) => &a.report,
+            BenchCommand::StoreWorker(_) | BenchCommand::EvmWorker(_) => return None,
         })
     }
 }
@@ -411,13 +456,7 @@ struct TrieArgs {
 /// Run `arbor bench …`.
 pub(crate) fn run(args: &BenchArgs) -> Result<ExitCode> {
     let Some(report) = args.which.report() else {
-        let BenchCommand::StoreWorker(w) = &args.which else { unreachable!("only workers") };
-        let bounds = bench::WorkerBounds {
-            keys_max: crate::limits::STORE_KEYS_MAX,
-            blocks_max: crate::limits::BLOCKS_MAX,
-            updates_per_block_max: crate::limits::UPDATES_PER_BLOCK_MAX,
-        };
-        bench::store_worker(&w.spec, &bounds)?;
+        worker(&args.which)?;
         return Ok(ExitCode::SUCCESS);
     };
     // Output paths are refused before any work.
@@ -431,8 +470,55 @@ pub(crate) fn run(args: &BenchArgs) -> Result<ExitCode> {
         BenchCommand::Blockstm(b) => blockstm(b),
         BenchCommand::Import(i) => import(i),
         BenchCommand::Checkpoint(c) => checkpoint_bench(c),
-        BenchCommand::StoreWorker(_) => unreachable!("handled above"),
+        BenchCommand::Evm(e) => evm(e),
+        BenchCommand::StoreWorker(_) | BenchCommand::EvmWorker(_) => {
+            unreachable!("handled above")
+        }
     }
+}
+
+/// A hidden worker of `bench store` or `bench evm`, bounded by the flags' limits.
+fn worker(which: &BenchCommand) -> Result<()> {
+    match which {
+        BenchCommand::StoreWorker(w) => {
+            let bounds = bench::WorkerBounds {
+                keys_max: limits::STORE_KEYS_MAX,
+                blocks_max: limits::BLOCKS_MAX,
+                updates_per_block_max: limits::UPDATES_PER_BLOCK_MAX,
+            };
+            bench::store_worker(&w.spec, &bounds)
+        }
+        BenchCommand::EvmWorker(w) => {
+            let bounds = bench::EvmWorkerBounds {
+                accounts_max: limits::EVM_ACCOUNTS_MAX,
+                blocks_max: limits::EVM_BLOCKS_MAX,
+                gas_limit_min: limits::EVM_GAS_LIMIT_MIN,
+                gas_limit_max: limits::EVM_GAS_LIMIT_MAX,
+            };
+            bench::evm_worker(&w.spec, &bounds)
+        }
+        _ => unreachable!("only workers have no report flags"),
+    }
+}
+
+fn evm(args: &EvmArgs) -> Result<ExitCode> {
+    let config = crate::db_args::load_config(args.config.as_deref())?;
+    if let Some(layout) = config.layout.filter(|l| *l != trie::LayoutName::Ethereum) {
+        return Err(crate::usage(format!(
+            "--config names layout {layout}: bench evm stores the account model, in the ethereum layout"
+        )));
+    }
+    let opts = bench::EvmBenchOpts {
+        accounts: args.accounts,
+        blocks: args.blocks,
+        gas_limit: args.gas_limit,
+        seed: args.seed,
+        dir: args.dir.clone(),
+        worker: None,
+    };
+    let report =
+        bench::evm_bench(&opts, &config, !args.report.json).context("evm benchmark failed")?;
+    args.report.emit(&report, |r| r.render(), |r| r.html())
 }
 
 fn checkpoint_bench(args: &CheckpointArgs) -> Result<ExitCode> {

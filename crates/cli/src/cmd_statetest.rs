@@ -122,7 +122,7 @@ fn parse(path: &Path) -> Result<evm::statetest::StateTestFile> {
 
 /// The files the paths name: files as given, directories searched recursively for
 /// `*.json`, each sorted by path. A directory without one is a usage error.
-fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+pub(crate) fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for path in paths {
         let meta = std::fs::metadata(path)
@@ -132,7 +132,7 @@ fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
             walk(path, &mut files)?;
             if files.len() == before {
                 return Err(crate::usage(format!(
-                    "{}: no *.json state-test files in this directory",
+                    "{}: no *.json test files in this directory",
                     path.display()
                 )));
             }

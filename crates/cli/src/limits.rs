@@ -54,6 +54,17 @@ pub(crate) const WORKERS_MAX: usize = 256;
 /// Transactions per block of `bench blockstm` (every workload is held in memory).
 pub(crate) const BLOCKSTM_TXS_MAX: usize = 1_000_000;
 
+/// Accounts of `bench evm`'s genesis (each also holds a token balance and a slot of the
+/// storage-heavy contract; revm's in-memory engine holds them all).
+pub(crate) const EVM_ACCOUNTS_MAX: u64 = 10_000_000;
+/// Blocks per workload of `bench evm` (signed before the run and kept in files: about
+/// 190 KB per block of value transfers at 36M gas).
+pub(crate) const EVM_BLOCKS_MAX: u64 = 10_000;
+/// `bench evm --gas-limit` at least: a block holds one storage-heavy call (175,000 gas).
+pub(crate) const EVM_GAS_LIMIT_MIN: u64 = 1_000_000;
+/// `bench evm --gas-limit` at most (47,619 value transfers a block).
+pub(crate) const EVM_GAS_LIMIT_MAX: u64 = 1_000_000_000;
+
 /// Funded accounts of `build-block`'s in-memory genesis.
 pub(crate) const BUILD_ACCOUNTS_MAX: u64 = 1_000_000;
 /// Transfers offered to `build-block` (a block takes at most 10,000 of them).

@@ -46,6 +46,7 @@ macro_rules! errln {
 mod auto_checkpoint;
 mod cmd_bench;
 mod cmd_block;
+mod cmd_blocktest;
 mod cmd_chain;
 mod cmd_checkpoint;
 mod cmd_db;
@@ -138,6 +139,8 @@ enum Command {
     /// Run Ethereum state tests (GeneralStateTests JSON) through revm and Arbor's commit, in
     /// memory or (--db) on temporary RocksDB stores.
     Statetest(cmd_statetest::StatetestArgs),
+    /// Run Ethereum blockchain tests (BlockchainTests JSON) through the block executor.
+    Blocktest(cmd_blocktest::BlocktestArgs),
 }
 
 /// mimalloc (per-thread heaps: the parallel executor's workers allocate without meeting
@@ -190,6 +193,7 @@ fn main() -> ExitCode {
         Command::Import(args) => cmd_chain::import(&args),
         Command::Checkpoint(args) => cmd_checkpoint::run(&args),
         Command::Statetest(args) => cmd_statetest::run(&args),
+        Command::Blocktest(args) => cmd_blocktest::run(&args),
     };
     match result {
         Ok(code) => {

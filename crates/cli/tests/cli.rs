@@ -14,9 +14,15 @@ use state::H256;
 use test_support::dir_snapshot;
 use trie::{keccak256, EthLayout};
 
+/// `arbor bench evm`: a tiny run's report, its worker command's refusals.
+#[path = "cli/bench_evm.rs"]
+mod bench_evm;
 /// `arbor bench store`: its report, its worker processes, a driver killed mid-run.
 #[path = "cli/bench_store.rs"]
 mod bench_store;
+/// `blocktest`: the Ethereum blockchain-test subset, failures, skipped networks, bad fixtures.
+#[path = "cli/blocktest.rs"]
+mod blocktest;
 /// `arbor checkpoint …`: round trips, hostile sources and command lines, SIGKILL.
 #[path = "cli/checkpoint.rs"]
 mod checkpoint;

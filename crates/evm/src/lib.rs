@@ -20,6 +20,9 @@
 //!   block's with [`eth::EthChanges::merge`].
 //! - [`RecordingReader`] and [`PovNeeds`] (`access`): what a transaction read and wrote,
 //!   the input a per-transaction proof will need.
+//! - [`block`]: the Ethereum block executor (decode, validate, execute through revm,
+//!   check the header's commitments), for the forks from Paris on.
+//! - [`blocktest`]: the Ethereum blockchain-test runner, over a backend seam.
 //! - [`statetest`]: the Ethereum state-test runner.
 //!
 //! Addresses are `eth::Address` (20 bytes), hashes and slots `state::H256`, numbers
@@ -28,6 +31,8 @@
 #![forbid(unsafe_code)]
 
 mod access;
+pub mod block;
+pub mod blocktest;
 mod changes;
 mod database;
 mod journal;

@@ -7,7 +7,8 @@
 //! - [`Mount`]: a tmpfs mounted for a test's duration (as root), for databases on a mount
 //!   point.
 //! - [`rlp_like`]: hostile bytes shaped like RLP, for the decoders' never-panic properties.
-//! - [`statetests`]: the Ethereum state-test subset of `testdata/`, read from its archive.
+//! - [`statetests`]: the Ethereum state-test and blockchain-test subsets of `testdata/`,
+//!   read from their archives.
 //! - [`substrate_oracle`]: trie-db with reference-trie's Substrate layouts, the oracle of
 //!   the Substrate differential tests.
 //!

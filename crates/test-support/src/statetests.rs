@@ -1,22 +1,31 @@
-//! The Ethereum state-test subset in `testdata/ethereum/state-tests/` (one `.tar.gz`, see its
-//! `SOURCES.md`), read into memory for the tests that run it.
+//! The Ethereum test subsets in `testdata/ethereum/`: the state tests in `state-tests/`
+//! and the blockchain tests in `blockchain-tests/` (one `.tar.gz` each, see its
+//! `SOURCES.md`), read into memory for the tests that run them.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-/// The subset's archive in this checkout: under `ARBOR_TESTDATA` (the `ethereum` folder)
-/// when set, else the repository's `testdata/ethereum`, found from the run-time
-/// `CARGO_MANIFEST_DIR` of the crate whose test runs.
+/// The state-test subset's archive in this checkout: under `ARBOR_TESTDATA` (the
+/// `ethereum` folder) when set, else the repository's `testdata/ethereum`, found from the
+/// run-time `CARGO_MANIFEST_DIR` of the crate whose test runs.
 pub fn archive_path() -> PathBuf {
-    let dir = match std::env::var("ARBOR_TESTDATA") {
+    ethereum_dir().join("state-tests/GeneralStateTests-subset.tar.gz")
+}
+
+/// The blockchain-test subset's archive, found as [`archive_path`] finds the state tests'.
+pub fn blocktests_archive_path() -> PathBuf {
+    ethereum_dir().join("blockchain-tests/BlockchainTests-subset.tar.gz")
+}
+
+fn ethereum_dir() -> PathBuf {
+    match std::env::var("ARBOR_TESTDATA") {
         Ok(dir) => PathBuf::from(dir),
         Err(_) => {
             let manifest =
                 std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
             PathBuf::from(manifest).join("../../testdata/ethereum")
         }
-    };
-    dir.join("state-tests/GeneralStateTests-subset.tar.gz")
+    }
 }
 
 /// Every file of the archive at `path`: (path inside the archive, bytes), in archive order.

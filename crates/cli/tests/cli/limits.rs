@@ -47,6 +47,7 @@ fn flags(db: &str) -> Vec<Flag<'_>> {
     let pov = vec!["bench", "pov"];
     let history = vec!["bench", "history"];
     let stm = vec!["bench", "blockstm"];
+    let evm = vec!["bench", "evm"];
     let load = vec!["load", "--db", db, "--blocks", "1", "--updates-per-block", "1", "--seed", "1"];
     let revert = vec!["revert", "--db", db];
     let build = vec!["build-block", "--block", "/nonexistent/b", "--witness", "/nonexistent/w"];
@@ -69,6 +70,9 @@ fn flags(db: &str) -> Vec<Flag<'_>> {
         f(&pov, "--runs", 1, 1_000, "1 to 1,000"),
         f(&stm, "--runs", 1, 1_000, "1 to 1,000"),
         f(&stm, "--txs", 1, 1_000_000, "1 to 1,000,000"),
+        f(&evm, "--accounts", 16, 10_000_000, "16 to 10,000,000"),
+        f(&evm, "--blocks", 1, 10_000, "1 to 10,000"),
+        f(&evm, "--gas-limit", 1_000_000, 1_000_000_000, "1,000,000 to 1,000,000,000"),
         f(&load, "--blocks", 1, 1_000_000, "1 to 1,000,000"),
         f(&load, "--updates-per-block", 1, 1_000_000, "1 to 1,000,000"),
         f(&load, "--keys", 1, 100_000_000, "1 to 100,000,000"),

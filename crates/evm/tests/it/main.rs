@@ -1,12 +1,15 @@
 //! Integration tests of the evm crate: the Ethereum state-test subset of `testdata/` run
 //! in memory (every entry must pass) and, a file in nine of every category, on the RocksDB
-//! store; the store's reads against the in-memory world; hostile fixtures (never a panic,
-//! errors that name the field), and execution rules checked directly (EIP-7610
-//! collisions, EIP-161 and the forks before it, read errors of the database adapter).
+//! store; the blockchain-test subset run in memory (every test must pass); the store's
+//! reads against the in-memory world; hostile fixtures (never a panic, errors that name
+//! the field), and execution rules checked directly (EIP-7610 collisions, EIP-161 and the
+//! forks before it, read errors of the database adapter).
 
 // Test helpers outside #[test] functions unwrap too: a failure there is a test failure.
 #![allow(clippy::unwrap_used)]
 
+mod blockrun;
+mod blocksuite;
 mod execution;
 mod fixture;
 mod in_store;
