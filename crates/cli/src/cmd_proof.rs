@@ -14,12 +14,12 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::{ArgGroup, Args};
 use eth::{parse_address, parse_quantity, AccountProof, AccountReader, EthState};
+use evm::StoreTries;
 use serde::Serialize;
 use serde_json::Value;
 use state::{TrieId, H256};
 use trie::{verify_proof, Layout, LayoutName, WithLayout};
 
-use crate::account_tries::{BlockTries, HeadTries};
 use crate::cmd_db::{at_block, at_error};
 use crate::db_args::{open_reading_as, DbArgs};
 use crate::input::{display_name, read_genesis, read_text_bytes, utf8_text};
@@ -163,7 +163,7 @@ fn prove_account_db(args: &ProveArgs, db: &Path, address: &eth::Address) -> Resu
     let what = "cannot build the proof";
     let (block, root, proof) = match args.block {
         None => {
-            let reader = AccountReader::new(HeadTries(&db));
+            let reader = AccountReader::new(StoreTries(&db));
             let proof = reader.prove(address, &args.slots).context(what)?;
             (db.head_number(), db.head_root(), proof)
         }
@@ -171,7 +171,7 @@ fn prove_account_db(args: &ProveArgs, db: &Path, address: &eth::Address) -> Resu
             let view = at_block(&db, n)?;
             let (block, root) = (view.number(), view.root());
             let proof =
-                AccountReader::new(BlockTries(view)).prove(address, &args.slots).map_err(|e| {
+                AccountReader::new(StoreTries(view)).prove(address, &args.slots).map_err(|e| {
                     match e {
                         eth::ReadError::Source(e) => at_error(e, what),
                         e => anyhow::Error::new(e).context(what),

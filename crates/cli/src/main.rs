@@ -43,7 +43,6 @@ macro_rules! errln {
     }};
 }
 
-mod account_tries;
 mod auto_checkpoint;
 mod cmd_bench;
 mod cmd_block;

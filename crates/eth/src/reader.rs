@@ -5,8 +5,8 @@
 //! one proof of the main trie for `keccak(address)`, one proof of the account's storage trie
 //! `TrieId::Storage(keccak(address))` per `keccak(slot)`, exclusion proofs for what is
 //! absent. Back-ends: the in-memory [`crate::EthState`] here; the RocksDB store at its head
-//! or at a recent block through adapters in the crates that know both (`cli`, `ffi`), since
-//! this crate does not depend on the store.
+//! or at a recent block through `evm::StoreTries`, in the crate that knows both, since this
+//! crate does not depend on the store.
 //!
 //! Invariant: a proof [`AccountReader::prove`] returns verifies against the back-end's root;
 //! it is checked before it is returned, so a back-end whose account leaves and storage

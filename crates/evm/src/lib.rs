@@ -6,6 +6,9 @@
 //! - [`StoreWorld`] (`stored`): the same reads over the RocksDB store (the head through a
 //!   `store::ReadHandle` or `&store::StateDb`, a recent block through a `store::BlockView`),
 //!   block hashes from a caller's [`BlockHashes`], errors [`StoreReadError`].
+//! - [`StoreTries`] (`store_tries`): those store states as `eth`'s `TrieReader` and
+//!   `TrieProver`, the one adapter `eth::AccountReader` reads and proves through over the
+//!   store (for [`StoreWorld`], `arbor prove --db`, the C ABI's account calls).
 //! - [`WorldDb`] (`database`): revm's `Database` and `DatabaseRef` over any
 //!   [`WorldReader`], with its errors ([`DbError`]).
 //! - [`Eip7610Journal`] and [`world_context`] (`journal`): revm's journal with EIP-7610's
@@ -35,6 +38,7 @@ mod database;
 mod journal;
 mod reader;
 pub mod statetest;
+mod store_tries;
 mod stored;
 
 pub use access::{PovNeeds, Reads, RecordingReader};
@@ -42,4 +46,5 @@ pub use changes::{evm_changes, ConvertError};
 pub use database::{DbError, WorldDb};
 pub use journal::{world_context, Eip7610Journal, WorldContext};
 pub use reader::WorldReader;
-pub use stored::{BlockHashes, NoBlockHashes, StoreReadError, StoreState, StoreWorld};
+pub use store_tries::StoreTries;
+pub use stored::{BlockHashes, NoBlockHashes, StoreReadError, StoreWorld};

@@ -1,25 +1,27 @@
 //! [`StoreWorld`]: the account-model reads ([`WorldReader`]) over a RocksDB store, the
 //! second back-end beside the in-memory [`eth::MemoryWorld`].
 //!
-//! An account is the main trie's leaf under `keccak(address)` ([`eth::Account::decode`]),
-//! a slot the leaf under `keccak(slot)` of the storage trie `Storage(keccak(address))`
-//! ([`eth::decode_storage_value`]; absent is zero), code the store's blob under its hash.
-//! The state read is that of a [`StoreState`]: the head through a [`store::ReadHandle`]
-//! (other threads; each read sees the newest published block when it runs) or the
-//! committer's `&StateDb`, or one recent block through a [`store::BlockView`]. The store
-//! keeps no block hashes: they come from a [`BlockHashes`] source the caller hands in (a
-//! map, a closure, or [`NoBlockHashes`]). Leaves that do not decode are typed errors
-//! ([`StoreReadError`]), never a guess. Cost: one store point read per account or slot
-//! (the store's caches and layers first), keccak256 of the key.
+//! Accounts, slots and code are read by [`eth::AccountReader`] over the store's tries
+//! ([`StoreTries`]): an account is the main trie's leaf under `keccak(address)`, a slot the
+//! leaf under `keccak(slot)` of the storage trie `Storage(keccak(address))` (absent is
+//! zero), code the store's blob under its hash. The state read is the head through a
+//! [`store::ReadHandle`] (other threads; each read sees the newest published block when it
+//! runs) or the committer's `&StateDb`, or one recent block through a [`store::BlockView`].
+//! The store keeps no block hashes: they come from a [`BlockHashes`] source the caller
+//! hands in (a map, a closure, or [`NoBlockHashes`]). Leaves that do not decode are typed
+//! errors naming the address and slot ([`StoreReadError`]), never a guess. Cost: one store
+//! point read per account or slot (the store's caches and layers first), keccak256 of the
+//! key.
 
 use std::collections::BTreeMap;
 
 use alloy_primitives::U256;
-use eth::{decode_storage_value, secure_key, Account, AccountError, Address};
-use state::{StateReader, TrieId, H256};
-use store::{AtError, BlockView, ReadHandle, StateDb, StoreError};
+use eth::{Account, AccountError, AccountReader, Address, ReadError, TrieReader};
+use state::H256;
+use store::{AtError, StoreError};
 
 use crate::reader::WorldReader;
+use crate::store_tries::StoreTries;
 
 /// Why a read through a [`StoreWorld`] failed.
 #[derive(Debug, thiserror::Error)]
@@ -49,57 +51,29 @@ pub enum StoreReadError {
         /// What is wrong with the value.
         source: AccountError,
     },
+    /// Another failure `eth`'s account reader reports. Its account, slot and code reads
+    /// report none today (its other failures are of proofs, which are not read here); a
+    /// failure it learns to report arrives here, typed, rather than as a panic.
+    #[error(transparent)]
+    Model(Box<dyn std::error::Error + Send + Sync>),
 }
 
-/// One state of a store as a [`StoreWorld`] reads it: trie values and code by hash.
-pub trait StoreState {
-    /// The value of `key` in `trie` (`None`: absent).
-    fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, StoreReadError>;
-
-    /// The blob (contract code) stored under `hash`, if any.
-    fn code(&self, hash: &H256) -> Result<Option<Vec<u8>>, StoreReadError>;
-}
-
-impl<T: StoreState + ?Sized> StoreState for &T {
-    fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, StoreReadError> {
-        (**self).get(trie, key)
-    }
-
-    fn code(&self, hash: &H256) -> Result<Option<Vec<u8>>, StoreReadError> {
-        (**self).code(hash)
-    }
-}
-
-/// The head, from another thread than the committer's.
-impl StoreState for ReadHandle {
-    fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, StoreReadError> {
-        Ok(StateReader::get(self, trie, key)?)
-    }
-
-    fn code(&self, hash: &H256) -> Result<Option<Vec<u8>>, StoreReadError> {
-        Ok(ReadHandle::code(self, hash)?)
-    }
-}
-
-/// The head, on the committer's thread (use it as `&StateDb`).
-impl StoreState for StateDb {
-    fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, StoreReadError> {
-        Ok(StateDb::get(self, trie, key)?)
-    }
-
-    fn code(&self, hash: &H256) -> Result<Option<Vec<u8>>, StoreReadError> {
-        Ok(StateDb::code(self, hash)?)
-    }
-}
-
-/// A recent block.
-impl StoreState for BlockView<'_> {
-    fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, StoreReadError> {
-        Ok(BlockView::get(self, trie, key)?)
-    }
-
-    fn code(&self, hash: &H256) -> Result<Option<Vec<u8>>, StoreReadError> {
-        Ok(BlockView::code(self, hash)?)
+impl StoreReadError {
+    /// The error of a read through [`eth::AccountReader`]: the store's as they are, leaves
+    /// that do not decode named by their address and slot.
+    fn from_read<E>(e: ReadError<E>) -> StoreReadError
+    where
+        E: std::error::Error + Send + Sync + 'static,
+        StoreReadError: From<E>,
+    {
+        match e {
+            ReadError::Source(e) => e.into(),
+            ReadError::Account { address, source } => StoreReadError::Account { address, source },
+            ReadError::Slot { address, slot, source } => {
+                StoreReadError::StorageValue { address, slot, source }
+            }
+            e => StoreReadError::Model(Box::new(e)),
+        }
     }
 }
 
@@ -135,52 +109,43 @@ impl<F: Fn(u64) -> Option<H256>> BlockHashes for F {
     }
 }
 
-/// Account-model reads over a store state `S`, with block hashes from `H` (see the
-/// module docs).
+/// Account-model reads over a store state `S` (`&StateDb`, `ReadHandle`, `BlockView`: the
+/// states [`StoreTries`] reads), with block hashes from `H` (see the module docs).
 #[derive(Debug, Clone)]
 pub struct StoreWorld<S, H> {
-    state: S,
+    reader: AccountReader<StoreTries<S>>,
     hashes: H,
 }
 
-impl<S: StoreState, H: BlockHashes> StoreWorld<S, H> {
+impl<S, H> StoreWorld<S, H> {
     /// Reads of `state`, block hashes from `hashes`.
     pub fn new(state: S, hashes: H) -> Self {
-        StoreWorld { state, hashes }
+        StoreWorld { reader: AccountReader::new(StoreTries(state)), hashes }
     }
 
     /// The store state read.
     pub fn state(&self) -> &S {
-        &self.state
+        &self.reader.tries().0
     }
 }
 
-impl<S: StoreState, H: BlockHashes> WorldReader for StoreWorld<S, H> {
+impl<S, H: BlockHashes> WorldReader for StoreWorld<S, H>
+where
+    StoreTries<S>: TrieReader,
+    StoreReadError: From<<StoreTries<S> as TrieReader>::Error>,
+{
     type Error = StoreReadError;
 
     fn account(&self, address: &Address) -> Result<Option<Account>, StoreReadError> {
-        let Some(leaf) = self.state.get(&TrieId::Main, &secure_key(address).0)? else {
-            return Ok(None);
-        };
-        let account = Account::decode(&leaf)
-            .map_err(|source| StoreReadError::Account { address: *address, source })?;
-        Ok(Some(account))
+        self.reader.account(address).map_err(StoreReadError::from_read)
     }
 
     fn storage(&self, address: &Address, slot: &H256) -> Result<U256, StoreReadError> {
-        let trie = TrieId::Storage(secure_key(address));
-        let Some(value) = self.state.get(&trie, &secure_key(&slot.0).0)? else {
-            return Ok(U256::ZERO);
-        };
-        decode_storage_value(&value).map_err(|source| StoreReadError::StorageValue {
-            address: *address,
-            slot: *slot,
-            source,
-        })
+        self.reader.storage(address, slot).map_err(StoreReadError::from_read)
     }
 
     fn code(&self, code_hash: &H256) -> Result<Option<Vec<u8>>, StoreReadError> {
-        self.state.code(code_hash)
+        self.reader.code(code_hash).map_err(StoreReadError::from_read)
     }
 
     fn block_hash(&self, number: u64) -> Result<Option<H256>, StoreReadError> {

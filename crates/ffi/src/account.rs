@@ -1,8 +1,9 @@
 //! The Ethereum account model over the C ABI: an account, a storage slot and code by hash
 //! at the head or at a recent block, and the eth_getProof (EIP-1186) answer for an account
-//! and slots, read through `eth::AccountReader` over the store (the adapters here: the head
-//! of the locked store for proofs, the read handle for point reads, a block view at a
-//! recent block). Refused on a database of another layout than Ethereum's.
+//! and slots, read through `eth::AccountReader` over the store's tries as `evm::StoreTries`
+//! gives them (the head of the locked store for proofs, the read handle for point reads,
+//! a block view at a recent block). Refused on a database of another layout than
+//! Ethereum's.
 //!
 //! Byte formats (integers big-endian; a proof as in the crate docs):
 //! - an address: 20 bytes; a slot, a value, a hash: 32 bytes;
@@ -13,9 +14,9 @@
 //!   `slot (32) ‖ value (32) ‖ proof (a proof)`. An account that does not exist is
 //!   all-empty (zero nonce and balance, the empty trie's root, the empty code's hash).
 
-use eth::{Account, AccountProof, AccountReader, Address, ReadError, TrieProver, TrieReader};
-use state::{StateReader, TrieId, H256};
-use store::{AtError, BlockView, ReadHandle, StateDb, StoreError};
+use eth::{Account, AccountProof, AccountReader, Address, ReadError, TrieProver};
+use evm::StoreTries;
+use state::H256;
 use trie::LayoutName;
 
 use crate::buf::{give, input, put};
@@ -58,71 +59,6 @@ impl<E: Into<FfiError> + std::fmt::Display> From<ReadError<E>> for FfiError {
             // keep it (a leaf that is no account, a storage root its trie does not have).
             e => FfiError::invalid_owned(e.to_string()),
         }
-    }
-}
-
-/// The head through the read handle: point reads that run beside commits.
-struct HandleTries<'a>(&'a ReadHandle);
-
-impl TrieReader for HandleTries<'_> {
-    type Error = StoreError;
-
-    fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
-        StateReader::get(self.0, trie, key)
-    }
-
-    fn code(&self, hash: &H256) -> Result<Option<Vec<u8>>, StoreError> {
-        self.0.code(hash)
-    }
-}
-
-/// The head of the locked store: reads and proofs of one state (no commit runs meanwhile).
-struct HeadTries<'a>(&'a StateDb);
-
-impl TrieReader for HeadTries<'_> {
-    type Error = StoreError;
-
-    fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
-        self.0.get(trie, key)
-    }
-
-    fn code(&self, hash: &H256) -> Result<Option<Vec<u8>>, StoreError> {
-        self.0.code(hash)
-    }
-}
-
-impl TrieProver for HeadTries<'_> {
-    fn state_root(&self) -> Result<H256, StoreError> {
-        Ok(self.0.head_root())
-    }
-
-    fn prove(&self, trie: &TrieId, key: &[u8]) -> Result<Vec<Vec<u8>>, StoreError> {
-        self.0.prove(*trie, key)
-    }
-}
-
-/// One recent block: its reads and proofs are of that block or fail (reverted meanwhile).
-struct BlockTries<'a>(BlockView<'a>);
-
-impl TrieReader for BlockTries<'_> {
-    type Error = AtError;
-
-    fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, AtError> {
-        self.0.get(trie, key)
-    }
-
-    fn code(&self, hash: &H256) -> Result<Option<Vec<u8>>, AtError> {
-        self.0.code(hash)
-    }
-}
-
-impl TrieProver for BlockTries<'_> {
-    fn state_root(&self) -> Result<H256, AtError> {
-        Ok(self.0.root())
-    }
-
-    fn prove(&self, trie: &TrieId, key: &[u8]) -> Result<Vec<Vec<u8>>, AtError> {
-        self.0.prove(*trie, key)
     }
 }
 
@@ -187,7 +123,7 @@ pub extern "C" fn arbor_get_account(
         let address = address_arg(address, address_len)?;
         let call = handle::call(handle)?;
         ethereum_only(call.entry.reader.layout())?;
-        let reader = AccountReader::new(HandleTries(&call.entry.reader));
+        let reader = AccountReader::new(StoreTries(&call.entry.reader));
         found_account(account, reader.account(&address)?)
     })
 }
@@ -209,7 +145,7 @@ pub extern "C" fn arbor_get_account_at(
         let address = address_arg(address, address_len)?;
         let call = handle::call(handle)?;
         ethereum_only(call.entry.reader.layout())?;
-        let reader = AccountReader::new(BlockTries(call.entry.reader.at(block)?));
+        let reader = AccountReader::new(StoreTries(call.entry.reader.at(block)?));
         found_account(account, reader.account(&address)?)
     })
 }
@@ -234,7 +170,7 @@ pub extern "C" fn arbor_get_storage(
         let slot = word_arg(slot, slot_len, "slot")?;
         let call = handle::call(handle)?;
         ethereum_only(call.entry.reader.layout())?;
-        let word = AccountReader::new(HandleTries(&call.entry.reader)).storage(&address, &slot)?;
+        let word = AccountReader::new(StoreTries(&call.entry.reader)).storage(&address, &slot)?;
         put_root(value, &H256(word.to_be_bytes::<32>()));
         Ok(())
     })
@@ -260,7 +196,7 @@ pub extern "C" fn arbor_get_storage_at(
         let slot = word_arg(slot, slot_len, "slot")?;
         let call = handle::call(handle)?;
         ethereum_only(call.entry.reader.layout())?;
-        let reader = AccountReader::new(BlockTries(call.entry.reader.at(block)?));
+        let reader = AccountReader::new(StoreTries(call.entry.reader.at(block)?));
         let word = reader.storage(&address, &slot)?;
         put_root(value, &H256(word.to_be_bytes::<32>()));
         Ok(())
@@ -285,7 +221,7 @@ pub extern "C" fn arbor_get_code(
         let hash = word_arg(hash, hash_len, "code hash")?;
         let call = handle::call(handle)?;
         ethereum_only(call.entry.reader.layout())?;
-        match AccountReader::new(HandleTries(&call.entry.reader)).code(&hash)? {
+        match AccountReader::new(StoreTries(&call.entry.reader)).code(&hash)? {
             Some(bytes) => {
                 put(code, give(bytes));
                 Ok(())
@@ -361,7 +297,7 @@ pub extern "C" fn arbor_get_proof(
         let db = call.entry.db.lock();
         let db = db.as_ref().ok_or_else(|| FfiError::closed("the database is closed"))?;
         ethereum_only(db.layout())?;
-        let encoded = prove_with(&AccountReader::new(HeadTries(db)), &address, &slots)?;
+        let encoded = prove_with(&AccountReader::new(StoreTries(db)), &address, &slots)?;
         put(number, db.head_number());
         put_root(root, &db.head_root());
         put(proof, give(encoded));
@@ -393,7 +329,7 @@ pub extern "C" fn arbor_get_proof_at(
         ethereum_only(call.entry.reader.layout())?;
         let view = call.entry.reader.at(block)?;
         let view_root = view.root();
-        let encoded = prove_with(&AccountReader::new(BlockTries(view)), &address, &slots)?;
+        let encoded = prove_with(&AccountReader::new(StoreTries(view)), &address, &slots)?;
         put_root(root, &view_root);
         put(proof, give(encoded));
         Ok(())

@@ -1,15 +1,19 @@
 //! The store back-end of the reads (`StoreWorld`): random blocks of account-model changes
 //! committed through `StateDb::commit_nested` read the same through the store (at the head
 //! from the committer and from a read handle, at recent blocks through views, and through
-//! revm's database adapter) as through the in-memory `MemoryWorld` they were applied to;
-//! block hashes come from the caller's source; leaves that do not decode and reads of a
-//! reverted block are typed errors.
+//! revm's database adapter) as through the in-memory `MemoryWorld` they were applied to,
+//! and the store's tries (`StoreTries`) prove them with `eth::AccountReader` against the
+//! memory world's roots; block hashes come from the caller's source; leaves that do not
+//! decode and reads and proofs of a reverted block are typed errors.
 
 use std::collections::BTreeMap;
 
 use alloy_primitives::{Address as RevmAddress, B256, U256};
-use eth::{secure_key, AccountModel, AccountWrite, Address, EthChanges, MemoryWorld};
-use evm::{DbError, NoBlockHashes, StoreReadError, StoreWorld, WorldDb, WorldReader};
+use eth::{
+    secure_key, AccountModel, AccountReader, AccountWrite, Address, EthChanges, MemoryWorld,
+    ReadError, TrieProver,
+};
+use evm::{DbError, NoBlockHashes, StoreReadError, StoreTries, StoreWorld, WorldDb, WorldReader};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use revm::database_interface::DatabaseRef;
@@ -117,6 +121,26 @@ fn assert_reads_match<R: WorldReader>(reader: R, world: &MemoryWorld, ctx: &str)
     }
 }
 
+/// Every account of `world`, with slots it holds and slots it does not (one asked twice),
+/// is proven through `tries` against `world`'s root: the answer verifies, answers its
+/// question and carries the world's values.
+fn assert_proofs_match<T: TrieProver>(tries: T, world: &MemoryWorld, ctx: &str) {
+    let root = world.root();
+    let reader = AccountReader::new(tries);
+    assert_eq!(reader.tries().state_root().unwrap(), root, "{ctx}: root");
+    let slots = [slot(3), slot(0), slot(SLOTS - 1), slot(3), slot(17)];
+    for i in 0..ACCOUNTS {
+        let a = address(i);
+        let proof = reader.prove(&a, &slots).unwrap();
+        proof.verify(&root).unwrap();
+        proof.check_query(&a, &slots).unwrap();
+        assert_eq!(proof.account, world.account(&a).cloned().unwrap_or_default(), "{ctx}: {i}");
+        for s in &proof.storage_proof {
+            assert_eq!(s.value, world.storage(&a, &s.key), "{ctx}: account {i}, slot {}", s.key);
+        }
+    }
+}
+
 #[test]
 fn the_store_reads_what_the_memory_world_holds() {
     let seed = test_seed("the_store_reads_what_the_memory_world_holds");
@@ -136,6 +160,9 @@ fn the_store_reads_what_the_memory_world_holds() {
         assert_reads_match(StoreWorld::new(&db, NoBlockHashes), &world, &ctx);
         let handle = db.read_handle().unwrap();
         assert_reads_match(StoreWorld::new(handle, NoBlockHashes), &world, &ctx);
+        if number % 4 == 0 {
+            assert_proofs_match(StoreTries(&db), &world, &ctx);
+        }
         if number % 8 == 0 {
             db.flush().unwrap();
         }
@@ -147,6 +174,8 @@ fn the_store_reads_what_the_memory_world_holds() {
         assert_reads_match(StoreWorld::new(db.at(n).unwrap(), NoBlockHashes), &then, &ctx);
         let handle = db.read_handle().unwrap();
         assert_reads_match(StoreWorld::new(handle.at(n).unwrap(), NoBlockHashes), &then, &ctx);
+        assert_proofs_match(StoreTries(db.at(n).unwrap()), &then, &ctx);
+        assert_proofs_match(StoreTries(handle.at(n).unwrap()), &then, &ctx);
     }
 }
 
@@ -206,4 +235,11 @@ fn bad_leaves_and_reverted_blocks_are_typed_errors() {
     db.revert(1).unwrap();
     let e = StoreWorld::new(view, NoBlockHashes).account(&b).unwrap_err();
     assert!(matches!(e, StoreReadError::At(_)), "{e}");
+    // Proofs of a block replaced since its view was taken: the store's error, as it is.
+    let reader = AccountReader::new(StoreTries(handle.at(1).unwrap()));
+    db.revert(1).unwrap();
+    let other = BTreeMap::from([(vec![8; 32], Some(vec![2]))]);
+    db.commit(&ChangeSet::from([(TrieId::Main, other)])).unwrap();
+    let e = reader.prove(&b, &[slot(4)]).unwrap_err();
+    assert!(matches!(e, ReadError::Source(store::AtError::Reverted { block: 1 })), "{e}");
 }
