@@ -38,3 +38,5 @@ pub use genesis::{genesis_header, header_hash, GenesisHeaderError};
 pub use invalid::InvalidBlock;
 pub use receipts::Receipt;
 pub use validate::{validate_body, validate_header};
+
+pub(crate) use overlay::NON_EMPTY_STAND_IN;
