@@ -22,10 +22,14 @@
 //! [`RoadError::Undecodable`] inside `chain::InvalidBlock::Rejected`); the head stays at
 //! the block before it.
 //!
+//! Blocks come from any iterator; [`RlpBlocks`] reads a file of concatenated RLP blocks
+//! (`geth export`'s format).
+//!
 //! BLOCKHASH reads the hashes of the blocks executed in this import (the last 256 kept)
 //! and, below them, the keccak of the store's records (kept for the head and the 256
 //! blocks before it).
 
+mod source;
 mod world;
 
 use std::cell::RefCell;
@@ -47,6 +51,7 @@ use crate::block::{
 };
 use crate::database::DbError;
 use crate::stored::{BlockHashes, StoreReadError};
+pub use source::RlpBlocks;
 use world::PendingWorld;
 
 /// The hashes BLOCKHASH may ask for: the 256 blocks before the executing one.
