@@ -341,6 +341,8 @@ fn report(
             "peak_rss_bytes": bench::peak_rss_bytes(),
             "blocks_per_s": per(stats.blocks),
             "transactions_per_s": per(stats.transactions),
+            "gas_used": stats.gas_used,
+            "mgas_per_s": per(stats.gas_used) / 1e6,
             "exec_s": stats.exec.as_secs_f64(),
             "commit_s": stats.commit.as_secs_f64(),
             "stalled_s": stats.stalled.as_secs_f64(),

@@ -15,8 +15,9 @@ use super::{arbor, fresh_db, stderr};
 const FILE: &str = "BlockchainTests/ValidBlocks/bcValidBlockTest/RecallSuicidedContract.json";
 const TEST: &str = "RecallSuicidedContract_Cancun";
 
-/// The test's chain file and genesis file (under `name`), and its last block's state root.
-fn chain_files(name: &str) -> (PathBuf, PathBuf, String) {
+/// The test's chain file and genesis file (under `name`), its last block's state root and
+/// the gas its blocks' headers say they used.
+fn chain_files(name: &str) -> (PathBuf, PathBuf, String, u64) {
     let (_, bytes) =
         read_archive(&blocktests_archive_path()).into_iter().find(|(p, _)| p == FILE).unwrap();
     let test: Value = serde_json::from_slice::<Value>(&bytes).unwrap()[TEST].clone();
@@ -45,13 +46,18 @@ fn chain_files(name: &str) -> (PathBuf, PathBuf, String) {
         .flat_map(|b| hex::decode(b["rlp"].as_str().unwrap().trim_start_matches("0x")).unwrap())
         .collect();
     let root = blocks.last().unwrap()["blockHeader"]["stateRoot"].as_str().unwrap().to_string();
+    let gas_of = |b: &Value| {
+        let hex = b["blockHeader"]["gasUsed"].as_str().unwrap().trim_start_matches("0x");
+        u64::from_str_radix(hex, 16).unwrap()
+    };
+    let gas = blocks.iter().map(gas_of).sum();
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("import-rlp-{name}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let (chain, gen) = (dir.join("chain.rlp"), dir.join("genesis.json"));
     std::fs::write(&chain, rlp).unwrap();
     std::fs::write(&gen, genesis.to_string()).unwrap();
-    (chain, gen, root)
+    (chain, gen, root, gas)
 }
 
 fn import_json(db: &str, chain: &Path, genesis: &Path, extra: &[&str]) -> (bool, Value) {
@@ -67,12 +73,15 @@ fn import_json(db: &str, chain: &Path, genesis: &Path, extra: &[&str]) -> (bool,
 
 #[test]
 fn an_rlp_chain_imports_pipelined_and_not_and_resumes() {
-    let (chain, genesis, root) = chain_files("ok");
+    let (chain, genesis, root, gas) = chain_files("ok");
     let db = fresh_db("import-rlp-piped");
     let (good, v) = import_json(&db, &chain, &genesis, &[]);
     assert!(good, "{v}");
     assert_eq!((v["block"].as_u64(), v["blocks"].as_u64()), (Some(3), Some(3)), "{v}");
     assert_eq!(v["root"].as_str(), Some(root.as_str()));
+    // The gas the fixture's headers say their blocks used.
+    assert_eq!(v["gas_used"].as_u64(), Some(gas), "{v}");
+    assert!(v["mgas_per_s"].as_f64().unwrap() > 0.0, "{v}");
     let (good, v) = import_json(&db, &chain, &genesis, &[]);
     assert!(good && v["skipped"] == 3 && v["blocks"] == 0, "a rerun skips every block: {v}");
     let flat = fresh_db("import-rlp-flat");
@@ -82,7 +91,7 @@ fn an_rlp_chain_imports_pipelined_and_not_and_resumes() {
 
 #[test]
 fn flipped_bytes_and_other_genesis_files_are_refused() {
-    let (chain, genesis, _) = chain_files("bad");
+    let (chain, genesis, _, _) = chain_files("bad");
     let bytes = std::fs::read(&chain).unwrap();
     for (i, at) in
         [40usize, bytes.len() / 3, bytes.len() / 2, bytes.len() - 2].into_iter().enumerate()
