@@ -65,6 +65,23 @@ pub enum ChainFileError {
     /// A genesis of more accounts than [`GENESIS_ACCOUNTS_MAX`], or of none.
     #[error("the chain's genesis declares {0} accounts; 1 to {GENESIS_ACCOUNTS_MAX} are accepted")]
     Accounts(u64),
+    /// A file of RLP blocks (what `geth export` writes) holds something other than a
+    /// block's RLP list at record `block`.
+    #[error("record {block} of the RLP block file is not an RLP list")]
+    NotRlpList {
+        /// The record (0-based).
+        block: u64,
+    },
+    /// A record of a file of RLP blocks longer than [`BLOCK_BYTES_MAX`].
+    #[error(
+        "RLP block record {block} claims {len} bytes, more than the {BLOCK_BYTES_MAX}-byte limit"
+    )]
+    RlpTooLong {
+        /// The record (0-based).
+        block: u64,
+        /// Its claimed length (its RLP header's included).
+        len: u64,
+    },
     /// A block record longer than [`BLOCK_BYTES_MAX`].
     #[error("block record {block} claims {len} bytes, more than the {BLOCK_BYTES_MAX}-byte limit")]
     TooLong {

@@ -9,8 +9,11 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use std::sync::atomic::AtomicBool;
+
 use chain::{
     ChainFileError, ChainHeader, ChainParams, ChainReader, ImportConfig, ImportError, ImportStats,
+    Imported,
 };
 use clap::Args;
 use state::TrieId;
@@ -50,10 +53,15 @@ pub(crate) struct GenChainArgs {
 #[derive(Debug, Args)]
 pub(crate) struct ImportArgs {
     #[command(flatten)]
-    db: DbArgs,
-    /// The chain file (`arbor gen-chain`).
+    pub(crate) db: DbArgs,
+    /// The chain file: an Arbor chain file (`arbor gen-chain`), or a file of concatenated
+    /// RLP Ethereum blocks (`geth export`, `arbor gen-chain --evm`), told apart by its
+    /// first bytes.
     #[arg(long, value_name = "FILE")]
-    chain: PathBuf,
+    pub(crate) chain: PathBuf,
+    /// The geth genesis file (its `config` and `alloc`) of a chain of RLP Ethereum blocks.
+    #[arg(long, value_name = "GENESIS.json")]
+    pub(crate) genesis: Option<PathBuf>,
     /// Execute and commit one block after the other instead of overlapping them.
     #[arg(long)]
     no_pipeline: bool,
@@ -65,7 +73,7 @@ pub(crate) struct ImportArgs {
     json: bool,
     /// Serve Prometheus metrics on ADDR (e.g. 127.0.0.1:9100) while importing.
     #[arg(long, value_name = "ADDR")]
-    metrics: Option<std::net::SocketAddr>,
+    pub(crate) metrics: Option<std::net::SocketAddr>,
 }
 
 /// Run `arbor gen-chain`.
@@ -217,10 +225,8 @@ fn exec_workers(requested: Option<usize>, pipelined: bool) -> usize {
     requested.unwrap_or(if pipelined { ImportConfig::default().exec_workers } else { cores })
 }
 
-/// Run `arbor import`.
-pub(crate) fn import(args: &ImportArgs) -> Result<ExitCode> {
-    // First: a stop asked for from here on ends the run at a clean boundary.
-    let stop = crate::signals::stop_flag()?;
+/// `arbor import` of an Arbor chain file.
+pub(crate) fn import_arbor(args: &ImportArgs, stop: &AtomicBool) -> Result<ExitCode> {
     let chain = open_chain(&args.chain)?;
     let listener = crate::metrics::bind(args.metrics.as_ref())?;
     // A database to create: a forged header is refused before anything is written.
@@ -229,6 +235,25 @@ pub(crate) fn import(args: &ImportArgs) -> Result<ExitCode> {
     let genesis = if exists { None } else { Some(checked_genesis(chain.header())?) };
     let mut db = open_for_load(&args.db, None, &chain_label(chain.header()))?;
     init_genesis(&mut db, chain.header(), genesis)?;
+    run_import(args, db, listener, stop, |db, config, stop, on_block| {
+        chain::import(db, chain, config, stop, on_block)
+    })
+}
+
+/// Run `road` on `db` (its genesis in place) as `arbor import` does: progress, metrics,
+/// automatic checkpoints, the summary, the exit code.
+pub(crate) fn run_import(
+    args: &ImportArgs,
+    mut db: StateDb,
+    listener: Option<crate::metrics::Listener>,
+    stop: &AtomicBool,
+    road: impl FnOnce(
+        &mut StateDb,
+        &ImportConfig,
+        &AtomicBool,
+        &mut dyn FnMut(Imported),
+    ) -> (ImportStats, Result<(), ImportError>),
+) -> Result<ExitCode> {
     let pipelined = !args.no_pipeline;
     let config = ImportConfig {
         pipelined,
@@ -248,7 +273,7 @@ pub(crate) fn import(args: &ImportArgs) -> Result<ExitCode> {
         Some(l) => Some(crate::metrics::serve(l, handle.clone())?),
         None => None,
     };
-    let (stats, result) = chain::import(&mut db, chain, &config, &stop, &mut |b| {
+    let (stats, result) = road(&mut db, &config, stop, &mut |b| {
         if let Some(e) = &endpoint {
             e.counters.block(b.number, b.transactions as u64, b.commit);
         }
@@ -316,6 +341,8 @@ fn report(
             "peak_rss_bytes": bench::peak_rss_bytes(),
             "blocks_per_s": per(stats.blocks),
             "transactions_per_s": per(stats.transactions),
+            "gas_used": stats.gas_used,
+            "mgas_per_s": per(stats.gas_used) / 1e6,
             "exec_s": stats.exec.as_secs_f64(),
             "commit_s": stats.commit.as_secs_f64(),
             "stalled_s": stats.stalled.as_secs_f64(),

@@ -197,7 +197,7 @@ fn init_genesis(args: &InitArgs, path: &Path) -> Result<ExitCode> {
     let mut db = open_for_load(&args.db, Some(LayoutName::Ethereum), &label)?;
     check_new(&db, &args.db.db)?;
     let pb = crate::progress::counter(!args.json, Some(0), "loading genesis", "entries");
-    let root = load_genesis(&mut db, &genesis, entries, &pb)
+    let root = load_genesis(&mut db, &genesis, entries, None, &pb)
         .with_context(|| format!("cannot initialise {}", args.db.db.display()))?;
     pb.finish_and_clear();
     db.close().context("cannot close the database")?;

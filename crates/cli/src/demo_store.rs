@@ -87,6 +87,7 @@ pub(crate) fn run(genesis: &Genesis, expected_root: &H256) -> Result<StoreDemo> 
         &mut db,
         genesis,
         eth::genesis_entries(genesis),
+        None,
         &ProgressBar::hidden(),
     )
     .context("cannot initialise the demo database")?;

@@ -16,11 +16,13 @@ pub(crate) fn genesis_label(root: &H256) -> String {
 /// Bulk-load `genesis` (whose entries, from `eth::genesis_entries`, are `entries`) into `db` (empty, or holding an unfinished load of the same
 /// genesis) and return its state root. The roots the store rebuilds from the flat entries
 /// must be the ones the entries commit to, storage tries included. `pb` counts the
-/// entries written (accounts and slots), then shows the node rebuild.
+/// entries written (accounts and slots), then shows the node rebuild. `record`, if any,
+/// is block 0's record (an Ethereum chain's genesis header, which its first block names).
 pub(crate) fn load_genesis(
     db: &mut StateDb,
     genesis: &Genesis,
     entries: GenesisEntries,
+    record: Option<&[u8]>,
     pb: &ProgressBar,
 ) -> Result<H256> {
     let expected = entries.state_root;
@@ -45,6 +47,9 @@ pub(crate) fn load_genesis(
     for account in genesis.alloc.values().filter(|a| !a.code.is_empty()) {
         load.put_code(&trie::keccak256(&account.code), &account.code)
             .context("cannot load the genesis code")?;
+    }
+    if let Some(record) = record {
+        load.set_record(record);
     }
     let summary = load.finish().context("cannot load the genesis state")?;
     ensure!(

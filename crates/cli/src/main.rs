@@ -51,6 +51,8 @@ mod cmd_chain;
 mod cmd_checkpoint;
 mod cmd_db;
 mod cmd_demo;
+mod cmd_eth_import;
+mod cmd_import;
 mod cmd_load;
 mod cmd_proof;
 mod cmd_root;
@@ -190,7 +192,7 @@ fn main() -> ExitCode {
         Command::BuildBlock(args) => cmd_block::build(&args),
         Command::VerifyBlock(args) => cmd_block::verify(&args),
         Command::GenChain(args) => cmd_chain::gen_chain(&args),
-        Command::Import(args) => cmd_chain::import(&args),
+        Command::Import(args) => cmd_import::import(&args),
         Command::Checkpoint(args) => cmd_checkpoint::run(&args),
         Command::Statetest(args) => cmd_statetest::run(&args),
         Command::Blocktest(args) => cmd_blocktest::run(&args),

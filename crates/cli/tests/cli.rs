@@ -39,6 +39,9 @@ mod crash;
 mod eth_proof;
 #[path = "cli/import.rs"]
 mod import;
+/// `import --chain FILE --genesis GENESIS.json`: RLP Ethereum blocks through the road.
+#[path = "cli/import_rlp.rs"]
+mod import_rlp;
 #[path = "cli/limits.rs"]
 mod limits;
 /// `get` and `prove --db` at recent blocks (`--block`), and the window in `stats`.

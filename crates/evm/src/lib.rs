@@ -22,6 +22,8 @@
 //!   the input a per-transaction proof will need.
 //! - [`block`]: the Ethereum block executor (decode, validate, execute through revm,
 //!   check the header's commitments), for the forks from Paris on.
+//! - [`road`]: Ethereum blocks on the import road (`chain::import_with`): the EVM's
+//!   `chain::BlockExecutor` over the road's pending state, [`road::import_eth`].
 //! - [`blocktest`]: the Ethereum blockchain-test runner, over a backend seam.
 //! - [`statetest`]: the Ethereum state-test runner.
 //!
@@ -37,6 +39,7 @@ mod changes;
 mod database;
 mod journal;
 mod reader;
+pub mod road;
 pub mod statetest;
 mod store_tries;
 mod stored;

@@ -315,6 +315,16 @@ pub enum ImportError {
     /// A commit failed for another reason than the block.
     #[error("commit: {0}")]
     Commit(CommitError),
+    /// The executor failed for a reason that is not the block's (its state could not be
+    /// read as its model needs, its engine broke an invariant): the block's validity is
+    /// unknown, and the head is the block before it.
+    #[error("executing block {number} failed: {reason}")]
+    Executor {
+        /// The block being executed.
+        number: u64,
+        /// The executor's typed reason.
+        reason: Rejection,
+    },
 }
 
 /// One committed block, for progress reports.

@@ -56,8 +56,10 @@ fn trie_writes<'a>(changes: &'a BlockChanges, trie: &TrieId) -> (Option<&'a Writ
 }
 
 impl Pending {
-    /// The state after `above` (oldest first) over `base`.
-    pub(crate) fn new(base: ReadHandle, above: Vec<(u64, Arc<BlockChanges>)>) -> Self {
+    /// The state after `above` (oldest first: each block's number and changes) over
+    /// `base`, the store's published state (the road builds one per block it executes;
+    /// an executor's tests may build their own).
+    pub fn new(base: ReadHandle, above: Vec<(u64, Arc<BlockChanges>)>) -> Self {
         Pending { base, above, known: HashMap::new() }
     }
 
@@ -72,6 +74,13 @@ impl Pending {
         let values = self.base.get_many(trie, &keys)?;
         self.known.extend(keys.into_iter().map(|k| (*trie, k)).zip(values));
         Ok(())
+    }
+
+    /// Whether a block in flight writes `key` of `trie` (or clears `trie`): its value then
+    /// comes from that block's changes, where a main-trie leaf carries a placeholder child
+    /// root (see the module docs).
+    pub fn in_flight(&self, trie: &TrieId, key: &[u8]) -> bool {
+        self.above.iter().any(|(_, c)| written(c, trie, key).is_some())
     }
 
     /// The value before the block of every key in `writes` (of `trie`).

@@ -90,6 +90,11 @@ pub fn header_hash(header: &Header) -> H256 {
     H256(header.hash_slow().0)
 }
 
+/// The RLP of `header` (what [`header_hash`] hashes): the record a store keeps for it.
+pub fn header_rlp(header: &Header) -> Vec<u8> {
+    alloy_rlp::encode(header)
+}
+
 fn field_error(field: &'static str, problem: impl ToString) -> GenesisHeaderError {
     GenesisHeaderError::Field { field, problem: problem.to_string() }
 }

@@ -34,7 +34,9 @@ mod validate;
 pub use chain::{ChainConfig, ConfigError, Fork, UnsupportedFork};
 pub use decode::{decode_block, BlockTx, DecodeError, EthBlock, SignatureProblem, SignedTx};
 pub use execute::{execute_block, BlockOutcome, ExecError};
-pub use genesis::{genesis_header, header_hash, GenesisHeaderError};
+pub use genesis::{genesis_header, header_hash, header_rlp, GenesisHeaderError};
 pub use invalid::InvalidBlock;
 pub use receipts::Receipt;
 pub use validate::{validate_body, validate_header};
+
+pub(crate) use overlay::NON_EMPTY_STAND_IN;

@@ -31,7 +31,7 @@ pub(crate) struct BlockOverlay<'a, R, B: ?Sized> {
 }
 
 /// A stand-in storage root for storage known to be non-empty whose root is not computed.
-const NON_EMPTY_STAND_IN: H256 = H256([0xff; 32]);
+pub(crate) const NON_EMPTY_STAND_IN: H256 = H256([0xff; 32]);
 
 impl<'a, R: WorldReader, B: BlockHashes + ?Sized> BlockOverlay<'a, R, B> {
     /// The parent state with no changes yet.

@@ -3,7 +3,8 @@
 //! store; the blockchain-test subset run in memory (every test must pass); the store's
 //! reads against the in-memory world; hostile fixtures (never a panic, errors that name
 //! the field), and execution rules checked directly (EIP-7610 collisions, EIP-161 and the
-//! forks before it, read errors of the database adapter).
+//! forks before it, read errors of the database adapter); the subset's linear chains
+//! through the import road (`evm::road`) on stores, flipped bytes refused there.
 
 // Test helpers outside #[test] functions unwrap too: a failure there is a test failure.
 #![allow(clippy::unwrap_used)]
@@ -13,6 +14,7 @@ mod blocksuite;
 mod execution;
 mod fixture;
 mod in_store;
+mod road;
 mod stored;
 mod suite;
 
