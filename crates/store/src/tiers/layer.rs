@@ -83,16 +83,16 @@ impl ChangeMap {
 
     /// The change of `key`: `Some(None)` means deleted.
     pub(crate) fn get(&self, key: &[u8]) -> Option<Option<&Arc<[u8]>>> {
-        // Searched by the 8-byte prefixes (integer compares), then the few entries that
-        // share the key's prefix compared whole.
+        // Searched by the 8-byte prefixes (integer compares), then by whole keys among the
+        // entries that share the key's prefix. That run is binary-searched, not walked: the
+        // keys of one child trie (a contract's storage) all share their first 8 bytes (the
+        // trie's tag and its account's hash), so a layer may hold thousands in one run.
         let p = key_prefix64(key);
         let first = self.prefixes.partition_point(|x| *x < p);
-        self.prefixes[first..]
-            .iter()
-            .take_while(|x| **x == p)
-            .zip(&self.entries[first..])
-            .find(|(_, (k, _))| k.as_slice() == key)
-            .map(|(_, (_, v))| v.as_ref())
+        let run = self.prefixes[first..].partition_point(|x| *x == p);
+        let entries = &self.entries[first..first + run];
+        let at = entries.binary_search_by(|(k, _)| k.as_slice().cmp(key)).ok()?;
+        Some(entries[at].1.as_ref())
     }
 
     /// The changes with keys in `range`, ascending.
@@ -237,6 +237,18 @@ mod tests {
         assert_eq!(m.get(&[1, 0, 0, 0]), None);
     }
 
+    /// Keys of one child trie share their first 8 bytes (tag and account hash): a point
+    /// read finds each of many such keys, and none of the keys between them.
+    #[test]
+    fn point_reads_in_a_long_run_of_one_prefix() {
+        let key = |i: u16| [[7u8; 8].as_slice(), &i.to_be_bytes(), &[0; 22]].concat();
+        let m = ChangeMap::from_writes((0..2000).map(|i| (key(2 * i), v(i as u8))).collect());
+        for i in 0..2000u16 {
+            assert_eq!(m.get(&key(2 * i)).flatten().map(|v| v[0]), Some(i as u8));
+            assert_eq!(m.get(&key(2 * i + 1)), None);
+        }
+    }
+
     /// A map of another's keys takes its values by position and answers point reads and
     /// ranges like a map built from the same entries.
     #[test]
@@ -272,11 +284,21 @@ mod tests {
             let m = ChangeMap::from_writes(entries);
             let got: Vec<(Vec<u8>, Option<u8>)> =
                 m.iter().map(|(k, val)| (k.clone(), val.as_ref().map(|x| x[0]))).collect();
-            let want: Vec<(Vec<u8>, Option<u8>)> = model.into_iter().collect();
+            let want: Vec<(Vec<u8>, Option<u8>)> = model.clone().into_iter().collect();
             proptest::prop_assert_eq!(got, want);
             for (k, _) in &writes {
                 let at = m.entries.partition_point(|e| e.0 < *k);
                 proptest::prop_assert_eq!(m.prefixes[at], key_prefix64(k));
+            }
+            // Point reads, including keys that share a prefix with many others and keys
+            // that are absent (each written key with a byte appended or its last dropped).
+            for (k, _) in &writes {
+                let mut probes = vec![k.clone(), [k.as_slice(), &[1]].concat()];
+                probes.extend(k.split_last().map(|(_, head)| head.to_vec()));
+                for probe in probes {
+                    let got = m.get(&probe).map(|val| val.map(|x| x[0]));
+                    proptest::prop_assert_eq!(got, model.get(&probe).copied());
+                }
             }
         }
     }
