@@ -212,6 +212,14 @@ fn a_flipped_byte_of_a_block_is_refused_with_the_head_below_it() {
         blocks[at][byte] ^= 1 << rng.gen_range(0..8);
         let (result, head, _, hash) = import(chain, &blocks, trial % 2 == 0);
         let what = format!("{name}: block {} byte {byte} (seed {seed})", at + 1);
+        // A flip that leaves a valid block (its extra data or prevrandao, say) in the last
+        // block has no next block to be refused at: it is another valid block, imported
+        // as what it is (a new hash, every check of its header passed), never as the old.
+        if result.is_ok() && at + 1 == blocks.len() {
+            assert_eq!(head, blocks.len() as u64, "{what}");
+            assert_ne!(hash, chain.last_hash, "{what}: a changed block kept its hash");
+            continue;
+        }
         let Err(ImportError::Invalid { number, reason }) = &result else {
             panic!("{what}: {result:?}");
         };
