@@ -1,266 +1,127 @@
 //! `arbor statetest PATH… [--db [--db-dir DIR]] [--json]`: the Ethereum state tests
 //! (`GeneralStateTests` JSON) through revm and Arbor's account-model commit.
 //!
-//! PATHs are files or directories (searched recursively for `*.json`, in path order).
-//! Every file is read and parsed before any runs, so a malformed one is a usage error
-//! naming the file (exit 2) and nothing else is printed; a path that cannot be read is
-//! exit 3. Then every test, every fork revm supports, every post entry runs (the
+//! The files are found, parsed first and run by the suites' shared runner
+//! ([`crate::suite`]: exit codes, the temporary directory of `--db`, Ctrl-C), one file at a
+//! time. Every test, every fork revm supports, every post entry runs (the
 //! `evm::statetest` runner): one line per failing entry (`FAIL file test fork d=… g=… v=…:
 //! reason`), a line naming the forks revm does not support when their entries were
 //! skipped, and last `N passed, M failed, K skipped` (post entries); exit 1 when any
 //! failed. `--json` prints the same summary as one document, with the transactions'
-//! reads and writes summed (what a per-transaction proof will need). A progress bar on
-//! stderr counts files.
+//! reads and writes summed (what a per-transaction proof will need).
 //!
 //! Back-ends: the states are in memory (`evm::statetest::InMemory`) by default; with `--db`
 //! they are RocksDB stores (`evm::statetest::InStore`: one database per file, the
 //! pre-state and each transaction committed through the store's account-model commit and
 //! reverted after each entry, `verify` at the file's end; a failure there fails the file's
-//! entries). The databases go in a temporary directory made under the system's temporary
-//! directory, or under `--db-dir DIR` (which must exist), and removed at the end; Ctrl-C
-//! or SIGTERM stops after the file under way, removes them and exits 3.
+//! entries).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
-use clap::Args;
-use evm::statetest::{
-    parse_file, run_file, EntryReport, FileReport, InMemory, InStore, StateTestFile, TestBackend,
-};
-use evm::PovNeeds;
+use evm::statetest::{parse_file, run_file, FileReport, InMemory, InStore, StateTestFile};
+use evm::{FixtureError, PovNeeds};
+use serde_json::{Map, Value};
 
-use crate::input::{display_name, file_usage, read_text_bytes, utf8_text};
+use crate::input::display_name;
+use crate::suite::{Failure, Skipped, Suite, Summary};
 
-/// Arguments of `arbor statetest`.
-#[derive(Debug, Args)]
-pub(crate) struct StatetestArgs {
-    /// State-test files, or directories searched recursively for *.json.
-    #[arg(required = true, value_name = "PATH")]
-    paths: Vec<PathBuf>,
-    /// Run on temporary RocksDB stores (one per file; the store's commit, reverts and a
-    /// verify) instead of in memory.
-    #[arg(long)]
-    db: bool,
-    /// Where --db makes its temporary directory [default: the system's temporary
-    /// directory].
-    #[arg(long, value_name = "DIR", requires = "db")]
-    db_dir: Option<PathBuf>,
-    /// Print one JSON summary instead of the text lines.
-    #[arg(long)]
-    json: bool,
+/// The state tests, as `arbor statetest` runs them.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct StateTests;
+
+/// Where a file's states live.
+pub(crate) enum Backend {
+    /// In memory.
+    Memory(InMemory),
+    /// On RocksDB stores (`--db`; boxed: it is large).
+    Store(Box<InStore>),
 }
 
-/// Run `arbor statetest`.
-pub(crate) fn run(args: &StatetestArgs) -> Result<ExitCode> {
-    let files = collect_files(&args.paths)?;
-    // Every file parses before any runs: a malformed one stops the command before output.
-    for file in &files {
-        parse(file)?;
-    }
-    let started = Instant::now();
-    let summary = if args.db {
-        let base = args.db_dir.clone().unwrap_or_else(std::env::temp_dir);
-        let dir = tempfile::Builder::new()
-            .prefix("arbor-statetest-")
-            .tempdir_in(&base)
-            .with_context(|| format!("cannot make a temporary directory in {}", base.display()))?;
-        let stop = crate::signals::stop_flag()?;
-        let mut backend = InStore::new(dir.path().to_path_buf());
-        let summary = run_files(&files, &mut backend, args.json, Some(&stop));
-        drop(backend);
-        let path = dir.path().display().to_string();
-        dir.close().with_context(|| format!("cannot remove the temporary databases at {path}"))?;
-        summary?
-    } else {
-        run_files(&files, &mut InMemory, args.json, None)?
-    };
-    let elapsed_s = started.elapsed().as_secs_f64();
-    if args.json {
-        let backend = if args.db { "db" } else { "memory" };
-        outln!("{}", summary.json(files.len(), elapsed_s, backend))?;
-    } else {
-        summary.print()?;
-    }
-    Ok(if summary.failures.is_empty() { ExitCode::SUCCESS } else { crate::negative() })
-}
-
-/// Run every file on `backend` (each parsed again: only one is held at a time), stopping
-/// between files when `stop` is set.
-fn run_files<B: TestBackend>(
-    files: &[PathBuf],
-    backend: &mut B,
-    json: bool,
-    stop: Option<&Arc<AtomicBool>>,
-) -> Result<Summary> {
-    let pb = crate::progress::counter(!json, Some(files.len() as u64), "running", "files");
-    let mut summary = Summary::default();
-    for (done, file) in files.iter().enumerate() {
-        if stop.is_some_and(|s| s.load(Ordering::SeqCst)) {
-            pb.finish_and_clear();
-            bail!("stopped by a signal after {done} of {} files", files.len());
-        }
-        let parsed: StateTestFile = parse(file)?;
-        let report = run_file(&parsed, backend);
-        summary.add(file, &report);
-        pb.inc(1);
-    }
-    pb.finish_and_clear();
-    Ok(summary)
-}
-
-/// Parse one state-test file: its content's problems are usage errors naming it.
-fn parse(path: &Path) -> Result<evm::statetest::StateTestFile> {
-    let bytes = read_text_bytes(path)?;
-    let text = utf8_text(path, bytes).map_err(|e| crate::usage(crate::error_line(&e)))?;
-    parse_file(&text).map_err(|e| file_usage(path, &anyhow::Error::new(e)))
-}
-
-/// The files the paths name: files as given, directories searched recursively for
-/// `*.json`, each sorted by path. A directory without one is a usage error.
-pub(crate) fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    for path in paths {
-        let meta = std::fs::metadata(path)
-            .with_context(|| format!("cannot read {}", display_name(path)))?;
-        if meta.is_dir() {
-            let before = files.len();
-            walk(path, &mut files)?;
-            if files.len() == before {
-                return Err(crate::usage(format!(
-                    "{}: no *.json test files in this directory",
-                    path.display()
-                )));
-            }
-            files[before..].sort();
-        } else {
-            files.push(path.clone());
-        }
-    }
-    Ok(files)
-}
-
-fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<()> {
-    let entries =
-        std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
-    for entry in entries {
-        let entry = entry.with_context(|| format!("cannot read {}", dir.display()))?;
-        let path = entry.path();
-        let kind = entry.file_type().with_context(|| format!("cannot read {}", path.display()))?;
-        if kind.is_dir() {
-            walk(&path, files)?;
-        } else if path.extension().is_some_and(|e| e == "json") {
-            files.push(path);
-        }
-    }
-    Ok(())
-}
-
-/// One failing entry, for the lines and the JSON.
-struct FailureLine {
-    file: String,
-    entry: EntryReport,
-}
-
-/// The counts over all files.
+/// The transactions' reads and writes, summed and at most.
 #[derive(Default)]
-struct Summary {
-    passed: usize,
-    failures: Vec<FailureLine>,
-    skipped: BTreeMap<String, usize>,
+pub(crate) struct PovSums {
     transactions: usize,
-    pov_total: PovNeeds,
-    pov_max: PovNeeds,
+    total: PovNeeds,
+    max: PovNeeds,
 }
 
-impl Summary {
-    fn add(&mut self, file: &Path, report: &FileReport) {
-        self.passed += report.passed();
+impl Suite for StateTests {
+    type File = StateTestFile;
+    type Report = FileReport;
+    type Worker = Backend;
+    type Extra = PovSums;
+
+    const NAME: &'static str = "statetest";
+    const PATHS_HELP: &'static str =
+        "State-test files, or directories searched recursively for *.json";
+    const DB_HELP: &'static str = "Run on temporary RocksDB stores (one per file; the store's \
+                                   commit, reverts and a verify) instead of in memory";
+    const SKIPPED: Skipped = Skipped {
+        line: "skipped forks revm does not support",
+        unit: "entries",
+        key: "skipped_forks",
+        name: "fork",
+    };
+
+    fn parse(text: &str) -> Result<StateTestFile, FixtureError> {
+        parse_file(text)
+    }
+
+    /// One: a store back-end holds one file's database at a time, in one directory.
+    fn threads(&self) -> usize {
+        1
+    }
+
+    fn worker(&self, db_dir: Option<&Path>) -> Backend {
+        match db_dir {
+            None => Backend::Memory(InMemory),
+            Some(dir) => Backend::Store(Box::new(InStore::new(PathBuf::from(dir)))),
+        }
+    }
+
+    fn run(&self, file: &StateTestFile, worker: &mut Backend) -> FileReport {
+        match worker {
+            Backend::Memory(backend) => run_file(file, backend),
+            Backend::Store(backend) => run_file(file, &mut **backend),
+        }
+    }
+
+    fn add(summary: &mut Summary<PovSums>, file: &Path, report: FileReport) {
+        summary.pass(report.passed());
         for (fork, n) in &report.skipped {
-            *self.skipped.entry(fork.clone()).or_default() += n;
+            summary.skip(fork, *n);
         }
-        for entry in &report.entries {
+        for entry in report.entries {
             if let Some(pov) = &entry.pov {
-                self.transactions += 1;
-                pov_fold(&mut self.pov_total, pov, |a, b| a + b);
-                pov_fold(&mut self.pov_max, pov, usize::max);
+                let sums = &mut summary.extra;
+                sums.transactions += 1;
+                pov_fold(&mut sums.total, pov, |a, b| a + b);
+                pov_fold(&mut sums.max, pov, usize::max);
             }
-            if entry.failure.is_some() {
-                self.failures.push(FailureLine { file: display_name(file), entry: entry.clone() });
-            }
+            let Some(failure) = &entry.failure else { continue };
+            let (name, reason, i) = (display_name(file), failure.to_string(), entry.indexes);
+            summary.fail(Failure {
+                line: format!(
+                    "{name} {} {} d={} g={} v={}: {reason}",
+                    entry.test, entry.fork, i.data, i.gas, i.value
+                ),
+                json: serde_json::json!({
+                    "file": name,
+                    "test": entry.test,
+                    "fork": entry.fork,
+                    "d": i.data,
+                    "g": i.gas,
+                    "v": i.value,
+                    "reason": reason,
+                }),
+            });
         }
     }
 
-    fn skipped_entries(&self) -> usize {
-        self.skipped.values().sum()
-    }
-
-    fn print(&self) -> Result<()> {
-        for f in &self.failures {
-            let e = &f.entry;
-            let reason = e.failure.as_ref().map(ToString::to_string).unwrap_or_default();
-            let i = e.indexes;
-            outln!(
-                "FAIL {} {} {} d={} g={} v={}: {reason}",
-                f.file,
-                e.test,
-                e.fork,
-                i.data,
-                i.gas,
-                i.value
-            )?;
-        }
-        if !self.skipped.is_empty() {
-            let forks: Vec<String> =
-                self.skipped.iter().map(|(fork, n)| format!("{fork} ({n} entries)")).collect();
-            outln!("skipped forks revm does not support: {}", forks.join(", "))?;
-        }
-        outln!(
-            "{} passed, {} failed, {} skipped",
-            self.passed,
-            self.failures.len(),
-            self.skipped_entries()
-        )
-    }
-
-    fn json(&self, files: usize, elapsed_s: f64, backend: &str) -> serde_json::Value {
-        let failures: Vec<serde_json::Value> = self
-            .failures
-            .iter()
-            .map(|f| {
-                let e = &f.entry;
-                serde_json::json!({
-                    "file": f.file,
-                    "test": e.test,
-                    "fork": e.fork,
-                    "d": e.indexes.data,
-                    "g": e.indexes.gas,
-                    "v": e.indexes.value,
-                    "reason": e.failure.as_ref().map(ToString::to_string),
-                })
-            })
-            .collect();
-        serde_json::json!({
-            "files": files,
-            "passed": self.passed,
-            "failed": self.failures.len(),
-            "skipped": self.skipped_entries(),
-            "skipped_forks": self
-                .skipped
-                .iter()
-                .map(|(fork, n)| serde_json::json!({ "fork": fork, "entries": n }))
-                .collect::<Vec<_>>(),
-            "failures": failures,
-            "transactions": self.transactions,
-            "pov_total": pov_json(&self.pov_total),
-            "pov_max": pov_json(&self.pov_max),
-            "elapsed_s": elapsed_s,
-            "backend": backend,
-        })
+    fn extra_json(sums: &PovSums, doc: &mut Map<String, Value>) {
+        doc.insert("transactions".into(), Value::from(sums.transactions));
+        doc.insert("pov_total".into(), pov_json(&sums.total));
+        doc.insert("pov_max".into(), pov_json(&sums.max));
     }
 }
 
@@ -278,7 +139,7 @@ fn pov_fold(acc: &mut PovNeeds, x: &PovNeeds, f: impl Fn(usize, usize) -> usize)
     acc.code_written = f(acc.code_written, x.code_written);
 }
 
-fn pov_json(p: &PovNeeds) -> serde_json::Value {
+fn pov_json(p: &PovNeeds) -> Value {
     serde_json::json!({
         "accounts_read": p.accounts_read,
         "slots_read": p.slots_read,

@@ -68,6 +68,7 @@ mod metrics;
 mod output;
 mod progress;
 mod signals;
+mod suite;
 
 /// Arbor: an authenticated state engine (Ethereum-compatible Merkle-Patricia trie).
 #[derive(Debug, Parser)]
@@ -140,9 +141,9 @@ enum Command {
     Checkpoint(cmd_checkpoint::CheckpointArgs),
     /// Run Ethereum state tests (GeneralStateTests JSON) through revm and Arbor's commit, in
     /// memory or (--db) on temporary RocksDB stores.
-    Statetest(cmd_statetest::StatetestArgs),
+    Statetest(suite::SuiteArgs<cmd_statetest::StateTests>),
     /// Run Ethereum blockchain tests (BlockchainTests JSON) through the block executor.
-    Blocktest(cmd_blocktest::BlocktestArgs),
+    Blocktest(suite::SuiteArgs<cmd_blocktest::BlockTests>),
 }
 
 /// mimalloc (per-thread heaps: the parallel executor's workers allocate without meeting
@@ -194,8 +195,8 @@ fn main() -> ExitCode {
         Command::GenChain(args) => cmd_chain::gen_chain(&args),
         Command::Import(args) => cmd_import::import(&args),
         Command::Checkpoint(args) => cmd_checkpoint::run(&args),
-        Command::Statetest(args) => cmd_statetest::run(&args),
-        Command::Blocktest(args) => cmd_blocktest::run(&args),
+        Command::Statetest(args) => suite::run(&cmd_statetest::StateTests, &args),
+        Command::Blocktest(args) => suite::run(&cmd_blocktest::BlockTests::default(), &args),
     };
     match result {
         Ok(code) => {

@@ -56,6 +56,9 @@ mod substrate;
 /// Databases in Substrate's layouts: `init --chain-spec`, `load --layout`, proofs.
 #[path = "cli/substrate_db.rs"]
 mod substrate_db;
+/// What the `statetest` and `blocktest` tests share: extracted subsets, summary counts.
+#[path = "cli/suite_files.rs"]
+mod suite_files;
 
 const MAINNET_ROOT: &str = "0xd7f8974fb5ac78d9ac099b9ad5018bedc2ce0a72dad1827a1709da30580f0544";
 const EXEC_APIS_ROOT: &str = "0xdc43f460541a253c0f64b6943ef83fa3bd601699a255622f088d46f7fde359fc";

@@ -26,6 +26,9 @@
 //!   `chain::BlockExecutor` over the road's pending state, [`road::import_eth`].
 //! - [`blocktest`]: the Ethereum blockchain-test runner, over a backend seam.
 //! - [`statetest`]: the Ethereum state-test runner.
+//! - What both runners share: their fixtures' JSON (`fixture_json`: the field readers and
+//!   [`FixtureError`], [`FieldProblem`]) and their store back-ends' database (`test_db`:
+//!   creation, the check at the end, removal; [`TestDbError`]).
 //!
 //! Addresses are `eth::Address` (20 bytes), hashes and slots `state::H256`, numbers
 //! `alloy_primitives::U256`; revm's own types appear only at revm's interfaces.
@@ -37,17 +40,21 @@ pub mod block;
 pub mod blocktest;
 mod changes;
 mod database;
+mod fixture_json;
 mod journal;
 mod reader;
 pub mod road;
 pub mod statetest;
 mod store_tries;
 mod stored;
+mod test_db;
 
 pub use access::{PovNeeds, Reads, RecordingReader};
 pub use changes::{evm_changes, ConvertError};
 pub use database::{DbError, WorldDb};
+pub use fixture_json::{FieldProblem, FixtureError};
 pub use journal::{world_context, Eip7610Journal, WorldContext};
 pub use reader::WorldReader;
 pub use store_tries::StoreTries;
 pub use stored::{BlockHashes, NoBlockHashes, StoreReadError, StoreWorld};
+pub use test_db::TestDbError;

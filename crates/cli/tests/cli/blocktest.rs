@@ -8,31 +8,14 @@
 use std::path::PathBuf;
 
 use serde_json::Value;
-use test_support::statetests::{blocktests_archive_path, read_archive};
+use test_support::statetests::blocktests_archive_path;
 
+use super::suite_files::counts;
 use super::{arbor, assert_one_line_error, conventions, ok, stderr, stdout};
 
-/// A fresh directory holding the subset's files whose path contains one of `filters`,
-/// under their archive paths.
+/// A fresh directory holding the subset's files whose path contains one of `filters`.
 fn extract(name: &str, filters: &[&str]) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("blocktest-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    for (path, bytes) in read_archive(&blocktests_archive_path()) {
-        if filters.iter().any(|f| path.contains(f)) {
-            let out = dir.join(&path);
-            std::fs::create_dir_all(out.parent().unwrap()).unwrap();
-            std::fs::write(out, bytes).unwrap();
-        }
-    }
-    dir
-}
-
-/// The last line of a command's stdout, split into its three counts.
-fn counts(out: &str) -> (u64, u64, u64) {
-    let last = out.trim_end().lines().last().unwrap_or_default();
-    let n: Vec<u64> = last.split([' ', ',']).filter_map(|w| w.parse().ok()).collect();
-    assert!(last.ends_with(" skipped") && n.len() == 3, "last line: {last:?}");
-    (n[0], n[1], n[2])
+    super::suite_files::extract(&blocktests_archive_path(), &format!("blocktest-{name}"), filters)
 }
 
 const SIMPLE: &str = "BlockchainTests/ValidBlocks/bcValidBlockTest/SimpleTx.json";

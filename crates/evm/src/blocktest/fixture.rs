@@ -9,39 +9,17 @@
 //! fields (`_info`, `sealEngine`, a block's `transactions`, `rlp_decoded`…) are ignored. A
 //! block expected to be refused may carry `rlp` that is not even hex (kept as
 //! [`BlockRlp::Malformed`]: refusing it is the test). Never panics: a malformed file is
-//! one [`FixtureError`] naming the field.
+//! one [`FixtureError`] naming the field (the readers of one field and the error are the
+//! test suites' shared ones, `crate::fixture_json`).
 
-use eth::{Genesis, GenesisError};
-use serde_json::{Map, Value};
-use state::{decode_hex, HexError, H256};
+use eth::Genesis;
+use serde_json::Value;
+use state::{decode_hex, H256};
 
-/// A malformed blockchain-test file.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum FixtureError {
-    /// The text is not JSON (or has a key twice in one object).
-    #[error("not valid JSON: {0}")]
-    Json(#[from] serde_json::Error),
-    /// The file holds no test.
-    #[error("the file holds no test (expected an object of tests by name)")]
-    NoTests,
-    /// A field is missing or malformed.
-    #[error("{path}: {problem}")]
-    Field {
-        /// Where: `test.blocks[2].rlp`.
-        path: String,
-        /// What is wrong.
-        problem: String,
-    },
-    /// An allocation (`pre` or `postState`) does not parse.
-    #[error("{path}: {source}")]
-    Alloc {
-        /// `test.pre` or `test.postState`.
-        path: String,
-        /// Why (boxed: it is large).
-        source: Box<GenesisError>,
-    },
-}
+use crate::fixture_json::{
+    alloc, array, bytes, field, hash32, object, optional, parse_tests, required, small_number,
+    string, FieldProblem, FixtureError,
+};
 
 /// A parsed blockchain-test file: its tests, in file order.
 #[derive(Debug, Clone)]
@@ -104,16 +82,7 @@ pub enum PostState {
 
 /// Parse a blockchain-test file's text.
 pub fn parse_file(text: &str) -> Result<BlockTestFile, FixtureError> {
-    let value = eth::parse_json_strict(text)?;
-    let tests = object(&value, "the file")?;
-    if tests.is_empty() {
-        return Err(FixtureError::NoTests);
-    }
-    let tests = tests
-        .iter()
-        .map(|(name, test)| Ok((name.clone(), parse_test(name, test)?)))
-        .collect::<Result<Vec<_>, FixtureError>>()?;
-    Ok(BlockTestFile { tests })
+    Ok(BlockTestFile { tests: parse_tests(text, parse_test)? })
 }
 
 fn parse_test(name: &str, value: &Value) -> Result<BlockTest, FixtureError> {
@@ -127,43 +96,45 @@ fn parse_test(name: &str, value: &Value) -> Result<BlockTest, FixtureError> {
         .enumerate()
         .map(|(i, b)| parse_block(&format!("{blocks_path}[{i}]"), b))
         .collect::<Result<Vec<_>, _>>()?;
-    let post = match (test.get("postState"), test.get("postStateHash")) {
-        (Some(state), _) if !state.is_null() => {
-            PostState::Accounts(alloc(state, &at("postState"))?)
+    let post = match (optional(test, "postState"), optional(test, "postStateHash")) {
+        (Some(state), _) => PostState::Accounts(alloc(&at("postState"), state)?),
+        (None, Some(root)) => PostState::Root(hash32(&at("postStateHash"), root)?),
+        (None, None) => {
+            let problem = FieldProblem::MissingWithAlternative { alternative: "postStateHash" };
+            return Err(field(&at("postState"), problem));
         }
-        (_, Some(root)) if !root.is_null() => PostState::Root(hash32(root, &at("postStateHash"))?),
-        _ => return Err(field(at("postState"), "missing (and no postStateHash)")),
     };
-    let chain_id = match test.get("config").filter(|c| !c.is_null()) {
+    let chain_id = match optional(test, "config") {
         None => None,
         Some(config) => {
             let config = object(config, &at("config"))?;
-            config.get("chainid").map(|id| chain_id(id, &at("config.chainid"))).transpose()?
+            let path = at("config.chainid");
+            config.get("chainid").map(|id| small_number(&path, id)).transpose()?
         }
     };
     Ok(BlockTest {
         network: string(required(test, name, "network")?, &at("network"))?.to_string(),
         chain_id,
-        pre: alloc(required(test, name, "pre")?, &at("pre"))?,
+        pre: alloc(&at("pre"), required(test, name, "pre")?)?,
         genesis_hash: hash32(
-            required(genesis, &genesis_path, "hash")?,
             &format!("{genesis_path}.hash"),
+            required(genesis, &genesis_path, "hash")?,
         )?,
         genesis_state_root: hash32(
-            required(genesis, &genesis_path, "stateRoot")?,
             &format!("{genesis_path}.stateRoot"),
+            required(genesis, &genesis_path, "stateRoot")?,
         )?,
-        genesis_rlp: bytes(required(test, name, "genesisRLP")?, &at("genesisRLP"))?,
+        genesis_rlp: bytes(&at("genesisRLP"), required(test, name, "genesisRLP")?)?,
         blocks,
         post,
-        last_block_hash: hash32(required(test, name, "lastblockhash")?, &at("lastblockhash"))?,
+        last_block_hash: hash32(&at("lastblockhash"), required(test, name, "lastblockhash")?)?,
     })
 }
 
 fn parse_block(path: &str, value: &Value) -> Result<TestBlock, FixtureError> {
     let block = object(value, path)?;
-    let expect_exception = match block.get("expectException") {
-        None | Some(Value::Null) => None,
+    let expect_exception = match optional(block, "expectException") {
+        None => None,
         Some(e) => Some(string(e, &format!("{path}.expectException"))?.to_string()),
     };
     let rlp_path = format!("{path}.rlp");
@@ -171,85 +142,16 @@ fn parse_block(path: &str, value: &Value) -> Result<TestBlock, FixtureError> {
     let rlp = match decode_hex(text) {
         Ok(b) => BlockRlp::Bytes(b),
         Err(_) if expect_exception.is_some() => BlockRlp::Malformed(text.to_string()),
-        Err(e) => return Err(field(rlp_path, e)),
+        Err(e) => return Err(field(&rlp_path, e.into())),
     };
-    let hash = match block.get("blockHeader").filter(|h| !h.is_null()) {
+    let hash = match optional(block, "blockHeader") {
         None => None,
         Some(header) => {
             let header_path = format!("{path}.blockHeader");
             let header = object(header, &header_path)?;
             let hash = required(header, &header_path, "hash")?;
-            Some(hash32(hash, &format!("{header_path}.hash"))?)
+            Some(hash32(&format!("{header_path}.hash"), hash)?)
         }
     };
     Ok(TestBlock { rlp, expect_exception, hash })
-}
-
-fn alloc(value: &Value, path: &str) -> Result<Genesis, FixtureError> {
-    object(value, path)?;
-    Genesis::from_value(value)
-        .map_err(|e| FixtureError::Alloc { path: path.to_string(), source: Box::new(e) })
-}
-
-fn chain_id(value: &Value, path: &str) -> Result<u64, FixtureError> {
-    let n = match value {
-        Value::Number(n) => {
-            n.as_u64().ok_or_else(|| field(path.to_string(), "not a 64-bit integer"))?
-        }
-        other => {
-            let text = string(other, path)?;
-            let n = eth::parse_quantity(text).map_err(|e| field(path.to_string(), e))?;
-            u64::try_from(n).map_err(|_| field(path.to_string(), "does not fit 64 bits"))?
-        }
-    };
-    Ok(n)
-}
-
-fn required<'a>(
-    obj: &'a Map<String, Value>,
-    path: &str,
-    name: &str,
-) -> Result<&'a Value, FixtureError> {
-    obj.get(name).filter(|v| !v.is_null()).ok_or_else(|| field(format!("{path}.{name}"), "missing"))
-}
-
-fn object<'a>(value: &'a Value, path: &str) -> Result<&'a Map<String, Value>, FixtureError> {
-    value.as_object().ok_or_else(|| wrong(path, "an object", value))
-}
-
-fn array<'a>(value: &'a Value, path: &str) -> Result<&'a Vec<Value>, FixtureError> {
-    value.as_array().ok_or_else(|| wrong(path, "an array", value))
-}
-
-fn string<'a>(value: &'a Value, path: &str) -> Result<&'a str, FixtureError> {
-    value.as_str().ok_or_else(|| wrong(path, "a string", value))
-}
-
-fn bytes(value: &Value, path: &str) -> Result<Vec<u8>, FixtureError> {
-    decode_hex(string(value, path)?).map_err(|e| field(path.to_string(), e))
-}
-
-fn hash32(value: &Value, path: &str) -> Result<H256, FixtureError> {
-    let b = bytes(value, path)?;
-    let len = b.len();
-    let array: [u8; 32] = b
-        .try_into()
-        .map_err(|_| field(path.to_string(), HexError::Length { expected: 32, got: len }))?;
-    Ok(H256(array))
-}
-
-fn field(path: String, problem: impl ToString) -> FixtureError {
-    FixtureError::Field { path, problem: problem.to_string() }
-}
-
-fn wrong(path: &str, expected: &str, found: &Value) -> FixtureError {
-    let found = match found {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    };
-    field(path.to_string(), format!("expected {expected}, found {found}"))
 }

@@ -11,17 +11,19 @@
 //! the store through [`StoreWorld`] over the committing handle; block hashes come from the
 //! chain. At the end of a test the store is flushed and [`store::StateDb::verify`] must
 //! find it consistent. Cost per block: one commit (and its flush in the background); per
-//! test a database's creation, a verify and its removal.
+//! test a database's creation, a verify and its removal (the test suites' one kind of
+//! database, `crate::test_db`, whose error, [`TestDbError`], the tip fails with).
 
 use std::path::PathBuf;
 
 use eth::{AccountModel, EthChanges};
 use state::H256;
-use store::{CommitError, OpenError, RevertError, StateDb, StoreConfig, StoreError};
+use store::{CommitError, StateDb};
 use trie::EMPTY_ROOT;
 
 use super::chain::{Chain, ChainTip};
 use crate::stored::{NoBlockHashes, StoreWorld};
+use crate::test_db::{TestDb, TestDbError};
 
 /// A blockchain test's chain on a RocksDB store.
 pub type InStoreChain = Chain<StoreTip>;
@@ -34,51 +36,11 @@ impl InStoreChain {
     }
 }
 
-/// Why the store failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreTipError {
-    /// The database directory could not be created.
-    #[error("cannot create the database directory {}: {source}", path.display())]
-    CreateDir {
-        /// The directory.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// The database did not open.
-    #[error("cannot open the database {}: {source}", path.display())]
-    Open {
-        /// The directory.
-        path: PathBuf,
-        /// Why.
-        source: OpenError,
-    },
-    /// A commit failed.
-    #[error("commit failed: {0}")]
-    Commit(#[from] CommitError),
-    /// A revert failed.
-    #[error("revert failed: {0}")]
-    Revert(#[from] RevertError),
-    /// The store failed otherwise (a flush, verify).
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// `verify` found the database inconsistent at the end of a test.
-    #[error("verify found the database inconsistent: block {number}: stored root {stored}, recomputed {computed}")]
-    Verify {
-        /// The head block.
-        number: u64,
-        /// The root the store holds.
-        stored: H256,
-        /// The root recomputed from its flat state.
-        computed: H256,
-    },
-}
-
 /// The state on a store (see the module docs).
 pub struct StoreTip {
     dir: PathBuf,
-    db: Option<StateDb>,
+    /// Created at the genesis.
+    db: Option<TestDb>,
     held: Vec<H256>,
 }
 
@@ -90,50 +52,28 @@ impl std::fmt::Debug for StoreTip {
 
 impl StoreTip {
     /// The database, created at the first block.
-    fn db(&mut self) -> Result<&mut StateDb, StoreTipError> {
+    fn db(&mut self) -> Result<&mut StateDb, TestDbError> {
         let db = match self.db.take() {
             Some(db) => db,
-            None => {
-                let path = self.dir.clone();
-                std::fs::create_dir(&path)
-                    .map_err(|source| StoreTipError::CreateDir { path: path.clone(), source })?;
-                StateDb::open(&path, store_config())
-                    .map_err(|source| StoreTipError::Open { path, source })?
-            }
+            None => TestDb::create(self.dir.clone(), HISTORY_DEPTH)?,
         };
-        Ok(self.db.insert(db))
+        Ok(self.db.insert(db).db_mut())
     }
 }
 
-/// Small budgets: a test's state is a few accounts; reverts reach 1,024 blocks back.
-fn store_config() -> StoreConfig {
-    const MIB: u64 = 1 << 20;
-    let mut c = StoreConfig::default();
-    c.rocksdb.block_cache_bytes = 4 * MIB;
-    c.rocksdb.target_file_size_bytes = MIB;
-    c.rocksdb.write_buffer_bytes = MIB;
-    c.rocksdb.max_total_wal_bytes = 0;
-    c.rocksdb.max_open_files = 64;
-    c.cache.node_cache_bytes = 256 << 10;
-    c.cache.flat_cache_bytes = 256 << 10;
-    c.cache.resident_bytes = 256 << 10;
-    c.layers.unpersisted_bytes_max = 4 * MIB;
-    c.layers.node_buffer_bytes = MIB;
-    c.layers.history_depth = 1024;
-    c.history.recent_blocks = 8;
-    c.history.recent_bytes = 4 * MIB;
-    c
-}
+/// Blocks of history a test's database keeps: a side chain's branch point is at most
+/// this many blocks below the tip.
+const HISTORY_DEPTH: u64 = 1024;
 
 impl ChainTip for StoreTip {
     type Reader<'a> = StoreWorld<&'a StateDb, NoBlockHashes>;
-    type Error = StoreTipError;
+    type Error = TestDbError;
 
     fn holds(&self) -> &[H256] {
         &self.held
     }
 
-    fn undo(&mut self, n: usize) -> Result<(), StoreTipError> {
+    fn undo(&mut self, n: usize) -> Result<(), TestDbError> {
         if n == 0 {
             return Ok(());
         }
@@ -147,7 +87,7 @@ impl ChainTip for StoreTip {
         hash: H256,
         changes: &EthChanges,
         expected: Option<H256>,
-    ) -> Result<Result<H256, H256>, StoreTipError> {
+    ) -> Result<Result<H256, H256>, TestDbError> {
         let nested = changes.to_nested();
         let db = self.db()?;
         let committed = match expected {
@@ -167,32 +107,14 @@ impl ChainTip for StoreTip {
     fn reader(&self) -> StoreWorld<&StateDb, NoBlockHashes> {
         // Invariant: the chain reads only after a genesis, which opened the database.
         let db = self.db.as_ref().expect("a chain reads its state only after its genesis");
-        StoreWorld::new(db, NoBlockHashes)
+        StoreWorld::new(db.db(), NoBlockHashes)
     }
 
     fn root(&self) -> H256 {
-        self.db.as_ref().map_or(EMPTY_ROOT, StateDb::head_root)
+        self.db.as_ref().map_or(EMPTY_ROOT, |db| db.db().head_root())
     }
 
-    fn finish(&mut self) -> Result<(), StoreTipError> {
-        let Some(db) = self.db.as_ref() else { return Ok(()) };
-        db.flush()?;
-        let report = db.verify()?;
-        if !report.ok() {
-            let (number, stored, computed) =
-                (report.number, report.stored_root, report.computed_root);
-            return Err(StoreTipError::Verify { number, stored, computed });
-        }
-        Ok(())
-    }
-}
-
-impl Drop for StoreTip {
-    fn drop(&mut self) {
-        if let Some(db) = self.db.take() {
-            // Best effort: a drop has nowhere to report to (`finish` reports).
-            let _ = db.close();
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
+    fn finish(&mut self) -> Result<(), TestDbError> {
+        self.db.as_ref().map_or(Ok(()), TestDb::check)
     }
 }

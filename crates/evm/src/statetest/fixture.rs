@@ -14,73 +14,21 @@
 //! `txbytes`, the rest of `config`, `out`, a post entry's `state`) are ignored.
 //!
 //! Everything structural is checked here (types, hex, lengths, indexes in range), so a
-//! malformed file is one [`FixtureError`] naming the field. Transaction numbers are kept as
-//! written when they do not fit 256 bits ([`TxNumber::Unencodable`]): such a transaction is
-//! one the fixture expects to be invalid, decided per post entry. Never panics.
+//! malformed file is one [`FixtureError`] naming the field (the readers of one field and the
+//! error are the test suites' shared ones, `crate::fixture_json`). Transaction numbers are
+//! kept as written when they do not fit 256 bits ([`TxNumber::Unencodable`]): such a
+//! transaction is one the fixture expects to be invalid, decided per post entry. Never
+//! panics.
 
 use alloy_primitives::U256;
-use eth::{parse_quantity, Address, Genesis, GenesisError, NumberError};
-use serde_json::{Map, Value};
-use state::{decode_hex, HexError, H256};
+use eth::{parse_quantity, Address, Genesis, NumberError};
+use serde_json::Value;
+use state::H256;
 
-/// A malformed state-test file.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum FixtureError {
-    /// The text is not JSON (or has a key twice in one object).
-    #[error("not valid JSON: {0}")]
-    Json(#[from] serde_json::Error),
-    /// The file holds no test.
-    #[error("the file holds no test (expected an object of tests by name)")]
-    NoTests,
-    /// A field is missing or malformed.
-    #[error("{path}: {problem}")]
-    Field {
-        /// Where: `test.transaction.gasLimit[1]`.
-        path: String,
-        /// What is wrong.
-        problem: FieldProblem,
-    },
-    /// The `pre` allocation does not parse.
-    #[error("{test}.pre: {source}")]
-    Pre {
-        /// The test.
-        test: String,
-        /// Why (boxed: it is large, and every parse result carries its size).
-        source: Box<GenesisError>,
-    },
-}
-
-/// What is wrong with one field of a fixture.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum FieldProblem {
-    /// The field is absent.
-    #[error("missing")]
-    Missing,
-    /// The JSON type is wrong.
-    #[error("expected {expected}, found {found}")]
-    WrongType {
-        /// What the field should be.
-        expected: &'static str,
-        /// The JSON type found.
-        found: &'static str,
-    },
-    /// A number does not parse or does not fit.
-    #[error(transparent)]
-    Number(#[from] NumberError),
-    /// Hex bytes do not parse or have the wrong length.
-    #[error(transparent)]
-    Hex(#[from] HexError),
-    /// A post entry's index is past the end of its transaction array.
-    #[error("index {index} is out of range: the array has {len} entries")]
-    IndexOutOfRange {
-        /// The index.
-        index: usize,
-        /// The array's length.
-        len: usize,
-    },
-}
+use crate::fixture_json::{
+    address, alloc, array, bytes, field, hash32, number, object, optional, parse_tests, required,
+    small_number, wrong, FieldProblem, FixtureError,
+};
 
 /// A parsed state-test file: its tests, in file order.
 #[derive(Debug, Clone)]
@@ -228,26 +176,12 @@ pub struct PostEntry {
 
 /// Parse a state-test file's text.
 pub fn parse_file(text: &str) -> Result<StateTestFile, FixtureError> {
-    let value = eth::parse_json_strict(text)?;
-    let tests = object(&value, "the file")?;
-    if tests.is_empty() {
-        return Err(FixtureError::NoTests);
-    }
-    let tests = tests
-        .iter()
-        .map(|(name, test)| Ok((name.clone(), parse_test(name, test)?)))
-        .collect::<Result<Vec<_>, FixtureError>>()?;
-    Ok(StateTestFile { tests })
+    Ok(StateTestFile { tests: parse_tests(text, parse_test)? })
 }
 
 fn parse_test(name: &str, value: &Value) -> Result<StateTest, FixtureError> {
     let test = object(value, name)?;
-    let pre_value = required(test, name, "pre")?;
-    let pre = match pre_value {
-        Value::Object(_) => Genesis::from_value(pre_value)
-            .map_err(|e| FixtureError::Pre { test: name.to_string(), source: Box::new(e) })?,
-        other => return Err(wrong(format!("{name}.pre"), "an object", other)),
-    };
+    let pre = alloc(&format!("{name}.pre"), required(test, name, "pre")?)?;
     let mut env = parse_env(&format!("{name}.env"), required(test, name, "env")?)?;
     // execution-spec-tests write the chain id in the test's `config`.
     if let Some(config) = optional(test, "config") {
@@ -457,49 +391,6 @@ fn tx_type(path: &str, value: &Value) -> Result<u8, FixtureError> {
     })
 }
 
-/// `name` of `obj`, treating JSON `null` as absent.
-fn optional<'a>(obj: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
-    obj.get(name).filter(|v| !v.is_null())
-}
-
-fn required<'a>(
-    obj: &'a Map<String, Value>,
-    path: &str,
-    name: &str,
-) -> Result<&'a Value, FixtureError> {
-    optional(obj, name).ok_or_else(|| FixtureError::Field {
-        path: format!("{path}.{name}"),
-        problem: FieldProblem::Missing,
-    })
-}
-
-fn object<'a>(value: &'a Value, path: &str) -> Result<&'a Map<String, Value>, FixtureError> {
-    value.as_object().ok_or_else(|| wrong(path.to_string(), "an object", value))
-}
-
-fn array<'a>(value: &'a Value, path: &str) -> Result<&'a Vec<Value>, FixtureError> {
-    value.as_array().ok_or_else(|| wrong(path.to_string(), "an array", value))
-}
-
-fn string<'a>(value: &'a Value, path: &str) -> Result<&'a str, FixtureError> {
-    value.as_str().ok_or_else(|| wrong(path.to_string(), "a string", value))
-}
-
-fn number(path: &str, value: &Value) -> Result<U256, FixtureError> {
-    match value {
-        Value::Number(n) => n
-            .as_u64()
-            .map(U256::from)
-            .ok_or_else(|| wrong(path.to_string(), "a non-negative integer", value)),
-        other => parse_quantity(string(other, path)?).map_err(|e| field(path, e.into())),
-    }
-}
-
-fn small_number(path: &str, value: &Value) -> Result<u64, FixtureError> {
-    let n = number(path, value)?;
-    u64::try_from(n).map_err(|_| field(path, NumberError::Overflow { bits: 64 }.into()))
-}
-
 fn tx_number(path: &str, value: &Value) -> Result<TxNumber, FixtureError> {
     let written = match value {
         // retesteth's spelling of a number the transaction's RLP cannot carry.
@@ -520,47 +411,7 @@ fn tx_number(path: &str, value: &Value) -> Result<TxNumber, FixtureError> {
     }
 }
 
-fn bytes(path: &str, value: &Value) -> Result<Vec<u8>, FixtureError> {
-    decode_hex(string(value, path)?).map_err(|e| field(path, e.into()))
-}
-
-fn fixed<const N: usize>(path: &str, value: &Value) -> Result<[u8; N], FixtureError> {
-    let b = bytes(path, value)?;
-    let len = b.len();
-    b.try_into().map_err(|_| field(path, HexError::Length { expected: N, got: len }.into()))
-}
-
-fn address(path: &str, value: &Value) -> Result<Address, FixtureError> {
-    fixed::<20>(path, value)
-}
-
-fn hash32(path: &str, value: &Value) -> Result<H256, FixtureError> {
-    fixed::<32>(path, value).map(H256)
-}
-
 /// A 32-byte word written as a number (`currentRandom` is sometimes written short).
 fn word_hash(path: &str, value: &Value) -> Result<H256, FixtureError> {
     Ok(H256(number(path, value)?.to_be_bytes::<32>()))
-}
-
-fn field(path: &str, problem: FieldProblem) -> FixtureError {
-    FixtureError::Field { path: path.to_string(), problem }
-}
-
-fn wrong(path: String, expected: &'static str, found: &Value) -> FixtureError {
-    FixtureError::Field {
-        path,
-        problem: FieldProblem::WrongType { expected, found: json_type(found) },
-    }
-}
-
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }

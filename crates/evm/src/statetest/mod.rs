@@ -1,7 +1,7 @@
 //! The Ethereum state tests (`GeneralStateTests`) on Arbor: parse a fixture file
-//! ([`parse_file`], typed [`FixtureError`]s, never a panic), then run it ([`run_file`]):
-//! every test, every fork revm supports ([`spec_of`]), every post entry, on a
-//! [`TestBackend`]: in memory ([`InMemory`]) or in RocksDB stores ([`InStore`]). The
+//! ([`parse_file`], typed [`crate::FixtureError`]s, never a panic), then run it
+//! ([`run_file`]): every test, every fork revm supports ([`spec_of`]), every post entry, on
+//! a [`TestBackend`]: in memory ([`InMemory`]) or in RocksDB stores ([`InStore`]). The
 //! results ([`FileReport`]) name each failing entry by test, fork and indexes, count the
 //! skipped entries per unsupported fork, and carry each transaction's reads and writes
 //! ([`crate::PovNeeds`]).
@@ -19,11 +19,11 @@ mod run;
 mod tx;
 
 pub use fixture::{
-    parse_file, AccessListEntry, AuthorizationEntry, Env, FieldProblem, FixtureError, Indexes,
-    PostEntry, StateTest, StateTestFile, TxNumber, TxTemplate,
+    parse_file, AccessListEntry, AuthorizationEntry, Env, Indexes, PostEntry, StateTest,
+    StateTestFile, TxNumber, TxTemplate,
 };
 pub use fork::spec_of;
-pub use in_store::{InStore, InStoreError};
+pub use in_store::InStore;
 pub use logs::logs_hash;
 pub use run::{run_entry, run_file, EntryReport, Failure, FileReport, InMemory, TestBackend};
 pub use tx::{build_tx, TxBuildError};

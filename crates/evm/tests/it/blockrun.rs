@@ -6,9 +6,10 @@
 
 use alloy_primitives::U256;
 use evm::blocktest::{
-    parse_file, run_file, run_test, BlockBackend, BlockRlp, BlockTest, FixtureError, InMemoryChain,
-    InStoreChain, Outcome, PostState, Verdict,
+    parse_file, run_file, run_test, BlockBackend, BlockRlp, BlockTest, InMemoryChain, InStoreChain,
+    Outcome, PostState, Verdict,
 };
+use evm::FixtureError;
 use serde_json::{json, Value};
 use state::H256;
 use test_support::statetests::{blocktests_archive_path, read_archive};
@@ -182,10 +183,12 @@ fn hostile_fixture_text_is_a_typed_error() {
         t.as_object_mut().unwrap().remove("genesisRLP");
     }))
     .ends_with(".genesisRLP"));
-    assert!(field_path(&edited(|t| {
+    let no_post = edited(|t| {
         t.as_object_mut().unwrap().remove("postState");
-    }))
-    .ends_with(".postState"));
+    });
+    assert!(field_path(&no_post).ends_with(".postState"));
+    let message = parse_file(&no_post).unwrap_err().to_string();
+    assert!(message.ends_with(".postState: missing (and no postStateHash)"), "{message}");
     assert!(field_path(&edited(|t| t["config"]["chainid"] = json!("0x1ffffffffffffffff")))
         .ends_with("config.chainid"));
     assert!(matches!(

@@ -2,7 +2,8 @@
 //! range. Parsing never panics and names the field; a fixture that still parses runs
 //! without panicking.
 
-use evm::statetest::{parse_file, run_file, FieldProblem, FixtureError, InMemory, TxNumber};
+use evm::statetest::{parse_file, run_file, InMemory, TxNumber};
+use evm::{FieldProblem, FixtureError};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -88,7 +89,7 @@ fn wrong_types_and_values_name_the_field() {
     assert!(path.ends_with("config.chainid"), "{path}");
 
     let pre = edited(|t| t["pre"] = json!({"0x01": {"balance": "0x1"}}));
-    assert!(matches!(parse_file(&pre), Err(FixtureError::Pre { .. })));
+    assert!(matches!(parse_file(&pre), Err(FixtureError::Alloc { .. })));
     assert!(matches!(parse_file("{}"), Err(FixtureError::NoTests)));
     assert!(matches!(parse_file("[1, 2]"), Err(FixtureError::Field { .. })));
     assert!(matches!(parse_file("{\"a\": 1, \"a\": 2}"), Err(FixtureError::Json(_))));
