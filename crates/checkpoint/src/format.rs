@@ -656,6 +656,13 @@ impl Manifest {
         out
     }
 
+    /// True when the manifest's version has a code list (version 3): only then do a
+    /// restore and a verification require the code accounts refer to. A checkpoint of
+    /// versions 1 and 2 carries no code, and restores without it, as it always did.
+    pub fn has_code_list(&self) -> bool {
+        self.chunk_hash == ChunkHash::Blake3
+    }
+
     /// Chunks of every kind: the state chunks, then the code chunks.
     pub fn chunk_count(&self) -> usize {
         self.chunks.len() + self.code.chunks.len()

@@ -28,7 +28,8 @@
 //! checked against its hash and written to the `code` family. A main-trie chunk writes a
 //! progress record for each code its accounts refer to (`keys::code_ref`); `finish`
 //! refuses the restore unless every one of them was restored
-//! ([`RestoreError::CodeMissing`]).
+//! ([`RestoreError::CodeMissing`]). Manifests of versions 1 and 2 have no code list
+//! ([`Manifest::has_code_list`]): their restores check no code, as before.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -643,6 +644,7 @@ impl<'db> Restorer<'db> {
         let mut entries = 0u64;
         let mut bound = Vec::new();
         let mut codes = std::collections::BTreeSet::new();
+        let code_refs = self.manifest.has_code_list();
         for (s, root) in chunk.segments.iter().zip(roots) {
             let mut sink = batch.nodes(s.trie);
             verify_range(layout, root, s, &mut sink).map_err(|source| ChunkError::Proof {
@@ -658,7 +660,9 @@ impl<'db> Restorer<'db> {
             match s.trie {
                 TrieId::Main => {
                     for (k, v) in &s.entries {
-                        codes.extend(code_ref(layout, k, v));
+                        if code_refs {
+                            codes.extend(code_ref(layout, k, v));
+                        }
                         if let Some((trie, root)) = binding(layout, k, v) {
                             counts.accounts_with_storage += 1;
                             if ranged {

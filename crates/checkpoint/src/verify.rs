@@ -4,7 +4,8 @@
 //! chunks commit to (`keys::binding`), kept in memory. Then the code chunks, each code
 //! against its hash. At the end, like a restore, the chunks must bear out the manifest's
 //! flat and code bytes and rule, and every code an account refers to (`keys::code_ref`,
-//! the set of them kept in memory) must have been in a code chunk.
+//! the set of them kept in memory) must have been in a code chunk (version 3; versions 1
+//! and 2 carry no code and check none).
 
 use std::collections::{HashMap, HashSet};
 
@@ -211,7 +212,9 @@ impl Bindings {
         match s.trie {
             TrieId::Main => {
                 for (k, v) in &s.entries {
-                    self.code_refs.extend(code_ref(m.layout, k, v));
+                    if m.has_code_list() {
+                        self.code_refs.extend(code_ref(m.layout, k, v));
+                    }
                     if let Some((h, root)) = binding(m.layout, k, v) {
                         self.storage.insert(h, root);
                     }

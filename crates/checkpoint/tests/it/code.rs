@@ -101,6 +101,7 @@ enum Refused {
 
 /// Restore `m` (stored into `dir` first) from `dir` into a new database at `db`: every
 /// chunk in index order, then the staged ones; finish.
+#[allow(clippy::result_large_err, reason = "a test helper whose error is matched on")]
 fn restore_all(db: &Path, dir: &CheckpointDir, m: &Manifest) -> Result<Trusted, Refused> {
     let bytes = m.encode();
     dir.put_manifest(&keccak256(&bytes), &bytes).unwrap();
