@@ -6,7 +6,8 @@
 //! boundary at or after it (the first unit starts at the first key), cuts chunks from
 //! there by the boundary rule, and stops after the first content boundary at or past its
 //! end. So every chunk is cut exactly where one walk from the first key would cut it, and
-//! the thread count only changes which worker writes it (`boundary.rs`).
+//! the thread count only changes which worker writes it (`boundary.rs`). The contract
+//! code is cut into code chunks by one scan of its own beside them (`code.rs`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,9 +18,11 @@ use state::{TrieId, H256};
 use store::{PersistedState, StoreError};
 use trie::{keccak256, Layout, NodeSource, TrieError, WithLayout};
 
+use crate::code::{code_weight, CodeChunk};
 use crate::dir::{CheckpointDir, DirError, Unsynced};
 use crate::format::{
-    BoundaryRule, ChunkHash, ChunkInfo, ChunkWriter, Manifest, CHUNK_BYTES_MAX, VALUE_BYTES_MAX,
+    BoundaryRule, ChunkHash, ChunkInfo, ChunkWriter, CodeChunkInfo, CodeList, Manifest,
+    CHUNK_BYTES_MAX, VALUE_BYTES_MAX,
 };
 use crate::keys::{binding, binding_place, successor, Place};
 
@@ -50,6 +53,9 @@ pub enum CreateError {
     /// A `flat` key is not a trie prefix and key.
     #[error("malformed flat key 0x{0}")]
     FlatKey(String),
+    /// A `code` key is not a 32-byte hash.
+    #[error("malformed code key 0x{0} (not a 32-byte hash)")]
+    CodeKey(String),
     /// A value is longer than any checkpoint holds ([`crate::VALUE_BYTES_MAX`], the
     /// store's value limit): only a store written past that limit holds one.
     #[error("entry 0x{key} holds a value of {bytes} bytes, over the {max}-byte limit of values a checkpoint holds")]
@@ -160,19 +166,7 @@ pub fn create_cancellable(
         .thread_name(|i| format!("checkpoint-{i}"))
         .build()
         .map_err(CreateError::Pool)?;
-    // Chunk files are made durable and renamed into place by one syncer thread while the
-    // workers go on cutting chunks (each fsync waits ~0.5 ms on the disk).
-    let (to_syncer, synced) = std::sync::mpsc::channel::<Unsynced>();
-    let syncer = std::thread::spawn(move || -> Result<(), DirError> {
-        let mut first = Ok(());
-        for file in synced {
-            let r = file.finish();
-            if first.is_ok() {
-                first = r;
-            }
-        }
-        first
-    });
+    let (to_syncer, syncer) = spawn_syncer();
     let ctx = Ctx {
         state,
         ranged: ranged_bindings(state)?,
@@ -184,8 +178,13 @@ pub fn create_cancellable(
         syncer: to_syncer,
         stop,
     };
-    let parts: Vec<Result<Vec<ChunkInfo>, CreateError>> =
-        pool.install(|| units.par_iter().with_max_len(1).map(|u| ctx.unit(u)).collect());
+    // The code's one sequential scan runs beside the state's units.
+    let (parts, code): (Vec<Result<Vec<ChunkInfo>, CreateError>>, _) = pool.install(|| {
+        rayon::join(
+            || units.par_iter().with_max_len(1).map(|u| ctx.unit(u)).collect(),
+            || ctx.code(),
+        )
+    });
     let Ctx { written, flat_bytes, syncer: to_syncer, .. } = ctx;
     if stop.load(Ordering::Relaxed) {
         drop(to_syncer);
@@ -198,6 +197,7 @@ pub fn create_cancellable(
     for p in parts {
         chunks.extend(p?);
     }
+    let code = code?;
     let (block, root) = state.head();
     let manifest = Manifest {
         layout: state.layout(),
@@ -209,12 +209,32 @@ pub fn create_cancellable(
         chunk_bytes: chunks.iter().map(|c| c.len).sum(),
         flat_bytes: flat_bytes.load(Ordering::Relaxed),
         chunks,
+        code,
     };
     let bytes = manifest.encode();
     let id = keccak256(&bytes);
     out.put_manifest(&id, &bytes)?;
     let chunks_written = written.load(Ordering::Relaxed) as usize;
     Ok(Created { id, manifest, chunks_written, elapsed: t0.elapsed() })
+}
+
+/// Chunk files are made durable and renamed into place by one syncer thread while the
+/// workers go on cutting chunks (each fsync waits ~0.5 ms on the disk): its sender, and
+/// the thread, which ends with the first error once every sender is gone.
+fn spawn_syncer(
+) -> (std::sync::mpsc::Sender<Unsynced>, std::thread::JoinHandle<Result<(), DirError>>) {
+    let (to_syncer, synced) = std::sync::mpsc::channel::<Unsynced>();
+    let syncer = std::thread::spawn(move || -> Result<(), DirError> {
+        let mut first = Ok(());
+        for file in synced {
+            let r = file.finish();
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    });
+    (to_syncer, syncer)
 }
 
 /// A unit of work: the flat keys `[start, end)`; the first unit starts at the first key.
@@ -455,6 +475,71 @@ impl Ctx<'_, '_> {
             n => (p.get(0).0.to_vec(), p.get(n - 1).0.to_vec()),
         };
         Ok(ChunkInfo { first, last, entries: p.spans.len() as u64, len, digest, ends_trie })
+    }
+
+    /// Cut the pinned `code` family into code chunks (`code.rs`) and store them: one scan
+    /// in hash order, a chunk ending before a code that would take it past the rule's
+    /// `max_bytes`.
+    fn code(&self) -> Result<CodeList, CreateError> {
+        let mut list = CodeList::default();
+        let Some(mut cur) = self.state.code_cursor(&[])? else { return Ok(list) };
+        let max = u64::from(self.rule.max_bytes);
+        let mut pending: Vec<(H256, Vec<u8>)> = Vec::new();
+        let mut weight = 0u64;
+        loop {
+            let entry = cur.entry();
+            let next = entry.map(|(_, code)| code_weight(code));
+            let full = next.is_none_or(|w| weight + w > max);
+            if full && !pending.is_empty() {
+                if self.stop.load(Ordering::Relaxed) {
+                    return Err(CreateError::Cancelled);
+                }
+                let info = self.emit_code(&pending)?;
+                list.entries += info.entries;
+                list.chunk_bytes += info.len;
+                list.bytes += weight;
+                list.chunks.push(info);
+                pending.clear();
+                weight = 0;
+            }
+            let Some((k, code)) = entry else { break };
+            let hash = H256::from_slice(k).ok_or_else(|| CreateError::CodeKey(hex::encode(k)))?;
+            if code.len() > VALUE_BYTES_MAX {
+                return Err(CreateError::EntryTooLarge {
+                    key: hex::encode(k),
+                    bytes: code.len() as u64,
+                    max: VALUE_BYTES_MAX as u64,
+                });
+            }
+            weight += code_weight(code);
+            pending.push((hash, code.to_vec()));
+            cur.advance();
+        }
+        cur.status()?;
+        Ok(list)
+    }
+
+    /// Encode and store the code chunk of `codes` (ascending, at least one).
+    fn emit_code(&self, codes: &[(H256, Vec<u8>)]) -> Result<CodeChunkInfo, CreateError> {
+        let (block, root) = self.state.head();
+        let chunk = CodeChunk {
+            block,
+            root,
+            codes: codes.iter().map(|(h, c)| (*h, c.as_slice())).collect(),
+        };
+        let bytes = chunk.encode();
+        // Invariant: codes within `max_bytes` (at most a quarter of the bound), or one code
+        // of at most VALUE_BYTES_MAX, with a few bytes of framing each, fit a chunk.
+        assert!(bytes.len() as u64 <= CHUNK_BYTES_MAX, "a code chunk over the chunk bound");
+        let digest = CHUNK_HASH.digest(&bytes);
+        if let Some(file) = self.out.put_chunk_unsynced(&digest, &bytes)? {
+            self.written.fetch_add(1, Ordering::Relaxed);
+            // The syncer ends only after every sender is gone: it cannot be closed here.
+            let _ = self.syncer.send(file);
+        }
+        let (first, last) = (codes[0].0, codes[codes.len() - 1].0);
+        let entries = codes.len() as u64;
+        Ok(CodeChunkInfo { first, last, entries, len: bytes.len() as u64, digest })
     }
 
     /// The boundary proof of one segment (and, at a storage trie's first segment, the

@@ -357,7 +357,7 @@ impl CheckpointDir {
             return Ok(removed);
         }
         let live: std::collections::HashSet<H256> =
-            kept.iter().flat_map(|(_, m)| m.chunks.iter().map(|c| c.digest)).collect();
+            kept.iter().flat_map(|(_, m)| m.chunk_names().map(|(d, _)| d)).collect();
         let chunks = self.root.join("chunks");
         for e in fs::read_dir(&chunks).map_err(Self::io(&chunks))? {
             let e = e.map_err(Self::io(&chunks))?;

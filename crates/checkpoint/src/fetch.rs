@@ -4,7 +4,8 @@
 //! one an interrupted restore of the database was using), of the database's trie layout
 //! (a caller that creates the database learns the layout to create it in first:
 //! [`find_candidates`], then [`Candidates::restore`]). Workers then take the missing
-//! chunks in index order (main-trie chunks first, so storage chunks rarely wait), each
+//! chunks in index order (main-trie chunks first, so storage chunks rarely wait; code
+//! chunks last), each
 //! fetched from a source not yet tried for it, and offer them to the [`Restorer`]:
 //! - a chunk whose bytes do not hash to the manifest's digest, or a body longer than the
 //!   manifest's length for it (cut off there), proves its source bad: the source is
@@ -12,9 +13,10 @@
 //! - a timeout or another fetch error counts against the source, which is excluded after
 //!   a few in a row;
 //! - a chunk that matches its digest but does not verify, a chunk no source has, or
-//!   chunks that all verify but do not add up to the manifest (its flat bytes, its rule,
-//!   the storage tries, the root) prove the checkpoint itself bad: it is abandoned (what it
-//!   wrote is deleted) for the next candidate, or the restore fails with
+//!   chunks that all verify but do not add up to the manifest (its flat and code bytes, its
+//!   rule, the storage tries, the root, the codes accounts refer to) prove the checkpoint
+//!   itself bad: it is abandoned (what it wrote, code included, is deleted) for the next
+//!   candidate, or the restore fails with
 //!   [`FetchError::BadCheckpoint`] and leaves an empty database. Failures that may pass
 //!   (timeouts, I/O, a stop, the local disk) keep the restore resumable.
 //!
@@ -403,8 +405,9 @@ fn run(
 
 /// A failure that proves the checkpoint itself bad, whatever the sources or the database
 /// do: a chunk nobody has; one that verifies behind its digest but not against the
-/// checkpoint (it does not decode, fit the manifest or prove its range); or, every chunk
-/// verified, storage tries, flat bytes, boundary rule or root that do not add up. Not: a
+/// checkpoint (it does not decode, fit the manifest or prove its range, or a code does not
+/// hash to its key); or, every chunk verified, storage tries, flat or code bytes,
+/// boundary rule, root or the codes accounts refer to that do not add up. Not: a
 /// source's wrong bytes (a digest mismatch, also what a damaged staged file gives), time
 /// outs, I/O, a stop, the local database or staging directory.
 fn checkpoint_is_bad(e: &FetchError) -> bool {
@@ -412,11 +415,15 @@ fn checkpoint_is_bad(e: &FetchError) -> bool {
         FetchError::MissingChunk { .. } => true,
         FetchError::Chunk(c) => matches!(
             c.as_ref(),
-            ChunkError::Decode { .. } | ChunkError::Mismatch { .. } | ChunkError::Proof { .. }
+            ChunkError::Decode { .. }
+                | ChunkError::Mismatch { .. }
+                | ChunkError::Proof { .. }
+                | ChunkError::Code { .. }
         ),
         FetchError::Restore(r) => matches!(
             r,
             RestoreError::StorageMismatch { .. }
+                | RestoreError::CodeMissing { .. }
                 | RestoreError::Misstated(_)
                 | RestoreError::Store(BulkError::RestoredRoot { .. })
         ),
@@ -438,7 +445,7 @@ fn restore_one(
     }
     report.checkpoint = hex::encode(id.0);
     let r = Restorer::begin(db, trusted, &bytes, restore)?;
-    report.chunks = r.manifest().chunks.len();
+    report.chunks = r.manifest().chunk_count();
     report.resumed_chunks = r.restored();
     let pool = Pool::new(&r, sources, opts, stop, progress, report);
     pool.run()?;
@@ -842,8 +849,11 @@ impl<'a, 'r> Pool<'a, 'r> {
             // Every source was asked, more than once.
             return Err(self.work.lock().no_source_left(index));
         };
-        let info = &self.r.manifest().chunks[index];
-        let bytes = match self.sources[si].chunk(&info.digest, info.len) {
+        let Some((digest, len)) = self.r.manifest().chunk_name(index) else {
+            let len = self.r.manifest().chunk_count();
+            return Err(FetchError::Chunk(Box::new(ChunkError::Index { index, len })));
+        };
+        let bytes = match self.sources[si].chunk(&digest, len) {
             Ok(b) => b,
             // More bytes than the manifest gives the chunk: as sure a sign as a digest
             // mismatch that the source serves something else under that digest.
@@ -873,7 +883,7 @@ impl<'a, 'r> Pool<'a, 'r> {
                 }
                 (self.progress)(FetchProgress {
                     restored: self.r.restored(),
-                    total: self.r.manifest().chunks.len(),
+                    total: self.r.manifest().chunk_count(),
                     bytes: self.bytes.load(Ordering::Relaxed),
                 });
                 Ok(None)
@@ -886,7 +896,7 @@ impl<'a, 'r> Pool<'a, 'r> {
                 self.served(si);
                 let mut w = self.work.lock();
                 w.stalls += 1;
-                if w.stalls > 2 * self.r.manifest().chunks.len() + 16 {
+                if w.stalls > 2 * self.r.manifest().chunk_count() + 16 {
                     return Err(FetchError::StagingStuck);
                 }
                 drop(w);

@@ -1,8 +1,9 @@
 //! Byte formats of checkpoints (`docs/design.md`, "Checkpoints"): the chunk (version 1)
 //! and the manifest (version 1: an Ethereum checkpoint; version 2: the same fields after
 //! the trie layout's name; both name chunks by keccak256. Version 3, what `create` writes:
-//! the layout's name for every layout, chunks named by BLAKE3), with decoders that return
-//! typed errors on any input and never allocate more than the input can hold.
+//! the layout's name for every layout, chunks named by BLAKE3, and after the state chunks
+//! the list of code chunks, [`CodeList`], whose own format is in `code.rs`), with decoders
+//! that return typed errors on any input and never allocate more than the input can hold.
 
 use state::{TrieId, H256};
 use trie::{keccak256, LayoutName};
@@ -138,11 +139,11 @@ impl<'a> Reader<'a> {
         Reader { buf, pos: 0 }
     }
 
-    fn left(&self) -> usize {
+    pub(crate) fn left(&self) -> usize {
         self.buf.len() - self.pos
     }
 
-    fn bytes(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+    pub(crate) fn bytes(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
         if n > self.left() {
             return Err(DecodeError::Truncated(self.pos));
         }
@@ -151,27 +152,27 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
-    fn u8(&mut self) -> Result<u8, DecodeError> {
+    pub(crate) fn u8(&mut self) -> Result<u8, DecodeError> {
         Ok(self.bytes(1)?[0])
     }
 
-    fn u64(&mut self) -> Result<u64, DecodeError> {
+    pub(crate) fn u64(&mut self) -> Result<u64, DecodeError> {
         let b = self.bytes(8)?;
         Ok(u64::from_be_bytes(b.try_into().map_err(|_| DecodeError::Truncated(self.pos))?))
     }
 
-    fn u32(&mut self) -> Result<u32, DecodeError> {
+    pub(crate) fn u32(&mut self) -> Result<u32, DecodeError> {
         let b = self.bytes(4)?;
         Ok(u32::from_be_bytes(b.try_into().map_err(|_| DecodeError::Truncated(self.pos))?))
     }
 
-    fn h256(&mut self) -> Result<H256, DecodeError> {
+    pub(crate) fn h256(&mut self) -> Result<H256, DecodeError> {
         let at = self.pos;
         H256::from_slice(self.bytes(32)?).ok_or(DecodeError::Truncated(at))
     }
 
     /// A minimal LEB128 integer of at most `max`.
-    fn varint(&mut self, max: u64) -> Result<u64, DecodeError> {
+    pub(crate) fn varint(&mut self, max: u64) -> Result<u64, DecodeError> {
         let at = self.pos;
         let mut v: u64 = 0;
         for i in 0..10 {
@@ -193,7 +194,7 @@ impl<'a> Reader<'a> {
 
     /// A count of items each at least `min_item` bytes long: never more than the bytes
     /// left can hold (so that no allocation exceeds the input).
-    fn count(&mut self, min_item: usize) -> Result<usize, DecodeError> {
+    pub(crate) fn count(&mut self, min_item: usize) -> Result<usize, DecodeError> {
         let at = self.pos;
         let n = self.varint(u64::from(u32::MAX))? as usize;
         if n.saturating_mul(min_item.max(1)) > self.left() {
@@ -203,19 +204,19 @@ impl<'a> Reader<'a> {
     }
 
     /// Length-prefixed bytes of at most `max`.
-    fn var_bytes(&mut self, max: usize) -> Result<&'a [u8], DecodeError> {
+    pub(crate) fn var_bytes(&mut self, max: usize) -> Result<&'a [u8], DecodeError> {
         let n = self.varint(max as u64)? as usize;
         self.bytes(n)
     }
 
-    fn end(&self) -> Result<(), DecodeError> {
+    pub(crate) fn end(&self) -> Result<(), DecodeError> {
         match self.left() {
             0 => Ok(()),
             n => Err(DecodeError::Trailing(n)),
         }
     }
 
-    fn field(&self, what: &'static str) -> DecodeError {
+    pub(crate) fn field(&self, what: &'static str) -> DecodeError {
         DecodeError::Field { at: self.pos, what }
     }
 }
@@ -228,7 +229,7 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-fn put_var_bytes(out: &mut Vec<u8>, b: &[u8]) {
+pub(crate) fn put_var_bytes(out: &mut Vec<u8>, b: &[u8]) {
     put_varint(out, b.len() as u64);
     out.extend_from_slice(b);
 }
@@ -530,6 +531,89 @@ pub struct Manifest {
     pub flat_bytes: u64,
     /// The chunks in key order.
     pub chunks: Vec<ChunkInfo>,
+    /// The code chunks (version 3; empty in versions 1 and 2, and for a state without
+    /// contract code).
+    pub code: CodeList,
+}
+
+/// What the manifest says about one code chunk (`code.rs`): codes in ascending hash order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeChunkInfo {
+    /// Hash of its first code.
+    pub first: H256,
+    /// Hash of its last code.
+    pub last: H256,
+    /// Codes it holds (at least one).
+    pub entries: u64,
+    /// Its length in bytes.
+    pub len: u64,
+    /// The manifest's [`ChunkHash`] of its bytes: its name.
+    pub digest: H256,
+}
+
+/// A checkpoint's contract code (the store's `code` family): the code chunks in hash
+/// order and their totals. A restore's chunk indices run over the state chunks, then
+/// these ([`Manifest::chunk_name`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CodeList {
+    /// Codes in all code chunks.
+    pub entries: u64,
+    /// Bytes of all code chunks.
+    pub chunk_bytes: u64,
+    /// Hash and code bytes of all codes (32 bytes per code and its length), the measure
+    /// the boundary rule's `max_bytes` cuts code chunks by.
+    pub bytes: u64,
+    /// The code chunks in hash order.
+    pub chunks: Vec<CodeChunkInfo>,
+}
+
+impl CodeList {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.entries.to_be_bytes());
+        out.extend_from_slice(&self.chunk_bytes.to_be_bytes());
+        out.extend_from_slice(&self.bytes.to_be_bytes());
+        put_varint(out, self.chunks.len() as u64);
+        for c in &self.chunks {
+            out.extend_from_slice(&c.first.0);
+            out.extend_from_slice(&c.last.0);
+            put_varint(out, c.entries);
+            put_varint(out, c.len);
+            out.extend_from_slice(&c.digest.0);
+        }
+    }
+
+    /// Decode and check: hashes in strictly ascending order across chunks, at least one
+    /// code per chunk, lengths within the chunk limit, totals that add up.
+    fn decode(r: &mut Reader<'_>) -> Result<CodeList, DecodeError> {
+        let (entries, chunk_bytes, bytes) = (r.u64()?, r.u64()?, r.u64()?);
+        // A record is two hashes, two varints and a digest.
+        let n = r.count(98)?;
+        let mut chunks: Vec<CodeChunkInfo> = Vec::with_capacity(n);
+        for _ in 0..n {
+            let (first, last) = (r.h256()?, r.h256()?);
+            if first > last {
+                return Err(r.field("code chunk's first hash after its last"));
+            }
+            if chunks.last().is_some_and(|p| p.last >= first) {
+                return Err(r.field("code chunks overlap or are out of order"));
+            }
+            let count = r.varint(CHUNK_BYTES_MAX)?;
+            let len = r.varint(CHUNK_BYTES_MAX)?;
+            if count == 0 || len == 0 {
+                return Err(r.field("an empty code chunk"));
+            }
+            let digest = r.h256()?;
+            chunks.push(CodeChunkInfo { first, last, entries: count, len, digest });
+        }
+        let sum = |f: fn(&CodeChunkInfo) -> u64| chunks.iter().map(f).sum::<u64>();
+        if sum(|c| c.entries) != entries || sum(|c| c.len) != chunk_bytes {
+            return Err(r.field("code totals do not add up"));
+        }
+        if entries.saturating_mul(32) > bytes || (chunks.is_empty() && bytes != 0) {
+            return Err(r.field("code bytes less than their hashes"));
+        }
+        Ok(CodeList { entries, chunk_bytes, bytes, chunks })
+    }
 }
 
 impl Manifest {
@@ -561,7 +645,42 @@ impl Manifest {
             out.extend_from_slice(&c.digest.0);
             out.push(u8::from(c.ends_trie));
         }
+        match self.chunk_hash {
+            ChunkHash::Blake3 => self.code.encode(&mut out),
+            // Invariant: only version 3 carries code.
+            ChunkHash::Keccak256 => assert!(
+                self.code == CodeList::default(),
+                "a manifest of keccak256 chunk names (version 1 or 2) has no code list"
+            ),
+        }
         out
+    }
+
+    /// True when the manifest's version has a code list (version 3): only then do a
+    /// restore and a verification require the code accounts refer to. A checkpoint of
+    /// versions 1 and 2 carries no code, and restores without it, as it always did.
+    pub fn has_code_list(&self) -> bool {
+        self.chunk_hash == ChunkHash::Blake3
+    }
+
+    /// Chunks of every kind: the state chunks, then the code chunks.
+    pub fn chunk_count(&self) -> usize {
+        self.chunks.len() + self.code.chunks.len()
+    }
+
+    /// The name (digest) and length of chunk `index` of a restore's numbering: state
+    /// chunks first, then code chunks (index `chunks.len() + j` is code chunk `j`).
+    pub fn chunk_name(&self, index: usize) -> Option<(H256, u64)> {
+        match index.checked_sub(self.chunks.len()) {
+            None => self.chunks.get(index).map(|c| (c.digest, c.len)),
+            Some(j) => self.code.chunks.get(j).map(|c| (c.digest, c.len)),
+        }
+    }
+
+    /// Every chunk's name and length, in that numbering.
+    pub fn chunk_names(&self) -> impl Iterator<Item = (H256, u64)> + '_ {
+        let state = self.chunks.iter().map(|c| (c.digest, c.len));
+        state.chain(self.code.chunks.iter().map(|c| (c.digest, c.len)))
     }
 
     /// The manifest's id: keccak256 of its encoding.
@@ -577,7 +696,8 @@ impl Manifest {
 
     /// Decode and check a manifest: framing, the layout, the rule's ranges, chunks in
     /// strictly ascending key order, lengths within the chunk limit, totals that add up,
-    /// and a last chunk that ends its trie.
+    /// and a last chunk that ends its trie; in version 3, then the code list
+    /// ([`CodeList`], checked alike).
     pub fn decode(bytes: &[u8]) -> Result<Manifest, DecodeError> {
         if bytes.len() as u64 > MANIFEST_BYTES_MAX {
             return Err(DecodeError::TooLarge { len: bytes.len() as u64, max: MANIFEST_BYTES_MAX });
@@ -604,6 +724,10 @@ impl Manifest {
             }
             chunks.push(c);
         }
+        let code = match chunk_hash {
+            ChunkHash::Blake3 => CodeList::decode(&mut r)?,
+            ChunkHash::Keccak256 => CodeList::default(),
+        };
         r.end()?;
         let m = Manifest {
             layout,
@@ -615,6 +739,7 @@ impl Manifest {
             chunk_bytes,
             flat_bytes,
             chunks,
+            code,
         };
         m.check_totals().map_err(|what| DecodeError::Field { at: bytes.len(), what })?;
         Ok(m)
@@ -729,6 +854,7 @@ mod tests {
                 digest: H256([1; 32]),
                 ends_trie: true,
             }],
+            code: CodeList::default(),
         }
     }
 
@@ -775,10 +901,12 @@ mod tests {
                 assert_eq!(b[8], if keccak_eth { 1 } else { version }, "{layout}");
             }
         }
-        // Version 3 is version 2's layout, then the same fields.
+        // Version 3 is version 2's layout, then the same fields, then the code list (here
+        // empty: three zero totals and no chunks).
         let v2 = manifest_of(LayoutName::SubstrateV1, ChunkHash::Keccak256).encode();
         let v3 = manifest(LayoutName::SubstrateV1).encode();
-        assert_eq!((v3[8], &v3[9..]), (3, &v2[9..]));
+        assert_eq!((v3[8], &v3[9..v2.len()]), (3, &v2[9..]));
+        assert_eq!(&v3[v2.len()..], [0u8; 25]);
         // Version 1 is Ethereum, byte for byte as before layouts were recorded.
         let eth = manifest_of(LayoutName::Ethereum, ChunkHash::Keccak256).encode();
         let v1 = v2;
@@ -830,9 +958,11 @@ mod tests {
         let mut v4 = v1.clone();
         v4[8] = 4;
         assert_eq!(Manifest::decode(&v4), Err(DecodeError::Version { what: "manifest", found: 4 }));
-        // Version 3 takes every layout by name, Ethereum's too, and refuses unknown ones.
+        // Version 3 takes every layout by name, Ethereum's too, and refuses unknown ones
+        // (here with an empty code list after the chunks).
         let mut v3 = with_name(b"ethereum");
         v3[8] = MANIFEST_BLAKE3_VERSION;
+        v3.extend_from_slice(&[0; 25]);
         assert_eq!(Manifest::decode(&v3).map(|m| m.layout), Ok(LayoutName::Ethereum));
         let mut v3 = polkadot.clone();
         v3[8] = MANIFEST_BLAKE3_VERSION;

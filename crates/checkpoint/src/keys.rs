@@ -15,6 +15,10 @@
 //!   `TrieId::Storage(blake2_256(child key))` (as `arbor init --chain-spec` stores it).
 //!
 //! In both, a root equal to the layout's empty root commits to no trie.
+//!
+//! Contract code ([`code_ref`]): an Ethereum account whose code hash is not the empty
+//! code's refers to the code stored under that hash (the store's `code` family), which a
+//! checkpoint carries in its code chunks; a Substrate entry refers to none.
 
 use state::H256;
 use trie::{Family, LayoutName};
@@ -46,6 +50,22 @@ pub(crate) fn binding(layout: LayoutName, key: &[u8], value: &[u8]) -> Option<(H
         }
     };
     Some(bound).filter(|(_, root)| *root != layout.empty_root())
+}
+
+/// The contract code the main-trie entry `(key, value)` refers to in `layout`: an
+/// Ethereum account's code hash when it is not the empty code's; `None` for any other
+/// entry. The one rule creation, restore and verification share.
+pub(crate) fn code_ref(layout: LayoutName, key: &[u8], value: &[u8]) -> Option<H256> {
+    match layout.family() {
+        Family::Ethereum(()) => {
+            if key.len() != 32 {
+                return None;
+            }
+            let hash = eth::Account::decode(value).ok()?.code_hash;
+            (hash != trie::EMPTY_CODE_HASH).then_some(hash)
+        }
+        Family::Substrate(()) => None,
+    }
 }
 
 /// Where in the main trie the entry that commits to storage trie `trie` lies.
@@ -111,5 +131,17 @@ mod tests {
         assert_eq!(binding(LayoutName::Ethereum, &[9; 31], &account.rlp()), None);
         assert_eq!(binding(LayoutName::SubstrateV1, &[9; 32], &account.rlp()), None);
         assert_eq!(binding_place(LayoutName::Ethereum, &root), Place::Key(root.0.to_vec()));
+    }
+
+    #[test]
+    fn code_refs_are_ethereum_accounts_with_code() {
+        let code = H256([5; 32]);
+        let with = eth::Account { code_hash: code, ..eth::Account::default() }.rlp();
+        let without = eth::Account::default().rlp();
+        assert_eq!(code_ref(LayoutName::Ethereum, &[9; 32], &with), Some(code));
+        assert_eq!(code_ref(LayoutName::Ethereum, &[9; 32], &without), None);
+        assert_eq!(code_ref(LayoutName::Ethereum, &[9; 31], &with), None);
+        assert_eq!(code_ref(LayoutName::Ethereum, &[9; 32], b"not an account"), None);
+        assert_eq!(code_ref(LayoutName::SubstrateV1, &[9; 32], &with), None);
     }
 }

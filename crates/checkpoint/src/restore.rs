@@ -23,6 +23,13 @@
 //! chunks' entry bytes must add up to the manifest's flat bytes and each chunk must end
 //! where the rule cuts (its progress record keeps its bytes), and [`Restorer::finish`]
 //! makes the block the head.
+//!
+//! Code chunks (`code.rs`; indices after the state chunks) never wait: each code is
+//! checked against its hash and written to the `code` family. A main-trie chunk writes a
+//! progress record for each code its accounts refer to (`keys::code_ref`); `finish`
+//! refuses the restore unless every one of them was restored
+//! ([`RestoreError::CodeMissing`]). Manifests of versions 1 and 2 have no code list
+//! ([`Manifest::has_code_list`]): their restores check no code, as before.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -34,8 +41,10 @@ use store::{BulkError, RestoreWriter, StateDb, StoreError};
 use trie::{keccak256, Layout, LayoutName, NodeSink, ProofError, WithLayout};
 
 use crate::boundary::{check_cut, check_ends, ChunkBytes};
+use crate::code::{check_code_chunk, check_code_ends, CodeChunk, CodeError};
 use crate::format::{Chunk, ChunkHash, DecodeError, Manifest, Segment};
-use crate::keys::{binding, binding_place, successor, unbound, Place};
+use crate::keys::{binding, binding_place, code_ref, successor, unbound, Place};
+use crate::progress::{binding_name, code_ref_name, progress_name, Counts};
 
 /// The trusted input of a restore: the block and its state root (from consensus).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,6 +142,15 @@ pub enum ChunkError {
         /// Why.
         source: ProofError,
     },
+    /// A code chunk holds a code that does not hash to its key, or is not the code chunk
+    /// the manifest describes.
+    #[error("chunk {index}: {source}")]
+    Code {
+        /// The index.
+        index: usize,
+        /// Why.
+        source: CodeError,
+    },
     /// The chunk must wait for its accounts, and the staging directory is full.
     #[error("chunk {index} must wait for its accounts and staging is full")]
     StagingFull {
@@ -212,6 +230,15 @@ pub enum RestoreError {
         /// Storage tries restored.
         tries: u64,
     },
+    /// Accounts refer to contract code that no code chunk held: the checkpoint lacks code
+    /// a node needs to execute.
+    #[error("{missing} contract code(s) that accounts refer to are not in the checkpoint (one: {first})")]
+    CodeMissing {
+        /// Code hashes referred to and not restored.
+        missing: u64,
+        /// One of them.
+        first: H256,
+    },
     /// The staging directory failed.
     #[error("staging {path}: {source}")]
     Staging {
@@ -241,52 +268,6 @@ pub enum Offered {
     Staged,
     /// Restored before.
     AlreadyDone,
-}
-
-/// What a chunk adds to the storage bookkeeping.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Counts {
-    /// Main-trie accounts whose storage root is not empty.
-    accounts_with_storage: u64,
-    /// Storage tries whose first segment the chunk holds.
-    storage_tries: u64,
-}
-
-impl Counts {
-    /// A chunk's progress record: its counts, then its entry bytes.
-    fn encode(&self, bytes: ChunkBytes) -> [u8; 32] {
-        let mut b = [0u8; 32];
-        b[..8].copy_from_slice(&self.accounts_with_storage.to_be_bytes());
-        b[8..16].copy_from_slice(&self.storage_tries.to_be_bytes());
-        b[16..24].copy_from_slice(&bytes.flat.to_be_bytes());
-        b[24..].copy_from_slice(&bytes.first.to_be_bytes());
-        b
-    }
-
-    fn decode(b: &[u8]) -> Option<(Counts, ChunkBytes)> {
-        let b: &[u8; 32] = b.try_into().ok()?;
-        let at = |i: usize| b[i..i + 8].try_into().ok().map(u64::from_be_bytes);
-        let counts = Counts { accounts_with_storage: at(0)?, storage_tries: at(8)? };
-        Some((counts, ChunkBytes { flat: at(16)?, first: at(24)? }))
-    }
-}
-
-/// Progress record name of chunk `i`.
-fn progress_name(i: usize) -> [u8; 9] {
-    let mut n = [0u8; 9];
-    n[0] = b'c';
-    n[1..].copy_from_slice(&(i as u64).to_be_bytes());
-    n
-}
-
-/// Progress record name of the binding of storage trie `trie` (value: its root), written
-/// with the chunk whose main-trie entry commits to it, in layouts whose bindings cannot be
-/// looked up by key ([`Place::Range`]): a resumed restore reads them back.
-fn binding_name(trie: &H256) -> [u8; 33] {
-    let mut n = [0u8; 33];
-    n[0] = b'b';
-    n[1..].copy_from_slice(&trie.0);
-    n
 }
 
 struct Staging {
@@ -356,7 +337,7 @@ impl<'db> Restorer<'db> {
         claim(&opts.staging_dir)?;
         let restore = db.begin_restore(&format!("checkpoint {}", hex::encode(id.0)))?;
         let done: Vec<AtomicBool> =
-            manifest.chunks.iter().map(|_| AtomicBool::new(false)).collect();
+            (0..manifest.chunk_count()).map(|_| AtomicBool::new(false)).collect();
         let mut counts = Counts::default();
         let mut bytes = vec![ChunkBytes::default(); done.len()];
         let mut ranged = HashMap::new();
@@ -369,6 +350,7 @@ impl<'db> Restorer<'db> {
                     ranged.insert(trie, H256::from_slice(&value).ok_or_else(bad)?);
                     continue;
                 }
+                [b'n', ..] => continue,
                 _ => return Err(bad()),
             };
             // A record of the earlier layout (counts only): the chunk is restored again
@@ -434,18 +416,20 @@ impl<'db> Restorer<'db> {
 
     /// Offer the bytes of chunk `index`. See the module docs for the checks.
     pub fn offer(&self, index: usize, bytes: &[u8]) -> Result<Offered, ChunkError> {
-        let info = self
+        let (expected, len) = self
             .manifest
-            .chunks
-            .get(index)
-            .ok_or(ChunkError::Index { index, len: self.manifest.chunks.len() })?;
+            .chunk_name(index)
+            .ok_or(ChunkError::Index { index, len: self.done.len() })?;
         let actual = self.manifest.chunk_hash.digest(bytes);
-        if actual != info.digest {
-            return Err(ChunkError::Digest { index, expected: info.digest, actual });
+        if actual != expected {
+            return Err(ChunkError::Digest { index, expected, actual });
         }
-        check_len(info.len, index, bytes)?;
+        check_len(len, index, bytes)?;
         if self.is_done(index) {
             return Ok(Offered::AlreadyDone);
+        }
+        if let Some(j) = index.checked_sub(self.manifest.chunks.len()) {
+            return Ok(Offered::Applied { entries: self.apply_code(index, j, bytes)? });
         }
         let chunk = Chunk::decode(bytes).map_err(|source| ChunkError::Decode { index, source })?;
         let cut = check_fit(&self.manifest, index, &chunk)
@@ -538,7 +522,11 @@ impl<'db> Restorer<'db> {
                 tries: c.storage_tries,
             });
         }
-        check_ends(&self.manifest, &self.bytes.lock()).map_err(RestoreError::Misstated)?;
+        let n = self.manifest.chunks.len();
+        let bytes = self.bytes.lock().clone();
+        check_ends(&self.manifest, &bytes[..n]).map_err(RestoreError::Misstated)?;
+        check_code_ends(&self.manifest, &bytes[n..]).map_err(RestoreError::Misstated)?;
+        self.check_code_refs()?;
         let (block, root) = (self.manifest.block, self.manifest.root);
         self.restore.finish(block, root)?;
         self.staging.into_inner().close();
@@ -610,7 +598,7 @@ impl<'db> Restorer<'db> {
                 let mut flat = TrieId::Main.prefix();
                 flat.extend_from_slice(key);
                 let j = self.manifest.chunks.partition_point(|c| c.last < flat);
-                let deps = [j.checked_sub(1), (j < self.done.len()).then_some(j)];
+                let deps = [j.checked_sub(1), (j < self.manifest.chunks.len()).then_some(j)];
                 let waiting: Vec<usize> = deps
                     .iter()
                     .flatten()
@@ -635,7 +623,7 @@ impl<'db> Restorer<'db> {
         let (start, end) = (flat(start), flat(end));
         let first = self.manifest.chunks.partition_point(|c| c.last < start);
         let last = self.manifest.chunks.partition_point(|c| c.last < end);
-        (first..=last.min(self.done.len() - 1))
+        (first..=last.min(self.manifest.chunks.len() - 1))
             .filter(|d| *d != index && !self.is_done(*d))
             .collect()
     }
@@ -655,6 +643,8 @@ impl<'db> Restorer<'db> {
         let mut counts = Counts::default();
         let mut entries = 0u64;
         let mut bound = Vec::new();
+        let mut codes = std::collections::BTreeSet::new();
+        let code_refs = self.manifest.has_code_list();
         for (s, root) in chunk.segments.iter().zip(roots) {
             let mut sink = batch.nodes(s.trie);
             verify_range(layout, root, s, &mut sink).map_err(|source| ChunkError::Proof {
@@ -670,6 +660,9 @@ impl<'db> Restorer<'db> {
             match s.trie {
                 TrieId::Main => {
                     for (k, v) in &s.entries {
+                        if code_refs {
+                            codes.extend(code_ref(layout, k, v));
+                        }
                         if let Some((trie, root)) = binding(layout, k, v) {
                             counts.accounts_with_storage += 1;
                             if ranged {
@@ -685,6 +678,9 @@ impl<'db> Restorer<'db> {
                 }
             }
         }
+        for hash in &codes {
+            batch.put_progress(&code_ref_name(hash), &[]);
+        }
         batch.put_progress(&progress_name(index), &counts.encode(bytes));
         // Two threads verifying the same chunk write the same bytes; count it once.
         self.writer.write(batch)?;
@@ -697,6 +693,45 @@ impl<'db> Restorer<'db> {
             c.storage_tries += counts.storage_tries;
         }
         Ok(entries)
+    }
+}
+
+/// The code chunks: their writes, and the check of the codes accounts refer to.
+impl Restorer<'_> {
+    /// Verify code chunk `j` (chunk `index`) and write its codes in one batch; returns
+    /// how many.
+    fn apply_code(&self, index: usize, j: usize, bytes: &[u8]) -> Result<u64, ChunkError> {
+        let chunk =
+            CodeChunk::decode(bytes).map_err(|source| ChunkError::Decode { index, source })?;
+        let weight = check_code_chunk(&self.manifest, j, &chunk)
+            .map_err(|source| ChunkError::Code { index, source })?;
+        let mut batch = self.writer.batch()?;
+        for (hash, code) in &chunk.codes {
+            batch.put_code(hash, code);
+        }
+        batch.put_progress(&progress_name(index), &Counts::default().encode(weight));
+        self.writer.write(batch)?;
+        self.bytes.lock()[index] = weight;
+        self.done[index].store(true, Ordering::Release);
+        Ok(chunk.codes.len() as u64)
+    }
+
+    /// Every code a restored account refers to (its progress record) is restored.
+    fn check_code_refs(&self) -> Result<(), RestoreError> {
+        let (mut missing, mut first) = (0u64, None);
+        for (name, _) in self.restore.progress().map_err(BulkError::from)? {
+            let Some(hash) = name.strip_prefix(b"n").and_then(H256::from_slice) else {
+                continue;
+            };
+            if !self.writer.has_code(&hash).map_err(BulkError::from)? {
+                missing += 1;
+                first.get_or_insert(hash);
+            }
+        }
+        match first {
+            None => Ok(()),
+            Some(first) => Err(RestoreError::CodeMissing { missing, first }),
+        }
     }
 }
 
@@ -826,7 +861,7 @@ impl Staging {
                 continue;
             }
             let keep = match name {
-                StagedName::Chunk(i, d) => (manifest.chunks.get(i).is_some_and(|c| c.digest == d)
+                StagedName::Chunk(i, d) => (manifest.chunk_name(i).is_some_and(|(c, _)| c == d)
                     && !done[i].load(Ordering::Relaxed))
                 .then_some(i),
                 StagedName::Tmp => None,

@@ -142,17 +142,17 @@ impl S3Store {
         let done = std::sync::atomic::AtomicUsize::new(0);
         self.rt.block_on(async {
             let hash = manifest.chunk_hash;
-            let uploads = futures::stream::iter(manifest.chunks.iter().map(|c| {
+            let uploads = futures::stream::iter(manifest.chunk_names().map(|(digest, len)| {
                 let done = &done;
                 async move {
-                    let up = self.push_chunk(dir, hash, &c.digest, c.len).await;
+                    let up = self.push_chunk(dir, hash, &digest, len).await;
                     progress(done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1);
                     up
                 }
             }))
             .buffer_unordered(PUSH_CONCURRENCY);
             let sizes: Vec<Option<u64>> = uploads.try_collect().await?;
-            let mut report = PushReport { chunks: manifest.chunks.len(), ..PushReport::default() };
+            let mut report = PushReport { chunks: manifest.chunk_count(), ..PushReport::default() };
             for s in sizes.into_iter().flatten() {
                 report.uploaded += 1;
                 report.uploaded_bytes += s;

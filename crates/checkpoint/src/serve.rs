@@ -1,8 +1,9 @@
 //! `arbor checkpoint serve`: a checkpoint directory over HTTP.
 //!
-//! - `GET /checkpoints`: JSON list (`id`, `block`, `root`, `chunks`, `bytes`);
+//! - `GET /checkpoints`: JSON list (`id`, `block`, `root`, `chunks`, `bytes`, `codes`,
+//!   `layout`, `chunk_hash`: [`crate::Listed`]);
 //! - `GET /checkpoints/{id}/manifest`: the manifest's bytes;
-//! - `GET /chunks/{digest}`: a chunk's bytes.
+//! - `GET /chunks/{digest}`: a chunk's bytes, state and code chunks alike.
 //!
 //! Manifests and chunks are immutable (named by their digests): each answer carries a
 //! strong `ETag` (the name) and honours `If-None-Match` (304) and a single `Range:

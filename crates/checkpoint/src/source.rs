@@ -309,10 +309,13 @@ pub struct Listed {
     pub block: u64,
     /// State root, hex.
     pub root: String,
-    /// Chunks.
+    /// Chunks (state and code).
     pub chunks: usize,
-    /// Chunk bytes.
+    /// Chunk bytes (state and code).
     pub bytes: u64,
+    /// Contract codes (absent from servers of earlier versions: 0).
+    #[serde(default)]
+    pub codes: u64,
     /// The trie layout (absent from servers of earlier versions: ethereum).
     #[serde(default = "ethereum")]
     pub layout: String,
@@ -336,8 +339,9 @@ impl Listed {
             id: hex::encode(id.0),
             block: m.block,
             root: m.root.to_string(),
-            chunks: m.chunks.len(),
-            bytes: m.chunk_bytes,
+            chunks: m.chunk_count(),
+            bytes: m.chunk_bytes + m.code.chunk_bytes,
+            codes: m.code.entries,
             layout: m.layout.as_str().to_string(),
             chunk_hash: m.chunk_hash.as_str().to_string(),
         }

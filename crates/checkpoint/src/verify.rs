@@ -1,17 +1,21 @@
 //! Verifying a whole checkpoint without a database (`arbor checkpoint verify`): every
 //! chunk in key order, with the checks a restore makes, in the manifest's layout; storage
 //! tries verify against the roots the main-trie entries seen in earlier (or the same)
-//! chunks commit to (`keys::binding`), kept in memory. At the end, like a restore, the
-//! chunks must bear out the manifest's flat bytes and rule.
+//! chunks commit to (`keys::binding`), kept in memory. Then the code chunks, each code
+//! against its hash. At the end, like a restore, the chunks must bear out the manifest's
+//! flat and code bytes and rule, and every code an account refers to (`keys::code_ref`,
+//! the set of them kept in memory) must have been in a code chunk (version 3; versions 1
+//! and 2 carry no code and check none).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use state::{TrieId, H256};
 use trie::keccak256;
 
-use crate::boundary::check_ends;
+use crate::boundary::{check_ends, ChunkBytes};
+use crate::code::{check_code_chunk, check_code_ends, CodeChunk};
 use crate::format::{Chunk, Manifest, Segment};
-use crate::keys::{binding, unbound};
+use crate::keys::{binding, code_ref, unbound};
 use crate::restore::{check_fit, check_len, verify_range, ChunkError, RestoreError, Trusted};
 use crate::source::{Source, SourceError};
 
@@ -24,13 +28,15 @@ pub struct VerifySummary {
     pub block: u64,
     /// State root, hex.
     pub root: String,
-    /// Chunks.
+    /// Chunks (state and code).
     pub chunks: usize,
     /// Entries.
     pub entries: u64,
     /// Storage tries.
     pub storage_tries: u64,
-    /// Chunk bytes.
+    /// Contract codes.
+    pub codes: u64,
+    /// Chunk bytes (state and code).
     pub bytes: u64,
 }
 
@@ -95,16 +101,19 @@ pub fn verify_manifest(
         }
         progress(index + 1);
     }
+    let code_cuts = verify_code(source, &m, &mut bound.code_refs, progress)?;
     bound.finish()?;
     check_ends(&m, &cuts).map_err(RestoreError::Misstated)?;
+    check_code_ends(&m, &code_cuts).map_err(RestoreError::Misstated)?;
     Ok(VerifySummary {
         layout: m.layout.to_string(),
         block: m.block,
         root: format!("{}", m.root),
-        chunks: m.chunks.len(),
+        chunks: m.chunk_count(),
         entries: m.entries,
         storage_tries: bound.tries,
-        bytes: m.chunk_bytes,
+        codes: m.code.entries,
+        bytes: m.chunk_bytes + m.code.chunk_bytes,
     })
 }
 
@@ -127,18 +136,51 @@ fn trusted_manifest(id: &H256, bytes: &[u8], trusted: Trusted) -> Result<Manifes
     Ok(m)
 }
 
-/// Chunk `index` of `m` from `source`, once its bytes hash to the manifest's digest and
-/// are as long as it says.
+/// Verify the code chunks of `m` (chunks `m.chunks.len()..`; `progress` goes on
+/// counting), striking each code from `refs`, the codes accounts refer to; returns what
+/// each chunk's codes weigh.
+fn verify_code(
+    source: &dyn Source,
+    m: &Manifest,
+    refs: &mut HashSet<H256>,
+    progress: &dyn Fn(usize),
+) -> Result<Vec<ChunkBytes>, VerifyError> {
+    let mut cuts = Vec::with_capacity(m.code.chunks.len());
+    for j in 0..m.code.chunks.len() {
+        let index = m.chunks.len() + j;
+        let bytes = fetch_chunk(source, m, index)?;
+        let chunk = CodeChunk::decode(&bytes)
+            .map_err(|source| Box::new(ChunkError::Decode { index, source }))?;
+        let cut = check_code_chunk(m, j, &chunk)
+            .map_err(|source| Box::new(ChunkError::Code { index, source }))?;
+        cuts.push(cut);
+        for (hash, _) in &chunk.codes {
+            refs.remove(hash);
+        }
+        progress(index + 1);
+    }
+    // The one hash the report names: the least, so that it does not depend on the set.
+    if let Some(first) = refs.iter().min() {
+        let missing = refs.len() as u64;
+        return Err(RestoreError::CodeMissing { missing, first: *first }.into());
+    }
+    Ok(cuts)
+}
+
+/// Chunk `index` of `m` (state chunks, then code chunks) from `source`, once its bytes
+/// hash to the manifest's digest and are as long as it says.
 fn fetch_chunk(source: &dyn Source, m: &Manifest, index: usize) -> Result<Vec<u8>, VerifyError> {
-    let info = &m.chunks[index];
+    let (expected, len) = m
+        .chunk_name(index)
+        .ok_or_else(|| Box::new(ChunkError::Index { index, len: m.chunk_count() }))?;
     let bytes = source
-        .chunk(&info.digest, info.len)
+        .chunk(&expected, len)
         .map_err(|source| VerifyError::Source { what: format!("chunk {index}"), source })?;
     let actual = m.chunk_hash.digest(&bytes);
-    if actual != info.digest {
-        return Err(Box::new(ChunkError::Digest { index, expected: info.digest, actual }).into());
+    if actual != expected {
+        return Err(Box::new(ChunkError::Digest { index, expected, actual }).into());
     }
-    check_len(info.len, index, &bytes).map_err(Box::new)?;
+    check_len(len, index, &bytes).map_err(Box::new)?;
     Ok(bytes)
 }
 
@@ -151,6 +193,8 @@ struct Bindings {
     storage: HashMap<H256, H256>,
     /// Storage tries begun (segments that start their trie).
     tries: u64,
+    /// The codes accounts refer to.
+    code_refs: HashSet<H256>,
 }
 
 impl Bindings {
@@ -168,6 +212,9 @@ impl Bindings {
         match s.trie {
             TrieId::Main => {
                 for (k, v) in &s.entries {
+                    if m.has_code_list() {
+                        self.code_refs.extend(code_ref(m.layout, k, v));
+                    }
                     if let Some((h, root)) = binding(m.layout, k, v) {
                         self.storage.insert(h, root);
                     }

@@ -214,6 +214,9 @@ struct CreateSummary {
     chunks: usize,
     chunks_written: usize,
     entries: u64,
+    /// Contract codes, in `code_chunks` of the `chunks`.
+    codes: u64,
+    code_chunks: usize,
     chunk_bytes: u64,
     flat_bytes: u64,
     threads: usize,
@@ -255,10 +258,12 @@ fn create(a: &CreateArgs) -> Result<ExitCode> {
         id: hex::encode(created.id.0),
         block: m.block,
         root: format!("{}", m.root),
-        chunks: m.chunks.len(),
+        chunks: m.chunk_count(),
         chunks_written: created.chunks_written,
         entries: m.entries,
-        chunk_bytes: m.chunk_bytes,
+        codes: m.code.entries,
+        code_chunks: m.code.chunks.len(),
+        chunk_bytes: m.chunk_bytes + m.code.chunk_bytes,
         flat_bytes: m.flat_bytes,
         threads: a.threads,
         elapsed_s: created.elapsed.as_secs_f64(),
@@ -269,12 +274,13 @@ fn create(a: &CreateArgs) -> Result<ExitCode> {
     } else {
         outln!("checkpoint {}", summary.id)?;
         outln!(
-            "  block {} root {}\n  {} chunks ({} new), {} entries, {} ({} of flat state)\n  {:.2} s with {} threads, in {}",
+            "  block {} root {}\n  {} chunks ({} new), {} entries, {} codes, {} ({} of flat state)\n  {:.2} s with {} threads, in {}",
             summary.block,
             summary.root,
             summary.chunks,
             summary.chunks_written,
             summary.entries,
+            summary.codes,
             crate::output::human_bytes(summary.chunk_bytes),
             crate::output::human_bytes(summary.flat_bytes),
             summary.elapsed_s,
@@ -329,18 +335,20 @@ fn verify(a: &VerifyArgs) -> Result<ExitCode> {
                     "chunks": s.chunks,
                     "entries": s.entries,
                     "storage_tries": s.storage_tries,
+                    "codes": s.codes,
                     "bytes": s.bytes,
                     "elapsed_s": elapsed_s,
                 }))?;
             } else {
                 outln!(
-                    "valid {} block {} root {}: {} chunks, {} entries, {} storage tries, {} in {:.2} s",
+                    "valid {} block {} root {}: {} chunks, {} entries, {} storage tries, {} codes, {} in {:.2} s",
                     hex::encode(id.0),
                     s.block,
                     s.root,
                     s.chunks,
                     s.entries,
                     s.storage_tries,
+                    s.codes,
                     crate::output::human_bytes(s.bytes),
                     elapsed_s
                 )?;
@@ -379,7 +387,7 @@ fn verify_candidates(
 ) -> Result<(H256, Result<checkpoint::VerifySummary, checkpoint::VerifyError>)> {
     let mut first_failure = None;
     for c in candidates.iter().take(VERIFY_CANDIDATES_MAX) {
-        let chunks = checkpoint::Manifest::decode(&c.bytes)?.chunks.len() as u64;
+        let chunks = checkpoint::Manifest::decode(&c.bytes)?.chunk_count() as u64;
         let pb = crate::progress::counter(!json, Some(chunks), "verifying", "chunks");
         // The bytes the choice fetched and checked: not asked for again.
         let result = checkpoint::verify_manifest(source, &c.id, &c.bytes, trusted, &|n| {
@@ -508,11 +516,12 @@ fn list(a: &ListArgs) -> Result<ExitCode> {
     } else {
         for l in &out {
             outln!(
-                "{} block {} root {} {} chunks {} {} {}",
+                "{} block {} root {} {} chunks {} codes {} {} {}",
                 l.id,
                 l.block,
                 l.root,
                 l.chunks,
+                l.codes,
                 crate::output::human_bytes(l.bytes),
                 l.layout,
                 l.chunk_hash

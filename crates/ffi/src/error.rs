@@ -127,9 +127,9 @@ impl From<checkpoint::CreateError> for FfiError {
             | checkpoint::CreateError::UnboundStorage { .. }
             | checkpoint::CreateError::EntryTooLarge { .. }
             | checkpoint::CreateError::ChunkTooLarge { .. } => ArborCode::InvalidArgument,
-            checkpoint::CreateError::FlatKey(_) | checkpoint::CreateError::Proof { .. } => {
-                ArborCode::Corrupt
-            }
+            checkpoint::CreateError::FlatKey(_)
+            | checkpoint::CreateError::CodeKey(_)
+            | checkpoint::CreateError::Proof { .. } => ArborCode::Corrupt,
             checkpoint::CreateError::Cancelled => ArborCode::Cancelled,
             _ => ArborCode::Io,
         };

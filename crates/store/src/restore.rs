@@ -4,9 +4,9 @@
 //! restored, say a checkpoint's manifest id): an empty database gets the marker, synced,
 //! before anything else; a database holding the marker with the same label resumes; any
 //! other is refused. Each verified piece is written by the caller in one atomic batch
-//! ([`RestoreBatch`]): its `flat` entries, its nodes, root records and a progress record
-//! naming the piece, so a restore killed at any moment holds whole pieces, and the
-//! progress records say which. [`Restore::finish`] checks that the nodes hold the root,
+//! ([`RestoreBatch`]): its `flat` entries, its nodes, root records, contract code (the
+//! `code` family, by hash) and a progress record naming the piece, so a restore killed at
+//! any moment holds whole pieces, and the progress records say which. [`Restore::finish`] checks that the nodes hold the root,
 //! then in one synced batch sets the head, deletes the marker and the progress records.
 
 use std::sync::Arc;
@@ -17,8 +17,8 @@ use trie::LayoutName;
 
 use crate::error::{BulkError, StoreError};
 use crate::keys::{
-    cf, encode_head, encode_node_value, flat_key, node_key, root_key, CF_FLAT, CF_META, CF_NODES,
-    KEY_BYTES_MAX, META_BULK, META_HEAD, META_NODES_AT,
+    cf, encode_head, encode_node_value, flat_key, node_key, root_key, CF_CODE, CF_FLAT, CF_META,
+    CF_NODES, KEY_BYTES_MAX, META_BULK, META_HEAD, META_NODES_AT,
 };
 use crate::rocks::first_entry;
 use crate::statedb::StateDb;
@@ -56,6 +56,7 @@ pub struct RestoreBatch<'w> {
     flat: &'w ColumnFamily,
     nodes: &'w ColumnFamily,
     meta: &'w ColumnFamily,
+    code: &'w ColumnFamily,
 }
 
 impl StateDb {
@@ -184,6 +185,7 @@ impl RestoreWriter {
             flat: cf(db, CF_FLAT)?,
             nodes: cf(db, CF_NODES)?,
             meta: cf(db, CF_META)?,
+            code: cf(db, CF_CODE)?,
         })
     }
 
@@ -196,6 +198,11 @@ impl RestoreWriter {
     /// A restored `flat` value.
     pub fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
         Ok(self.db.get_cf(cf(&self.db, CF_FLAT)?, flat_key(trie, key)?)?)
+    }
+
+    /// True when restored code (a blob of the `code` family) is stored under `hash`.
+    pub fn has_code(&self, hash: &H256) -> Result<bool, StoreError> {
+        Ok(self.db.get_pinned_cf(cf(&self.db, CF_CODE)?, hash.0)?.is_some())
     }
 }
 
@@ -222,6 +229,12 @@ impl<'w> RestoreBatch<'w> {
         }
         self.batch.put_cf(self.nodes, node_key(trie, path), encode_node_value(hash, encoding));
         Ok(())
+    }
+
+    /// Contract code under its hash (the `code` family, read by [`StateDb::code`]); the
+    /// caller keeps the invariant that `hash` is the keccak256 of `code`.
+    pub fn put_code(&mut self, hash: &H256, code: &[u8]) {
+        self.batch.put_cf(self.code, hash.0, code);
     }
 
     /// The root record of a non-main trie.

@@ -110,8 +110,8 @@ pub(crate) fn small_chunks(threads: usize) -> CreateOptions {
     }
 }
 
-/// Offer every chunk of `created` from `src` in the order `order`, then the staged ones
-/// until none is left; finish.
+/// Offer every chunk of `created` (state and code chunks: [`checkpoint::Manifest::chunk_name`])
+/// from `src` in the order `order`, then the staged ones until none is left; finish.
 pub(crate) fn restore(
     db: &mut StateDb,
     src: &CheckpointDir,
@@ -123,7 +123,8 @@ pub(crate) fn restore(
     let bytes = src.manifest_bytes(&created.id).unwrap().unwrap();
     let r = Restorer::begin(db, trusted, &bytes, &RestoreOptions::new(staging)).unwrap();
     for &i in order {
-        let c = src.chunk(&created.manifest.chunks[i].digest).unwrap().unwrap();
+        let (digest, _) = created.manifest.chunk_name(i).unwrap();
+        let c = src.chunk(&digest).unwrap().unwrap();
         let o = r.offer(i, &c).unwrap();
         assert!(matches!(o, Offered::Applied { .. } | Offered::Staged | Offered::AlreadyDone));
         r.retry_staged().unwrap();

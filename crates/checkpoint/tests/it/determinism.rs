@@ -68,6 +68,15 @@ fn golden_manifest_id() {
     // the proofs: every existing checkpoint would stop matching.
     assert_eq!(
         hex::encode(created.id.0),
+        "7f653c0e66159800ac57ffd81f08a778da355175923c31e947a72a80e3e0d04b"
+    );
+    // The manifest before code lists were added to version 3 is this one without its
+    // empty code list (three zero totals and no code chunks): the chunks are unchanged.
+    let bytes = out.manifest_bytes(&created.id).unwrap().unwrap();
+    let (before, code_list) = bytes.split_at(bytes.len() - 25);
+    assert_eq!(code_list, [0u8; 25]);
+    assert_eq!(
+        hex::encode(trie::keccak256(before).0),
         "0e32cbb9488f284919b8c82a6a708711bdc6af696c21363dcd3363e5f6478f77"
     );
 }

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod code;
 mod common;
 mod determinism;
 mod fields;

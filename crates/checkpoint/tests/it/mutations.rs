@@ -903,6 +903,7 @@ fn a_checkpoint_claiming_the_empty_state_or_one_chunk_of_it_is_refused() {
                 digest: fx.manifest.chunk_hash.digest(&bytes),
                 ends_trie: true,
             }],
+            code: checkpoint::CodeList::default(),
         };
         let manifest = m.encode();
         let mut dst = fresh();

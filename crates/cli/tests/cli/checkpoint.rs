@@ -3,7 +3,8 @@
 //! chunks, one that never answers); SIGKILL during a restore and the resumed run; hostile
 //! command lines; the HTTP answers of `checkpoint serve`, read with a raw `TcpStream`;
 //! `init` and `checkpoint restore` onto mount points (tmpfs, as root) and finishing an
-//! interrupted creation.
+//! interrupted creation; an account database's contract code through create, list,
+//! verify and restore.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -22,6 +23,10 @@ use super::{arbor, assert_one_line_error, fresh_db, ok, stderr, stdout, testdata
 /// Damaged checkpoints and what killed creations leave behind.
 #[path = "checkpoint/damage.rs"]
 mod damage;
+
+/// Checkpoints of an account database carry its contract code.
+#[path = "checkpoint/code.rs"]
+mod code;
 
 /// `arbor verify`'s line for a database created but holding no state yet.
 const EMPTY_HEAD: &str = "ok 0 0x56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421";

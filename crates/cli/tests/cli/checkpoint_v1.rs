@@ -1,7 +1,9 @@
 //! Checkpoints of the first format (chunks named by keccak256, manifest versions 1 and 2),
 //! as an earlier build wrote them (`testdata/arbor/checkpoints-v1`, see its `SOURCES.md`):
 //! still listed, verified, served and restored; a damaged copy is still refused; and what
-//! `create` writes now is version 3, named by BLAKE3.
+//! `create` writes now is version 3, named by BLAKE3, with the contract code (which the
+//! Ethereum fixture's checkpoint lacks: a version 3 checkpoint of what it restores is
+//! refused, one of the database it was cut from restores).
 
 use std::path::{Path, PathBuf};
 
@@ -107,9 +109,56 @@ fn first_format_checkpoints_list_verify_serve_and_restore() {
             json(&ok(&["checkpoint", "list", "--source", out.to_str().unwrap(), "--json"]));
         assert_eq!(listed[0]["chunk_hash"], "blake3");
         let again = fresh_db(&format!("v3-of-{}", k.layout));
+        if k.layout == "ethereum" {
+            // The fixture's accounts refer to code (every fiftieth) that a first-format
+            // checkpoint could not carry: the state restored from it lacks that code, and
+            // a version 3 checkpoint of it, which would restore a node that cannot
+            // execute, is refused.
+            assert_eq!(made["codes"], 0, "{made}");
+            let o = arbor(&strs(&restore_args(&again, &k, out.to_str().unwrap())));
+            assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+            assert!(
+                stderr(&o).contains("contract code(s) that accounts refer to"),
+                "{}",
+                stderr(&o)
+            );
+            // One of the database the fixture was cut from carries its code (one, shared by
+            // six accounts) and restores.
+            let src = fresh_db("v1-genesis-source");
+            let genesis = kept_dir("ethereum-genesis.json");
+            assert_eq!(ok(&["init", "--db", &src, "--genesis", &genesis]).trim_end(), k.root);
+            let out = out.with_file_name("v3-of-genesis");
+            let _ = std::fs::remove_dir_all(&out);
+            let made = json(&ok(&[
+                "checkpoint",
+                "create",
+                "--db",
+                &src,
+                "--out",
+                out.to_str().unwrap(),
+                "--json",
+            ]));
+            assert_eq!(made["codes"], 1, "{made}");
+            let again = fresh_db("v3-of-genesis");
+            restore(&again, &k, out.to_str().unwrap());
+            assert_eq!(ok(&["verify", "--db", &again]).trim_end(), want);
+            continue;
+        }
         restore(&again, &k, out.to_str().unwrap());
         assert_eq!(ok(&["verify", "--db", &again]).trim_end(), want);
     }
+}
+
+/// `checkpoint restore` of `k` from `source`.
+fn restore_args(db: &str, k: &Kept, source: &str) -> Vec<String> {
+    let args = ["checkpoint", "restore", "--db", db, "--block", k.block, "--root", k.root];
+    let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    args.extend(["--source".to_string(), source.to_string()]);
+    args
+}
+
+fn strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
 }
 
 #[test]

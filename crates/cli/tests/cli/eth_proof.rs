@@ -72,7 +72,7 @@ fn block(n: u64) -> EthChanges {
 
 /// A database of blocks 1 to [`BLOCKS`] committed with `commit_nested`, and the model's
 /// state after each block (index = block number; 0 is empty).
-fn build(name: &str) -> (String, Vec<Genesis>) {
+pub(super) fn build(name: &str) -> (String, Vec<Genesis>) {
     let dir = fresh_db(name);
     let mut db = StateDb::open(std::path::Path::new(&dir), StoreConfig::default()).unwrap();
     let mut world = MemoryWorld::new();

@@ -124,13 +124,14 @@ impl StateDb {
     }
 
     /// Delete everything an interrupted bulk load may have written (`flat`, `nodes`,
-    /// root records, history), keeping its marker.
+    /// root records, history, code), keeping its marker.
     pub(crate) fn clear_partial_state(&mut self) -> Result<(), StoreError> {
         let db = &self.reader().db;
         // Flat and node keys start with a trie prefix byte (0x00 or 0x01) and are shorter
         // than this bound; history keys are 8 bytes.
         let end = vec![0xff; 2 * KEY_BYTES_MAX + 64];
-        for name in [CF_FLAT, CF_NODES, CF_HISTORY] {
+        // Code keys are 32-byte hashes, below the bound too.
+        for name in [CF_FLAT, CF_NODES, CF_HISTORY, CF_CODE] {
             db.delete_range_cf(cf(db, name)?, [].as_slice(), end.as_slice())?;
         }
         let mut roots_end = META_ROOT.to_vec();

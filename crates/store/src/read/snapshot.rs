@@ -16,8 +16,8 @@ use trie::{LayoutName, NodeSource, SourceError};
 
 use crate::error::{Corruption, StoreError};
 use crate::keys::{
-    cf, decode_head, decode_root, flat_range_for_path, node_key, root_key, CF_FLAT, CF_META,
-    CF_NODES, META_BULK, META_HEAD, META_NODES_AT,
+    cf, decode_head, decode_root, flat_range_for_path, node_key, root_key, CF_CODE, CF_FLAT,
+    CF_META, CF_NODES, META_BULK, META_HEAD, META_NODES_AT,
 };
 use crate::rocks::flat_total_order;
 use crate::statedb::ReadHandle;
@@ -132,6 +132,21 @@ impl<'a> PersistedState<'a> {
         Ok(FlatCursor { iter })
     }
 
+    /// A cursor over the pinned `code` family (contract code by its 32-byte hash) in hash
+    /// order, positioned at the first hash at or after `from`; `None` for a database
+    /// opened read-only that was written before the family existed (it holds no code).
+    /// Code is written in the same atomic batch as the block that brings it, so the
+    /// snapshot holds the code of every account it holds.
+    pub fn code_cursor(&self, from: &[u8]) -> Result<Option<FlatCursor<'_>>, StoreError> {
+        let Some(h) = self.db.cf_handle(CF_CODE) else { return Ok(None) };
+        let mut opts = ReadOptions::default();
+        opts.fill_cache(false);
+        opts.set_readahead_size(SCAN_READAHEAD_BYTES);
+        let mut iter = self.snap.raw_iterator_cf_opt(h, opts);
+        iter.seek(from);
+        Ok(Some(FlatCursor { iter }))
+    }
+
     /// One trie at the pinned block as a [`NodeSource`] (stored nodes, and leaves rebuilt
     /// from `flat`), for proofs.
     pub fn node_source(&self, trie: TrieId) -> PersistedSource<'_, 'a> {
@@ -145,7 +160,8 @@ impl<'a> PersistedState<'a> {
     }
 }
 
-/// A position in the pinned `flat` column family.
+/// A position in a pinned column family: `flat` ([`PersistedState::cursor`]) or `code`
+/// ([`PersistedState::code_cursor`]).
 pub struct FlatCursor<'s> {
     iter: DBRawIteratorWithThreadMode<'s, DB>,
 }
