@@ -25,6 +25,8 @@
 //! - [`road`]: Ethereum blocks on the import road (`chain::import_with`): the EVM's
 //!   `chain::BlockExecutor` over the road's pending state, [`road::import_eth`].
 //! - [`blocktest`]: the Ethereum blockchain-test runner, over a backend seam.
+//! - [`generate`]: generated chains (keys, the token, signed transactions, blocks
+//!   executed and sealed with their results) for `arbor gen-chain --evm` and the benches.
 //! - [`statetest`]: the Ethereum state-test runner.
 //!
 //! Addresses are `eth::Address` (20 bytes), hashes and slots `state::H256`, numbers
@@ -37,6 +39,7 @@ pub mod block;
 pub mod blocktest;
 mod changes;
 mod database;
+pub mod generate;
 mod journal;
 mod reader;
 pub mod road;
