@@ -57,12 +57,13 @@ fn generated_blocks_pass_the_executor_and_hold_wipes_and_recreations() {
                     }
                     destroyed.insert(*address);
                 }
-                AccountChange::Write(w) if w.code_hash != EMPTY_CODE_HASH => {
-                    if before.is_none_or(|a| a.code_hash == EMPTY_CODE_HASH) {
-                        seen.deployed += 1;
-                        if destroyed.contains(address) {
-                            seen.recreated += 1;
-                        }
+                AccountChange::Write(w)
+                    if w.code_hash != EMPTY_CODE_HASH
+                        && before.is_none_or(|a| a.code_hash == EMPTY_CODE_HASH) =>
+                {
+                    seen.deployed += 1;
+                    if destroyed.contains(address) {
+                        seen.recreated += 1;
                     }
                 }
                 _ => {}
