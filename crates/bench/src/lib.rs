@@ -64,7 +64,7 @@ pub use history_bench::report::{
     LatencyReport, ReadReport, TargetReport, WindowReport,
 };
 pub use import_bench::report::{ImportBenchReport, ImportRow};
-pub use import_bench::{import_bench, ImportBenchOpts};
+pub use import_bench::{import_bench, Executor, ImportBenchOpts};
 pub use pov_bench::{pov_bench, ModeReport, PovBenchOpts, PovBenchReport, WorkloadReport};
 pub use store_bench::catch_up::CatchUpReport;
 pub use store_bench::opts::StoreBenchOpts;

@@ -217,9 +217,15 @@ struct ImportArgs {
     /// Blocks; 1 to 100,000.
     #[arg(long, default_value_t = 200, value_parser = limits::u64_in(1, limits::CHAIN_BLOCKS_MAX))]
     blocks: u64,
-    /// Transfers per block; 1 to 100,000.
+    /// Transfers per block (with --evm: transactions per block, at most 10,000); 1 to
+    /// 100,000.
     #[arg(long, default_value_t = 2_000, value_parser = limits::u64_in(1, limits::CHAIN_TRANSFERS_MAX))]
     transfers: u64,
+    /// Import a chain of real Ethereum blocks through the EVM (`gen-chain --evm`'s: ETH
+    /// and ERC-20 transfers, some contract work) instead of transfer blocks; reports
+    /// Mgas/s. --accounts at most 2,000,000.
+    #[arg(long)]
+    evm: bool,
     /// Seed of the chain.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -559,7 +565,22 @@ fn blockstm(args: &BlockStmArgs) -> Result<ExitCode> {
 }
 
 fn import(args: &ImportArgs) -> Result<ExitCode> {
+    if args.evm && args.accounts > limits::EVM_CHAIN_ACCOUNTS_MAX {
+        return Err(crate::usage(format!(
+            "--accounts {} with --evm: at most {}",
+            args.accounts,
+            limits::EVM_CHAIN_ACCOUNTS_MAX
+        )));
+    }
+    if args.evm && args.transfers > limits::EVM_CHAIN_TXS_MAX {
+        return Err(crate::usage(format!(
+            "--transfers {} with --evm: at most {} transactions per block",
+            args.transfers,
+            limits::EVM_CHAIN_TXS_MAX
+        )));
+    }
     let opts = bench::ImportBenchOpts {
+        executor: if args.evm { bench::Executor::Evm } else { bench::Executor::Transfer },
         accounts: args.accounts,
         blocks: args.blocks,
         transfers: args.transfers,

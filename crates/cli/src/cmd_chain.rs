@@ -20,25 +20,37 @@ use state::TrieId;
 use store::StateDb;
 
 use crate::auto_checkpoint::AutoCheckpoint;
+use crate::cmd_eth_chain::{gen_eth_chain, EthChainParams};
 use crate::db_args::{open_for_load, DbArgs};
 use crate::limits;
 
 /// Arguments of `arbor gen-chain`.
 #[derive(Debug, Args)]
 pub(crate) struct GenChainArgs {
-    /// Funded genesis accounts; 2 to 10,000,000.
-    #[arg(long, value_name = "N", value_parser = limits::u64_in(2, limits::CHAIN_ACCOUNTS_MAX))]
-    accounts: u64,
-    /// Blocks after genesis; 1 to 100,000.
-    #[arg(long, value_name = "K", value_parser = limits::u64_in(1, limits::CHAIN_BLOCKS_MAX))]
-    blocks: u64,
-    /// Transfers per block; 1 to 100,000.
-    #[arg(long, value_name = "T", value_parser = limits::u64_in(1, limits::CHAIN_TRANSFERS_MAX))]
-    transfers: u64,
+    /// Funded genesis accounts; 2 to 10,000,000 (with --evm at most 2,000,000; default
+    /// 1,000).
+    #[arg(long, value_name = "N", value_parser = limits::u64_in(2, limits::CHAIN_ACCOUNTS_MAX), required_unless_present = "evm")]
+    accounts: Option<u64>,
+    /// Blocks after genesis; 1 to 100,000 (with --evm default 100).
+    #[arg(long, value_name = "K", value_parser = limits::u64_in(1, limits::CHAIN_BLOCKS_MAX), required_unless_present = "evm")]
+    blocks: Option<u64>,
+    /// Transfers per block of a transfer chain; 1 to 100,000.
+    #[arg(long, value_name = "T", value_parser = limits::u64_in(1, limits::CHAIN_TRANSFERS_MAX), required_unless_present = "evm", conflicts_with = "evm")]
+    transfers: Option<u64>,
+    /// Write a chain of real Ethereum blocks instead (Shanghai; ETH and ERC-20 transfers,
+    /// deployments, self-destructs): --out names a directory, which gets `genesis.json`
+    /// (geth's format) and `blocks.rlp` (concatenated RLP blocks, as `geth export` writes).
+    #[arg(long)]
+    evm: bool,
+    /// Transactions per block of an Ethereum chain (--evm), after the block's first call;
+    /// 1 to 10,000 [default: 100].
+    #[arg(long, value_name = "N", value_parser = limits::u64_in(1, limits::EVM_CHAIN_TXS_MAX), requires = "evm")]
+    txs_per_block: Option<u64>,
     /// Seed of the random transfers (any 64-bit unsigned integer).
     #[arg(long, value_name = "S", default_value_t = 1)]
     seed: u64,
-    /// The chain file to write (must not exist unless --force).
+    /// The chain file to write (must not exist unless --force); with --evm, the directory
+    /// to write its two files into (created if missing).
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
     /// Overwrite an existing output file.
@@ -78,6 +90,21 @@ pub(crate) struct ImportArgs {
 
 /// Run `arbor gen-chain`.
 pub(crate) fn gen_chain(args: &GenChainArgs) -> Result<ExitCode> {
+    if args.evm {
+        let params = EthChainParams {
+            accounts: args.accounts.unwrap_or(1_000),
+            blocks: args.blocks.unwrap_or(100),
+            txs_per_block: args.txs_per_block.unwrap_or(100),
+            seed: args.seed,
+        };
+        return gen_eth_chain(&args.out, &params, args.force, args.json);
+    }
+    // clap requires the three without --evm.
+    let (Some(accounts), Some(blocks), Some(transfers)) =
+        (args.accounts, args.blocks, args.transfers)
+    else {
+        return Err(crate::usage("a transfer chain needs --accounts, --blocks and --transfers"));
+    };
     // An existing file (without --force), a directory or a missing directory: usage errors.
     let out = crate::output::Output { flag: "--out", path: &args.out };
     let target = crate::output::check(&[out], args.force)?.remove(0);
@@ -91,13 +118,8 @@ pub(crate) fn gen_chain(args: &GenChainArgs) -> Result<ExitCode> {
         .tempfile_in(dir)
         .with_context(|| format!("cannot create a file in {}", dir.display()))?;
     let mut w = BufWriter::new(staged.as_file());
-    let params = ChainParams {
-        accounts: args.accounts,
-        blocks: args.blocks,
-        transfers: args.transfers,
-        seed: args.seed,
-    };
-    let pb = crate::progress::counter(!args.json, Some(args.blocks), "generating", "blocks");
+    let params = ChainParams { accounts, blocks, transfers, seed: args.seed };
+    let pb = crate::progress::counter(!args.json, Some(blocks), "generating", "blocks");
     let start = Instant::now();
     let mut wrote_header = false;
     let mut txs = 0u64;
@@ -122,9 +144,9 @@ pub(crate) fn gen_chain(args: &GenChainArgs) -> Result<ExitCode> {
     if args.json {
         let v = serde_json::json!({
             "path": args.out.display().to_string(),
-            "accounts": args.accounts,
+            "accounts": accounts,
             "genesis_root": header.genesis_root.to_string(),
-            "blocks": args.blocks,
+            "blocks": blocks,
             "transactions": txs,
             "block": head,
             "root": root.to_string(),
@@ -135,9 +157,9 @@ pub(crate) fn gen_chain(args: &GenChainArgs) -> Result<ExitCode> {
     errln!(
         "wrote {}: genesis of {} accounts ({}), {} blocks, {txs} transfers in {:.2} s; head {head} {root}",
         args.out.display(),
-        args.accounts,
+        accounts,
         header.genesis_root,
-        args.blocks,
+        blocks,
         start.elapsed().as_secs_f64()
     );
     Ok(ExitCode::SUCCESS)

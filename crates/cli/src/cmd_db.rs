@@ -20,7 +20,6 @@ use trie::LayoutName;
 use crate::cmd_root::CHILD_STORAGE_DEFAULT_PREFIX;
 use crate::db_args::{open_existing, open_for_load, open_reading, DbArgs};
 use crate::genesis_load::{genesis_label, load_genesis};
-use crate::input::read_genesis;
 use crate::limits;
 
 /// Arguments of `arbor init`.
@@ -191,13 +190,18 @@ fn init_genesis(args: &InitArgs, path: &Path) -> Result<ExitCode> {
         return Err(crate::usage("--genesis takes an Ethereum genesis: --layout ethereum only"));
     }
     // Parse first: a bad genesis must not leave a new database directory behind.
-    let genesis = read_genesis(path)?;
+    let text = crate::input::read_text(path)?;
+    let genesis = eth::Genesis::from_json_str(&text)
+        .map_err(|e| crate::input::file_usage(path, &anyhow::Error::new(e)))?;
+    // A post-merge chain's genesis header is block 0's record, as `import --genesis`
+    // stores it, so that an RLP import can continue this database.
+    let record = crate::cmd_eth_import::genesis_record(&text);
     let entries = eth::genesis_entries(&genesis);
     let label = genesis_label(&entries.state_root);
     let mut db = open_for_load(&args.db, Some(LayoutName::Ethereum), &label)?;
     check_new(&db, &args.db.db)?;
     let pb = crate::progress::counter(!args.json, Some(0), "loading genesis", "entries");
-    let root = load_genesis(&mut db, &genesis, entries, None, &pb)
+    let root = load_genesis(&mut db, &genesis, entries, record.as_deref(), &pb)
         .with_context(|| format!("cannot initialise {}", args.db.db.display()))?;
     pb.finish_and_clear();
     db.close().context("cannot close the database")?;

@@ -55,6 +55,17 @@ fn read_eth_genesis(path: &Path) -> Result<EthGenesis> {
     Ok(EthGenesis { chain, genesis, record, hash })
 }
 
+/// Block 0's record for the geth genesis `text`, when its `config` describes a chain this
+/// executor runs (past the merge at genesis): the genesis header's RLP, which the first
+/// block of an RLP import names as its parent. `None` otherwise (no `config`, a chain
+/// before the merge, an unreadable header field): `arbor init --genesis` then stores none,
+/// and an RLP import into that database says so.
+pub(crate) fn genesis_record(text: &str) -> Option<Vec<u8>> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    let chain = ChainConfig::from_geth_config(value.get("config")?).ok()?;
+    genesis_header(&value, &chain).ok().map(|h| header_rlp(&h))
+}
+
 /// An empty database (or one whose creation was cut short) gets the genesis; one at
 /// block 0 must hold it.
 fn init_eth_genesis(db: &mut StateDb, eth: &EthGenesis) -> Result<()> {
@@ -67,14 +78,29 @@ fn init_eth_genesis(db: &mut StateDb, eth: &EthGenesis) -> Result<()> {
         return Ok(());
     }
     let recorded = db.block_record(0)?.map(|r| trie::keccak256(&r));
-    if recorded != Some(eth.hash) {
-        let held = recorded.map_or("no genesis header".to_string(), |h| format!("genesis {h}"));
-        return Err(crate::rejected(&anyhow::anyhow!(
-            "the database holds {held}, the genesis file's is {}: it holds another chain",
+    match recorded {
+        Some(hash) if hash == eth.hash => Ok(()),
+        Some(hash) => Err(crate::rejected(&anyhow::anyhow!(
+            "the database holds genesis {hash}, the genesis file's is {}: it holds another chain",
             eth.hash
-        )));
+        ))),
+        // A state loaded from an allocation alone (`arbor init --genesis` of a file without
+        // a post-merge config): the same state or not, no block can name its parent.
+        None if db.head_root() == eth::genesis_state_root(&eth.genesis) => {
+            Err(crate::rejected(&anyhow::anyhow!(
+                "the database holds this genesis's state but no genesis header (it was loaded \
+                 from an allocation without a post-merge config section), so the first block's \
+                 parent cannot be checked: import into a new database, which --genesis creates \
+                 with its header"
+            )))
+        }
+        None => Err(crate::rejected(&anyhow::anyhow!(
+            "the database holds root {} and no genesis header, the genesis file's root is {}: \
+             it holds another chain",
+            db.head_root(),
+            eth::genesis_state_root(&eth.genesis)
+        ))),
     }
-    Ok(())
 }
 
 /// Run `arbor import` of the RLP block file `args.chain` with the genesis at `genesis`.

@@ -22,6 +22,13 @@ pub(crate) const CHAIN_ACCOUNTS_MAX: u64 = 10_000_000;
 pub(crate) const CHAIN_BLOCKS_MAX: u64 = 100_000;
 /// Transfers per block of `gen-chain` and `bench import`.
 pub(crate) const CHAIN_TRANSFERS_MAX: u64 = 100_000;
+/// Genesis accounts of `gen-chain --evm` and `bench import --evm`: the generator holds the
+/// state in memory (an account, its token balance and the genesis file's text, about
+/// 1 KB each).
+pub(crate) const EVM_CHAIN_ACCOUNTS_MAX: u64 = 2_000_000;
+/// Transactions per block of `gen-chain --evm` and `bench import --evm` (each up to
+/// 300,000 gas: a block's gas limit stays near 6 billion, far below the header's 2^63).
+pub(crate) const EVM_CHAIN_TXS_MAX: u64 = 10_000;
 /// Operations per block of a database workload: a block's change set is held in memory
 /// (about 250 bytes per operation).
 pub(crate) const UPDATES_PER_BLOCK_MAX: u64 = 1_000_000;

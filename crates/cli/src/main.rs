@@ -51,6 +51,7 @@ mod cmd_chain;
 mod cmd_checkpoint;
 mod cmd_db;
 mod cmd_demo;
+mod cmd_eth_chain;
 mod cmd_eth_import;
 mod cmd_import;
 mod cmd_load;
@@ -133,7 +134,8 @@ enum Command {
     BuildBlock(cmd_block::BuildArgs),
     /// Re-execute a block from its witness alone: `ok <root>` or `invalid: …` (exit 1).
     VerifyBlock(cmd_block::VerifyBlockArgs),
-    /// Write a chain file: a genesis and random transfer blocks with their post-state roots.
+    /// Write a chain file: a genesis and random transfer blocks with their post-state roots
+    /// (--evm: a geth genesis and real Ethereum blocks).
     GenChain(cmd_chain::GenChainArgs),
     /// Import a chain file into a database (pipelined; resumable; Ctrl-C stops cleanly).
     Import(cmd_chain::ImportArgs),

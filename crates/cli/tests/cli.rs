@@ -37,6 +37,9 @@ mod crash;
 /// `prove --db --address`: eth_getProof answers from account-model databases, tampering.
 #[path = "cli/eth_proof.rs"]
 mod eth_proof;
+/// `gen-chain --evm` chains imported, flipped, killed; `bench import --evm`.
+#[path = "cli/gen_chain_evm.rs"]
+mod gen_chain_evm;
 #[path = "cli/import.rs"]
 mod import;
 /// `import --chain FILE --genesis GENESIS.json`: RLP Ethereum blocks through the road.

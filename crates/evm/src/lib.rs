@@ -25,6 +25,8 @@
 //! - [`road`]: Ethereum blocks on the import road (`chain::import_with`): the EVM's
 //!   `chain::BlockExecutor` over the road's pending state, [`road::import_eth`].
 //! - [`blocktest`]: the Ethereum blockchain-test runner, over a backend seam.
+//! - [`generate`]: generated chains (keys, the token, signed transactions, blocks
+//!   executed and sealed with their results) for `arbor gen-chain --evm` and the benches.
 //! - [`statetest`]: the Ethereum state-test runner.
 //! - What both runners share: their fixtures' JSON (`fixture_json`: the field readers and
 //!   [`FixtureError`], [`FieldProblem`]) and their store back-ends' database (`test_db`:
@@ -41,6 +43,7 @@ pub mod blocktest;
 mod changes;
 mod database;
 mod fixture_json;
+pub mod generate;
 mod journal;
 mod reader;
 pub mod road;

@@ -29,11 +29,12 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::evm_bench::contracts::{churn_call, transfer_call};
-use crate::evm_bench::genesis::{
-    churn_address, fresh_address, token_address, World, CHAIN_ID, FRESH_KEY_BASE,
+use evm::generate::{
+    fresh_address, sign_bytes, token_address, transfer_call, UnsignedTx, World, CHAIN_ID,
 };
-use crate::evm_bench::tx::{sign, UnsignedTx};
+
+use crate::evm_bench::contracts::churn_call;
+use crate::evm_bench::genesis::{churn_address, FRESH_KEY_BASE};
 
 /// The blocks' base fee, wei per gas.
 pub(crate) const BASE_FEE: u64 = 1_000_000_000;
@@ -152,7 +153,7 @@ impl<'a> Generator<'a> {
             nonce,
             gas_price: GAS_PRICE,
             gas_limit: workload.tx_gas(),
-            to,
+            to: Some(to),
             value,
             data,
         };
@@ -164,7 +165,7 @@ impl<'a> Generator<'a> {
         let count = self.gas_limit / workload.tx_gas();
         let txs: Vec<(usize, UnsignedTx)> = (0..count).map(|_| self.next_tx(workload)).collect();
         let keys = self.keys;
-        txs.par_iter().map(|(sender, tx)| sign(tx, &keys[*sender], CHAIN_ID)).collect()
+        txs.par_iter().map(|(sender, tx)| Ok(sign_bytes(tx, &keys[*sender], CHAIN_ID)?)).collect()
     }
 }
 
@@ -234,8 +235,8 @@ impl BlockReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evm_bench::genesis::sender_keys;
     use crate::evm_bench::tx::decode;
+    use evm::generate::sender_keys;
 
     #[test]
     fn blocks_round_trip_through_the_file_with_nonces_in_order() {

@@ -11,13 +11,13 @@
 use alloy_primitives::{Address as RevmAddress, B256, U256};
 use anyhow::{anyhow, ensure, Context as _, Result};
 use eth::EthChanges;
+use evm::generate::{coinbase, CHAIN_ID};
 use rayon::prelude::*;
 use revm::context::{BlockEnv, CfgEnv, Context, TxEnv};
 use revm::primitives::hardfork::SpecId;
 use revm::{Database, DatabaseCommit, ExecuteCommitEvm, ExecuteEvm, MainBuilder, MainContext};
 
 use crate::evm_bench::blocks::BASE_FEE;
-use crate::evm_bench::genesis::{coinbase, CHAIN_ID};
 use crate::evm_bench::tx::decode;
 
 /// The first block's timestamp; blocks are 12 seconds apart.

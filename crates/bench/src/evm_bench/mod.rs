@@ -43,6 +43,7 @@ pub(crate) mod worker;
 use std::path::{Path, PathBuf};
 
 use anyhow::{ensure, Context, Result};
+use evm::generate::{sender_keys, World};
 use store::StoreConfig;
 
 use crate::common::machine::MachineInfo;
@@ -53,7 +54,6 @@ use crate::common::worker::{run_rounds, Launch, Worker};
 use crate::evm_bench::blocks::{write_blocks, Generator, Workload};
 use crate::evm_bench::contracts::Contracts;
 use crate::evm_bench::engines::EngineKind;
-use crate::evm_bench::genesis::{sender_keys, World};
 use crate::evm_bench::opts::EvmBenchOpts;
 use crate::evm_bench::report::{EvmBenchReport, EvmLoadReport, EvmRoots, EvmWorkloadReport};
 use crate::evm_bench::worker::{EvmOutcome, EvmWorkerSpec};

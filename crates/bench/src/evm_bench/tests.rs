@@ -6,6 +6,7 @@
 
 use alloy_primitives::{Address as RevmAddress, Bytes, TxKind, U256};
 use eth::{EthChanges, MemoryWorld};
+use evm::generate::{sender_keys, World};
 use revm::context::TxEnv;
 use revm::database::{CacheDB, EmptyDB};
 use revm::state::AccountInfo;
@@ -16,7 +17,7 @@ use crate::evm_bench::blocks::{write_blocks, BlockReader, Generator, Workload};
 use crate::evm_bench::contracts::Contracts;
 use crate::evm_bench::engines::{ArborEngine, EvmEngine, MemoryEngine, PlainEngine};
 use crate::evm_bench::execute::{execute, recover};
-use crate::evm_bench::genesis::{sender_keys, World};
+use crate::evm_bench::genesis::bench_genesis;
 
 const GAS_LIMIT: u64 = 1_000_000;
 
@@ -25,7 +26,7 @@ fn three_engines_end_at_one_root() {
     let (accounts, blocks) = (40, 2);
     let keys = sender_keys(7, accounts);
     let world = World::new(7, accounts, &keys);
-    let genesis = world.genesis(&Contracts::load().unwrap()).unwrap();
+    let genesis = bench_genesis(&world, &Contracts::load().unwrap()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut generator = Generator::new(&world, &keys, GAS_LIMIT);
     let mut files = Vec::new();

@@ -3,16 +3,16 @@
 //! `v = chainId * 2 + 35 + yParity`, signed with secp256k1 over keccak256 of
 //! `RLP[nonce, gasPrice, gas, to, value, data, chainId, 0, 0]`.
 //!
-//! Signing ([`sign`], k256) happens when the blocks are made, before any timing. Decoding
-//! and recovering the sender ([`decode`]: libsecp256k1 through revm's `ecrecover`) happen
-//! inside the measured block time, as a node does for every transaction it imports. The
+//! Signing (`evm::generate::sign_bytes`, k256) happens when the blocks are made, before
+//! any timing. Decoding and recovering the sender ([`decode`]: libsecp256k1 through revm's
+//! `ecrecover`) happen inside the measured block time, as a node does for every
+//! transaction it imports. The
 //! decoder takes canonical encodings only, checks every field's width, the chain id and
 //! EIP-2's low `s`, and returns a typed error ([`TxError`]), never a panic.
 
 use alloy_primitives::{Address as RevmAddress, Bytes, TxKind, B256, B512, U256};
-use k256::ecdsa::SigningKey;
 use revm::context::TxEnv;
-use trie::{keccak256, rlp_encode_list, rlp_encode_string, RlpItem, RlpListIter};
+use trie::{keccak256, rlp_encode_string, RlpItem, RlpListIter};
 
 /// Half the secp256k1 group order: EIP-2 refuses signatures with a larger `s`.
 const HALF_ORDER: [u8; 32] = [
@@ -52,51 +52,10 @@ pub(crate) enum TxError {
     Recovery,
 }
 
-/// A transaction before signing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct UnsignedTx {
-    pub(crate) nonce: u64,
-    pub(crate) gas_price: u128,
-    pub(crate) gas_limit: u64,
-    pub(crate) to: eth::Address,
-    pub(crate) value: U256,
-    pub(crate) data: Vec<u8>,
-}
-
 /// A number's minimal big-endian bytes (zero is empty), as RLP writes integers.
 fn trimmed(bytes: &[u8]) -> &[u8] {
     let zeros = bytes.iter().take_while(|b| **b == 0).count();
     &bytes[zeros..]
-}
-
-impl UnsignedTx {
-    /// The first six fields, each encoded (what the signed and the signing forms share).
-    fn fields(&self) -> [Vec<u8>; 6] {
-        [
-            trimmed(&self.nonce.to_be_bytes()).to_vec(),
-            trimmed(&self.gas_price.to_be_bytes()).to_vec(),
-            trimmed(&self.gas_limit.to_be_bytes()).to_vec(),
-            self.to.to_vec(),
-            trimmed(&self.value.to_be_bytes::<32>()).to_vec(),
-            self.data.clone(),
-        ]
-    }
-}
-
-/// The wire bytes of `tx` signed by `key` for `chain_id`.
-pub(crate) fn sign(tx: &UnsignedTx, key: &SigningKey, chain_id: u64) -> anyhow::Result<Vec<u8>> {
-    let fields = tx.fields();
-    let chain = chain_id.to_be_bytes();
-    let mut items: Vec<&[u8]> = fields.iter().map(Vec::as_slice).collect();
-    items.extend([trimmed(&chain), &[], &[]]);
-    let hash = keccak256(&rlp_encode_list(&items));
-    let (sig, recid) = key.sign_prehash_recoverable(&hash.0)?;
-    let v = chain_id * 2 + 35 + u64::from(recid.is_y_odd());
-    let (r, s) = (sig.r().to_bytes(), sig.s().to_bytes());
-    let v_bytes = v.to_be_bytes();
-    items.truncate(6);
-    items.extend([trimmed(&v_bytes), trimmed(&r), trimmed(&s)]);
-    Ok(rlp_encode_list(&items))
 }
 
 /// The header of an RLP list whose payload is `len` bytes.
@@ -186,6 +145,9 @@ pub(crate) fn decode(bytes: &[u8], chain_id: u64) -> Result<TxEnv, TxError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use evm::generate::{sign_bytes, UnsignedTx};
+    use k256::ecdsa::SigningKey;
+    use trie::rlp_encode_list;
 
     fn key(i: u8) -> SigningKey {
         SigningKey::from_slice(&[i; 32]).unwrap()
@@ -201,7 +163,7 @@ mod tests {
             nonce: 7,
             gas_price: 2_000_000_000,
             gas_limit: 21_000,
-            to: [0x35; 20],
+            to: Some([0x35; 20]),
             value: U256::from(10u64).pow(U256::from(18u8)),
             data: vec![1, 2, 3],
         }
@@ -213,7 +175,7 @@ mod tests {
             let mut t = tx();
             t.nonce = u64::from(i) * 1000;
             t.data = vec![i; usize::from(i) * 5];
-            let bytes = sign(&t, &key(i), 1).unwrap();
+            let bytes = sign_bytes(&t, &key(i), 1).unwrap();
             let env = decode(&bytes, 1).unwrap();
             assert_eq!(env.caller, address_of(&key(i)), "key {i}");
             assert_eq!((env.nonce, env.gas_limit, env.gas_price), (t.nonce, 21_000, 2_000_000_000));
@@ -239,7 +201,7 @@ mod tests {
 
     #[test]
     fn bad_transactions_are_refused() {
-        let bytes = sign(&tx(), &key(1), 1).unwrap();
+        let bytes = sign_bytes(&tx(), &key(1), 1).unwrap();
         assert!(matches!(decode(&bytes, 5), Err(TxError::ChainId { .. })));
         assert!(decode(&bytes[..bytes.len() - 1], 1).is_err(), "truncated");
         assert!(matches!(decode(&[0x80], 1), Err(TxError::Rlp(_))));

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
+use evm::generate::{sender_count, World};
 use serde::{Deserialize, Serialize};
 use store::StoreConfig;
 
@@ -22,7 +23,7 @@ use crate::evm_bench::contracts::Contracts;
 use crate::evm_bench::engines::{
     ArborEngine, BlockRecord, EngineKind, EvmEngine, FinalState, MemoryEngine, PlainEngine,
 };
-use crate::evm_bench::genesis::{sender_count, World};
+use crate::evm_bench::genesis::bench_genesis;
 
 /// What a worker runs: written by the driver to a file the worker reads.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -129,7 +130,7 @@ pub fn evm_worker(spec_path: &Path, bounds: &EvmWorkerBounds) -> Result<()> {
     let start = Instant::now();
     let senders = read_senders(&spec.senders_file, spec.accounts)?;
     let world = World { seed: spec.seed, accounts: spec.accounts, senders };
-    let genesis = world.genesis(&Contracts::load()?)?;
+    let genesis = bench_genesis(&world, &Contracts::load()?)?;
     let engine: Box<dyn EvmEngine> = match spec.engine {
         EngineKind::Arbor => Box::new(ArborEngine::load(&spec.dir, &spec.config, &genesis, &tick)?),
         EngineKind::Memory => Box::new(MemoryEngine::load(&genesis, &tick)?),

@@ -14,6 +14,9 @@ pub struct ImportRow {
     pub blocks_per_s: f64,
     /// Transactions per second (median).
     pub transactions_per_s: f64,
+    /// Million gas per second (median; EVM chains only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mgas_per_s: Option<f64>,
     /// Seconds executing (median).
     pub exec_s: f64,
     /// Seconds committing (median).
@@ -43,6 +46,9 @@ pub struct ImportBenchReport {
     pub blocks: u64,
     /// Transactions in all blocks.
     pub transactions: u64,
+    /// Gas the blocks used (EVM chains only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gas_used: Option<u64>,
     /// Rounds.
     pub runs: usize,
     /// The rows.
@@ -52,8 +58,9 @@ pub struct ImportBenchReport {
 impl ImportBenchReport {
     /// The human summary: a line, then a row per mode and worker count.
     pub fn render(&self) -> String {
+        let gas = self.gas_used.map_or(String::new(), |g| format!(", {g} gas (EVM)"));
         let mut out = format!(
-            "import: {} accounts, {} blocks, {} transactions, {} rounds (medians)\n",
+            "import: {} accounts, {} blocks, {} transactions{gas}, {} rounds (medians)\n",
             self.accounts, self.blocks, self.transactions, self.runs
         );
         let mut t = crate::common::table::table(&[
@@ -61,6 +68,7 @@ impl ImportBenchReport {
             "workers",
             "blocks/s",
             "tx/s",
+            "Mgas/s",
             "exec s",
             "commit s",
             "stalled s",
@@ -77,6 +85,7 @@ impl ImportBenchReport {
                 r.exec_workers.to_string(),
                 format!("{:.1}", r.blocks_per_s),
                 format!("{:.0}", r.transactions_per_s),
+                r.mgas_per_s.map_or("-".to_string(), |m| format!("{m:.1}")),
                 format!("{:.2}", r.exec_s),
                 format!("{:.2}", r.commit_s),
                 format!("{:.2}", r.stalled_s),

@@ -51,6 +51,7 @@ fn flags(db: &str) -> Vec<Flag<'_>> {
     let load = vec!["load", "--db", db, "--blocks", "1", "--updates-per-block", "1", "--seed", "1"];
     let revert = vec!["revert", "--db", db];
     let build = vec!["build-block", "--block", "/nonexistent/b", "--witness", "/nonexistent/w"];
+    let gen_evm = vec!["gen-chain", "--evm", "--out", "/nonexistent/evm-chain"];
     vec![
         f(&trie, "--keys", 1, 50_000_000, "1 to 50,000,000"),
         f(&trie, "--runs", 1, 1_000, "1 to 1,000"),
@@ -80,6 +81,7 @@ fn flags(db: &str) -> Vec<Flag<'_>> {
         f(&build, "--accounts", 2, 1_000_000, "2 to 1,000,000"),
         f(&build, "--transfers", 1, 1_000_000, "1 to 1,000,000"),
         f(&build, "--pov-limit", 1, 1 << 30, "1 to 1,073,741,824"),
+        f(&gen_evm, "--txs-per-block", 1, 10_000, "1 to 10,000"),
     ]
 }
 

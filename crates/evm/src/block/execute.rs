@@ -99,6 +99,20 @@ pub fn execute_block<R: WorldReader, B: BlockHashes + ?Sized>(
     hashes: &B,
     chain: &ChainConfig,
 ) -> Result<BlockOutcome, ExecError<R::Error>> {
+    let outcome = execute_unchecked(block, parent, hashes, chain)?;
+    check_results(block, outcome.gas_used, &outcome.receipts, outcome.requests_hash)?;
+    Ok(outcome)
+}
+
+/// [`execute_block`] but for the header's commitments to the results (gas used, receipts
+/// root, logs bloom, requests hash), which are not checked: what a block builder runs
+/// before it seals a header with them (`crate::generate`).
+pub(crate) fn execute_unchecked<R: WorldReader, B: BlockHashes + ?Sized>(
+    block: &EthBlock,
+    parent: R,
+    hashes: &B,
+    chain: &ChainConfig,
+) -> Result<BlockOutcome, ExecError<R::Error>> {
     let header = &block.header;
     let fork = chain.fork_at(header.timestamp).map_err(InvalidBlock::from)?;
     validate_body(block, fork, chain)?;
@@ -118,7 +132,6 @@ pub fn execute_block<R: WorldReader, B: BlockHashes + ?Sized>(
         None
     };
     let gas_used = receipts.last().map_or(0, |r| r.cumulative_gas_used);
-    check_results(block, gas_used, &receipts, requests_hash)?;
     Ok(BlockOutcome {
         fork,
         changes: overlay.into_changes(),

@@ -39,4 +39,8 @@ pub use invalid::InvalidBlock;
 pub use receipts::Receipt;
 pub use validate::{validate_body, validate_header};
 
+#[cfg(test)]
+pub(crate) use decode::sender;
+pub(crate) use execute::execute_unchecked;
 pub(crate) use overlay::NON_EMPTY_STAND_IN;
+pub(crate) use receipts::{block_bloom, receipts_root, transactions_root, withdrawals_root};
