@@ -17,7 +17,7 @@ use trie::keccak256;
 
 use crate::boundary::ChunkBytes;
 use crate::format::{
-    put_var_bytes, put_varint, DecodeError, Manifest, Reader, CHUNK_BYTES_MAX, VALUE_BYTES_MAX,
+    chunk_head, put_var_bytes, put_varint, DecodeError, Manifest, VALUE_BYTES_MAX,
 };
 
 /// Magic bytes opening a code chunk.
@@ -63,19 +63,8 @@ impl CodeChunk<'_> {
     /// [`VALUE_BYTES_MAX`], hashes strictly ascending. Whether each code hashes to its key
     /// and how the chunk fits its checkpoint are checked by [`check_code_chunk`].
     pub fn decode(bytes: &[u8]) -> Result<CodeChunk<'_>, DecodeError> {
-        if bytes.len() as u64 > CHUNK_BYTES_MAX {
-            return Err(DecodeError::TooLarge { len: bytes.len() as u64, max: CHUNK_BYTES_MAX });
-        }
-        let mut r = Reader::new(bytes);
-        if r.bytes(8).ok() != Some(&CODE_CHUNK_MAGIC[..]) {
-            return Err(DecodeError::Magic("code chunk"));
-        }
-        let version = r.u8()?;
-        if version != CODE_CHUNK_VERSION {
-            return Err(DecodeError::Version { what: "code chunk", found: version });
-        }
-        let block = r.u64()?;
-        let root = r.h256()?;
+        let (mut r, block, root) =
+            chunk_head(bytes, CODE_CHUNK_MAGIC, CODE_CHUNK_VERSION, "code chunk")?;
         // A code is at least its hash and a length.
         let n = r.count(33)?;
         if n == 0 {
@@ -176,7 +165,9 @@ pub(crate) fn check_code_ends(manifest: &Manifest, bytes: &[ChunkBytes]) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::{BoundaryRule, ChunkHash, ChunkInfo, CodeChunkInfo, CodeList};
+    use crate::format::{
+        BoundaryRule, ChunkHash, ChunkInfo, CodeChunkInfo, CodeList, CHUNK_BYTES_MAX,
+    };
     use trie::LayoutName;
 
     const CODES: [&[u8]; 3] = [b"\x60\x00", b"\x60\x01\x60\x02", b"\x00"];

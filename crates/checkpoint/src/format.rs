@@ -134,6 +134,30 @@ pub(crate) struct Reader<'a> {
     pos: usize,
 }
 
+/// The head every chunk kind opens with (magic, version, block, root), after the bound on
+/// the chunk's length: the reader positioned after it, the block and the root.
+pub(crate) fn chunk_head<'a>(
+    bytes: &'a [u8],
+    magic: &[u8; 8],
+    version: u8,
+    what: &'static str,
+) -> Result<(Reader<'a>, u64, H256), DecodeError> {
+    if bytes.len() as u64 > CHUNK_BYTES_MAX {
+        return Err(DecodeError::TooLarge { len: bytes.len() as u64, max: CHUNK_BYTES_MAX });
+    }
+    let mut r = Reader::new(bytes);
+    if r.bytes(8).ok() != Some(&magic[..]) {
+        return Err(DecodeError::Magic(what));
+    }
+    let found = r.u8()?;
+    if found != version {
+        return Err(DecodeError::Version { what, found });
+    }
+    let block = r.u64()?;
+    let root = r.h256()?;
+    Ok((r, block, root))
+}
+
 impl<'a> Reader<'a> {
     pub(crate) fn new(buf: &'a [u8]) -> Self {
         Reader { buf, pos: 0 }
@@ -298,19 +322,7 @@ impl Chunk<'_> {
     /// lengths, strictly ascending keys within a segment, tries in order, open flags);
     /// how the chunk fits its checkpoint is checked by the restore.
     pub fn decode(bytes: &[u8]) -> Result<Chunk<'_>, DecodeError> {
-        if bytes.len() as u64 > CHUNK_BYTES_MAX {
-            return Err(DecodeError::TooLarge { len: bytes.len() as u64, max: CHUNK_BYTES_MAX });
-        }
-        let mut r = Reader::new(bytes);
-        if r.bytes(8).ok() != Some(&CHUNK_MAGIC[..]) {
-            return Err(DecodeError::Magic("chunk"));
-        }
-        let version = r.u8()?;
-        if version != FORMAT_VERSION {
-            return Err(DecodeError::Version { what: "chunk", found: version });
-        }
-        let block = r.u64()?;
-        let root = r.h256()?;
+        let (mut r, block, root) = chunk_head(bytes, CHUNK_MAGIC, FORMAT_VERSION, "chunk")?;
         // A segment is at least: trie tag, start length, open flag, two counts.
         let n = r.count(5)?;
         if n == 0 {
