@@ -165,9 +165,7 @@ pub(crate) fn check_code_ends(manifest: &Manifest, bytes: &[ChunkBytes]) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::{
-        BoundaryRule, ChunkHash, ChunkInfo, CodeChunkInfo, CodeList, CHUNK_BYTES_MAX,
-    };
+    use crate::format::{ChunkHash, CodeChunkInfo, CodeList, CHUNK_BYTES_MAX};
     use trie::LayoutName;
 
     const CODES: [&[u8]; 3] = [b"\x60\x00", b"\x60\x01\x60\x02", b"\x00"];
@@ -196,25 +194,7 @@ mod tests {
 
     /// A version 3 manifest of the empty state, without code.
     fn base() -> Manifest {
-        Manifest {
-            layout: LayoutName::Ethereum,
-            chunk_hash: ChunkHash::Blake3,
-            block: 7,
-            root: H256([3; 32]),
-            rule: BoundaryRule::default(),
-            entries: 0,
-            chunk_bytes: 10,
-            flat_bytes: 0,
-            chunks: vec![ChunkInfo {
-                first: Vec::new(),
-                last: Vec::new(),
-                entries: 0,
-                len: 10,
-                digest: H256([1; 32]),
-                ends_trie: true,
-            }],
-            code: CodeList::default(),
-        }
+        crate::format::tests::manifest_of(LayoutName::Ethereum, ChunkHash::Blake3)
     }
 
     fn with_code(n: u8) -> Manifest {

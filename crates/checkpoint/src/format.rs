@@ -829,7 +829,7 @@ fn read_chunk_info(r: &mut Reader<'_>) -> Result<ChunkInfo, DecodeError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -848,7 +848,8 @@ mod tests {
         manifest_of(layout, ChunkHash::Blake3)
     }
 
-    fn manifest_of(layout: LayoutName, chunk_hash: ChunkHash) -> Manifest {
+    /// A manifest of the empty state (one empty chunk, no code) for the codec's tests.
+    pub(crate) fn manifest_of(layout: LayoutName, chunk_hash: ChunkHash) -> Manifest {
         Manifest {
             layout,
             chunk_hash,
