@@ -5,39 +5,34 @@
 //! persisted meanwhile is in both and agrees (a layer holds a block's newest values), and
 //! no commit can run while the iterator borrows the store.
 
-use std::collections::btree_map;
-use std::collections::BTreeMap;
+use std::ops::Range;
 use std::sync::Arc;
 
 use rocksdb::DBRawIterator;
-use state::{merge_writes, MergeWrites, TrieId};
+use state::{merge_writes, TrieId};
 
 use crate::error::StoreError;
 use crate::keys::{flat_key, flat_range_for_path};
 use crate::rocks::flat_iter;
+use crate::tiers::layer::Layer;
 use crate::tiers::reader::Reader;
 
-/// A key's newest value in the layers (`None`: deleted).
-type LayerValue = Option<Arc<[u8]>>;
-
-/// The layers' newest writes in the range, ascending (full flat keys; an empty value is a
-/// deletion, as in `flat`).
-type LayerWrites = std::iter::Map<
-    btree_map::IntoIter<Vec<u8>, LayerValue>,
-    fn((Vec<u8>, LayerValue)) -> (Vec<u8>, Option<Vec<u8>>),
->;
-
 /// The entries of one trie in a key range, in ascending key order (keys without the
-/// trie prefix): the layers' writes over `flat` on disk, through the seam's one ordered
-/// merge. Stops after the first error.
+/// trie prefix): `flat` on disk with each layer's writes in the range merged over it,
+/// oldest layer first, through the seam's one ordered merge; nothing is collected, so a
+/// caller that reads one entry (a storage emptiness check) pays one seek per layer, not a
+/// copy of every write in the range. Stops after the first error.
 pub struct FlatRange<'a> {
-    merge: MergeWrites<Disk<'a>, LayerWrites>,
+    merge: Box<dyn Iterator<Item = RangeEntry> + 'a>,
     prefix_len: usize,
 }
 
+/// A full flat key and its value, or why it could not be read.
+type RangeEntry = Result<(Vec<u8>, Vec<u8>), StoreError>;
+
 impl std::fmt::Debug for FlatRange<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FlatRange").field("merge", &self.merge).finish_non_exhaustive()
+        f.debug_struct("FlatRange").field("prefix_len", &self.prefix_len).finish_non_exhaustive()
     }
 }
 
@@ -54,26 +49,36 @@ impl Reader {
             Some(end) => (flat_key(trie, end)?, false),
             None => (flat_range_for_path(trie, &[]).1, true),
         };
-        let within = |k: &[u8]| k >= lo.as_slice() && before_end(&end, k);
-        let mut newest = BTreeMap::new();
-        for layer in self.layers.read().iter() {
-            for (k, v) in layer.flat.iter().filter(|(k, _)| within(k)) {
-                newest.insert(k.to_vec(), v.clone());
-            }
-        }
+        // The layers are snapshotted before the iterator is opened (see the module docs).
+        let layers: Vec<Arc<Layer>> = self.layers.read().clone();
         let mut it = flat_iter(&self.db)?;
         it.seek(&lo);
-        let layers: LayerWrites = newest.into_iter().map(layer_write as fn(_) -> _);
-        Ok(FlatRange {
-            merge: merge_writes(Disk { it, end, done: false }, layers),
-            prefix_len: trie.prefix_len(),
-        })
+        let mut merge: Box<dyn Iterator<Item = RangeEntry> + '_> =
+            Box::new(Disk { it, end: end.clone(), done: false });
+        for layer in layers {
+            let span = layer.flat.span(&lo, &end.0, end.1);
+            if !span.is_empty() {
+                merge = Box::new(merge_writes(merge, LayerSlice { layer, span }));
+            }
+        }
+        Ok(FlatRange { merge, prefix_len: trie.prefix_len() })
     }
 }
 
-/// A layer's newest value as a write: an empty value deletes, as in `flat`.
-fn layer_write((key, value): (Vec<u8>, LayerValue)) -> (Vec<u8>, Option<Vec<u8>>) {
-    (key, value.filter(|v| !v.is_empty()).map(|v| v.to_vec()))
+/// One layer's writes in a range, ascending, as writes (an empty value deletes, as in
+/// `flat`).
+struct LayerSlice {
+    layer: Arc<Layer>,
+    span: Range<usize>,
+}
+
+impl Iterator for LayerSlice {
+    type Item = (Vec<u8>, Option<Vec<u8>>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (key, value) = self.layer.flat.entry(self.span.next()?);
+        Some((key.clone(), value.as_deref().filter(|v| !v.is_empty()).map(<[u8]>::to_vec)))
+    }
 }
 
 /// Whether full flat key `k` lies before the range's end (exclusive, or the inclusive end

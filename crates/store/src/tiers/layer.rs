@@ -6,7 +6,7 @@
 //! shared (`Arc`), so the committer's resident nodes and the layer hold one copy.
 //! Invariant: layers in the stack have consecutive block numbers, oldest first.
 
-use std::ops::RangeInclusive;
+use std::ops::{Range, RangeInclusive};
 use std::sync::Arc;
 
 use state::{key_prefix64, H256};
@@ -106,6 +106,22 @@ impl ChangeMap {
         let lo = self.entries.partition_point(|(k, _)| k.as_slice() < *range.start());
         let hi = self.entries.partition_point(|(k, _)| k.as_slice() <= *range.end());
         &self.entries[lo..hi.max(lo)]
+    }
+
+    /// The positions of the changes with `start <= key` and `key < end` (`key <= end` when
+    /// `inclusive`), found by binary search.
+    pub(crate) fn span(&self, start: &[u8], end: &[u8], inclusive: bool) -> Range<usize> {
+        let lo = self.entries.partition_point(|(k, _)| k.as_slice() < start);
+        let hi = match inclusive {
+            true => self.entries.partition_point(|(k, _)| k.as_slice() <= end),
+            false => self.entries.partition_point(|(k, _)| k.as_slice() < end),
+        };
+        lo..hi.max(lo)
+    }
+
+    /// The change at position `at` (of [`ChangeMap::span`]).
+    pub(crate) fn entry(&self, at: usize) -> &Entry {
+        &self.entries[at]
     }
 
     /// Number of changes.
