@@ -229,9 +229,10 @@ struct ImportArgs {
     /// Seed of the chain.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Execution worker counts, comma-separated: 1 to 16 entries, each 1 to 64.
-    #[arg(long, value_name = "N,…", default_value = "1,2", value_parser = limits::counts(1, 64, limits::LIST_LEN_MAX))]
-    workers: Counts,
+    /// Execution worker counts, comma-separated: 1 to 16 entries, each 1 to 64 [default:
+    /// 1,2; with --evm 1, the only count: an Ethereum block executes in order].
+    #[arg(long, value_name = "N,…", value_parser = limits::counts(1, 64, limits::LIST_LEN_MAX))]
+    workers: Option<Counts>,
     /// Rounds (every variant once per round; medians reported); 1 to 1,000.
     #[arg(long, default_value_t = 3, value_parser = limits::usize_in(1, limits::RUNS_MAX))]
     runs: usize,
@@ -579,6 +580,16 @@ fn import(args: &ImportArgs) -> Result<ExitCode> {
             limits::EVM_CHAIN_TXS_MAX
         )));
     }
+    let workers = match (&args.workers, args.evm) {
+        (Some(w), true) if w.0 != [1] => {
+            return Err(crate::usage(
+                "--workers with --evm: an Ethereum block's transactions execute in order, 1",
+            ))
+        }
+        (Some(w), _) => w.0.clone(),
+        (None, true) => vec![1],
+        (None, false) => vec![1, 2],
+    };
     let opts = bench::ImportBenchOpts {
         executor: if args.evm { bench::Executor::Evm } else { bench::Executor::Transfer },
         accounts: args.accounts,
@@ -586,7 +597,7 @@ fn import(args: &ImportArgs) -> Result<ExitCode> {
         transfers: args.transfers,
         seed: args.seed,
         runs: args.runs,
-        workers: args.workers.0.clone(),
+        workers,
     };
     let runs = (args.runs * opts.workers.len() * 2) as u64;
     let pb = bench::progress_bar(!args.report.json, runs, "import runs");

@@ -77,9 +77,10 @@ pub(crate) struct ImportArgs {
     /// Execute and commit one block after the other instead of overlapping them.
     #[arg(long)]
     no_pipeline: bool,
-    /// Block-STM workers per block; 1 to 64 [default: cores - 1 pipelined, else cores].
+    /// Block-STM workers per block; 1 to 64 [default: cores - 1 pipelined, else cores];
+    /// an Ethereum chain (RLP) executes in order, on one.
     #[arg(long, value_name = "W", value_parser = limits::usize_in(1, 64))]
-    exec_workers: Option<usize>,
+    pub(crate) exec_workers: Option<usize>,
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -257,9 +258,18 @@ pub(crate) fn import_arbor(args: &ImportArgs, stop: &AtomicBool) -> Result<ExitC
     let genesis = if exists { None } else { Some(checked_genesis(chain.header())?) };
     let mut db = open_for_load(&args.db, None, &chain_label(chain.header()))?;
     init_genesis(&mut db, chain.header(), genesis)?;
-    run_import(args, db, listener, stop, |db, config, stop, on_block| {
+    run_import(args, db, listener, stop, Workers::Flag, |db, config, stop, on_block| {
         chain::import(db, chain, config, stop, on_block)
     })
+}
+
+/// How many execution workers an import's executor runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Workers {
+    /// As `--exec-workers` asks, or the mode's default (the transfer runtime).
+    Flag,
+    /// One: the executor runs a block's transactions in order (the EVM).
+    One,
 }
 
 /// Run `road` on `db` (its genesis in place) as `arbor import` does: progress, metrics,
@@ -269,6 +279,7 @@ pub(crate) fn run_import(
     mut db: StateDb,
     listener: Option<crate::metrics::Listener>,
     stop: &AtomicBool,
+    workers: Workers,
     road: impl FnOnce(
         &mut StateDb,
         &ImportConfig,
@@ -279,7 +290,10 @@ pub(crate) fn run_import(
     let pipelined = !args.no_pipeline;
     let config = ImportConfig {
         pipelined,
-        exec_workers: exec_workers(args.exec_workers, pipelined),
+        exec_workers: match workers {
+            Workers::Flag => exec_workers(args.exec_workers, pipelined),
+            Workers::One => 1,
+        },
         queue_blocks: 1,
     };
     // The chain file does not say how many blocks it holds: a rate, no ETA.

@@ -24,7 +24,7 @@ use state::H256;
 use store::StateDb;
 use trie::LayoutName;
 
-use crate::cmd_chain::{run_import, ImportArgs};
+use crate::cmd_chain::{run_import, ImportArgs, Workers};
 use crate::db_args::open_for_load;
 use crate::genesis_load::{genesis_label, load_genesis};
 use crate::input::{file_usage, read_text};
@@ -109,6 +109,11 @@ pub(crate) fn import_rlp(
     genesis: &Path,
     stop: &std::sync::atomic::AtomicBool,
 ) -> Result<ExitCode> {
+    if args.exec_workers.is_some_and(|w| w > 1) {
+        return Err(crate::usage(
+            "--exec-workers: an Ethereum block's transactions execute in order, one worker",
+        ));
+    }
     let eth = read_eth_genesis(genesis)?;
     let file =
         File::open(&args.chain).with_context(|| format!("cannot open {}", args.chain.display()))?;
@@ -118,7 +123,7 @@ pub(crate) fn import_rlp(
     init_eth_genesis(&mut db, &eth)?;
     let blocks = RlpBlocks::new(file, db.head_number().saturating_add(1));
     let chain = eth.chain;
-    run_import(args, db, listener, stop, move |db, config, stop, on_block| {
+    run_import(args, db, listener, stop, Workers::One, move |db, config, stop, on_block| {
         import_eth(db, blocks, chain, config, stop, on_block)
     })
 }

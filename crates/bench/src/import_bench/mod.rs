@@ -255,6 +255,15 @@ fn rows(
             let base = (pipelined && i > 0).then(|| &samples[i - 1]);
             let speedup =
                 base.map(|b| med(b.iter().zip(s).map(|(u, p)| ratio(u.secs, p.secs)).collect()));
+            // The most overlapping the stages can give: the cores over the cores the
+            // unpipelined run kept busy (its CPU time spread over all of them).
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+            let bound_of = |u: &Sample| cores / (u.cpu / u.secs.max(1e-9)).max(1e-9);
+            let bound = base.map(|b| med(b.iter().map(bound_of).collect()));
+            let of_bound = base.map(|b| {
+                let each = b.iter().zip(s).map(|(u, p)| ratio(u.secs, p.secs) / bound_of(u));
+                med(each.collect())
+            });
             let peak = s.iter().map(|x| x.rss).max().unwrap_or(0);
             let rss_ratio =
                 base.map(|b| ratio(peak as f64, b.iter().map(|x| x.rss).max().unwrap_or(0) as f64));
@@ -272,6 +281,8 @@ fn rows(
                 peak_rss_bytes: peak,
                 cores_busy: med(s.iter().map(|x| x.cpu / x.secs.max(1e-9)).collect()),
                 speedup,
+                bound,
+                of_bound,
                 rss_ratio,
             }
         })

@@ -111,7 +111,17 @@ where
     let model = executor.model();
     let front = Front { base, pending: &pending, executor, stop };
     std::thread::scope(|s| {
-        let executor = s.spawn(move || front.run(blocks, seq, tx));
+        // The source (reading and decoding blocks: an Ethereum block's sender recovery)
+        // runs ahead of execution, `queue_blocks` blocks at most, on a pool of its own: its
+        // parallel work never queues in front of the commit's on the global pool (where a
+        // block's recoveries held each commit's trie update back until they were done). It
+        // ends when the executor drops its receiver.
+        let (source_tx, source_rx) = sync_channel(config.queue_blocks.max(1));
+        s.spawn(move || match source_pool() {
+            Some(pool) => pool.install(|| read_ahead(blocks, source_tx, stop)),
+            None => read_ahead(blocks, source_tx, stop),
+        });
+        let executor = s.spawn(move || front.run(source_rx.into_iter(), seq, tx));
         let committed = drain(db, model, rx, &pending, stats, on_block);
         // Dropping the receiver (inside `drain`) ends the executor at its next send.
         let front_stats = executor.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
@@ -123,6 +133,32 @@ where
         stats.max_pending_bytes = stats.max_pending_bytes.max(front_stats.max_bytes);
         committed
     })
+}
+
+/// The source's pool: every core but one (the executor's; the commit's pool has them
+/// all), at least one thread. `None` if its threads cannot be started: the source then
+/// shares the global pool.
+fn source_pool() -> Option<rayon::ThreadPool> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(cores.saturating_sub(1).max(1))
+        .thread_name(|i| format!("arbor-source-{i}"))
+        .build()
+        .ok()
+}
+
+/// Send the blocks of `blocks` into `to` until it is dropped, the source ends or fails,
+/// or a stop is asked.
+fn read_ahead<B, I>(blocks: I, to: SyncSender<Result<B, ImportError>>, stop: &AtomicBool)
+where
+    I: Iterator<Item = Result<B, ImportError>>,
+{
+    for block in blocks {
+        let failed = block.is_err();
+        if stop.load(Ordering::Relaxed) || to.send(block).is_err() || failed {
+            return;
+        }
+    }
 }
 
 /// The executor's side of the pipeline.

@@ -125,6 +125,16 @@ fn a_generated_chain_imports_verifies_and_continues_an_init() {
     let flat = fresh_db("evm-chain-flat");
     let (code, v) = import(&flat, &chain.blocks, &chain.genesis, &["--no-pipeline"]);
     assert!(code == Some(0) && v["root"].as_str() == Some(chain.roots[last].as_str()), "{v}");
+    assert_eq!(v["exec_workers"], 1, "an Ethereum block executes in order: {v}");
+    let o = arbor(
+        &[
+            &["import", "--db", &flat, "--exec-workers", "2", "--chain"][..],
+            &[chain.blocks.as_str(), "--genesis", &chain.genesis],
+        ]
+        .concat(),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("in order"), "{}", stderr(&o));
     // The same seed writes the same files.
     let again = gen_evm("again", "200", "12", "30");
     assert_eq!(again.bytes, chain.bytes);
@@ -267,8 +277,6 @@ fn bench_import_evm_smoke() {
         "8",
         "--runs",
         "1",
-        "--workers",
-        "1",
         "--json",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -285,9 +293,15 @@ fn bench_import_evm_smoke() {
             assert!(row[field].as_f64().unwrap() > 0.0, "{field}: {row}");
         }
         assert_eq!(row["speedup"].is_number(), pipelined, "{row}");
+        assert_eq!(row["bound"].is_number(), pipelined, "{row}");
+        assert_eq!(row["of_bound"].is_number(), pipelined, "{row}");
     }
     // Usage errors: the EVM's own bounds.
     let o = arbor(&["bench", "import", "--evm", "--transfers", "10001"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("at most 10000"), "{}", stderr(&o));
+    // An Ethereum block executes in order: one worker, in the benchmark and the import.
+    let o = arbor(&["bench", "import", "--evm", "--workers", "1,2"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("in order"), "{}", stderr(&o));
 }

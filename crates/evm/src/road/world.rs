@@ -9,17 +9,19 @@
 //! Storage roots: a leaf a block in flight wrote carries the placeholder root its commit
 //! will replace ([`eth::EthChanges::to_nested`]), so for such a leaf the root is not
 //! known. Its one reader, EIP-7610's collision check ([`crate::WorldDb`]), asks only
-//! whether the storage is empty: this reader answers that from the storage trie itself
-//! (whether the merged range of the store and the blocks in flight holds any key), giving
-//! the empty root or a non-empty stand-in. Leaves from the store carry their real roots.
-//! Cost: one merged point read per account or slot; one range seek more per account a
-//! block in flight wrote.
+//! whether the storage is empty, and that answer decides something only for an account
+//! with no nonce and no code (any other is a collision anyway): for such an account this
+//! reader answers from the storage trie itself (whether the merged range of the store and
+//! the blocks in flight holds any key), giving the empty root or a non-empty stand-in;
+//! any other in-flight account gets the non-empty stand-in unread. Leaves from the store
+//! carry their real roots. Cost: one merged point read per account or slot; one range
+//! seek more per nonce-less, code-less account a block in flight wrote.
 
 use alloy_primitives::U256;
 use chain::Pending;
 use eth::{decode_storage_value, secure_key, Account, Address};
 use state::{StateReader, TrieId, H256};
-use trie::EMPTY_ROOT;
+use trie::{EMPTY_CODE_HASH, EMPTY_ROOT};
 
 use crate::block::NON_EMPTY_STAND_IN;
 use crate::reader::WorldReader;
@@ -53,7 +55,10 @@ impl WorldReader for PendingWorld<'_> {
         let mut account = Account::decode(&leaf)
             .map_err(|source| StoreReadError::Account { address: *address, source })?;
         if self.state.in_flight(&TrieId::Main, &key.0) {
-            account.storage_root = match self.holds_storage(&TrieId::Storage(key))? {
+            // Only an account without nonce and code can collide through its storage alone;
+            // any other collides anyway, so its storage is not read (see the module docs).
+            let asked = account.nonce == 0 && account.code_hash == EMPTY_CODE_HASH;
+            account.storage_root = match !asked || self.holds_storage(&TrieId::Storage(key))? {
                 true => NON_EMPTY_STAND_IN,
                 false => EMPTY_ROOT,
             };
@@ -108,14 +113,16 @@ mod tests {
         (number, Arc::new(BlockChanges::Nested(changes.to_nested())))
     }
 
-    /// Leaves a block in flight wrote report whether their storage trie holds a key (the
-    /// EIP-7610 question), whatever placeholder root they carry; the store's leaves keep
+    /// Leaves a block in flight wrote without nonce and code report whether their storage
+    /// trie holds a key (the EIP-7610 question), whatever placeholder root they carry, the
+    /// others a non-empty stand-in; the store's leaves keep
     /// their real roots; slots and absent accounts read through the blocks in flight.
     #[test]
     fn in_flight_leaves_report_whether_their_storage_holds_a_key() {
         let dir = tempfile::tempdir().unwrap();
         let mut db = StateDb::open(dir.path(), StoreConfig::default()).unwrap();
         let (a, b, c, d, e, f) = ([1u8; 20], [2; 20], [3; 20], [4; 20], [5; 20], [6; 20]);
+        let g = [7u8; 20];
         let mut base = EthChanges::new();
         base.write_account(a, write(1, false, &[(1, 5)]));
         base.write_account(b, write(1, false, &[]));
@@ -128,12 +135,13 @@ mod tests {
         // with a slot, e's only slot zeroed; block 3: d's slot zeroed again.
         let mut two = EthChanges::new();
         two.write_account(a, write(2, false, &[]));
-        two.write_account(b, write(2, false, &[]));
-        two.write_account(c, write(2, true, &[]));
-        two.write_account(d, write(1, false, &[(6, 3)]));
-        two.write_account(e, write(2, false, &[(4, 0)]));
+        two.write_account(b, write(0, false, &[]));
+        two.write_account(c, write(0, true, &[]));
+        two.write_account(d, write(0, false, &[(6, 3)]));
+        two.write_account(e, write(0, false, &[(4, 0)]));
+        two.write_account(g, write(3, false, &[]));
         let mut three = EthChanges::new();
-        three.write_account(d, write(2, false, &[(6, 0)]));
+        three.write_account(d, write(0, false, &[(6, 0)]));
 
         let stored = StoreWorld::new(&db, NoBlockHashes);
         let f_root = stored.account(&f).unwrap().unwrap().storage_root;
@@ -149,6 +157,8 @@ mod tests {
         assert_ne!(root(&d), EMPTY_ROOT, "d was created with a slot");
         assert_eq!(root(&e), EMPTY_ROOT, "e's only slot was zeroed");
         assert_eq!(root(&f), f_root, "f is the store's, with its real root");
+        // g has a nonce: a creation at it collides whatever its storage, which is not read.
+        assert_eq!(root(&g), NON_EMPTY_STAND_IN);
         assert_eq!(world.storage(&a, &H256([1; 32])).unwrap(), U256::from(5u8));
         assert_eq!(world.storage(&c, &H256([2; 32])).unwrap(), U256::ZERO);
         assert_eq!(world.storage(&d, &H256([6; 32])).unwrap(), U256::from(3u8));

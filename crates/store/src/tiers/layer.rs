@@ -97,26 +97,24 @@ impl ChangeMap {
 
     /// The changes with keys in `range`, ascending.
     pub(crate) fn range(&self, range: RangeInclusive<&[u8]>) -> &[Entry] {
-        // A key in the range has a prefix between the bounds' prefixes.
-        let (plo, phi) = (key_prefix64(range.start()), key_prefix64(range.end()));
-        let first = self.prefixes.partition_point(|p| *p < plo);
-        if self.prefixes.get(first).is_none_or(|p| *p > phi) {
-            return &[];
-        }
-        let lo = self.entries.partition_point(|(k, _)| k.as_slice() < *range.start());
-        let hi = self.entries.partition_point(|(k, _)| k.as_slice() <= *range.end());
-        &self.entries[lo..hi.max(lo)]
+        &self.entries[self.span(range.start(), range.end(), true)]
     }
 
     /// The positions of the changes with `start <= key` and `key < end` (`key <= end` when
     /// `inclusive`), found by binary search.
     pub(crate) fn span(&self, start: &[u8], end: &[u8], inclusive: bool) -> Range<usize> {
-        let lo = self.entries.partition_point(|(k, _)| k.as_slice() < start);
+        // The keys in the range have prefixes between the bounds' prefixes: integer compares
+        // narrow the search (to nothing, mostly), whole keys are compared only within.
+        let (plo, phi) = (key_prefix64(start), key_prefix64(end));
+        let first = self.prefixes.partition_point(|p| *p < plo);
+        let last = first + self.prefixes[first..].partition_point(|p| *p <= phi);
+        let within = &self.entries[first..last];
+        let lo = within.partition_point(|(k, _)| k.as_slice() < start);
         let hi = match inclusive {
-            true => self.entries.partition_point(|(k, _)| k.as_slice() <= end),
-            false => self.entries.partition_point(|(k, _)| k.as_slice() < end),
+            true => within.partition_point(|(k, _)| k.as_slice() <= end),
+            false => within.partition_point(|(k, _)| k.as_slice() < end),
         };
-        lo..hi.max(lo)
+        first + lo..first + hi.max(lo)
     }
 
     /// The change at position `at` (of [`ChangeMap::span`]).
@@ -314,6 +312,20 @@ mod tests {
                 for probe in probes {
                     let got = m.get(&probe).map(|val| val.map(|x| x[0]));
                     proptest::prop_assert_eq!(got, model.get(&probe).copied());
+                }
+            }
+            // Spans between any two written keys (either end, exclusive or not).
+            for (a, _) in &writes {
+                for (b, _) in &writes {
+                    for inclusive in [false, true] {
+                        let got: Vec<&Vec<u8>> =
+                            m.span(a, b, inclusive).map(|i| &m.entry(i).0).collect();
+                        let want: Vec<&Vec<u8>> = model
+                            .keys()
+                            .filter(|k| *k >= a && (*k < b || (inclusive && *k == b)))
+                            .collect();
+                        proptest::prop_assert_eq!(got, want);
+                    }
                 }
             }
         }
