@@ -272,6 +272,16 @@ pub(crate) enum Workers {
     One,
 }
 
+impl Workers {
+    /// The count for `--exec-workers`'s `requested` value in the mode.
+    fn count(self, requested: Option<usize>, pipelined: bool) -> usize {
+        match self {
+            Workers::Flag => exec_workers(requested, pipelined),
+            Workers::One => 1,
+        }
+    }
+}
+
 /// Run `road` on `db` (its genesis in place) as `arbor import` does: progress, metrics,
 /// automatic checkpoints, the summary, the exit code.
 pub(crate) fn run_import(
@@ -290,10 +300,7 @@ pub(crate) fn run_import(
     let pipelined = !args.no_pipeline;
     let config = ImportConfig {
         pipelined,
-        exec_workers: match workers {
-            Workers::Flag => exec_workers(args.exec_workers, pipelined),
-            Workers::One => 1,
-        },
+        exec_workers: workers.count(args.exec_workers, pipelined),
         queue_blocks: 1,
     };
     // The chain file does not say how many blocks it holds: a rate, no ETA.
