@@ -1033,7 +1033,7 @@ fn bench_import_writes_an_html_report_whose_svg_parses() {
     assert!(o.status.success(), "{}", stderr(&o));
     conventions::assert_json_names(&serde_json::from_str(&stdout(&o)).unwrap());
     let page = std::fs::read_to_string(&html).unwrap();
-    assert_eq!(parse_svgs(&page), 3, "blocks/s, speed-up, RSS");
+    assert_eq!(parse_svgs(&page), 4, "blocks/s, speed-up, share of the bound, RSS");
 }
 
 #[test]

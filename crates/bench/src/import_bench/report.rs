@@ -125,33 +125,23 @@ impl ImportBenchReport {
             target: None,
         };
         let pipelined: Vec<&ImportRow> = self.rows.iter().filter(|r| r.pipelined).collect();
-        let speedup = Chart {
-            title: "Pipelined speed-up over unpipelined, same workers".into(),
+        let ratios = |title: &str, target: f64, value: fn(&ImportRow) -> Option<f64>| Chart {
+            title: title.into(),
             unit: "x".into(),
             bars: pipelined
                 .iter()
-                .map(|r| Bar { label: name(r), value: r.speedup.unwrap_or(f64::NAN) })
+                .map(|r| Bar { label: name(r), value: value(r).unwrap_or(f64::NAN) })
                 .collect(),
-            target: Some(1.25),
+            target: Some(target),
         };
-        let of_bound = Chart {
-            title: "Pipelined speed-up over the bound of the unpipelined run's busy cores".into(),
-            unit: "x".into(),
-            bars: pipelined
-                .iter()
-                .map(|r| Bar { label: name(r), value: r.of_bound.unwrap_or(f64::NAN) })
-                .collect(),
-            target: Some(0.9),
-        };
-        let rss = Chart {
-            title: "Peak RSS, pipelined over unpipelined".into(),
-            unit: "x".into(),
-            bars: pipelined
-                .iter()
-                .map(|r| Bar { label: name(r), value: r.rss_ratio.unwrap_or(f64::NAN) })
-                .collect(),
-            target: Some(1.15),
-        };
+        let speedup =
+            ratios("Pipelined speed-up over unpipelined, same workers", 1.25, |r| r.speedup);
+        let of_bound = ratios(
+            "Pipelined speed-up as a share of its bound (cores over the unpipelined run's busy cores)",
+            0.9,
+            |r| r.of_bound,
+        );
+        let rss = ratios("Peak RSS, pipelined over unpipelined", 1.15, |r| r.rss_ratio);
         let machine =
             crate::common::html::machine_line(&crate::common::machine::MachineInfo::detect());
         let notes = vec![format!(
