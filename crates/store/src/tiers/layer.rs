@@ -22,6 +22,72 @@ pub(crate) struct ChangeMap {
     /// "nothing here" by integer comparisons alone, which is the common answer when a leaf
     /// scan looks through a stack of layers.
     prefixes: Vec<u64>,
+    /// The keys' filter: a point read of a key the map does not hold is mostly answered
+    /// without a search.
+    filter: KeyFilter,
+}
+
+/// A key's hash for [`KeyFilter`]s, computed once for a read through a stack of layers.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KeyProbe(u64);
+
+impl KeyProbe {
+    /// The probe of `key`: 8 bytes at a time, multiply and rotate, then a final mix (the
+    /// keys of one storage trie share their first 33 bytes, so every byte counts).
+    pub(crate) fn of(key: &[u8]) -> KeyProbe {
+        const K: u64 = 0x9e37_79b9_7f4a_7c15;
+        let word = |c: &[u8]| {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            u64::from_le_bytes(w)
+        };
+        let mut h = key.len() as u64;
+        for c in key.chunks(8) {
+            h = (h.rotate_left(23) ^ word(c)).wrapping_mul(K);
+        }
+        h ^= h >> 29;
+        h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        KeyProbe(h ^ (h >> 32))
+    }
+}
+
+/// A blocked Bloom filter of a map's keys: each key sets two bits of one 64-bit word
+/// (one cache line read per probe), about 16 bits per key (a false positive rate near 1%).
+/// A map with no keys has no words and holds nothing.
+#[derive(Debug, Default, Clone)]
+struct KeyFilter {
+    words: Vec<u64>,
+}
+
+impl KeyFilter {
+    fn of<'a>(keys: impl ExactSizeIterator<Item = &'a [u8]>) -> KeyFilter {
+        let n = keys.len();
+        if n == 0 {
+            return KeyFilter::default();
+        }
+        let mut words = vec![0u64; (n / 4).max(1).next_power_of_two()];
+        for k in keys {
+            let (w, bits) = Self::place(KeyProbe::of(k), words.len());
+            words[w] |= bits;
+        }
+        KeyFilter { words }
+    }
+
+    /// The word and the two bits of `probe` in a filter of `len` words (a power of two).
+    fn place(probe: KeyProbe, len: usize) -> (usize, u64) {
+        let h = probe.0;
+        let w = (h >> 32) as usize & (len - 1);
+        (w, (1u64 << (h & 63)) | (1u64 << ((h >> 6) & 63)))
+    }
+
+    /// False when the key of `probe` is not in the map; true when it may be.
+    fn may_hold(&self, probe: KeyProbe) -> bool {
+        if self.words.is_empty() {
+            return false;
+        }
+        let (w, bits) = Self::place(probe, self.words.len());
+        self.words[w] & bits == bits
+    }
 }
 
 impl ChangeMap {
@@ -32,7 +98,8 @@ impl ChangeMap {
             "change map entries must be strictly ascending"
         );
         let prefixes = entries.iter().map(|(k, _)| key_prefix64(k)).collect();
-        ChangeMap { entries, prefixes }
+        let filter = KeyFilter::of(entries.iter().map(|(k, _)| k.as_slice()));
+        ChangeMap { entries, prefixes, filter }
     }
 
     /// From entries in any order; of several writes to one key the last one counts.
@@ -55,13 +122,14 @@ impl ChangeMap {
                 }
             }
         }
-        ChangeMap { entries: out, prefixes }
+        let filter = KeyFilter::of(out.iter().map(|(k, _)| k.as_slice()));
+        ChangeMap { entries: out, prefixes, filter }
     }
 
     /// A map of `other`'s keys, each with no value (to be given by [`ChangeMap::with_values`]).
     pub(crate) fn keys_of(other: &ChangeMap) -> ChangeMap {
         let entries = other.entries.iter().map(|(k, _)| (k.clone(), None)).collect();
-        ChangeMap { entries, prefixes: other.prefixes.clone() }
+        ChangeMap { entries, prefixes: other.prefixes.clone(), filter: other.filter.clone() }
     }
 
     /// The same keys with `values`, by position.
@@ -83,6 +151,14 @@ impl ChangeMap {
 
     /// The change of `key`: `Some(None)` means deleted.
     pub(crate) fn get(&self, key: &[u8]) -> Option<Option<&Arc<[u8]>>> {
+        self.get_probed(key, KeyProbe::of(key))
+    }
+
+    /// [`ChangeMap::get`] with the key's probe, computed once for a read of many maps.
+    pub(crate) fn get_probed(&self, key: &[u8], probe: KeyProbe) -> Option<Option<&Arc<[u8]>>> {
+        if !self.filter.may_hold(probe) {
+            return None;
+        }
         // Searched by the 8-byte prefixes (integer compares), then by whole keys among the
         // entries that share the key's prefix. That run is binary-searched, not walked: the
         // keys of one child trie (a contract's storage) all share their first 8 bytes (the
@@ -209,6 +285,30 @@ mod tests {
 
     fn v(b: u8) -> Option<Arc<[u8]>> {
         Some(Arc::from(vec![b]))
+    }
+
+    /// The filter never hides a key the map holds, and rules out most keys it does not
+    /// hold, including keys of one storage trie (a shared 33-byte head).
+    #[test]
+    fn the_key_filter_keeps_every_key_and_rules_out_most_others() {
+        let key = |trie: u8, i: u32| {
+            let mut k = vec![1u8; 33];
+            k[1] = trie;
+            k.extend_from_slice(&trie::keccak256(&i.to_be_bytes()).0);
+            k
+        };
+        let writes: Vec<Entry> = (0..5_000).map(|i| (key(7, i), v(1))).collect();
+        let m = ChangeMap::from_writes(writes);
+        for i in 0..5_000 {
+            assert_eq!(m.get(&key(7, i)), Some(Some(&Arc::from(vec![1u8]))), "key {i} lost");
+        }
+        let passed = (5_000..105_000)
+            .map(|i| key(7, i))
+            .chain((0..100_000).map(|i| key(8, i)))
+            .filter(|k| m.filter.may_hold(KeyProbe::of(k)))
+            .count();
+        assert!(passed < 200_000 / 25, "{passed} of 200,000 absent keys passed the filter");
+        assert!(ChangeMap::default().get(b"any").is_none());
     }
 
     #[test]

@@ -25,7 +25,7 @@ use crate::keys::{
 };
 use crate::rocks::{leaf_scan_iter, scans_one_prefix};
 use crate::tiers::cache::ByteCache;
-use crate::tiers::layer::Layer;
+use crate::tiers::layer::{KeyProbe, Layer};
 
 /// A live `flat` entry: its full flat key and its value.
 type FlatPair = (Vec<u8>, Arc<[u8]>);
@@ -233,13 +233,14 @@ pub(crate) fn newest_in_layers(
     column: Column,
     key: &[u8],
 ) -> Option<Option<Arc<[u8]>>> {
+    let probe = KeyProbe::of(key);
     layers.iter().rev().find_map(|layer| {
         let map = match column {
             Column::Flat => &layer.flat,
             Column::Nodes => &layer.nodes,
             Column::Meta => &layer.meta,
         };
-        map.get(key).map(|v| v.cloned())
+        map.get_probed(key, probe).map(|v| v.cloned())
     })
 }
 
