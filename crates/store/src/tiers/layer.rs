@@ -11,6 +11,8 @@ use std::sync::Arc;
 
 use state::{key_prefix64, H256};
 
+use crate::tiers::blocked::{key_hash, place};
+
 /// A key and its new value (`None` = delete).
 pub(crate) type Entry = (Vec<u8>, Option<Arc<[u8]>>);
 
@@ -32,31 +34,14 @@ pub(crate) struct ChangeMap {
 pub(crate) struct KeyProbe(u64);
 
 impl KeyProbe {
-    /// The probe of `key`, from its first, its last and its second-last 8 bytes and its
-    /// length, mixed: cheap enough to compute for every key a commit writes. The keys a
-    /// layer holds differ in their tails (a hashed key's last bytes, a node's path) and
-    /// in their heads (the trie's tag and account), and a probe that misses a difference
-    /// only lets a read search a layer it could have skipped.
+    /// The probe of `key`.
     pub(crate) fn of(key: &[u8]) -> KeyProbe {
-        const K1: u64 = 0x9e37_79b9_7f4a_7c15;
-        const K2: u64 = 0xbf58_476d_1ce4_e5b9;
-        let n = key.len();
-        let word = |from: usize| {
-            let part = &key[from.min(n)..(from + 8).min(n)];
-            let mut w = [0u8; 8];
-            w[..part.len()].copy_from_slice(part);
-            u64::from_le_bytes(w)
-        };
-        let mut h = (word(0) ^ n as u64).wrapping_mul(K1);
-        h = (h.rotate_left(31) ^ word(n.saturating_sub(16))).wrapping_mul(K2);
-        h = (h.rotate_left(31) ^ word(n.saturating_sub(8))).wrapping_mul(K1);
-        KeyProbe(h ^ (h >> 29))
+        KeyProbe(key_hash(key))
     }
 }
 
-/// A blocked Bloom filter of a map's keys: each key sets two bits of one 64-bit word
-/// (one cache line read per probe), 16 bits per key (a false positive rate near 2%).
-/// A map with no keys has no words and holds nothing.
+/// A blocked Bloom filter of a map's keys (`tiers/blocked.rs`: one 64-bit word per probe),
+/// 16 to 32 bits per key. A map with no keys has no words and holds nothing.
 #[derive(Debug, Default, Clone)]
 struct KeyFilter {
     words: Vec<u64>,
@@ -68,20 +53,12 @@ impl KeyFilter {
         if n == 0 {
             return KeyFilter::default();
         }
-        let mut words = vec![0u64; n.div_ceil(4)];
+        let mut words = vec![0u64; n.div_ceil(4).next_power_of_two()];
         for k in keys {
-            let (w, bits) = Self::place(KeyProbe::of(k), words.len());
+            let (w, bits) = place(key_hash(k), words.len());
             words[w] |= bits;
         }
         KeyFilter { words }
-    }
-
-    /// The word and the two bits of `probe` in a filter of `len` words.
-    fn place(probe: KeyProbe, len: usize) -> (usize, u64) {
-        let h = probe.0;
-        // The high half scaled to `len` (no division).
-        let w = (((h >> 32) * len as u64) >> 32) as usize;
-        (w, (1u64 << (h & 63)) | (1u64 << ((h >> 6) & 63)))
     }
 
     /// False when the key of `probe` is not in the map; true when it may be.
@@ -89,7 +66,7 @@ impl KeyFilter {
         if self.words.is_empty() {
             return false;
         }
-        let (w, bits) = Self::place(probe, self.words.len());
+        let (w, bits) = place(probe.0, self.words.len());
         self.words[w] & bits == bits
     }
 }

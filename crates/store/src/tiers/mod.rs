@@ -16,6 +16,7 @@
 //! and falls back on that same order. Reads at a recent block ask the recent window for
 //! what changed after their block and the head's order for the rest.
 
+pub(crate) mod blocked;
 pub(crate) mod buffer;
 pub(crate) mod cache;
 pub(crate) mod layer;

@@ -8,11 +8,11 @@
 //! exact only while the filter has seen every stored node below the limit; the resident
 //! trie keeps that invariant (see `mod.rs`) and drops the filter when it fills up.
 //!
-//! Blocked layout: a key sets [`PROBES`] bits in one 64-bit word, so a lookup touches one
-//! cache line.
+//! Blocked layout (`tiers/blocked.rs`): a key sets
+//! [`PROBES`](crate::tiers::blocked::PROBES) bits in one 64-bit word, so a lookup touches
+//! one cache line.
 
-/// Bits a key sets, all in one word.
-const PROBES: u32 = 4;
+use crate::tiers::blocked::{key_hash, place};
 /// The filter counts as full once this many bits in a thousand are set: an absent key is
 /// then a "maybe" about once in 16 (1/2 to the power [`PROBES`]).
 const FULL_PER_MILLE: u64 = 500;
@@ -37,10 +37,7 @@ impl DeepFilter {
 
     /// The word and the bits of a key by its [`key_hash`].
     fn place(&self, h: u64) -> (usize, u64) {
-        // The word from the low bits (the length is a power of two), the bits from the high.
-        let word = (h as usize) & (self.words.len() - 1);
-        let bits = (0..PROBES).fold(0u64, |m, i| m | 1 << ((h >> (40 + 6 * i)) & 63));
-        (word, bits)
+        place(h, self.words.len())
     }
 
     /// False only when `key` was never added.
@@ -76,24 +73,6 @@ impl DeepFilter {
     pub(crate) fn bytes(&self) -> u64 {
         self.words.len() as u64 * 8
     }
-}
-
-/// The 64-bit hash a key is placed by, every input bit reaching every output bit (node keys
-/// of one trie share their first bytes and differ in a few nibbles).
-pub(crate) fn key_hash(key: &[u8]) -> u64 {
-    let mut h = 0x9e37_79b9_7f4a_7c15u64 ^ key.len() as u64;
-    for chunk in key.chunks(8) {
-        let mut word = [0u8; 8];
-        word[..chunk.len()].copy_from_slice(chunk);
-        h = (h ^ u64::from_le_bytes(word)).wrapping_mul(0xff51_afd7_ed55_8ccd);
-        h ^= h >> 29;
-    }
-    // The finaliser of MurmurHash3.
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^ (h >> 33)
 }
 
 #[cfg(test)]

@@ -45,8 +45,9 @@ use shard::{table_len, Shard, DIRECT_DEPTH_MAX, POSITION_BYTES};
 
 use crate::error::StoreError;
 use crate::keys::{cf, CF_NODES};
+use crate::tiers::blocked::key_hash;
 use crate::tiers::layer::Layer;
-use crate::tiers::resident::deep::{key_hash, DeepFilter};
+use crate::tiers::resident::deep::DeepFilter;
 
 /// Overhead of one entry besides its key and value bytes: its map slot (40 bytes, at the
 /// maps' load of 44-88%), the value's `Arc` header, and the allocator's rounding up to its
