@@ -4,7 +4,8 @@
 //!
 //! Formats are alloy's (`alloy-consensus`), which decode strictly (canonical integers, no
 //! trailing bytes inside a list, known transaction types): legacy transactions as RLP
-//! lists, typed ones (EIP-2930, 1559, 4844, 7702) as RLP strings holding `type ‖ payload`.
+//! lists, typed ones (EIP-2930, 1559, 4844, 7702) as RLP strings holding `type ‖ payload`
+//! (each held here to its string's declared length, which alloy's decoder does not check).
 //! A blob transaction in a block carries no sidecar (the network form with blobs is an
 //! error). Header fields after the Paris fifteen are read while the list has bytes left
 //! (base fee, withdrawals root, blob gas used, excess blob gas, parent beacon root,
@@ -93,6 +94,7 @@ pub fn decode_block(bytes: &[u8]) -> Result<EthBlock, DecodeError> {
         return Err(DecodeError::TrailingBytes(rest.len()));
     }
     let (block, hash) = sealed.into_parts();
+    transactions_fill_their_items(bytes, &block.body.transactions).map_err(DecodeError::Rlp)?;
     let senders: Vec<eth::Address> = block
         .body
         .transactions
@@ -114,6 +116,38 @@ pub fn decode_block(bytes: &[u8]) -> Result<EthBlock, DecodeError> {
         ommers: block.body.ommers,
         withdrawals: block.body.withdrawals.map(|w| w.0),
     })
+}
+
+/// Every transaction of the block's list fills exactly the RLP item that declares it.
+///
+/// alloy's envelope decoder reads a typed transaction out of its RLP string without holding
+/// it to the string's declared length (its check looks at the type byte, not the string's
+/// header), so a string header one length off still decodes, to the same transaction: the
+/// bytes would be a block they are not. Each item's declared length is compared with the
+/// decoded transaction's network length, and the items with the list's.
+fn transactions_fill_their_items(bytes: &[u8], txs: &[BlockTx]) -> Result<(), alloy_rlp::Error> {
+    use alloy_eips::eip2718::Encodable2718;
+    use alloy_rlp::{Error, Header as Item};
+    let mut rest = bytes;
+    Item::decode(&mut rest)?;
+    let header = Item::decode(&mut rest)?;
+    rest = rest.get(header.payload_length..).ok_or(Error::InputTooShort)?;
+    let list = Item::decode(&mut rest)?;
+    let mut items = rest.get(..list.payload_length).ok_or(Error::InputTooShort)?;
+    for tx in txs {
+        let start = items;
+        let item = Item::decode(&mut items)?;
+        let declared = (start.len() - items.len()).saturating_add(item.payload_length);
+        if declared != tx.network_len() {
+            return Err(Error::UnexpectedLength);
+        }
+        items = start.get(declared..).ok_or(Error::InputTooShort)?;
+    }
+    if items.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::UnexpectedLength)
+    }
 }
 
 /// The secp256k1 group order n.

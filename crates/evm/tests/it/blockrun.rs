@@ -244,3 +244,43 @@ fn branches_below_the_head_replay_in_memory_and_on_the_store() {
     branches_replay_on(InStoreChain::in_dir(dir.path().join("db")));
     assert!(!dir.path().join("db").exists(), "the database is removed when the chain drops");
 }
+
+#[test]
+fn a_typed_transaction_off_its_declared_length_is_not_a_block() {
+    // alloy decodes a typed transaction out of an RLP string without holding it to the
+    // string's declared length; every such item of these blocks, declared a few bytes
+    // shorter or longer (nothing else changed), must fail to decode.
+    let file = parse_file(&block_file("ValidBlocks/bcEIP1559/medDemand.json")).unwrap();
+    let mut tried = 0;
+    for (_, test) in &file.tests {
+        for block in &test.blocks {
+            let BlockRlp::Bytes(rlp) = &block.rlp else { continue };
+            assert!(evm::block::decode_block(rlp).is_ok());
+            let mut rest = &rlp[..];
+            alloy_rlp::Header::decode(&mut rest).unwrap();
+            let header = alloy_rlp::Header::decode(&mut rest).unwrap();
+            rest = &rest[header.payload_length..];
+            let list = alloy_rlp::Header::decode(&mut rest).unwrap();
+            let base = rlp.len() - rest.len();
+            let mut items = &rest[..list.payload_length];
+            while !items.is_empty() {
+                let at = base + list.payload_length - items.len();
+                let start = items;
+                let item = alloy_rlp::Header::decode(&mut items).unwrap();
+                items = &items[item.payload_length..];
+                // A typed transaction with a one-byte long-form length (`b8 LL`).
+                if item.list || start[0] != 0xb8 || item.payload_length < 60 {
+                    continue;
+                }
+                for delta in [-4i16, -1, 1, 3] {
+                    let mut bad = rlp.clone();
+                    bad[at + 1] = (i16::from(bad[at + 1]) + delta) as u8;
+                    let decoded = evm::block::decode_block(&bad);
+                    assert!(decoded.is_err(), "item at {at}, length {delta:+}: decoded");
+                    tried += 1;
+                }
+            }
+        }
+    }
+    assert!(tried >= 40, "{tried}");
+}
