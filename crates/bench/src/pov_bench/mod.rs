@@ -371,7 +371,9 @@ impl<L: Layout> Job<'_, L> {
     }
 
     /// `runs` timed rounds, the modes interleaved so that drift (background compaction,
-    /// cache state) falls on all of them alike; every build must end at `post_root`.
+    /// cache state) falls on all of them alike, and the order rotated each round so that
+    /// no mode always runs right after the same other one (the allocator's and caches'
+    /// state after a build); every build must end at `post_root`.
     /// Each mode's milliseconds per run; `last` gets each mode's last build.
     fn timed(
         &self,
@@ -379,9 +381,11 @@ impl<L: Layout> Job<'_, L> {
         post_root: Option<H256>,
         last: &mut [Built],
     ) -> Result<Vec<Vec<f64>>> {
-        let mut runs_ms: Vec<Vec<f64>> = vec![Vec::with_capacity(runs); self.modes.len()];
-        for _ in 0..runs {
-            for (i, (mode, _)) in self.modes.iter().enumerate() {
+        let n = self.modes.len();
+        let mut runs_ms: Vec<Vec<f64>> = vec![Vec::with_capacity(runs); n];
+        for round in 0..runs {
+            for i in (0..n).map(|j| (j + round) % n) {
+                let mode = &self.modes[i].0;
                 let start = Instant::now();
                 let built = build::<L>(self.state, mode, &self.txs, self.ctx)?;
                 runs_ms[i].push(start.elapsed().as_secs_f64() * 1e3);
