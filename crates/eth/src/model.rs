@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use state::{ChildRoots, LeafError, NestedChanges, TrieId, H256};
 use trie::EMPTY_ROOT;
 
-use crate::account::{secure_key, storage_value_rlp, Account};
+use crate::account::{secure_keys, storage_value_rlp, Account};
 use crate::changes::{AccountChange, EthChanges};
 
 /// The Ethereum account model's nesting: every 32-byte main-trie key (an account's secure
@@ -56,8 +56,8 @@ impl EthChanges {
     pub fn to_nested(&self) -> NestedChanges {
         let mut nested = NestedChanges { code: self.code().clone(), ..NestedChanges::default() };
         let mut main = BTreeMap::new();
-        for (address, change) in &self.accounts {
-            let key = secure_key(address);
+        let keys = secure_keys(self.accounts.keys().map(|a| a.as_slice()));
+        for ((_, change), key) in self.accounts.iter().zip(keys) {
             let trie = TrieId::Storage(key);
             match change {
                 AccountChange::Removed => {
@@ -79,9 +79,10 @@ impl EthChanges {
                         continue;
                     }
                     let slots = nested.changes.entry(trie).or_default();
-                    for (slot, value) in &w.storage {
+                    let keys = secure_keys(w.storage.keys().map(|slot| slot.0.as_slice()));
+                    for ((_, value), key) in w.storage.iter().zip(keys) {
                         let value = (!value.is_zero()).then(|| storage_value_rlp(value));
-                        slots.insert(secure_key(&slot.0).0.to_vec(), value);
+                        slots.insert(key.0.to_vec(), value);
                     }
                 }
             }
@@ -99,6 +100,7 @@ mod tests {
     use trie::EMPTY_CODE_HASH;
 
     use super::*;
+    use crate::account::secure_key;
     use crate::changes::AccountWrite;
 
     #[test]
