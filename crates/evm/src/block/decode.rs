@@ -118,6 +118,20 @@ pub fn decode_block(bytes: &[u8]) -> Result<EthBlock, DecodeError> {
     })
 }
 
+/// A block's RLP split after its first item: the header's bytes (as the block carries them)
+/// and the rest of the block list's payload (the body's items).
+pub(crate) fn split_header(rlp: &[u8]) -> Result<(&[u8], &[u8]), alloy_rlp::Error> {
+    let mut rest = rlp;
+    alloy_rlp::Header::decode(&mut rest)?;
+    let start = rest;
+    let inner = alloy_rlp::Header::decode(&mut rest)?;
+    let len = (start.len() - rest.len()).saturating_add(inner.payload_length);
+    if len > start.len() {
+        return Err(alloy_rlp::Error::InputTooShort);
+    }
+    Ok(start.split_at(len))
+}
+
 /// Every transaction of the block's list fills exactly the RLP item that declares it.
 ///
 /// alloy's envelope decoder reads a typed transaction out of its RLP string without holding
@@ -128,10 +142,7 @@ pub fn decode_block(bytes: &[u8]) -> Result<EthBlock, DecodeError> {
 fn transactions_fill_their_items(bytes: &[u8], txs: &[BlockTx]) -> Result<(), alloy_rlp::Error> {
     use alloy_eips::eip2718::Encodable2718;
     use alloy_rlp::{Error, Header as Item};
-    let mut rest = bytes;
-    Item::decode(&mut rest)?;
-    let header = Item::decode(&mut rest)?;
-    rest = rest.get(header.payload_length..).ok_or(Error::InputTooShort)?;
+    let (_, mut rest) = split_header(bytes)?;
     let list = Item::decode(&mut rest)?;
     let mut items = rest.get(..list.payload_length).ok_or(Error::InputTooShort)?;
     for tx in txs {

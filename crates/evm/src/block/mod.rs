@@ -32,6 +32,7 @@ mod txenv;
 mod validate;
 
 pub use chain::{ChainConfig, ConfigError, Fork, UnsupportedFork};
+pub(crate) use decode::split_header;
 pub use decode::{decode_block, BlockTx, DecodeError, EthBlock, SignatureProblem, SignedTx};
 pub use execute::{execute_block, BlockOutcome, ExecError};
 pub use genesis::{genesis_header, header_hash, header_rlp, GenesisHeaderError};

@@ -46,8 +46,8 @@ use state::{ChildRoots, H256};
 use store::{ReadHandle, StateDb, StoreError};
 
 use crate::block::{
-    decode_block, execute_block, validate_header, ChainConfig, DecodeError, EthBlock, ExecError,
-    InvalidBlock,
+    decode_block, execute_block, split_header, validate_header, ChainConfig, DecodeError, EthBlock,
+    ExecError, InvalidBlock,
 };
 use crate::database::DbError;
 use crate::stored::{BlockHashes, StoreReadError};
@@ -71,7 +71,7 @@ impl EthRoadBlock {
     /// Decode a block from its RLP (see [`decode_block`]).
     pub fn decode(rlp: &[u8]) -> Result<Self, DecodeError> {
         let block = decode_block(rlp)?;
-        let header_rlp = header_bytes(rlp).map_err(DecodeError::Rlp)?.to_vec();
+        let header_rlp = split_header(rlp).map_err(DecodeError::Rlp)?.0.to_vec();
         // `decode_block` hashed the bytes its header decoder consumed, which are these for
         // a header that decodes strictly; checked, not assumed, as the record is what the
         // next import links to.
@@ -81,16 +81,6 @@ impl EthRoadBlock {
         }
         Ok(EthRoadBlock { block, header_rlp })
     }
-}
-
-/// The bytes of the header, the first item of a block's RLP list.
-fn header_bytes(rlp: &[u8]) -> Result<&[u8], alloy_rlp::Error> {
-    let mut rest = rlp;
-    alloy_rlp::Header::decode(&mut rest)?;
-    let start = rest;
-    let inner = alloy_rlp::Header::decode(&mut rest)?;
-    let len = (start.len() - rest.len()).saturating_add(inner.payload_length);
-    start.get(..len).ok_or(alloy_rlp::Error::InputTooShort)
 }
 
 /// Why the EVM executor refused a block, or could not execute one.
