@@ -10,6 +10,7 @@
 //! code is cut into code chunks by one scan of its own beside them (`code.rs`).
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -20,14 +21,19 @@ use trie::{keccak256, Layout, NodeSource, TrieError, WithLayout};
 
 use crate::code::{code_weight, CodeChunk};
 use crate::dir::{CheckpointDir, DirError, Unsynced};
+use crate::direct;
 use crate::format::{
-    BoundaryRule, ChunkHash, ChunkInfo, ChunkWriter, CodeChunkInfo, CodeList, Manifest,
+    put_entry, BoundaryRule, ChunkHash, ChunkInfo, ChunkWriter, CodeChunkInfo, CodeList, Manifest,
     CHUNK_BYTES_MAX, VALUE_BYTES_MAX,
 };
 use crate::keys::{binding, binding_place, successor, Place};
 
 /// The hash new checkpoints name their chunks by (manifest version 3).
 const CHUNK_HASH: ChunkHash = ChunkHash::Blake3;
+
+/// Room for a chunk's framing and boundary proofs beside its entries, reserved in its
+/// buffer before it is encoded (more is allocated when a chunk needs it).
+const PROOF_ROOM: usize = 64 << 10;
 
 /// Most threads a creation uses.
 pub const THREADS_MAX: usize = 256;
@@ -160,13 +166,14 @@ pub fn create_cancellable(
     let t0 = Instant::now();
     // What an earlier creation killed mid-write left behind.
     out.remove_stale_temps();
-    let units = units(opts.threads);
+    let units = units(state, opts.threads)?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.threads)
         .thread_name(|i| format!("checkpoint-{i}"))
         .build()
         .map_err(CreateError::Pool)?;
-    let (to_syncer, syncer) = spawn_syncer();
+    let buffers = Buffers::default();
+    let (to_syncer, syncer) = spawn_syncer(buffers.clone());
     let ctx = Ctx {
         state,
         ranged: ranged_bindings(state)?,
@@ -176,6 +183,7 @@ pub fn create_cancellable(
         written: AtomicU64::new(0),
         flat_bytes: AtomicU64::new(0),
         syncer: to_syncer,
+        buffers,
         stop,
     };
     // The code's one sequential scan runs beside the state's units.
@@ -218,18 +226,31 @@ pub fn create_cancellable(
     Ok(Created { id, manifest, chunks_written, elapsed: t0.elapsed() })
 }
 
-/// Chunk files are made durable and renamed into place by one syncer thread while the
-/// workers go on cutting chunks (each fsync waits ~0.5 ms on the disk): its sender, and
-/// the thread, which ends with the first error once every sender is gone.
+/// Chunk files are written, made durable and renamed into place by one syncer thread
+/// while the workers go on cutting chunks (a direct write waits on the device, and so does
+/// each fsync; four syncers measured no faster than one).
+///
+/// At most this many chunks wait for it: a disk slower than the workers holds them back
+/// instead of filling memory.
+const CHUNKS_IN_FLIGHT: usize = 8;
+
+/// Chunk buffers the syncer has written, for the workers to encode the next chunks into
+/// (a fresh megabyte buffer per chunk costs page faults).
+type Buffers = std::sync::Arc<parking_lot::Mutex<Vec<Vec<u8>>>>;
+
+/// The syncer's sender, and the thread, which ends with its first error once every sender
+/// is gone, after every chunk it was sent.
 fn spawn_syncer(
-) -> (std::sync::mpsc::Sender<Unsynced>, std::thread::JoinHandle<Result<(), DirError>>) {
-    let (to_syncer, synced) = std::sync::mpsc::channel::<Unsynced>();
+    buffers: Buffers,
+) -> (std::sync::mpsc::SyncSender<Unsynced>, std::thread::JoinHandle<Result<(), DirError>>) {
+    let (to_syncer, synced) = std::sync::mpsc::sync_channel::<Unsynced>(CHUNKS_IN_FLIGHT);
     let syncer = std::thread::spawn(move || -> Result<(), DirError> {
         let mut first = Ok(());
         for file in synced {
-            let r = file.finish();
+            let (buf, done) = file.finish();
+            buffers.lock().push(buf);
             if first.is_ok() {
-                first = r;
+                first = done;
             }
         }
         first
@@ -244,31 +265,40 @@ struct Unit {
     first: bool,
 }
 
-/// The units for `threads` workers: the main and the storage key spaces each split evenly
-/// by their first key byte into twice as many parts as threads, taken one at a time by
-/// whichever worker is free (one unit for one thread). A unit costs a skip to its first
-/// content boundary (about `target_entries` keys read, their boundary hashes computed).
-fn units(threads: usize) -> Vec<Unit> {
-    if threads == 1 {
-        return vec![Unit { start: Vec::new(), end: None, first: true }];
-    }
-    let parts = (2 * threads).min(256);
-    let mut starts = Vec::new();
+/// Parts of `flat` whose sizes [`units`] weighs: each key space (main, storage) by its
+/// first key byte after the prefix.
+const PARTS_PER_SPACE: usize = 64;
+
+/// The units for `threads` workers: `flat` cut into `threads` runs of about equal bytes by
+/// the database's size estimates of [`PARTS_PER_SPACE`] parts of each key space (evenly by
+/// key when it has none, as a database still in memory), so that the workers end together.
+/// Every unit after the first costs a skip to its first content boundary (about
+/// `target_entries` keys read twice), so there are no more units than threads.
+fn units(state: &PersistedState<'_>, threads: usize) -> Result<Vec<Unit>, CreateError> {
+    let mut bounds = Vec::with_capacity(2 * PARTS_PER_SPACE + 1);
     for prefix in [0u8, 1] {
-        for i in 0..parts {
-            starts.push(vec![prefix, (i * 256 / parts) as u8]);
+        for i in 0..PARTS_PER_SPACE {
+            bounds.push(vec![prefix, (i * 256 / PARTS_PER_SPACE) as u8]);
         }
     }
-    starts.dedup();
-    let mut out = Vec::with_capacity(starts.len());
-    for (i, s) in starts.iter().enumerate() {
-        out.push(Unit {
-            start: if i == 0 { Vec::new() } else { s.clone() },
-            end: starts.get(i + 1).cloned(),
-            first: i == 0,
-        });
+    bounds.push(vec![2]);
+    let mut sizes = if threads > 1 { state.approximate_flat_bytes(&bounds)? } else { Vec::new() };
+    if sizes.iter().all(|s| *s == 0) {
+        sizes = vec![1; bounds.len() - 1];
     }
-    out
+    let total: u64 = sizes.iter().sum();
+    let mut out = vec![Unit { start: Vec::new(), end: None, first: true }];
+    let mut acc = 0u64;
+    for (i, size) in sizes.iter().enumerate().take(sizes.len() - 1) {
+        acc += size;
+        // Cut after part `i` once the parts so far reach the next unit's share.
+        if out.len() < threads && acc * threads as u64 >= total * out.len() as u64 {
+            let start = bounds[i + 1].clone();
+            out.last_mut().expect("one unit at least").end = Some(start.clone());
+            out.push(Unit { start, end: None, first: false });
+        }
+    }
+    Ok(out)
 }
 
 /// The storage tries committed to by the main-trie entries of a layout whose rule puts
@@ -307,35 +337,78 @@ struct Ctx<'a, 's> {
     progress: &'a AtomicU64,
     written: AtomicU64,
     flat_bytes: AtomicU64,
-    syncer: std::sync::mpsc::Sender<Unsynced>,
+    syncer: std::sync::mpsc::SyncSender<Unsynced>,
+    buffers: Buffers,
     stop: &'a std::sync::atomic::AtomicBool,
 }
 
-/// A chunk's entries, packed: full flat keys and values in one buffer.
+/// The chunk being cut, its entries already in the chunk format's encoding ([`put_entry`]:
+/// the key within its trie, then the value) as they are read: one copy of each entry
+/// before the chunk's bytes are assembled.
 #[derive(Default)]
 struct Pending {
-    buf: Vec<u8>,
-    /// (key start, key length, value length) in `buf`.
-    spans: Vec<(usize, usize, usize)>,
+    /// Every segment's encoded entries, one after another.
+    body: Vec<u8>,
+    segments: Vec<PendingSegment>,
+    /// The flat-key prefix of the last segment's trie.
+    prefix: Vec<u8>,
+    /// Its first entry's flat key.
+    first: Vec<u8>,
+    entries: u64,
+    /// Flat bytes of its entries (full keys and values).
     bytes: u64,
 }
 
+/// One trie's entries of a [`Pending`] chunk.
+struct PendingSegment {
+    trie: TrieId,
+    /// Its encoded entries in [`Pending::body`].
+    body: Range<usize>,
+    entries: usize,
+    /// Its last entry's key (within the trie) in [`Pending::body`].
+    last: Range<usize>,
+}
+
 impl Pending {
-    fn push(&mut self, k: &[u8], v: &[u8]) {
-        self.spans.push((self.buf.len(), k.len(), v.len()));
-        self.buf.extend_from_slice(k);
-        self.buf.extend_from_slice(v);
+    fn push(&mut self, k: &[u8], v: &[u8]) -> Result<(), CreateError> {
+        if self.segments.is_empty() || !k.starts_with(&self.prefix) {
+            let (trie, key) = split(k)?;
+            self.prefix.clear();
+            self.prefix.extend_from_slice(&k[..k.len() - key.len()]);
+            let at = self.body.len();
+            self.segments.push(PendingSegment { trie, body: at..at, entries: 0, last: at..at });
+        }
+        if self.entries == 0 {
+            self.first.clear();
+            self.first.extend_from_slice(k);
+        }
+        let key = &k[self.prefix.len()..];
+        let at = put_entry(&mut self.body, key, v);
+        let end = self.body.len();
+        let s = self.segments.last_mut().expect("a segment was opened above");
+        s.body.end = end;
+        s.entries += 1;
+        s.last = at..at + key.len();
+        self.entries += 1;
         self.bytes += (k.len() + v.len()) as u64;
+        Ok(())
     }
 
-    fn get(&self, i: usize) -> (&[u8], &[u8]) {
-        let (s, kl, vl) = self.spans[i];
-        (&self.buf[s..s + kl], &self.buf[s + kl..s + kl + vl])
+    /// Its last entry's flat key (empty without entries).
+    fn last_key(&self) -> Vec<u8> {
+        let Some(s) = self.segments.last() else { return Vec::new() };
+        let mut k = Vec::with_capacity(self.prefix.len() + s.last.len());
+        k.extend_from_slice(&self.prefix);
+        k.extend_from_slice(&self.body[s.last.clone()]);
+        k
     }
 
     fn clear(&mut self) {
-        self.buf.clear();
-        self.spans.clear();
+        self.body.clear();
+        self.segments.clear();
+        self.prefix.clear();
+        self.first.clear();
+        self.entries = 0;
         self.bytes = 0;
     }
 }
@@ -384,10 +457,10 @@ impl Ctx<'_, '_> {
                 }
                 let size = (k.len() + v.len()) as u64;
                 // An entry past `max_bytes` goes alone into a chunk of its own.
-                if !p.spans.is_empty() && p.bytes + size > u64::from(self.rule.max_bytes) {
+                if p.entries > 0 && p.bytes + size > u64::from(self.rule.max_bytes) {
                     break;
                 }
-                p.push(k, v);
+                p.push(k, v)?;
                 content_cut = self.rule.is_boundary(k);
                 cur.advance();
                 if content_cut {
@@ -396,17 +469,17 @@ impl Ctx<'_, '_> {
             }
             cur.status()?;
             let next = cur.entry().map(|(k, _)| k.to_vec());
-            if p.spans.is_empty() {
+            if p.entries == 0 {
                 if unit.first && chunks.is_empty() {
                     // The empty state: one chunk proving the empty main trie.
                     chunks.push(self.emit(None, &p, None, &mut buf)?);
                 }
                 break;
             }
-            chunks.push(self.emit(before.as_deref(), &p, next.as_deref(), &mut buf)?);
-            let last = p.get(p.spans.len() - 1).0.to_vec();
-            let past_end = unit.end.as_deref().is_some_and(|e| last.as_slice() >= e);
-            before = Some(last);
+            let info = self.emit(before.as_deref(), &p, next.as_deref(), &mut buf)?;
+            let past_end = unit.end.as_deref().is_some_and(|e| info.last.as_slice() >= e);
+            before = Some(info.last.clone());
+            chunks.push(info);
             if next.is_none() || (content_cut && past_end) {
                 break;
             }
@@ -425,56 +498,40 @@ impl Ctx<'_, '_> {
     ) -> Result<ChunkInfo, CreateError> {
         let before = before.map(split).transpose()?;
         let next_trie = next.map(split).transpose()?.map(|(t, _)| t);
-        let mut groups: Vec<(TrieId, Entries<'_>)> = Vec::new();
-        for i in 0..p.spans.len() {
-            let (k, v) = p.get(i);
-            let (trie, key) = split(k)?;
-            match groups.last_mut() {
-                Some((t, g)) if *t == trie => g.push((key, v)),
-                _ => groups.push((trie, vec![(key, v)])),
-            }
-        }
-        if groups.is_empty() {
-            groups.push((TrieId::Main, Vec::new()));
-        }
-        let n = groups.len();
-        let mut starts: Vec<Vec<u8>> = Vec::with_capacity(n);
-        for (i, (trie, _)) in groups.iter().enumerate() {
-            starts.push(match before {
-                Some((t, k)) if i == 0 && t == *trie => successor(k),
-                _ => Vec::new(),
-            });
-        }
+        // Without entries: one open segment of the main trie (the empty state).
+        let empty = [PendingSegment { trie: TrieId::Main, body: 0..0, entries: 0, last: 0..0 }];
+        let segments = if p.segments.is_empty() { &empty[..] } else { &p.segments[..] };
+        let n = segments.len();
         let (block, root) = self.state.head();
-        let mut w = ChunkWriter::new_in(std::mem::take(buf), block, &root, n);
+        if buf.capacity() == 0 {
+            *buf = self.buffers.lock().pop().unwrap_or_default();
+        }
+        let start = direct::prepare(buf, p.body.len() + PROOF_ROOM);
+        let mut w = ChunkWriter::appending(std::mem::take(buf), block, &root, n);
         let mut ends_trie = false;
-        for (i, (trie, entries)) in groups.iter().enumerate() {
-            let open = i + 1 < n || next_trie != Some(*trie);
-            let proof = self.proof(*trie, &starts[i], open, entries)?;
-            w.segment(trie, &starts[i], open, entries, &proof);
+        for (i, s) in segments.iter().enumerate() {
+            let start = match before {
+                Some((t, k)) if i == 0 && t == s.trie => successor(k),
+                _ => Vec::new(),
+            };
+            let open = i + 1 < n || next_trie != Some(s.trie);
+            let last = (!open && s.entries > 0).then(|| &p.body[s.last.clone()]);
+            let proof = self.proof(s.trie, &start, last)?;
+            w.encoded_segment(&s.trie, &start, open, s.entries, &p.body[s.body.clone()], &proof);
             ends_trie = open;
         }
-        let bytes = w.finish();
-        if bytes.len() as u64 > CHUNK_BYTES_MAX {
-            let first = p.spans.first().map(|_| hex::encode(p.get(0).0)).unwrap_or_default();
-            let len = bytes.len() as u64;
+        *buf = w.finish();
+        let len = (buf.len() - start) as u64;
+        if len > CHUNK_BYTES_MAX {
+            let first = hex::encode(&p.first);
             return Err(CreateError::ChunkTooLarge { first, bytes: len, max: CHUNK_BYTES_MAX });
         }
-        let digest = CHUNK_HASH.digest(&bytes);
-        if let Some(file) = self.out.put_chunk_unsynced(&digest, &bytes)? {
-            self.written.fetch_add(1, Ordering::Relaxed);
-            // The syncer ends only after every sender is gone: it cannot be closed here.
-            let _ = self.syncer.send(file);
-        }
-        let len = bytes.len() as u64;
-        *buf = bytes;
-        self.progress.fetch_add(p.spans.len() as u64, Ordering::Relaxed);
+        let digest = CHUNK_HASH.digest(&buf[start..]);
+        self.store(&digest, buf, start)?;
+        self.progress.fetch_add(p.entries, Ordering::Relaxed);
         self.flat_bytes.fetch_add(p.bytes, Ordering::Relaxed);
-        let (first, last) = match p.spans.len() {
-            0 => (Vec::new(), Vec::new()),
-            n => (p.get(0).0.to_vec(), p.get(n - 1).0.to_vec()),
-        };
-        Ok(ChunkInfo { first, last, entries: p.spans.len() as u64, len, digest, ends_trie })
+        let (first, last) = (p.first.clone(), p.last_key());
+        Ok(ChunkInfo { first, last, entries: p.entries, len, digest, ends_trie })
     }
 
     /// Cut the pinned `code` family into code chunks (`code.rs`) and store them: one scan
@@ -527,29 +584,37 @@ impl Ctx<'_, '_> {
             root,
             codes: codes.iter().map(|(h, c)| (*h, c.as_slice())).collect(),
         };
-        let bytes = chunk.encode();
+        let mut bytes = chunk.encode();
         // Invariant: codes within `max_bytes` (at most a quarter of the bound), or one code
         // of at most VALUE_BYTES_MAX, with a few bytes of framing each, fit a chunk.
         assert!(bytes.len() as u64 <= CHUNK_BYTES_MAX, "a code chunk over the chunk bound");
         let digest = CHUNK_HASH.digest(&bytes);
-        if let Some(file) = self.out.put_chunk_unsynced(&digest, &bytes)? {
+        let len = bytes.len() as u64;
+        self.store(&digest, &mut bytes, 0)?;
+        let (first, last) = (codes[0].0, codes[codes.len() - 1].0);
+        let entries = codes.len() as u64;
+        Ok(CodeChunkInfo { first, last, entries, len, digest })
+    }
+
+    /// Hand the chunk `buf[start..]` named `digest` to the syncer (`buf` moved to it),
+    /// unless the directory holds it already.
+    fn store(&self, digest: &H256, buf: &mut Vec<u8>, start: usize) -> Result<(), CreateError> {
+        if let Some(file) = self.out.put_chunk_unsynced(digest, buf, start)? {
             self.written.fetch_add(1, Ordering::Relaxed);
             // The syncer ends only after every sender is gone: it cannot be closed here.
             let _ = self.syncer.send(file);
         }
-        let (first, last) = (codes[0].0, codes[codes.len() - 1].0);
-        let entries = codes.len() as u64;
-        Ok(CodeChunkInfo { first, last, entries, len: bytes.len() as u64, digest })
+        Ok(())
     }
 
     /// The boundary proof of one segment (and, at a storage trie's first segment, the
     /// check that its account commits to it).
+    /// `last` is the segment's last key when it is closed.
     fn proof(
         &self,
         trie: TrieId,
         start: &[u8],
-        open: bool,
-        entries: &[(&[u8], &[u8])],
+        last: Option<&[u8]>,
     ) -> Result<Vec<Vec<u8>>, CreateError> {
         let root = self.state.trie_root(&trie)?;
         if let TrieId::Storage(account) = trie {
@@ -557,7 +622,6 @@ impl Ctx<'_, '_> {
                 self.check_bound(&trie, &account, &root)?;
             }
         }
-        let last = if open { None } else { entries.last().map(|(k, _)| *k) };
         let source = self.state.node_source(trie);
         let prove = ProveRange { source: &source, root: &root, start, last };
         self.state
@@ -600,9 +664,6 @@ impl<S: NodeSource> WithLayout for ProveRange<'_, S> {
         trie::prove_key_range::<L, S>(self.source, self.root, self.start, self.last)
     }
 }
-
-/// A segment's entries, borrowed.
-type Entries<'a> = Vec<(&'a [u8], &'a [u8])>;
 
 fn split(k: &[u8]) -> Result<(TrieId, &[u8]), CreateError> {
     TrieId::split(k).ok_or_else(|| CreateError::FlatKey(hex::encode(k)))

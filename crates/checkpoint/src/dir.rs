@@ -19,6 +19,7 @@ use std::time::Duration;
 use state::H256;
 use trie::keccak256;
 
+use crate::direct;
 use crate::format::{DecodeError, Manifest, CHUNK_BYTES_MAX, MANIFEST_BYTES_MAX};
 
 /// Relative path of a chunk.
@@ -117,26 +118,47 @@ pub(crate) fn not_regular(t: fs::FileType) -> String {
     format!("not a regular file ({kind})")
 }
 
-/// A file written under a temporary name: not yet durable, not yet under its name.
-pub(crate) struct Unsynced {
-    file: fs::File,
+/// Where a file goes: written under a temporary name beside its path, made durable, then
+/// renamed into place.
+struct Target {
     tmp: PathBuf,
     path: PathBuf,
     sync: bool,
 }
 
-impl Unsynced {
-    /// fsync (unless the directory writes without) and rename into place.
-    pub(crate) fn finish(self) -> Result<(), DirError> {
-        if self.sync {
-            self.file.sync_data().map_err(CheckpointDir::io(&self.tmp))?;
-        }
-        drop(self.file);
-        let renamed = fs::rename(&self.tmp, &self.path);
-        if renamed.is_err() {
+impl Target {
+    /// Write the file with `write`, fsync it (unless the directory writes without) and
+    /// rename it into place; the temporary file is removed on failure.
+    fn write(&self, write: impl FnOnce(&Path) -> io::Result<fs::File>) -> Result<(), DirError> {
+        let done = write(&self.tmp).map_err(CheckpointDir::io(&self.tmp)).and_then(|file| {
+            if self.sync {
+                file.sync_data().map_err(CheckpointDir::io(&self.tmp))?;
+            }
+            drop(file);
+            fs::rename(&self.tmp, &self.path).map_err(CheckpointDir::io(&self.path))
+        });
+        if done.is_err() {
             let _ = fs::remove_file(&self.tmp);
         }
-        renamed.map_err(CheckpointDir::io(&self.path))
+        done
+    }
+}
+
+/// A chunk for a thread other than the one that encoded it to write (directly, around the
+/// page cache: `direct.rs`), make durable and rename into place: its bytes are
+/// `buf[start..]`.
+pub(crate) struct Unsynced {
+    buf: Vec<u8>,
+    start: usize,
+    target: Target,
+}
+
+impl Unsynced {
+    /// Write, fsync and rename; gives the buffer back for reuse.
+    pub(crate) fn finish(mut self) -> (Vec<u8>, Result<(), DirError>) {
+        let (buf, start) = (&mut self.buf, self.start);
+        let done = self.target.write(|tmp| direct::write_new(tmp, buf, start));
+        (self.buf, done)
     }
 }
 
@@ -173,19 +195,18 @@ impl CheckpointDir {
     /// Write `bytes` at `rel` atomically (a temporary file renamed into place); a file
     /// already there that holds exactly `bytes` is kept ([`CheckpointDir::holds`]).
     fn put(&self, rel: &str, bytes: &[u8]) -> Result<bool, DirError> {
-        match self.write_unsynced(rel, bytes)? {
-            Some(u) => {
-                u.finish()?;
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        let Some(target) = self.target(rel, bytes)? else { return Ok(false) };
+        target.write(|tmp| {
+            let mut f = fs::File::create(tmp)?;
+            f.write_all(bytes)?;
+            Ok(f)
+        })?;
+        Ok(true)
     }
 
-    /// Write `bytes` to a temporary file for `rel`; [`Unsynced::finish`] makes it durable
-    /// and renames it into place (over whatever was there). `None` when `rel` holds
-    /// `bytes` already.
-    fn write_unsynced(&self, rel: &str, bytes: &[u8]) -> Result<Option<Unsynced>, DirError> {
+    /// Where `bytes` go for `rel`: a temporary name beside it; `None` when `rel` holds
+    /// those bytes already.
+    fn target(&self, rel: &str, bytes: &[u8]) -> Result<Option<Target>, DirError> {
         let path = self.root.join(rel);
         if Self::holds(&path, bytes)? {
             return Ok(None);
@@ -197,12 +218,7 @@ impl CheckpointDir {
         static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let tmp = path.with_extension(format!("{TEMP_TAG}{}-{n}", std::process::id()));
-        let mut file = fs::File::create(&tmp).map_err(Self::io(&tmp))?;
-        if let Err(e) = file.write_all(bytes) {
-            let _ = fs::remove_file(&tmp);
-            return Err(Self::io(&tmp)(e));
-        }
-        Ok(Some(Unsynced { file, tmp, path, sync: self.sync }))
+        Ok(Some(Target { tmp, path, sync: self.sync }))
     }
 
     /// Whether `path` holds exactly `bytes` (then it is kept). Files are named by the
@@ -225,14 +241,19 @@ impl CheckpointDir {
         Ok(held == bytes)
     }
 
-    /// A chunk written under a temporary name, for another thread to make durable and
-    /// visible ([`Unsynced::finish`]); `None` when it is there already.
+    /// The chunk `buf[start..]` (named by `digest`) for another thread to write and make
+    /// durable and visible ([`Unsynced::finish`]); `buf` is moved into it. `None` (and
+    /// `buf` kept) when it is there already.
     pub(crate) fn put_chunk_unsynced(
         &self,
         digest: &H256,
-        bytes: &[u8],
+        buf: &mut Vec<u8>,
+        start: usize,
     ) -> Result<Option<Unsynced>, DirError> {
-        self.write_unsynced(&chunk_path(digest), bytes)
+        let Some(target) = self.target(&chunk_path(digest), &buf[start..])? else {
+            return Ok(None);
+        };
+        Ok(Some(Unsynced { buf: std::mem::take(buf), start, target }))
     }
 
     /// Store a chunk under its digest; false when it was there already.

@@ -258,6 +258,16 @@ pub(crate) fn put_var_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b);
 }
 
+/// One segment entry (its key within the trie, then its value); returns where the key's
+/// bytes start in `out`.
+pub(crate) fn put_entry(out: &mut Vec<u8>, k: &[u8], v: &[u8]) -> usize {
+    put_varint(out, k.len() as u64);
+    let at = out.len();
+    out.extend_from_slice(k);
+    put_var_bytes(out, v);
+    at
+}
+
 fn put_trie(out: &mut Vec<u8>, trie: &TrieId) {
     trie.write_prefix(out);
 }
@@ -350,12 +360,12 @@ pub(crate) struct ChunkWriter {
 
 impl ChunkWriter {
     pub(crate) fn new(block: u64, root: &H256, segments: usize) -> Self {
-        Self::new_in(Vec::with_capacity(1 << 16), block, root, segments)
+        Self::appending(Vec::with_capacity(1 << 16), block, root, segments)
     }
 
-    /// A writer into `out` (cleared first), so that a caller can reuse one buffer.
-    pub(crate) fn new_in(mut out: Vec<u8>, block: u64, root: &H256, segments: usize) -> Self {
-        out.clear();
+    /// A writer appending to `out`, so that a caller can reuse one buffer and place the
+    /// chunk in it.
+    pub(crate) fn appending(mut out: Vec<u8>, block: u64, root: &H256, segments: usize) -> Self {
         out.extend_from_slice(CHUNK_MAGIC);
         out.push(FORMAT_VERSION);
         out.extend_from_slice(&block.to_be_bytes());
@@ -372,20 +382,44 @@ impl ChunkWriter {
         entries: &[(&[u8], &[u8])],
         proof: &[impl AsRef<[u8]>],
     ) {
-        let out = &mut self.out;
         let bytes: usize = entries.iter().map(|(k, v)| k.len() + v.len() + 4).sum();
-        out.reserve(bytes);
+        self.out.reserve(bytes);
+        self.segment_head(trie, start, open, entries.len());
+        for (k, v) in entries {
+            put_entry(&mut self.out, k, v);
+        }
+        self.proof(proof);
+    }
+
+    /// [`ChunkWriter::segment`] of `count` entries already encoded one after another by
+    /// [`put_entry`] (the creator encodes them as it reads them).
+    pub(crate) fn encoded_segment(
+        &mut self,
+        trie: &TrieId,
+        start: &[u8],
+        open: bool,
+        count: usize,
+        encoded: &[u8],
+        proof: &[impl AsRef<[u8]>],
+    ) {
+        self.out.reserve(encoded.len());
+        self.segment_head(trie, start, open, count);
+        self.out.extend_from_slice(encoded);
+        self.proof(proof);
+    }
+
+    fn segment_head(&mut self, trie: &TrieId, start: &[u8], open: bool, count: usize) {
+        let out = &mut self.out;
         put_trie(out, trie);
         put_var_bytes(out, start);
         out.push(u8::from(open));
-        put_varint(out, entries.len() as u64);
-        for (k, v) in entries {
-            put_var_bytes(out, k);
-            put_var_bytes(out, v);
-        }
-        put_varint(out, proof.len() as u64);
+        put_varint(out, count as u64);
+    }
+
+    fn proof(&mut self, proof: &[impl AsRef<[u8]>]) {
+        put_varint(&mut self.out, proof.len() as u64);
         for n in proof {
-            put_var_bytes(out, n.as_ref());
+            put_var_bytes(&mut self.out, n.as_ref());
         }
     }
 

@@ -25,6 +25,7 @@ mod boundary;
 mod code;
 mod create;
 mod dir;
+mod direct;
 mod fetch;
 mod format;
 mod keys;

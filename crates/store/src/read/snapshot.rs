@@ -121,6 +121,16 @@ impl<'a> PersistedState<'a> {
         Ok(self.snap.get_cf(cf(self.db, CF_FLAT)?, k)?)
     }
 
+    /// The database's estimate of the bytes `flat` holds on disk between each pair of
+    /// consecutive `bounds` (ascending full keys), for splitting a scan into parts of equal
+    /// work: RocksDB's approximate sizes of its files, so not of the pinned block exactly
+    /// and without what is still in memory.
+    pub fn approximate_flat_bytes(&self, bounds: &[Vec<u8>]) -> Result<Vec<u64>, StoreError> {
+        let ranges: Vec<rocksdb::Range<'_>> =
+            bounds.windows(2).map(|w| rocksdb::Range::new(&w[0], &w[1])).collect();
+        Ok(self.db.get_approximate_sizes_cf(cf(self.db, CF_FLAT)?, &ranges))
+    }
+
     /// A cursor over `flat` in key order (full keys: trie prefix ‖ key), positioned at the
     /// first key at or after `from`.
     pub fn cursor(&self, from: &[u8]) -> Result<FlatCursor<'_>, StoreError> {
