@@ -1,8 +1,8 @@
 //! Creating a checkpoint from a pinned persisted state, in parallel, with bytes that do
 //! not depend on the thread count.
 //!
-//! The key space is split into units (the main and the storage key spaces each in as many
-//! parts as threads); a unit's worker seeks to its start, skips to the first content
+//! The key space is split into units (one per thread, of about equal bytes by the
+//! database's estimates); a unit's worker seeks to its start, skips to the first content
 //! boundary at or after it (the first unit starts at the first key), cuts chunks from
 //! there by the boundary rule, and stops after the first content boundary at or past its
 //! end. So every chunk is cut exactly where one walk from the first key would cut it, and
