@@ -608,8 +608,8 @@ impl Ctx<'_, '_> {
     }
 
     /// The boundary proof of one segment (and, at a storage trie's first segment, the
-    /// check that its account commits to it).
-    /// `last` is the segment's last key when it is closed.
+    /// check that its account commits to it). `last` is the segment's last key when it is
+    /// closed.
     fn proof(
         &self,
         trie: TrieId,

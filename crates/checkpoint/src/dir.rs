@@ -12,7 +12,7 @@
 //! the next creation or pruning removes ([`CheckpointDir::remove_stale_temps`]).
 
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -196,11 +196,7 @@ impl CheckpointDir {
     /// already there that holds exactly `bytes` is kept ([`CheckpointDir::holds`]).
     fn put(&self, rel: &str, bytes: &[u8]) -> Result<bool, DirError> {
         let Some(target) = self.target(rel, bytes)? else { return Ok(false) };
-        target.write(|tmp| {
-            let mut f = fs::File::create(tmp)?;
-            f.write_all(bytes)?;
-            Ok(f)
-        })?;
+        target.write(|tmp| direct::write_buffered(tmp, bytes))?;
         Ok(true)
     }
 

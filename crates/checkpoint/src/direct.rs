@@ -39,14 +39,20 @@ pub(crate) fn write_new(path: &Path, buf: &mut Vec<u8>, start: usize) -> io::Res
     #[cfg(target_os = "linux")]
     {
         let at = align(buf, start, len);
-        if let Ok(f) = write_direct(path, &buf[at..at + len.next_multiple_of(ALIGN)], len) {
-            restore(buf, at, start, len);
+        let direct = write_direct(path, &buf[at..at + len.next_multiple_of(ALIGN)], len);
+        restore(buf, at, start, len);
+        if let Ok(f) = direct {
             return Ok(f);
         }
-        restore(buf, at, start, len);
     }
+    write_buffered(path, &buf[start..])
+}
+
+/// Write `bytes` to a new file at `path` (created, or truncated) through the page cache.
+/// The caller makes the file durable.
+pub(crate) fn write_buffered(path: &Path, bytes: &[u8]) -> io::Result<fs::File> {
     let mut f = fs::File::create(path)?;
-    f.write_all(&buf[start..start + len])?;
+    f.write_all(bytes)?;
     Ok(f)
 }
 
