@@ -115,7 +115,12 @@ impl TestDb {
         std::fs::create_dir(&path)
             .map_err(|source| TestDbError::CreateDir { path: path.clone(), source })?;
         match StateDb::open(&path, store_config(history_depth)) {
-            Ok(db) => Ok(TestDb { path, db: Some(db) }),
+            Ok(mut db) => {
+                // Execution reads what it writes: the commits take those old values (and
+                // the fixtures check the roots and reverts that follow).
+                db.keep_reads(true);
+                Ok(TestDb { path, db: Some(db) })
+            }
             Err(source) => {
                 // Best effort: the directory is ours and holds nothing of use.
                 let _ = std::fs::remove_dir_all(&path);

@@ -47,6 +47,7 @@ mod config;
 mod durable;
 mod error;
 mod history;
+mod kept;
 mod keys;
 mod layout;
 mod open;

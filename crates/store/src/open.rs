@@ -109,8 +109,16 @@ impl StateDb {
             durable,
         });
         let resident = Resident::new(shared.config.cache.resident_bytes);
-        let mut state =
-            StateDb { shared, head, bulk, resident, tx: None, writer: None, caught_up: None };
+        let mut state = StateDb {
+            shared,
+            head,
+            bulk,
+            resident,
+            tx: None,
+            writer: None,
+            caught_up: None,
+            kept: Box::default(),
+        };
         // Nodes lagging the head are brought to it before anything is served.
         state.caught_up = state.catch_up().map_err(OpenError::CatchUp)?;
         if read_only {

@@ -20,6 +20,7 @@ use trie::LayoutName;
 
 use crate::config::StoreConfig;
 use crate::error::StoreError;
+use crate::kept::KeptReads;
 use crate::keys::{decode_root, root_key, Column};
 #[cfg(feature = "test-hooks")]
 use crate::rocks::FaultInjector;
@@ -68,6 +69,8 @@ pub struct StateDb {
     pub(crate) writer: Option<JoinHandle<()>>,
     /// What this open's catch-up of lagging nodes did (see `catch_up.rs`).
     pub(crate) caught_up: Option<CatchUpReport>,
+    /// Point reads kept for the next commit (see `kept.rs`).
+    pub(crate) kept: Box<KeptReads>,
 }
 
 impl StateDb {

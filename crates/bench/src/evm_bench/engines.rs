@@ -157,6 +157,9 @@ impl ArborEngine {
         }
         let summary = load.finish().context("Arbor bulk load failed")?;
         ensure!(summary.root == entries.state_root, "the bulk load's root is not the genesis root");
+        // revm reads every account and slot before it writes them: the commit takes their
+        // old values from those reads.
+        db.keep_reads(true);
         Ok(ArborEngine { db })
     }
 }

@@ -169,7 +169,7 @@ const MODES: [(&str, &str); 5] = [
 /// Where the parent state is held.
 enum Backend {
     /// A bulk-loaded RocksDB store in a temporary directory, in the benchmark's layout.
-    Store(StateDb, tempfile::TempDir),
+    Store(Box<StateDb>, tempfile::TempDir),
     /// The entries in a map, the trie's nodes in a hash-keyed map (any layout).
     Memory { flat: BTreeMap<Vec<u8>, Vec<u8>>, nodes: MemoryNodeSource },
 }
@@ -201,7 +201,7 @@ impl ParentState {
         let root = db.bulk_load("bench pov genesis", entries)?.root;
         // No background compaction from the load during the timed builds.
         db.compact()?;
-        Ok(ParentState { root, backend: Backend::Store(db, tmp) })
+        Ok(ParentState { root, backend: Backend::Store(Box::new(db), tmp) })
     }
 
     /// `rocksdb` or `memory`.
@@ -240,7 +240,7 @@ fn build<L: Layout>(
     Ok(match (&state.backend, per_tx) {
         (Backend::Store(db, _), None) => {
             let source = db.node_source(TrieId::Main)?;
-            build_block_unrecorded::<L, _, _>(db, source, root, ctx, pool)?
+            build_block_unrecorded::<L, _, _>(&**db, source, root, ctx, pool)?
         }
         (Backend::Store(db, _), Some(per_tx)) => {
             let source = db.node_source(TrieId::Main)?;

@@ -24,9 +24,11 @@ use std::time::{Duration, Instant};
 use state::{ChangeSet, TrieId, H256};
 
 use crate::error::{CommitError, Corruption, StoreError};
+use crate::kept::KeptValues;
 use crate::keys::{flat_key, Column, KEY_BYTES_MAX};
 use crate::statedb::StateDb;
 use crate::tiers::layer::Entry;
+use crate::tiers::reader::Values;
 
 /// What a block stores beside its tries: blobs by hash (code), and its record.
 #[derive(Default)]
@@ -75,6 +77,25 @@ pub(crate) fn flat_keys(changes: &ChangeSet) -> Result<Vec<Vec<u8>>, StoreError>
     changes.iter().flat_map(|(t, kv)| kv.keys().map(move |k| flat_key(t, k))).collect()
 }
 
+/// A changed key's value before the block: known (kept from the head's reads, or read by
+/// the commit on its way), or at this index of the commit's batch read.
+enum Old<'k> {
+    Known(Option<&'k [u8]>),
+    Read(usize),
+}
+
+impl<'k> Old<'k> {
+    fn resolve<'a>(&self, fetched: &'a Values) -> Option<&'a [u8]>
+    where
+        'k: 'a,
+    {
+        match self {
+            Old::Known(v) => *v,
+            Old::Read(i) => fetched[*i].as_deref(),
+        }
+    }
+}
+
 /// Every changed key's value before the block from the caller's `prior` (in the change
 /// set's order; empty values are absent), by one merge of the two sorted maps.
 fn priors<'p>(
@@ -98,6 +119,32 @@ fn priors<'p>(
 }
 
 impl StateDb {
+    /// Every changed key's value before the block, by its flat key (`keys`, in the change
+    /// set's order): from the first of `known` that holds it, else read, all the read ones
+    /// in one batch (the second result, which [`Old::resolve`] indexes).
+    fn known_or_read<'k, const N: usize>(
+        &self,
+        keys: &[Vec<u8>],
+        known: [&'k KeptValues; N],
+    ) -> Result<(Vec<Old<'k>>, Values), StoreError> {
+        let mut olds = Vec::with_capacity(keys.len());
+        let mut missing = Vec::new();
+        for key in keys {
+            olds.push(match known.iter().find_map(|k| k.get(key)) {
+                Some(v) => Old::Known(v.as_deref()),
+                None => {
+                    missing.push(key.clone());
+                    Old::Read(missing.len() - 1)
+                }
+            });
+        }
+        let fetched = match missing.is_empty() {
+            true => Vec::new(),
+            false => self.reader().read_batch(Column::Flat, &missing)?,
+        };
+        Ok((olds, fetched))
+    }
+
     /// Refuse a block with an over-long key, or an empty value where an empty value is a
     /// value, before any work is done.
     pub(crate) fn check_keys(&self, changes: &ChangeSet) -> Result<(), CommitError> {
@@ -147,11 +194,12 @@ impl StateDb {
         changes: &ChangeSet,
         expected: Option<H256>,
     ) -> Result<CommitInfo, CommitError> {
+        let kept = self.kept.take(self.head_root());
         self.prepare(changes)?;
         let start = Instant::now();
         let keys = flat_keys(changes)?;
-        let values = self.reader().read_batch(Column::Flat, &keys)?;
-        let olds: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref()).collect();
+        let (olds, fetched) = self.known_or_read(&keys, [&kept])?;
+        let olds: Vec<Option<&[u8]>> = olds.iter().map(|o| o.resolve(&fetched)).collect();
         let read = start.elapsed();
         let mut info = self.commit_with_olds(changes, keys, &olds, false, expected)?;
         info.timings.read_old_values = read;

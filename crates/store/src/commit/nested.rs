@@ -23,7 +23,8 @@ use std::time::Instant;
 use state::{ChangeSet, ChildRoots, NestedChanges, TrieId, H256};
 
 use crate::error::CommitError;
-use crate::keys::Column;
+use crate::kept::KeptValues;
+use crate::keys::flat_key;
 use crate::statedb::StateDb;
 use crate::tiers::layer::Entry;
 
@@ -66,11 +67,12 @@ impl StateDb {
         self.check_complete()?;
         self.check_keys(&block.changes)?;
         let start = Instant::now();
-        let changes = self.effective_changes(block, model)?;
+        let kept = self.kept.take(self.head_root());
+        let (changes, found) = self.effective_changes(block, model)?;
         self.prepare(&changes)?;
         let keys = flat_keys(&changes)?;
-        let values = self.reader().read_batch(Column::Flat, &keys)?;
-        let olds: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref()).collect();
+        let (olds, fetched) = self.known_or_read(&keys, [&kept, &found])?;
+        let olds: Vec<Option<&[u8]>> = olds.iter().map(|o| o.resolve(&fetched)).collect();
         let read = start.elapsed();
         let start = Instant::now();
         let tries = self.update_nested(changes, keys, &olds, model)?;
@@ -83,12 +85,13 @@ impl StateDb {
     }
 
     /// Step 1 of the module docs: the block's changes with the cleared tries' deletions and
-    /// the changed children's parent leaves.
+    /// the changed children's parent leaves; beside them, the old values those reads found.
     fn effective_changes(
         &self,
         block: &NestedChanges,
         model: &dyn ChildRoots,
-    ) -> Result<ChangeSet, CommitError> {
+    ) -> Result<(ChangeSet, KeptValues), CommitError> {
+        let mut found = KeptValues::default();
         let mut changes = block.changes.clone();
         let mut cleared = block.cleared.clone();
         let deleted_parents = block.changes.get(&TrieId::Main).into_iter().flatten();
@@ -108,7 +111,8 @@ impl StateDb {
             }
             let writes = changes.entry(trie).or_default();
             for entry in self.reader().flat_range(&trie, &[], None)? {
-                let (key, _) = entry?;
+                let (key, old) = entry?;
+                found.insert(flat_key(&trie, &key)?, Some(Arc::from(old)));
                 writes.entry(key).or_insert(None);
             }
         }
@@ -121,10 +125,11 @@ impl StateDb {
                 changes.entry(TrieId::Main).or_default().entry(parent)
             {
                 let current = self.reader().get(&TrieId::Main, slot.key())?;
+                found.insert(flat_key(&TrieId::Main, slot.key())?, current.clone());
                 slot.insert(current.map(|v| v.to_vec()));
             }
         }
-        Ok(changes)
+        Ok((changes, found))
     }
 
     /// Steps 3 to 5: the children's passes, the roots folded into their parents' leaves,

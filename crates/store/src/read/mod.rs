@@ -34,7 +34,20 @@ impl StateDb {
     /// `docs/design.md`, "Store").
     pub fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
         self.check_complete()?;
-        Ok(self.shared.reader.get(trie, key)?.map(|v| v.to_vec()))
+        let value = self.shared.reader.get(trie, key)?;
+        self.kept.note(self.head.1, trie, key, &value)?;
+        Ok(value.map(|v| v.to_vec()))
+    }
+
+    /// Keep this handle's point reads ([`StateDb::get`]) of the head until the next
+    /// commit, which then takes the old values of the keys it changes from them rather
+    /// than reading them again (see `kept.rs`); off by default. Worth it for a committer
+    /// that reads what it writes, as an EVM block does. Turning it off drops what is kept.
+    pub fn keep_reads(&mut self, on: bool) {
+        self.kept.on = on;
+        if !on {
+            self.kept.take(H256::default());
+        }
     }
 
     /// The entries of `trie` with `start <= key < end` (no upper bound when `end` is
