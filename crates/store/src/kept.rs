@@ -28,11 +28,19 @@ pub(crate) type KeptValues = FxHashMap<Vec<u8>, Option<Arc<[u8]>>>;
 /// The record (see the module docs).
 #[derive(Default)]
 pub(crate) struct KeptReads {
-    pub(crate) on: bool,
+    on: bool,
     inner: Mutex<(H256, KeptValues)>,
 }
 
 impl KeptReads {
+    /// Keep reads from now on, or stop and drop what is kept.
+    pub(crate) fn switch(&mut self, on: bool) {
+        self.on = on;
+        if !on {
+            *self.inner.get_mut() = Default::default();
+        }
+    }
+
     /// Keep `value`, read at the head whose root is `root`, unless the record is full.
     pub(crate) fn note(
         &self,

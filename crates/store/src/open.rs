@@ -16,6 +16,7 @@ use state::H256;
 use crate::config::StoreConfig;
 use crate::durable::{self, DurableRecord};
 use crate::error::{Corruption, OpenError, StoreError};
+use crate::kept::KeptReads;
 use crate::keys::{
     cf, decode_head, CF_META, COLUMN_FAMILIES, META_BULK, META_CACHE_TOTALS, META_HEAD,
 };
@@ -117,7 +118,7 @@ impl StateDb {
             tx: None,
             writer: None,
             caught_up: None,
-            kept: Box::default(),
+            kept: KeptReads::default(),
         };
         // Nodes lagging the head are brought to it before anything is served.
         state.caught_up = state.catch_up().map_err(OpenError::CatchUp)?;

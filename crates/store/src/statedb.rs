@@ -70,7 +70,7 @@ pub struct StateDb {
     /// What this open's catch-up of lagging nodes did (see `catch_up.rs`).
     pub(crate) caught_up: Option<CatchUpReport>,
     /// Point reads kept for the next commit (see `kept.rs`).
-    pub(crate) kept: Box<KeptReads>,
+    pub(crate) kept: KeptReads,
 }
 
 impl StateDb {

@@ -19,6 +19,7 @@ mod assemble;
 mod nested;
 mod pass;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use state::{ChangeSet, TrieId, H256};
@@ -77,25 +78,6 @@ pub(crate) fn flat_keys(changes: &ChangeSet) -> Result<Vec<Vec<u8>>, StoreError>
     changes.iter().flat_map(|(t, kv)| kv.keys().map(move |k| flat_key(t, k))).collect()
 }
 
-/// A changed key's value before the block: known (kept from the head's reads, or read by
-/// the commit on its way), or at this index of the commit's batch read.
-enum Old<'k> {
-    Known(Option<&'k [u8]>),
-    Read(usize),
-}
-
-impl<'k> Old<'k> {
-    fn resolve<'a>(&self, fetched: &'a Values) -> Option<&'a [u8]>
-    where
-        'k: 'a,
-    {
-        match self {
-            Old::Known(v) => *v,
-            Old::Read(i) => fetched[*i].as_deref(),
-        }
-    }
-}
-
 /// Every changed key's value before the block from the caller's `prior` (in the change
 /// set's order; empty values are absent), by one merge of the two sorted maps.
 fn priors<'p>(
@@ -121,28 +103,23 @@ fn priors<'p>(
 impl StateDb {
     /// Every changed key's value before the block, by its flat key (`keys`, in the change
     /// set's order): from the first of `known` that holds it, else read, all the read ones
-    /// in one batch (the second result, which [`Old::resolve`] indexes).
-    fn known_or_read<'k, const N: usize>(
+    /// in one batch.
+    fn known_or_read<const N: usize>(
         &self,
         keys: &[Vec<u8>],
-        known: [&'k KeptValues; N],
-    ) -> Result<(Vec<Old<'k>>, Values), StoreError> {
-        let mut olds = Vec::with_capacity(keys.len());
-        let mut missing = Vec::new();
-        for key in keys {
-            olds.push(match known.iter().find_map(|k| k.get(key)) {
-                Some(v) => Old::Known(v.as_deref()),
-                None => {
-                    missing.push(key.clone());
-                    Old::Read(missing.len() - 1)
-                }
-            });
-        }
-        let fetched = match missing.is_empty() {
+        known: [&KeptValues; N],
+    ) -> Result<Values, StoreError> {
+        let found: Vec<Option<Option<Arc<[u8]>>>> =
+            keys.iter().map(|k| known.iter().find_map(|m| m.get(k)).cloned()).collect();
+        let missing: Vec<Vec<u8>> =
+            keys.iter().zip(&found).filter(|(_, f)| f.is_none()).map(|(k, _)| k.clone()).collect();
+        // One value per missing key, in their order.
+        let mut read = match missing.is_empty() {
             true => Vec::new(),
             false => self.reader().read_batch(Column::Flat, &missing)?,
-        };
-        Ok((olds, fetched))
+        }
+        .into_iter();
+        Ok(found.into_iter().map(|f| f.or_else(|| read.next()).flatten()).collect())
     }
 
     /// Refuse a block with an over-long key, or an empty value where an empty value is a
@@ -198,8 +175,8 @@ impl StateDb {
         self.prepare(changes)?;
         let start = Instant::now();
         let keys = flat_keys(changes)?;
-        let (olds, fetched) = self.known_or_read(&keys, [&kept])?;
-        let olds: Vec<Option<&[u8]>> = olds.iter().map(|o| o.resolve(&fetched)).collect();
+        let values = self.known_or_read(&keys, [&kept])?;
+        let olds: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref()).collect();
         let read = start.elapsed();
         let mut info = self.commit_with_olds(changes, keys, &olds, false, expected)?;
         info.timings.read_old_values = read;

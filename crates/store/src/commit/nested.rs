@@ -71,8 +71,8 @@ impl StateDb {
         let (changes, found) = self.effective_changes(block, model)?;
         self.prepare(&changes)?;
         let keys = flat_keys(&changes)?;
-        let (olds, fetched) = self.known_or_read(&keys, [&kept, &found])?;
-        let olds: Vec<Option<&[u8]>> = olds.iter().map(|o| o.resolve(&fetched)).collect();
+        let values = self.known_or_read(&keys, [&kept, &found])?;
+        let olds: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref()).collect();
         let read = start.elapsed();
         let start = Instant::now();
         let tries = self.update_nested(changes, keys, &olds, model)?;

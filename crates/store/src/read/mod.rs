@@ -35,7 +35,7 @@ impl StateDb {
     pub fn get(&self, trie: &TrieId, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
         self.check_complete()?;
         let value = self.shared.reader.get(trie, key)?;
-        self.kept.note(self.head.1, trie, key, &value)?;
+        self.kept.note(self.head_root(), trie, key, &value)?;
         Ok(value.map(|v| v.to_vec()))
     }
 
@@ -44,10 +44,7 @@ impl StateDb {
     /// than reading them again (see `kept.rs`); off by default. Worth it for a committer
     /// that reads what it writes, as an EVM block does. Turning it off drops what is kept.
     pub fn keep_reads(&mut self, on: bool) {
-        self.kept.on = on;
-        if !on {
-            self.kept.take(H256::default());
-        }
+        self.kept.switch(on);
     }
 
     /// The entries of `trie` with `start <= key < end` (no upper bound when `end` is
